@@ -1,0 +1,40 @@
+# Centrality — `make help` lists the targets.
+SHELL := /bin/bash
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.DEFAULT_GOAL := help
+
+help: ## List the targets
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  \033[36m%-8s\033[0m %s\n", $$1, $$2}'
+
+install: $(STAMP) ## Create .venv with Centrality installed editable plus test extras
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[test]'
+	@touch $(STAMP)
+
+up: install ## Start the local stack (Kafka + ClickHouse), topics and migrations
+	$(BIN)/centrality up
+
+down: install ## Stop the local stack (data is kept)
+	$(BIN)/centrality down
+
+status: install ## Show the local stack
+	$(BIN)/centrality status
+
+demo: install ## Run the main job: the walking skeleton on the local stack, narrated
+	$(BIN)/centrality demo
+
+test: install ## Run the whole test suite (starts its own Kafka and ClickHouse)
+	$(BIN)/pytest
+
+lint: install ## ruff and mypy (strict on our packages)
+	$(BIN)/ruff check .
+	$(BIN)/mypy
+
+.PHONY: help install up down status demo test lint

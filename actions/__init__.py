@@ -1,0 +1,1 @@
+"""Actions: workers that do what triggers ask, once, and emit what they did."""

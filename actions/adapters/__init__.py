@@ -1,0 +1,1 @@
+"""Scheduler adapters behind one interface; each registers itself by name."""

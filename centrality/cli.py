@@ -1,0 +1,129 @@
+"""The `centrality` command."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+from pathlib import Path
+
+import orjson
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from centrality.logs import configure_logging
+from centrality.runner import run_until_signalled
+
+app = typer.Typer(
+    help="Centrality: an event-sourced control plane for GPU training clusters.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+console = Console(stderr=True)
+
+
+@app.command()
+def up(
+    json: bool = typer.Option(False, "--json", help="Print the result as one JSON line."),
+) -> None:
+    """Start the local stack (Kafka, ClickHouse), create topics and apply migrations."""
+    from centrality.stack.stack import Stack
+
+    stack = Stack()
+    report = stack.up(progress=lambda msg: console.log(msg))
+    if json:
+        print(
+            orjson.dumps(
+                {
+                    "catalog": dataclasses.asdict(report.catalog),
+                    "migrations_applied": report.migrations_applied,
+                }
+            ).decode()
+        )
+        return
+    for name, problems in report.catalog.drift.items():
+        console.print(f"[yellow]topic drift[/] {name}: {'; '.join(problems)} (left unchanged)")
+    console.print(
+        f"[green]ready[/]: {len(report.catalog.created)} topics created, "
+        f"migrations applied: {report.migrations_applied or 'none pending'}"
+    )
+    _print_status(stack)
+
+
+@app.command()
+def down() -> None:
+    """Stop the local stack (data is kept in the state dir)."""
+    from centrality.stack.stack import Stack
+
+    Stack().down(progress=lambda msg: console.log(msg))
+
+
+@app.command()
+def status(json: bool = typer.Option(False, "--json", help="Print one JSON line.")) -> None:
+    """Show whether Kafka and ClickHouse are running and where."""
+    from centrality.stack.stack import Stack
+
+    stack = Stack()
+    if json:
+        print(orjson.dumps([dataclasses.asdict(s) for s in stack.status()]).decode())
+        return
+    _print_status(stack)
+
+
+def _print_status(stack: object) -> None:
+    from centrality.stack.stack import Stack
+
+    assert isinstance(stack, Stack)
+    table = Table("service", "address", "managed", "running", "pid")
+    for s in stack.status():
+        table.add_row(
+            s.name,
+            s.address,
+            "local" if s.managed else "external",
+            "[green]yes[/]" if s.running else "[red]no[/]",
+            str(s.pid or "-"),
+        )
+    Console().print(table)
+
+
+@app.command()
+def streams() -> None:
+    """Run the Faust streams worker (tables, rules, triggers)."""
+    faust = Path(sys.executable).with_name("faust")
+    os.execv(faust, [str(faust), "-A", "streams.app", "worker", "--without-web", "-l", "info"])
+
+
+@app.command()
+def actions() -> None:
+    """Run the action worker (triggers → scheduler adapters → action results)."""
+    from actions.worker import ActionWorker
+
+    configure_logging()
+    run_until_signalled(ActionWorker().run)
+
+
+@app.command()
+def sink() -> None:
+    """Run the history sink (every topic → ClickHouse)."""
+    from streams.history.sink import HistorySink
+
+    configure_logging()
+    run_until_signalled(HistorySink().run)
+
+
+@app.command()
+def demo(timeout_s: float = typer.Option(120.0, help="How long to wait for the chain.")) -> None:
+    """Run the walking skeleton on the local stack and show what it wrote to ClickHouse."""
+    from centrality.demo import run_demo
+
+    configure_logging(json=False, level="WARNING")
+    run_demo(Console(), timeout_s=timeout_s)
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,74 @@
+"""The three long-running workers — streams, actions, sink — as child processes of one command.
+
+The demo and the end-to-end tests run the real `centrality <worker>` commands, exactly as an
+operator would, pointed at a stack through the environment.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from types import TracebackType
+from typing import Self
+
+WORKERS = ("streams", "actions", "sink")
+
+
+class Pipeline:
+    def __init__(self, env: dict[str, str], log_dir: Path) -> None:
+        self.env = env
+        self.log_dir = log_dir
+        self.procs: dict[str, subprocess.Popen[bytes]] = {}
+
+    def start(self) -> None:
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        cli = Path(sys.executable).with_name("centrality")
+        for name in WORKERS:
+            with (self.log_dir / f"{name}.log").open("ab") as log:
+                self.procs[name] = subprocess.Popen(
+                    [str(cli), name],
+                    env={**os.environ, **self.env},
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                )
+
+    def check(self) -> None:
+        """Fail loudly if a worker died: waiting on its output would only time out."""
+        for name, proc in self.procs.items():
+            if proc.poll() is not None:
+                raise RuntimeError(
+                    f"{name} worker exited with {proc.returncode}:\n{self.log_tail(name)}"
+                )
+
+    def log_tail(self, name: str, lines: int = 40) -> str:
+        text = (self.log_dir / f"{name}.log").read_text(errors="replace")
+        return "\n".join(text.splitlines()[-lines:])
+
+    def stop(self, timeout_s: float = 20.0) -> None:
+        for proc in self.procs.values():
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+        for proc in self.procs.values():
+            try:
+                proc.wait(timeout_s)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        self.procs.clear()
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()

@@ -1,0 +1,380 @@
+"""The local Kafka broker: real Apache Kafka in KRaft mode, one node acting as broker and controller.
+
+Jars come from Maven Central through `infra/kafka/pom.xml` and are cached per version; the broker
+runs detached under a pid file, so `up`, `down` and `status` work from any shell.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import concurrent.futures
+import contextlib
+import fcntl
+import hashlib
+import os
+import shutil
+import subprocess
+import time
+import uuid
+from collections.abc import Callable, Coroutine, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import structlog
+from aiokafka.admin import AIOKafkaAdminClient
+
+from centrality.stack.process import ManagedProcess, ServiceError, port_open
+from centrality.stack.settings import StackSettings
+
+# Must match `kafka.version` in infra/kafka/pom.xml; it names the cache dir so an upgrade refetches.
+KAFKA_VERSION = "4.1.1"
+DEFAULT_POM = Path(__file__).resolve().parents[2] / "infra" / "kafka" / "pom.xml"
+
+# 4.x keeps the storage formatter in the Scala core jar, under its old name.
+_STORAGE_TOOL = "kafka.tools.StorageTool"
+_MAIN = "kafka.Kafka"
+_NODE_ID = 1
+_MAVEN_TIMEOUT_S = 600.0
+_FORMAT_TIMEOUT_S = 120.0
+
+log = structlog.get_logger(__name__)
+T = TypeVar("T")
+
+# Broker output lands in the ManagedProcess log; WARN keeps it readable, while the server's own
+# start/stop lines stay so the log still shows when the broker came up and went down. Log4j's
+# shutdown hook is off: the broker's hook still logs while the JVM exits, and log4j would complain
+# that it cannot register its hook then (the console appender flushes every line anyway).
+_LOG4J2 = """\
+status = warn
+shutdownHook = disable
+appender.out.type = Console
+appender.out.name = out
+appender.out.layout.type = PatternLayout
+appender.out.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = WARN
+rootLogger.appenderRef.out.ref = out
+logger.raftserver.name = kafka.server.KafkaRaftServer
+logger.raftserver.level = INFO
+"""
+
+
+class LocalKafka:
+    """One single-node KRaft broker whose data lives in `state_dir/kafka` and jars in `cache_dir`."""
+
+    def __init__(self, settings: StackSettings, *, pom: Path = DEFAULT_POM) -> None:
+        self.settings = settings
+        self.pom = pom
+        self.process = ManagedProcess("kafka", settings.state_dir / "run")
+
+    # -- paths ---------------------------------------------------------------------------------
+
+    @property
+    def bootstrap(self) -> str:
+        return f"{self.settings.host}:{self.settings.kafka_port}"
+
+    @property
+    def jar_dir(self) -> Path:
+        return self.settings.cache_dir / f"kafka-{KAFKA_VERSION}"
+
+    @property
+    def libs_dir(self) -> Path:
+        return self.jar_dir / "libs"
+
+    @property
+    def home(self) -> Path:
+        return self.settings.state_dir / "kafka"
+
+    @property
+    def data_dir(self) -> Path:
+        return self.home / "data"
+
+    @property
+    def config_file(self) -> Path:
+        return self.home / "server.properties"
+
+    @property
+    def log4j_file(self) -> Path:
+        return self.home / "log4j2.properties"
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    def running(self) -> bool:
+        return self.process.pid() is not None
+
+    def pid(self) -> int | None:
+        return self.process.pid()
+
+    def start(self) -> None:
+        """Fetch jars, format storage once, launch the broker and wait until it serves metadata.
+
+        A no-op when the broker already runs (it is then only checked for readiness).
+        """
+        if not self.running():
+            self.ensure_jars()
+            self.write_config()
+            self._format_once()
+            started = time.monotonic()
+            pid = self.process.start(self._java_argv(_MAIN, str(self.config_file)))
+            log.info("kafka.starting", pid=pid, bootstrap=self.bootstrap, log=str(self.process.log_file))
+        else:
+            started = time.monotonic()
+        self.process.wait_until(self._ready, self.settings.start_timeout_s)
+        log.info("kafka.ready", bootstrap=self.bootstrap, wait_s=round(time.monotonic() - started, 2))
+
+    def stop(self, timeout_s: float = 60.0) -> bool:
+        """SIGTERM: the broker runs its controlled shutdown and flushes; True if one was running."""
+        stopped = self.process.stop(timeout_s)
+        if stopped:
+            log.info("kafka.stopped", bootstrap=self.bootstrap)
+        return stopped
+
+    # -- jars ----------------------------------------------------------------------------------
+
+    def ensure_jars(self) -> Path:
+        """Copy the broker's runtime jars from Maven into the cache once; returns the libs dir."""
+        marker = self.jar_dir / ".complete"
+        wanted = hashlib.sha256(self.pom.read_bytes()).hexdigest()
+        if _read(marker) == wanted and self.libs_dir.is_dir():
+            return self.libs_dir
+        self.jar_dir.mkdir(parents=True, exist_ok=True)
+        # Two `up`s at once (or parallel test sessions) must not interleave the copy.
+        with _flock(self.jar_dir / ".lock"):
+            if _read(marker) == wanted and self.libs_dir.is_dir():
+                return self.libs_dir
+            self._fetch_jars()
+            marker.write_text(wanted)
+        return self.libs_dir
+
+    def _fetch_jars(self) -> None:
+        mvn = shutil.which("mvn")
+        if mvn is None:
+            raise ServiceError("Maven (`mvn`) is not on PATH; it fetches the Kafka broker jars")
+        staging = self.jar_dir / "libs.partial"
+        shutil.rmtree(staging, ignore_errors=True)
+        maven_log = self.jar_dir / "maven.log"
+        started = time.monotonic()
+        log.info("kafka.fetching_jars", version=KAFKA_VERSION, into=str(self.libs_dir))
+        argv = [
+            mvn, "-q", "-B", "-f", str(self.pom),
+            "dependency:copy-dependencies", f"-DoutputDirectory={staging}",
+        ]  # fmt: skip
+        with maven_log.open("wb") as out:
+            try:
+                result = subprocess.run(
+                    argv,
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    cwd=self.jar_dir,
+                    timeout=_MAVEN_TIMEOUT_S,
+                    check=False,
+                )
+                failed = result.returncode != 0
+            except subprocess.TimeoutExpired:
+                failed = True
+        if failed or not any(staging.glob(f"kafka_2.13-{KAFKA_VERSION}.jar")):
+            raise ServiceError(f"Maven could not fetch Kafka jars; log {maven_log}:\n{_tail(maven_log)}")
+        # Swap in whole, so a half-finished copy is never mistaken for a usable classpath.
+        shutil.rmtree(self.libs_dir, ignore_errors=True)
+        staging.rename(self.libs_dir)
+        log.info("kafka.jars_fetched", seconds=round(time.monotonic() - started, 1))
+
+    # -- config and storage --------------------------------------------------------------------
+
+    def cluster_id(self) -> str:
+        """Stable per state dir, so a re-format after a lost data dir keeps the same identity."""
+        path = self.home / "cluster.id"
+        existing = _read(path)
+        if existing:
+            return existing
+        self.home.mkdir(parents=True, exist_ok=True)
+        # Kafka's Uuid text form: 16 random bytes, URL-safe base64 without padding.
+        new = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        path.write_text(new)
+        return new
+
+    def write_config(self) -> None:
+        """Rewritten on every start because ports may have changed since the last one."""
+        self.home.mkdir(parents=True, exist_ok=True)
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.config_file.write_text(_server_properties(self.settings, self.data_dir))
+        self.log4j_file.write_text(_LOG4J2)
+
+    def _format_once(self) -> None:
+        if (self.data_dir / "meta.properties").exists():
+            return
+        argv = self._java_argv(
+            _STORAGE_TOOL, "format", "-t", self.cluster_id(), "-c", str(self.config_file)
+        )
+        format_log = self.process.run_dir / "kafka-format.log"
+        self.process.run_dir.mkdir(parents=True, exist_ok=True)
+        with format_log.open("wb") as out:
+            result = subprocess.run(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                cwd=self.home,
+                timeout=_FORMAT_TIMEOUT_S,
+                check=False,
+            )
+        if result.returncode != 0:
+            raise ServiceError(
+                f"formatting Kafka storage failed; log {format_log}:\n{_tail(format_log)}"
+            )
+        log.info("kafka.formatted", data_dir=str(self.data_dir))
+
+    def _java_argv(self, main: str, *args: str) -> list[str]:
+        java = _java()
+        heap = self.settings.kafka_heap_mb
+        run_dir = self.process.run_dir
+        return [
+            java,
+            f"-Xmx{heap}m",
+            f"-Xms{heap}m",
+            # A small heap on a small box: the serial collector has the least footprint and threads.
+            "-XX:+UseSerialGC",
+            "-XX:+ExitOnOutOfMemoryError",
+            # No hsperfdata in /tmp and no crash files in whatever cwd `up` ran from.
+            "-XX:-UsePerfData",
+            f"-XX:ErrorFile={run_dir / 'kafka-hs_err_%p.log'}",
+            "-Djava.awt.headless=true",
+            f"-Dlog4j2.configurationFile={self.log4j_file}",
+            # Kafka's own defaults would point at ./logs; keep any stray file in the state dir.
+            f"-Dkafka.logs.dir={run_dir}",
+            "-cp",
+            str(self.libs_dir / "*"),
+            main,
+            *args,
+        ]
+
+    def _ready(self) -> bool:
+        if not port_open(self.settings.host, self.settings.kafka_port):
+            return False
+        return _run_sync(lambda: _probe(self.bootstrap, timeout_s=5.0))
+
+
+async def wait_ready(bootstrap: str, timeout_s: float) -> None:
+    """Wait until the broker(s) at `bootstrap` answer a metadata request and list a live broker.
+
+    An open port is not enough: a KRaft broker accepts connections before it is unfenced.
+    """
+    deadline = time.monotonic() + timeout_s
+    while True:
+        remaining = deadline - time.monotonic()
+        if await _probe(bootstrap, timeout_s=max(0.5, min(5.0, remaining))):
+            return
+        if time.monotonic() >= deadline:
+            raise ServiceError(f"Kafka at {bootstrap} not ready after {timeout_s:.0f}s")
+        await asyncio.sleep(0.25)
+
+
+async def _probe(bootstrap: str, timeout_s: float) -> bool:
+    admin = AIOKafkaAdminClient(
+        bootstrap_servers=bootstrap, request_timeout_ms=max(500, int(timeout_s * 1000))
+    )
+    try:
+        async with asyncio.timeout(timeout_s):
+            await admin.start()
+            cluster: dict[str, Any] = await admin.describe_cluster()
+        return bool(cluster.get("brokers"))
+    except Exception:
+        return False
+    finally:
+        with contextlib.suppress(Exception):
+            await admin.close()
+
+
+def _server_properties(s: StackSettings, data_dir: Path) -> str:
+    host = s.host
+    props: dict[str, str | int] = {
+        "process.roles": "broker,controller",
+        "node.id": _NODE_ID,
+        # A static voter set, not `controller.quorum.bootstrap.servers` + `format --standalone`:
+        # the dynamic quorum writes the controller's endpoint into the metadata log, which would
+        # then disagree with this file when the controller port changes between starts.
+        "controller.quorum.voters": f"{_NODE_ID}@{host}:{s.kafka_controller_port}",
+        "listeners": f"PLAINTEXT://{host}:{s.kafka_port},CONTROLLER://{host}:{s.kafka_controller_port}",
+        "advertised.listeners": f"PLAINTEXT://{host}:{s.kafka_port}",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "controller.listener.names": "CONTROLLER",
+        "inter.broker.listener.name": "PLAINTEXT",
+        "log.dirs": str(data_dir),
+        # The topic catalog creates every topic with its own partitions and retention; a typo'd
+        # topic name must fail loudly instead of silently creating a one-partition topic.
+        "auto.create.topics.enable": "false",
+        "num.partitions": 1,
+        "default.replication.factor": 1,
+        "min.insync.replicas": 1,
+        "offsets.topic.replication.factor": 1,
+        # 50 partitions (the default) cost seconds of start-up on the first consumer group.
+        "offsets.topic.num.partitions": 8,
+        "transaction.state.log.replication.factor": 1,
+        "transaction.state.log.min.isr": 1,
+        "transaction.state.log.num.partitions": 4,
+        "share.coordinator.state.topic.replication.factor": 1,
+        "share.coordinator.state.topic.min.isr": 1,
+        "share.coordinator.state.topic.num.partitions": 4,
+        # After a kill -9 the restarted broker cannot register until its previous session expires
+        # (9 s by default); loopback heartbeats are cheap, so a shorter session costs nothing.
+        "broker.heartbeat.interval.ms": 1000,
+        "broker.session.timeout.ms": 4000,
+        # One member joins at a time here; the 3 s default only delays every test and `up`.
+        "group.initial.rebalance.delay.ms": 0,
+        "log.retention.hours": 168,
+        "log.segment.bytes": 128 * 1024 * 1024,
+        "log.retention.check.interval.ms": 300_000,
+        # Sized for a laptop-class machine rather than a broker host.
+        "num.network.threads": 2,
+        "num.io.threads": 4,
+        "num.recovery.threads.per.data.dir": 2,
+        "background.threads": 4,
+    }
+    lines = ["# Written by centrality on every start; edits are overwritten."]
+    lines += [f"{key}={value}" for key, value in props.items()]
+    return "\n".join(lines) + "\n"
+
+
+def _java() -> str:
+    java_home = os.environ.get("JAVA_HOME")
+    if java_home and (Path(java_home) / "bin" / "java").exists():
+        return str(Path(java_home) / "bin" / "java")
+    java = shutil.which("java")
+    if java is None:
+        raise ServiceError("Java 17+ (`java`) is not on PATH; the local Kafka broker needs it")
+    return java
+
+
+def _run_sync(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    """Run a coroutine to completion from sync code, even when called inside a running loop."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(make())
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(lambda: asyncio.run(make())).result()
+
+
+@contextlib.contextmanager
+def _flock(path: Path) -> Iterator[None]:
+    with path.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text().strip() or None
+    except FileNotFoundError:
+        return None
+
+
+def _tail(path: Path, lines: int = 30) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except FileNotFoundError:
+        return "(no log)"

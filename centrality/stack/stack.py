@@ -1,0 +1,142 @@
+"""The local stack: the real Kafka broker and ClickHouse engine, started and stopped together.
+
+Whatever the user pointed us at (`CENTRALITY_KAFKA_BOOTSTRAP`, `CENTRALITY_CLICKHOUSE_URL`) is used
+as it is and never started or stopped here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from centrality.stack.clickhouse import LocalClickHouse
+from centrality.stack.kafka import LocalKafka, wait_ready
+from centrality.stack.settings import StackSettings
+from schemas.admin import CatalogReport, ensure_topics
+from schemas.settings import KafkaSettings
+from streams.history.migrations import migrate
+from streams.history.settings import ClickHouseSettings
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class ServiceStatus:
+    name: str
+    address: str
+    managed: bool
+    running: bool
+    pid: int | None
+
+
+@dataclass(frozen=True)
+class UpReport:
+    catalog: CatalogReport
+    migrations_applied: list[int]
+
+
+class Stack:
+    def __init__(
+        self,
+        stack: StackSettings | None = None,
+        kafka: KafkaSettings | None = None,
+        clickhouse: ClickHouseSettings | None = None,
+    ) -> None:
+        self.settings = stack or StackSettings()
+        self.local_kafka = LocalKafka(self.settings)
+        self.local_clickhouse = LocalClickHouse(self.settings)
+        given_kafka = kafka or KafkaSettings()
+        given_ch = clickhouse or ClickHouseSettings()
+        # The effective settings every worker gets: the user's services, or ours.
+        self.kafka = (
+            given_kafka
+            if given_kafka.external
+            else given_kafka.model_copy(update={"bootstrap": self.local_kafka.bootstrap})
+        )
+        self.clickhouse = (
+            given_ch
+            if given_ch.external
+            else given_ch.model_copy(
+                update={
+                    "url": self.local_clickhouse.url,
+                    "password": self.settings.clickhouse_password,
+                }
+            )
+        )
+        self._kafka_managed = not given_kafka.external
+        self._clickhouse_managed = not given_ch.external
+
+    def up(self, progress: Progress = lambda _: None) -> UpReport:
+        if self._kafka_managed:
+            progress(f"starting Kafka on {self.local_kafka.bootstrap}")
+            self.local_kafka.start()
+        else:
+            progress(f"using Kafka at {self.kafka.bootstrap}")
+            asyncio.run(wait_ready(self.kafka.bootstrap, self.settings.start_timeout_s))
+        progress("creating the topic catalog")
+        catalog = asyncio.run(ensure_topics(self.kafka))
+        if self._clickhouse_managed:
+            progress(f"starting ClickHouse on {self.local_clickhouse.url}")
+            self.local_clickhouse.start()
+        else:
+            progress(f"using ClickHouse at {self.clickhouse.url}")
+        progress("applying history migrations")
+        applied = migrate(self.clickhouse)
+        return UpReport(catalog=catalog, migrations_applied=applied)
+
+    def down(self, progress: Progress = lambda _: None) -> None:
+        if self._clickhouse_managed:
+            progress("stopping ClickHouse")
+            self.local_clickhouse.stop()
+        if self._kafka_managed:
+            progress("stopping Kafka")
+            self.local_kafka.stop()
+
+    def env(self) -> dict[str, str]:
+        """Environment that points a worker process at this stack."""
+        env = {
+            "CENTRALITY_KAFKA_BOOTSTRAP": self.kafka.bootstrap,
+            "CENTRALITY_KAFKA_TOPIC_PREFIX": self.kafka.topic_prefix,
+            "CENTRALITY_CLICKHOUSE_URL": self.clickhouse.url,
+            "CENTRALITY_CLICKHOUSE_DATABASE": self.clickhouse.database,
+        }
+        if self.clickhouse.password is not None:
+            env["CENTRALITY_CLICKHOUSE_PASSWORD"] = self.clickhouse.password.get_secret_value()
+        return env
+
+    def status(self) -> list[ServiceStatus]:
+        kafka_pid = self.local_kafka.pid() if self._kafka_managed else None
+        ch_pid = self.local_clickhouse.pid() if self._clickhouse_managed else None
+        return [
+            ServiceStatus(
+                "kafka",
+                self.kafka.bootstrap,
+                self._kafka_managed,
+                self.local_kafka.running() if self._kafka_managed else _reachable_kafka(self.kafka),
+                kafka_pid,
+            ),
+            ServiceStatus(
+                "clickhouse",
+                self.clickhouse.url,
+                self._clickhouse_managed,
+                self.local_clickhouse.running()
+                if self._clickhouse_managed
+                else _reachable_ch(self.clickhouse),
+                ch_pid,
+            ),
+        ]
+
+
+def _reachable_kafka(kafka: KafkaSettings) -> bool:
+    try:
+        asyncio.run(wait_ready(kafka.bootstrap, 3.0))
+    except Exception:
+        return False
+    return True
+
+
+def _reachable_ch(settings: ClickHouseSettings) -> bool:
+    from centrality.stack.process import port_open
+
+    return port_open(settings.host, settings.port)

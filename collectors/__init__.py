@@ -1,0 +1,1 @@
+"""Collectors: node agent, scheduler watchers, log tailer, checkpoint notices, simulator."""

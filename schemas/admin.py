@@ -1,0 +1,83 @@
+"""Create the topic catalog on a broker, and report drift instead of silently changing topics."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
+from aiokafka.errors import TopicAlreadyExistsError
+
+from schemas.settings import KafkaSettings
+from schemas.topics import CATALOG, TopicSpec
+
+
+class TopicCatalogError(RuntimeError):
+    """The broker refused to create a catalog topic."""
+
+
+@dataclass
+class CatalogReport:
+    created: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    drift: dict[str, list[str]] = field(default_factory=dict)
+
+
+async def ensure_topics(
+    settings: KafkaSettings, catalog: tuple[TopicSpec, ...] = CATALOG
+) -> CatalogReport:
+    """Create missing topics; compare existing ones with the catalog and report differences."""
+    report = CatalogReport()
+    admin = AIOKafkaAdminClient(bootstrap_servers=settings.bootstrap, client_id=settings.client_id)
+    await admin.start()
+    try:
+        existing = set(await admin.list_topics())
+        missing = [s for s in catalog if s.full_name(settings) not in existing]
+        if missing:
+            new = [
+                NewTopic(s.full_name(settings), s.partitions, 1, topic_configs=s.configs)
+                for s in missing
+            ]
+            response = await admin.create_topics(new)
+            for name, code, *rest in response.topic_errors:
+                if code == TopicAlreadyExistsError.errno:
+                    continue  # a concurrent `up` won the race; drift is checked next time
+                if code != 0:
+                    message = rest[0] if rest else ""
+                    raise TopicCatalogError(f"cannot create topic {name}: error {code} {message}")
+                report.created.append(name)
+        present = [s for s in catalog if s.full_name(settings) in existing]
+        if present:
+            await _check_drift(admin, settings, present, report)
+    finally:
+        await admin.close()
+    return report
+
+
+async def _check_drift(
+    admin: AIOKafkaAdminClient,
+    settings: KafkaSettings,
+    specs: list[TopicSpec],
+    report: CatalogReport,
+) -> None:
+    names = [s.full_name(settings) for s in specs]
+    described = {t["topic"]: t for t in await admin.describe_topics(names)}
+    resources = [ConfigResource(ConfigResourceType.TOPIC, n) for n in names]
+    configs: dict[str, dict[str, str]] = {}
+    for response in await admin.describe_configs(resources):
+        for res in response.resources:
+            # (error_code, error_message, resource_type, resource_name, config_entries)
+            configs[res[3]] = {entry[0]: entry[1] for entry in res[4]}
+    for s, name in zip(specs, names, strict=True):
+        problems: list[str] = []
+        partitions = len(described.get(name, {}).get("partitions", []))
+        if partitions != s.partitions:
+            problems.append(f"partitions {partitions} != catalog {s.partitions}")
+        for key, want in s.configs.items():
+            have = configs.get(name, {}).get(key)
+            if have != want:
+                problems.append(f"{key} {have} != catalog {want}")
+        if problems:
+            report.drift[name] = problems
+        else:
+            report.unchanged.append(name)

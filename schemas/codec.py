@@ -1,0 +1,77 @@
+"""The wire: orjson bytes of one event (a JSON object) or a batch of one key (a JSON array)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import orjson
+from pydantic import ValidationError
+
+from schemas.envelope import Event
+from schemas.registry import UnknownEventType, event_class
+from schemas.upcasters import upcast
+
+MAX_MESSAGE_BYTES = 1024 * 1024
+
+
+class DecodeError(ValueError):
+    """The bytes are not a valid message of the contract; `reason` is short and stable."""
+
+    def __init__(self, reason: str, detail: str = "") -> None:
+        super().__init__(f"{reason}: {detail}" if detail else reason)
+        self.reason = reason
+        self.detail = detail
+
+
+def encode(event: Event) -> bytes:
+    return event.__pydantic_serializer__.to_json(event)
+
+
+def encode_batch(events: Sequence[Event]) -> bytes:
+    """One message for many events of one key: that is what keeps per-message costs bearable."""
+    if not events:
+        raise ValueError("a batch needs at least one event")
+    subject = events[0].subject
+    if any(e.subject != subject for e in events):
+        raise ValueError("a batch carries events of one subject (Kafka key) only")
+    return b"[" + b",".join(encode(e) for e in events) + b"]"
+
+
+def decode(raw: bytes) -> list[Event]:
+    """Bytes → events, upcasting old schema versions. Raises DecodeError, never anything else."""
+    if len(raw) > MAX_MESSAGE_BYTES:
+        raise DecodeError("oversized", f"{len(raw)} bytes > {MAX_MESSAGE_BYTES}")
+    try:
+        doc = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise DecodeError("malformed", str(exc)) from None
+    items = doc if isinstance(doc, list) else [doc]
+    if not items:
+        raise DecodeError("empty-batch")
+    return [_decode_one(item) for item in items]
+
+
+def _decode_one(item: Any) -> Event:
+    if not isinstance(item, dict):
+        raise DecodeError("malformed", f"expected an object, got {type(item).__name__}")
+    type_name = item.get("type")
+    if not isinstance(type_name, str):
+        raise DecodeError("malformed", "missing string field 'type'")
+    try:
+        cls = event_class(type_name)
+    except UnknownEventType as exc:
+        raise DecodeError("unknown-type", str(exc)) from None
+    try:
+        return cls.model_validate(upcast(cls, item))
+    except ValidationError as exc:
+        raise DecodeError("invalid", _short(exc)) from None
+    except ValueError as exc:  # an upcaster refusing the document
+        raise DecodeError("invalid", str(exc)) from None
+
+
+def _short(exc: ValidationError) -> str:
+    first = exc.errors()[0]
+    where = ".".join(str(p) for p in first["loc"])
+    more = f" (+{exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+    return f"{where}: {first['msg']}{more}"

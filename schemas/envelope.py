@@ -1,0 +1,46 @@
+"""The one envelope every event, trigger and action result travels in."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from typing import Any, ClassVar
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class Payload(BaseModel):
+    """Base of every typed payload: immutable, and unknown fields are an error, not ignored."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Event(BaseModel):
+    """Immutable fact. `event_id` is the dedupe key everywhere; `subject` is the Kafka key.
+
+    Subclasses declare `type: Literal["Name"]`, a `payload` model and the catalog `topic` they
+    travel on; `schemas.registry.event` registers them.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    topic: ClassVar[str]
+    current_version: ClassVar[int] = 1
+
+    event_id: uuid.UUID = Field(default_factory=uuid.uuid4)
+    type: str
+    schema_version: int = 1
+    source: str = Field(min_length=1, description="Who observed it, e.g. `slurm-watcher@ctl1`.")
+    cluster: str = Field(min_length=1)
+    subject: str = Field(min_length=1, description="Job id or node id; the partitioning key.")
+    occurred_at: AwareDatetime
+    observed_at: AwareDatetime = Field(default_factory=utcnow)
+    payload: Any
+
+    @property
+    def key(self) -> bytes:
+        return self.subject.encode()

@@ -1,0 +1,38 @@
+"""Job lifecycle events, in scheduler-agnostic terms (the raw scheduler state rides along)."""
+
+from enum import StrEnum
+from typing import Literal
+
+from pydantic import Field
+
+from schemas.envelope import Event, Payload
+from schemas.registry import event
+
+
+class JobState(StrEnum):
+    PENDING = "PENDING"
+    RUNNING = "RUNNING"
+    SUCCEEDED = "SUCCEEDED"
+    FAILED = "FAILED"
+    PREEMPTED = "PREEMPTED"
+    CANCELLED = "CANCELLED"
+    UNKNOWN = "UNKNOWN"
+
+
+class JobExitedPayload(Payload):
+    state: JobState = Field(description="How the attempt ended.")
+    raw_state: str | None = Field(default=None, description="The scheduler's own word for it.")
+    exit_code: int | None = None
+    signal: int | None = None
+    reason: str | None = None
+    attempt: int = Field(default=1, ge=1)
+    nodes: tuple[str, ...] = ()
+    gpus: int = Field(default=0, ge=0)
+
+
+@event(topic="jobs")
+class JobExited(Event):
+    """One attempt of a job ended; `subject` is the scheduler-qualified job id."""
+
+    type: Literal["JobExited"] = "JobExited"
+    payload: JobExitedPayload

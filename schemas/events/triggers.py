@@ -1,0 +1,59 @@
+"""Triggers: decisions of rules. Their id is deterministic so a replayed decision is recognised."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any, Literal, Self
+
+from pydantic import Field
+
+from schemas.envelope import Event, Payload
+from schemas.registry import event
+
+_TRIGGER_NAMESPACE = uuid.UUID("6f0b5a57-3c57-4c3e-9a55-2c0f4a0c7e11")
+
+
+def trigger_id(rule: str, subject: str, window: str) -> uuid.UUID:
+    """Same rule, subject and window → same id, across redelivery, restarts and replay."""
+    return uuid.uuid5(_TRIGGER_NAMESPACE, f"{rule}\x1f{subject}\x1f{window}")
+
+
+class TriggerPayload(Payload):
+    rule: str = Field(min_length=1)
+    window: str = Field(description="What makes this decision unique for the rule and subject.")
+    reason: str
+    caused_by: tuple[uuid.UUID, ...] = Field(description="Ids of the events behind the decision.")
+    severity: Literal["info", "warning", "critical"] = "warning"
+
+
+class Trigger(Event):
+    payload: TriggerPayload
+
+    @classmethod
+    def decide(cls, *, cause: Event, source: str, **payload: Any) -> Self:
+        """Build the trigger `cause` led to; the id derives from rule, subject and window."""
+        p = cls.model_fields["payload"].annotation
+        assert isinstance(p, type) and issubclass(p, TriggerPayload)
+        body = p(caused_by=payload.pop("caused_by", (cause.event_id,)), **payload)
+        return cls.model_validate(
+            {
+                "event_id": trigger_id(body.rule, cause.subject, body.window),
+                "source": source,
+                "cluster": cause.cluster,
+                "subject": cause.subject,
+                "occurred_at": cause.occurred_at,
+                "payload": body,
+            }
+        )
+
+
+class RestartJobPayload(TriggerPayload):
+    checkpoint_uri: str | None = Field(description="Resume from here; None means from scratch.")
+    checkpoint_step: int | None = None
+    attempt: int = Field(ge=1, description="The attempt that ended and is being restarted.")
+
+
+@event(topic="triggers")
+class RestartJob(Trigger):
+    type: Literal["RestartJob"] = "RestartJob"
+    payload: RestartJobPayload

@@ -1,0 +1,54 @@
+"""Registry of event types: the decorator that declares one, and the union used to decode any."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from schemas.envelope import Event
+
+E = TypeVar("E", bound=type[Event])
+
+_EVENTS: dict[str, type[Event]] = {}
+
+
+def event(topic: str) -> Callable[[E], E]:
+    """Register an event class under its `type` literal and bind it to a catalog topic.
+
+    Returns the class unchanged, so declaring a new event is one decorated class in one module.
+    """
+
+    def register(cls: E) -> E:
+        type_name = _type_literal(cls)
+        if type_name in _EVENTS and _EVENTS[type_name] is not cls:
+            raise ValueError(f"event type {type_name!r} is registered twice")
+        cls.topic = topic
+        _EVENTS[type_name] = cls
+        return cls
+
+    return register
+
+
+def event_types() -> dict[str, type[Event]]:
+    return dict(_EVENTS)
+
+
+def event_class(type_name: str) -> type[Event]:
+    try:
+        return _EVENTS[type_name]
+    except KeyError:
+        raise UnknownEventType(type_name) from None
+
+
+class UnknownEventType(LookupError):
+    def __init__(self, type_name: str) -> None:
+        super().__init__(f"unknown event type {type_name!r}")
+        self.type_name = type_name
+
+
+def _type_literal(cls: type[Event]) -> str:
+    field = cls.model_fields["type"]
+    args: tuple[Any, ...] = getattr(field.annotation, "__args__", ())
+    if len(args) != 1 or not isinstance(args[0], str):
+        raise TypeError(f"{cls.__name__}.type must be Literal['<Name>']")
+    return args[0]

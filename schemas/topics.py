@@ -1,0 +1,94 @@
+"""The topic catalog: every topic Centrality reads or writes, and how it must be configured."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from schemas.settings import KafkaSettings
+
+DAY_MS = 24 * 3600 * 1000
+
+
+@dataclass(frozen=True)
+class TopicSpec:
+    name: str
+    key: str
+    partitions: int
+    retention_ms: int
+    description: str
+    compacted: bool = False
+    batched: bool = False
+
+    def full_name(self, settings: KafkaSettings) -> str:
+        return f"{settings.topic_prefix}{self.name}"
+
+    @property
+    def configs(self) -> dict[str, str]:
+        return {
+            "cleanup.policy": "compact" if self.compacted else "delete",
+            "retention.ms": str(self.retention_ms),
+        }
+
+
+# Job-keyed topics share a partition count: the TrainingJob table is co-partitioned with them.
+JOB_PARTITIONS = 4
+NODE_PARTITIONS = 4
+
+CATALOG: tuple[TopicSpec, ...] = (
+    TopicSpec(
+        "jobs",
+        "job id",
+        JOB_PARTITIONS,
+        30 * DAY_MS,
+        "Job lifecycle, checkpoints and edge log signals.",
+    ),
+    TopicSpec(
+        "logs",
+        "job id",
+        JOB_PARTITIONS,
+        7 * DAY_MS,
+        "Raw log lines, batched per job.",
+        batched=True,
+    ),
+    TopicSpec(
+        "nodes", "node id", NODE_PARTITIONS, 30 * DAY_MS, "Heartbeats, health checks and XIDs."
+    ),
+    TopicSpec(
+        "gpu",
+        "node id",
+        NODE_PARTITIONS,
+        7 * DAY_MS,
+        "GPU and NCCL samples, batched per node and interval.",
+        batched=True,
+    ),
+    TopicSpec(
+        "triggers",
+        "subject",
+        JOB_PARTITIONS,
+        90 * DAY_MS,
+        "Decisions of rules, with deterministic ids.",
+    ),
+    TopicSpec(
+        "actions", "subject", JOB_PARTITIONS, 90 * DAY_MS, "What action workers did about triggers."
+    ),
+    TopicSpec(
+        "deadletter",
+        "source topic",
+        1,
+        30 * DAY_MS,
+        "Messages no consumer could decode, with the reason and the raw bytes.",
+    ),
+)
+
+_BY_NAME = {spec.name: spec for spec in CATALOG}
+
+
+def spec(name: str) -> TopicSpec:
+    try:
+        return _BY_NAME[name]
+    except KeyError:
+        raise KeyError(f"{name!r} is not in the topic catalog: {sorted(_BY_NAME)}") from None
+
+
+def topic_name(name: str, settings: KafkaSettings) -> str:
+    return spec(name).full_name(settings)

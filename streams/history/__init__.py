@@ -1,0 +1,1 @@
+"""History: every event, trigger and action result kept in ClickHouse."""

@@ -1,0 +1,20 @@
+"""One way to open a clickhouse-connect client from settings."""
+
+from __future__ import annotations
+
+import clickhouse_connect
+from clickhouse_connect.driver.client import Client
+
+from streams.history.settings import ClickHouseSettings
+
+
+def connect(settings: ClickHouseSettings, *, database: str | None = None) -> Client:
+    password = settings.password.get_secret_value() if settings.password else ""
+    return clickhouse_connect.get_client(
+        host=settings.host,
+        port=settings.port,
+        secure=settings.secure,
+        username=settings.user,
+        password=password,
+        database=settings.database if database is None else database,
+    )

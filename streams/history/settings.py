@@ -1,0 +1,39 @@
+"""Where history lives (`CENTRALITY_CLICKHOUSE_*`)."""
+
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+_REPO_DDL = Path(__file__).resolve().parents[2] / "infra" / "clickhouse"
+
+
+class ClickHouseSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="CENTRALITY_CLICKHOUSE_", extra="ignore")
+
+    url: str = Field(
+        default="http://127.0.0.1:8123",
+        description="ClickHouse HTTP URL. Setting it means an existing one: `up` starts none.",
+    )
+    user: str = Field(default="default", description="ClickHouse user.")
+    password: SecretStr | None = Field(default=None, description="ClickHouse password.")
+    database: str = Field(default="centrality", description="Database holding the history.")
+    migrations_dir: Path = Field(default=_REPO_DDL, description="Ordered DDL files to apply.")
+
+    @property
+    def external(self) -> bool:
+        return "url" in self.model_fields_set
+
+    @property
+    def host(self) -> str:
+        return urlsplit(self.url).hostname or "127.0.0.1"
+
+    @property
+    def port(self) -> int:
+        parts = urlsplit(self.url)
+        return parts.port or (8443 if parts.scheme == "https" else 8123)
+
+    @property
+    def secure(self) -> bool:
+        return urlsplit(self.url).scheme == "https"

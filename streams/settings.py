@@ -1,0 +1,41 @@
+"""Settings of the streams worker (`CENTRALITY_STREAMS_*`, plus `CENTRALITY_RULES`)."""
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import AliasChoices, Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+BUILTIN_RULES = "streams.rules.builtin.restart_incomplete"
+
+
+class StreamsSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="CENTRALITY_STREAMS_", extra="ignore")
+
+    app_id: str = Field(
+        default="centrality-streams",
+        description="Faust app id: the consumer group and the prefix of table changelog topics.",
+    )
+    data_dir: Path = Field(
+        default_factory=lambda: Path.home() / ".local" / "share" / "centrality" / "streams",
+        description="Where the worker keeps its RocksDB table stores.",
+    )
+    store: str = Field(default="rocksdb://", description="Faust table store URL (`memory://` too).")
+    rules: str = Field(
+        default=BUILTIN_RULES,
+        validation_alias=AliasChoices("CENTRALITY_RULES", "CENTRALITY_STREAMS_RULES"),
+        description="Comma-separated rule modules to load (`CENTRALITY_RULES`).",
+    )
+    rule_config: dict[str, dict[str, Any]] = Field(
+        default_factory=dict,
+        description='JSON: per-rule config, e.g. {"restart_incomplete_exit": {"max_restarts": 5}}.',
+    )
+    session_timeout_s: float = Field(default=10.0, description="Consumer group session timeout.")
+    heartbeat_interval_s: float = Field(default=1.0, description="Consumer group heartbeat.")
+    rebalance_timeout_s: float = Field(
+        default=10.0, description="Consumer group rebalance timeout."
+    )
+
+    @property
+    def rule_modules(self) -> list[str]:
+        return [m.strip() for m in self.rules.split(",") if m.strip()]

@@ -1,0 +1,88 @@
+"""Session fixtures: one real local stack (Kafka + ClickHouse) for the whole run.
+
+If `CENTRALITY_KAFKA_BOOTSTRAP` / `CENTRALITY_CLICKHOUSE_URL` are set, those services are used
+instead of starting ours. Nothing is ever skipped because a service is missing: starting it fails
+the run loudly instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from centrality.stack.settings import StackSettings
+from centrality.stack.stack import Stack
+from schemas.admin import ensure_topics
+from schemas.settings import KafkaSettings
+from streams.history.client import connect
+from streams.history.migrations import migrate
+from streams.history.settings import ClickHouseSettings
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    settings = StackSettings(
+        state_dir=tmp_path_factory.mktemp("stack"),
+        kafka_port=free_port(),
+        kafka_controller_port=free_port(),
+        clickhouse_port=free_port(),
+    )
+    stack = Stack(settings)
+    stack.up()
+    yield stack
+    stack.down()
+
+
+@pytest.fixture
+def unique() -> str:
+    return uuid.uuid4().hex[:10]
+
+
+@pytest.fixture
+def kafka_settings(stack: Stack, unique: str) -> KafkaSettings:
+    """Settings with a topic prefix of this test only, its catalog created."""
+    settings = stack.kafka.model_copy(update={"topic_prefix": f"t{unique}."})
+    asyncio.run(ensure_topics(settings))
+    return settings
+
+
+@pytest.fixture
+def clickhouse_settings(stack: Stack, unique: str) -> Iterator[ClickHouseSettings]:
+    """A database of this test only, migrated; dropped afterwards."""
+    settings = stack.clickhouse.model_copy(update={"database": f"t_{unique}"})
+    migrate(settings)
+    yield settings
+    with connect(settings, database="default") as client:
+        client.command(f"DROP DATABASE IF EXISTS `{settings.database}`")
+
+
+@pytest.fixture
+def worker_env(
+    stack: Stack,
+    kafka_settings: KafkaSettings,
+    clickhouse_settings: ClickHouseSettings,
+    unique: str,
+    tmp_path: Path,
+) -> dict[str, str]:
+    """Environment for worker processes of this test: its topics, database and groups."""
+    return {
+        **stack.env(),
+        "CENTRALITY_KAFKA_TOPIC_PREFIX": kafka_settings.topic_prefix,
+        "CENTRALITY_CLICKHOUSE_DATABASE": clickhouse_settings.database,
+        "CENTRALITY_STREAMS_APP_ID": f"streams-{unique}",
+        "CENTRALITY_STREAMS_DATA_DIR": str(tmp_path / "streams"),
+        "CENTRALITY_ACTIONS_GROUP_ID": f"actions-{unique}",
+        "CENTRALITY_SINK_GROUP_ID": f"sink-{unique}",
+        "CENTRALITY_SINK_BATCH_MAX_MS": "200",
+    }

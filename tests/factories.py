@@ -1,0 +1,46 @@
+"""Small builders of contract events for tests."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from schemas.events import CheckpointSaved, JobExited, LogSignalDetected
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+JOB = "slurm/test/42"
+
+
+def envelope(subject: str = JOB, at_s: float = 0.0) -> dict[str, Any]:
+    return {
+        "source": "test",
+        "cluster": "test",
+        "subject": subject,
+        "occurred_at": T0 + timedelta(seconds=at_s),
+    }
+
+
+def checkpoint(step: int, subject: str = JOB, at_s: float = 0.0) -> CheckpointSaved:
+    return CheckpointSaved(
+        **envelope(subject, at_s), payload={"step": step, "uri": f"s3://ckpt/step-{step}"}
+    )
+
+
+def completed(subject: str = JOB, at_s: float = 0.0) -> LogSignalDetected:
+    return LogSignalDetected(
+        **envelope(subject, at_s),
+        payload={"signal": "TRAINING_COMPLETE", "line": "Training Complete"},
+    )
+
+
+def exited(
+    state: str = "FAILED",
+    attempt: int = 1,
+    subject: str = JOB,
+    at_s: float = 0.0,
+    exit_code: int = 1,
+) -> JobExited:
+    return JobExited(
+        **envelope(subject, at_s),
+        payload={"state": state, "exit_code": exit_code, "attempt": attempt, "nodes": ["n1", "n2"]},
+    )

@@ -1,0 +1,74 @@
+import pytest
+
+from schemas.events import RestartJob
+from streams.rules.builtin.restart_incomplete import (
+    RestartIncompleteConfig,
+    restart_incomplete_exit,
+)
+from streams.rules.registry import RuleConfigError, RuleEngine
+from streams.state.training_job import apply
+from tests.factories import checkpoint, completed, exited
+
+CONFIG = RestartIncompleteConfig()
+
+
+def decide(*events, config=CONFIG):  # type: ignore[no-untyped-def]
+    state = None
+    for e in events:
+        state = apply(state, e)
+    return list(restart_incomplete_exit(state, events[-1], config))
+
+
+def test_crash_after_checkpoint_restarts_from_it() -> None:
+    [trigger] = decide(checkpoint(1200), exited("FAILED"))
+    assert isinstance(trigger, RestartJob)
+    assert trigger.payload.checkpoint_uri == "s3://ckpt/step-1200"
+    assert trigger.payload.checkpoint_step == 1200
+    assert trigger.subject == "slurm/test/42"
+
+
+def test_completed_job_is_left_alone_even_if_exit_code_is_odd() -> None:
+    assert decide(checkpoint(1), completed(), exited("FAILED")) == []
+
+
+def test_cancelled_job_is_left_alone() -> None:
+    assert decide(checkpoint(1), exited("CANCELLED")) == []
+
+
+def test_clean_exit_without_completion_is_restarted() -> None:
+    # Exit 0 without the completion line is how silent data-loader deaths look.
+    assert len(decide(exited("SUCCEEDED", exit_code=0))) == 1
+
+
+def test_no_checkpoint_restarts_from_scratch() -> None:
+    [trigger] = decide(exited("FAILED"))
+    assert trigger.payload.checkpoint_uri is None
+    assert "scratch" in trigger.payload.reason
+
+
+def test_max_restarts_is_respected() -> None:
+    config = RestartIncompleteConfig(max_restarts=2)
+    assert decide(exited(attempt=2), config=config)
+    assert decide(exited(attempt=3), config=config) == []
+
+
+def test_same_attempt_gives_same_trigger_id() -> None:
+    first = decide(checkpoint(1), exited(attempt=1))
+    again = decide(checkpoint(1), exited(attempt=1))
+    other = decide(checkpoint(1), exited(attempt=2))
+    assert first[0].event_id == again[0].event_id != other[0].event_id
+
+
+def test_engine_loads_modules_and_validates_config() -> None:
+    engine = RuleEngine.load(
+        ["streams.rules.builtin.restart_incomplete"],
+        {"restart_incomplete_exit": {"max_restarts": 0}},
+    )
+    state = apply(None, exited(attempt=1))
+    assert engine.evaluate(state, exited(attempt=1)) == []
+    with pytest.raises(RuleConfigError, match="max_restarts"):
+        RuleEngine.load([], {"restart_incomplete_exit": {"max_restarts": -1}})
+    with pytest.raises(RuleConfigError, match="unknown rules"):
+        RuleEngine.load([], {"nope": {}})
+    with pytest.raises(RuleConfigError, match="cannot import"):
+        RuleEngine.load(["no.such.module"], {})

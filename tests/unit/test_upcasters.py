@@ -1,0 +1,58 @@
+from collections.abc import Iterator
+from typing import Any, ClassVar, Literal
+
+import orjson
+import pytest
+
+from schemas.codec import DecodeError, decode
+from schemas.envelope import Event, Payload
+from schemas.registry import _EVENTS, event
+from schemas.upcasters import _UPCASTERS, upcaster
+
+
+class RenamedPayload(Payload):
+    gpu_count: int
+
+
+@pytest.fixture
+def versioned_event() -> Iterator[type[Event]]:
+    @event(topic="jobs")
+    class SampleRecorded(Event):
+        current_version: ClassVar[int] = 2
+        type: Literal["SampleRecorded"] = "SampleRecorded"
+        payload: RenamedPayload
+
+    @upcaster("SampleRecorded", 1)
+    def gpus_renamed(doc: dict[str, Any]) -> dict[str, Any]:
+        payload = dict(doc["payload"])
+        payload["gpu_count"] = payload.pop("gpus")
+        return {**doc, "payload": payload}
+
+    yield SampleRecorded
+    del _EVENTS["SampleRecorded"]
+    del _UPCASTERS[("SampleRecorded", 1)]
+
+
+def _doc(version: int, payload: dict[str, Any]) -> bytes:
+    return orjson.dumps(
+        {
+            "type": "SampleRecorded",
+            "schema_version": version,
+            "source": "s",
+            "cluster": "c",
+            "subject": "j",
+            "occurred_at": "2026-01-01T00:00:00Z",
+            "payload": payload,
+        }
+    )
+
+
+def test_old_version_is_upcast_on_decode(versioned_event: type[Event]) -> None:
+    [decoded] = decode(_doc(1, {"gpus": 8}))
+    assert decoded.payload.gpu_count == 8
+    assert decoded.schema_version == 2
+
+
+def test_newer_version_than_reader_is_refused(versioned_event: type[Event]) -> None:
+    with pytest.raises(DecodeError, match="newer"):
+        decode(_doc(3, {"gpu_count": 8}))
