@@ -11,6 +11,7 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import orjson
 from rich.console import Console
 from rich.table import Table
 
@@ -75,6 +76,14 @@ async def emit_all(stack: Stack, events: list[Event]) -> None:
             await emitter.emit(event)
 
 
+def summary(payload: dict[str, Any]) -> str:
+    """The few payload fields a person reads first."""
+    detail = payload.get("detail")
+    fields = {**payload, **(detail if isinstance(detail, dict) else {})}
+    keys = ("state", "exit_code", "signal", "step", "uri", "checkpoint_uri", "attempt", "requeued")
+    return " ".join(f"{k}={fields[k]}" for k in keys if fields.get(k) is not None)
+
+
 def run_demo(console: Console, timeout_s: float = 120.0) -> None:
     stack = Stack()
     console.rule("[bold]Centrality walking skeleton")
@@ -96,17 +105,17 @@ def run_demo(console: Console, timeout_s: float = 120.0) -> None:
                 timeout_s,
                 pipeline.check,
             )
-    table = Table(title="ClickHouse: centrality.events for the two jobs", show_lines=False)
-    for col in ("occurred_at", "subject", "type", "source", "payload"):
+    table = Table(title=f"ClickHouse {stack.clickhouse.database}.events for the two jobs")
+    for col in ("time", "job", "type", "source", "what"):
         table.add_column(col, overflow="fold")
     for row in rows:
         style = "bold green" if row.type in {"RestartJob", "ActionSucceeded"} else ""
         table.add_row(
-            str(row.occurred_at)[:23],
-            row.subject,
+            row.occurred_at.strftime("%H:%M:%S.%f")[:12],
+            row.subject.rsplit("/", 1)[-1],
             row.type,
             row.source,
-            row.payload[:90],
+            summary(orjson.loads(row.payload)),
             style=style,
         )
     console.print(table)

@@ -15,15 +15,17 @@ from schemas.deadletter import DeadLetter
 from schemas.settings import KafkaSettings
 from schemas.topics import JOB_PARTITIONS, topic_name
 from schemas.tracing import inject_headers
+from streams.process import fold_and_decide
 from streams.rules.registry import RuleEngine
 from streams.settings import StreamsSettings
-from streams.state.training_job import TrainingJob, apply
+from streams.state.training_job import TrainingJob
 
 log = structlog.get_logger("streams")
 
 kafka = KafkaSettings()
 settings = StreamsSettings()
 engine = RuleEngine.load(settings.rule_modules, settings.rule_config)
+settings.data_dir.mkdir(parents=True, exist_ok=True)  # Faust creates only the last level
 
 app = faust.App(
     settings.app_id,
@@ -31,7 +33,6 @@ app = faust.App(
     store=settings.store,
     datadir=str(settings.data_dir),
     topic_partitions=JOB_PARTITIONS,
-    topic_allow_declare=False,
     autodiscover=False,
     web_enabled=False,
     broker_session_timeout=settings.session_timeout_s,
@@ -41,27 +42,29 @@ app = faust.App(
 )
 
 
-def _raw_topic(name: str) -> Any:
-    return app.topic(
-        topic_name(name, kafka),
-        key_type=bytes,
-        value_type=bytes,
-        key_serializer="raw",
-        value_serializer="raw",
+def raw() -> Any:
+    """Bytes in, bytes out: decoding is ours (schemas.codec), done once, dead-lettered on error.
+
+    A new Schema each time: Faust mutates the schema it is given with its own defaults.
+    """
+    return faust.Schema(
+        key_type=bytes, value_type=bytes, key_serializer="raw", value_serializer="raw"
     )
+
+
+def _raw_topic(name: str) -> Any:
+    return app.topic(topic_name(name, kafka), schema=raw())
 
 
 jobs_topic = _raw_topic("jobs")
 triggers_topic = _raw_topic("triggers")
 deadletter_topic = _raw_topic("deadletter")
 
+# Values are the TrainingJob as a JSON document: readable in the changelog by any tool.
 training_jobs = app.Table(
     "training_jobs",
     default=None,
-    key_type=bytes,
-    value_type=bytes,
-    key_serializer="raw",
-    value_serializer="raw",
+    schema=faust.Schema(key_type=bytes, key_serializer="raw", value_serializer="json"),
     partitions=JOB_PARTITIONS,
 )
 
@@ -76,28 +79,28 @@ async def handle_job_message(key: bytes, value: bytes, message: Any) -> None:
     try:
         events = decode(value)
     except DecodeError as exc:
-        await _dead_letter(exc, message)
+        await _dead_letter(exc.reason, exc.detail, message)
         return
-    raw = training_jobs[key]
-    state = TrainingJob.model_validate_json(raw) if raw is not None else None
-    for event in events:
-        state = apply(state, event)
-        for trigger in engine.evaluate(state, event):
-            log.info(
-                "trigger", type=trigger.type, id=str(trigger.event_id), subject=trigger.subject
-            )
-            await triggers_topic.send(
-                key=trigger.key, value=encode(trigger), headers=inject_headers()
-            )
+    stored = training_jobs.get(key)
+    try:
+        state = TrainingJob.model_validate(stored) if stored is not None else None
+        state, triggers = fold_and_decide(state, events, engine)
+    except Exception as exc:  # a bug in a fold or rule must not wedge the partition forever
+        log.exception("processing_failed", topic=message.topic, offset=message.offset)
+        await _dead_letter("processing-error", f"{type(exc).__name__}: {exc}", message)
+        return
+    for trigger in triggers:
+        log.info("trigger", type=trigger.type, id=str(trigger.event_id), subject=trigger.subject)
+        await triggers_topic.send(key=trigger.key, value=encode(trigger), headers=inject_headers())
     if state is not None:
-        training_jobs[key] = state.model_dump_json().encode()
+        training_jobs[key] = state.model_dump(mode="json")
 
 
-async def _dead_letter(exc: DecodeError, message: Any) -> None:
-    log.warning("dead_letter", reason=exc.reason, topic=message.topic, offset=message.offset)
+async def _dead_letter(reason: str, detail: str, message: Any) -> None:
+    log.warning("dead_letter", reason=reason, topic=message.topic, offset=message.offset)
     letter = DeadLetter(
-        reason=exc.reason,
-        detail=exc.detail,
+        reason=reason,
+        detail=detail,
         consumer=settings.app_id,
         topic=message.topic,
         partition=message.partition,

@@ -182,7 +182,9 @@ class _Handler(BaseHTTPRequestHandler):
         result = self.server.engine.execute(req)
         fmt = "" if insert else output_format(sql, default_format)
         payload, encoding = result.body, None
-        if params.get("enable_http_compression") in ("1", "true"):
+        # On by default since ClickHouse 24.x; clickhouse-connect reads that default from
+        # system.settings and then only sends Accept-Encoding, expecting a compressed answer.
+        if params.get("enable_http_compression", "1") not in ("0", "false"):
             payload, encoding = compress_response(payload, self.headers.get("Accept-Encoding"))
         content_type = _CONTENT_TYPES.get(fmt, "application/octet-stream" if fmt else "text/plain")
         self._send(200, payload, content_type, query_id, fmt=fmt, result=result, encoding=encoding)

@@ -1,4 +1,4 @@
-"""The local Kafka broker: real Apache Kafka in KRaft mode, one node acting as broker and controller.
+"""The local Kafka broker: real Apache Kafka in KRaft mode, one node as broker and controller.
 
 Jars come from Maven Central through `infra/kafka/pom.xml` and are cached per version; the broker
 runs detached under a pid file, so `up`, `down` and `status` work from any shell.
@@ -60,7 +60,7 @@ logger.raftserver.level = INFO
 
 
 class LocalKafka:
-    """One single-node KRaft broker whose data lives in `state_dir/kafka` and jars in `cache_dir`."""
+    """A single-node KRaft broker: data in `state_dir/kafka`, jars in `cache_dir`."""
 
     def __init__(self, settings: StackSettings, *, pom: Path = DEFAULT_POM) -> None:
         self.settings = settings
@@ -116,11 +116,15 @@ class LocalKafka:
             self._format_once()
             started = time.monotonic()
             pid = self.process.start(self._java_argv(_MAIN, str(self.config_file)))
-            log.info("kafka.starting", pid=pid, bootstrap=self.bootstrap, log=str(self.process.log_file))
+            log.info(
+                "kafka.starting", pid=pid, bootstrap=self.bootstrap, log=str(self.process.log_file)
+            )
         else:
             started = time.monotonic()
         self.process.wait_until(self._ready, self.settings.start_timeout_s)
-        log.info("kafka.ready", bootstrap=self.bootstrap, wait_s=round(time.monotonic() - started, 2))
+        log.info(
+            "kafka.ready", bootstrap=self.bootstrap, wait_s=round(time.monotonic() - started, 2)
+        )
 
     def stop(self, timeout_s: float = 60.0) -> bool:
         """SIGTERM: the broker runs its controlled shutdown and flushes; True if one was running."""
@@ -156,7 +160,7 @@ class LocalKafka:
         started = time.monotonic()
         log.info("kafka.fetching_jars", version=KAFKA_VERSION, into=str(self.libs_dir))
         argv = [
-            mvn, "-q", "-B", "-f", str(self.pom),
+            mvn, "-q", "-B", "-Dstyle.color=never", "-f", str(self.pom),
             "dependency:copy-dependencies", f"-DoutputDirectory={staging}",
         ]  # fmt: skip
         with maven_log.open("wb") as out:
@@ -174,7 +178,9 @@ class LocalKafka:
             except subprocess.TimeoutExpired:
                 failed = True
         if failed or not any(staging.glob(f"kafka_2.13-{KAFKA_VERSION}.jar")):
-            raise ServiceError(f"Maven could not fetch Kafka jars; log {maven_log}:\n{_tail(maven_log)}")
+            raise ServiceError(
+                f"Maven could not fetch Kafka jars; log {maven_log}:\n{_tail(maven_log)}"
+            )
         # Swap in whole, so a half-finished copy is never mistaken for a usable classpath.
         shutil.rmtree(self.libs_dir, ignore_errors=True)
         staging.rename(self.libs_dir)
@@ -235,6 +241,9 @@ class LocalKafka:
             f"-Xms{heap}m",
             # A small heap on a small box: the serial collector has the least footprint and threads.
             "-XX:+UseSerialGC",
+            # C1 only: on two cores C2's compiler threads compete with start-up itself. Measured
+            # ~0.6 s faster warm start and ~50 MB less RSS; a local broker is never the bottleneck.
+            "-XX:TieredStopAtLevel=1",
             "-XX:+ExitOnOutOfMemoryError",
             # No hsperfdata in /tmp and no crash files in whatever cwd `up` ran from.
             "-XX:-UsePerfData",

@@ -100,6 +100,7 @@ class Stack:
             "CENTRALITY_KAFKA_TOPIC_PREFIX": self.kafka.topic_prefix,
             "CENTRALITY_CLICKHOUSE_URL": self.clickhouse.url,
             "CENTRALITY_CLICKHOUSE_DATABASE": self.clickhouse.database,
+            "CENTRALITY_STREAMS_DATA_DIR": str(self.settings.state_dir / "streams"),
         }
         if self.clickhouse.password is not None:
             env["CENTRALITY_CLICKHOUSE_PASSWORD"] = self.clickhouse.password.get_secret_value()

@@ -1,4 +1,4 @@
-"""The embedded broker is real Kafka: it keeps acknowledged data across a kill -9 and stops cleanly."""
+"""The embedded broker is real Kafka: acknowledged data survives kill -9, and it stops cleanly."""
 
 from __future__ import annotations
 
