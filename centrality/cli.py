@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import os
 import sys
 from pathlib import Path
@@ -119,6 +120,13 @@ def demo(timeout_s: float = typer.Option(120.0, help="How long to wait for the c
 
     configure_logging(json=False, level="WARNING")
     run_demo(Console(), timeout_s=timeout_s)
+
+
+# Each area adds its commands from its own module: `register(app)` is called once at import.
+COMMAND_MODULES: tuple[str, ...] = ("centrality.bench.cli",)
+
+for _module in COMMAND_MODULES:
+    importlib.import_module(_module).register(app)
 
 
 def main() -> None:

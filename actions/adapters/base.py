@@ -1,29 +1,75 @@
-"""The interface every scheduler adapter implements, and the registry that names them."""
+"""The interface every scheduler adapter implements, and the registry that names them.
+
+An adapter turns a scheduler-agnostic request (requeue this job from that checkpoint, drain these
+nodes) into the scheduler's own calls, and returns a small dict saying what it did; that dict is
+the `detail` of `ActionSucceeded`. Adapters raise `actions.errors.TemporaryError` when trying again
+may help and `PermanentError` when it cannot.
+"""
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """What a command pinned to nodes left behind."""
+
+    exit_code: int
+    stdout: str
+    stderr: str = ""
+    job_id: str | None = None
 
 
 class SchedulerAdapter(Protocol):
     name: str
 
     def requeue(self, job_id: str, *, checkpoint_uri: str | None) -> dict[str, Any]:
-        """Run the job again, resuming from `checkpoint_uri`; returns what was done."""
+        """Run the job again, resuming from `checkpoint_uri`."""
         ...
+
+    def drain(self, nodes: Sequence[str], *, reason: str) -> dict[str, Any]:
+        """Stop new work landing on `nodes` (running work may finish)."""
+        ...
+
+    def resume(self, nodes: Sequence[str]) -> dict[str, Any]:
+        """Undo `drain`."""
+        ...
+
+    def taint(self, nodes: Sequence[str], *, key: str, reason: str) -> dict[str, Any]:
+        """Mark `nodes` so only tolerating work runs there (a no-op where schedulers lack it)."""
+        ...
+
+    def untaint(self, nodes: Sequence[str], *, key: str) -> dict[str, Any]: ...
+
+    def run_on_nodes(
+        self,
+        nodes: Sequence[str],
+        command: Sequence[str],
+        *,
+        env: Mapping[str, str],
+        timeout_s: float,
+    ) -> RunResult:
+        """Run `command` once per node on exactly `nodes`, wait, and return its output."""
+        ...
+
+    def job_logs(self, job_id: str, *, tail_lines: int = 200) -> str: ...
 
 
 A = TypeVar("A", bound=Callable[[], SchedulerAdapter])
 
 _ADAPTERS: dict[str, Callable[[], SchedulerAdapter]] = {}
 
-# Adapters live in their own modules; importing one registers it.
+# Adapters live in their own modules; importing one registers it. Keyed by the settings name.
 _MODULES = {"memory": "actions.adapters.memory"}
 
 
 def adapter(name: str) -> Callable[[A], A]:
+    """Register a zero-argument factory (usually the class; it reads its own settings)."""
+
     def register(factory: A) -> A:
         _ADAPTERS[name] = factory
         return factory

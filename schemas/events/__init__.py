@@ -1,21 +1,54 @@
 """Every event family of the contract; importing this package registers them all."""
 
-from schemas.events.actions import ActionFailed, ActionStarted, ActionSucceeded
+from schemas.events.actions import (
+    ActionFailed,
+    ActionStarted,
+    ActionSucceeded,
+    BenchmarkCompleted,
+    GpuBenchmark,
+)
 from schemas.events.checkpoints import CheckpointSaved
-from schemas.events.jobs import JobExited, JobExitedPayload, JobState
-from schemas.events.logs import LogSignal, LogSignalDetected
-from schemas.events.triggers import RestartJob, Trigger
+from schemas.events.gpus import GpuSampled, GpuXidObserved, NcclSampled
+from schemas.events.jobs import JobExited, JobExitedPayload, JobState, JobStateChanged, JobSubmitted
+from schemas.events.logs import LogLine, LogLinesObserved, LogSignal, LogSignalDetected
+from schemas.events.nodes import HealthStatus, NodeHealthChecked, NodeHeartbeat
+from schemas.events.triggers import (
+    Notify,
+    QuarantineNodes,
+    ReleaseNodes,
+    RestartJob,
+    RunBenchmark,
+    Trigger,
+    trigger_id,
+)
 
 __all__ = [
     "ActionFailed",
     "ActionStarted",
     "ActionSucceeded",
+    "BenchmarkCompleted",
     "CheckpointSaved",
+    "GpuBenchmark",
+    "GpuSampled",
+    "GpuXidObserved",
+    "HealthStatus",
     "JobExited",
     "JobExitedPayload",
     "JobState",
+    "JobStateChanged",
+    "JobSubmitted",
+    "LogLine",
+    "LogLinesObserved",
     "LogSignal",
     "LogSignalDetected",
+    "NcclSampled",
+    "NodeHealthChecked",
+    "NodeHeartbeat",
+    "Notify",
+    "QuarantineNodes",
+    "ReleaseNodes",
     "RestartJob",
+    "RunBenchmark",
     "Trigger",
+    "trigger_id",
 ]

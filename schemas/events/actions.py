@@ -46,3 +46,30 @@ class ActionSucceeded(Event):
 class ActionFailed(Event):
     type: Literal["ActionFailed"] = "ActionFailed"
     payload: ActionFailedPayload
+
+
+class GpuBenchmark(Payload):
+    gpu: int = Field(ge=0)
+    matmul_tflops: float | None = Field(default=None, ge=0, description="bf16/fp16 dense GEMM.")
+    dtype: str | None = None
+    memory_bandwidth_gbps: float | None = Field(default=None, ge=0)
+    error: str | None = None
+
+
+class BenchmarkCompletedPayload(Payload):
+    trigger_id: uuid.UUID | None = Field(default=None, description="The RunBenchmark, if any.")
+    node: str
+    gpus: tuple[GpuBenchmark, ...] = ()
+    nccl_busbw_gbps: float | None = Field(default=None, ge=0)
+    verdict: Literal["pass", "fail", "no-gpu", "error"]
+    reasons: tuple[str, ...] = Field(default=(), description="Why the verdict, per threshold.")
+    thresholds: dict[str, float] = Field(default_factory=dict)
+    duration_s: float | None = Field(default=None, ge=0)
+
+
+@event(topic="nodes")
+class BenchmarkCompleted(Event):
+    """Benchmark figures of one node; on the node topic so the Node table sees them in order."""
+
+    type: Literal["BenchmarkCompleted"] = "BenchmarkCompleted"
+    payload: BenchmarkCompletedPayload

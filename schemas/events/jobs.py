@@ -19,6 +19,37 @@ class JobState(StrEnum):
     UNKNOWN = "UNKNOWN"
 
 
+class JobSubmittedPayload(Payload):
+    name: str | None = None
+    user: str | None = None
+    queue: str | None = Field(default=None, description="Partition, namespace or Ray cluster.")
+    nodes_requested: int | None = Field(default=None, ge=0)
+    gpus_requested: int | None = Field(default=None, ge=0)
+    command: str | None = None
+    raw: dict[str, str] = Field(default_factory=dict, description="Scheduler-specific extras.")
+
+
+@event(topic="jobs")
+class JobSubmitted(Event):
+    type: Literal["JobSubmitted"] = "JobSubmitted"
+    payload: JobSubmittedPayload
+
+
+class JobStateChangedPayload(Payload):
+    state: JobState
+    raw_state: str = Field(description="The scheduler's own word, e.g. NODE_FAIL or OOMKilled.")
+    previous_state: JobState | None = None
+    attempt: int = Field(default=1, ge=1)
+    nodes: tuple[str, ...] = ()
+    reason: str | None = None
+
+
+@event(topic="jobs")
+class JobStateChanged(Event):
+    type: Literal["JobStateChanged"] = "JobStateChanged"
+    payload: JobStateChangedPayload
+
+
 class JobExitedPayload(Payload):
     state: JobState = Field(description="How the attempt ended.")
     raw_state: str | None = Field(default=None, description="The scheduler's own word for it.")

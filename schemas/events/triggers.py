@@ -57,3 +57,50 @@ class RestartJobPayload(TriggerPayload):
 class RestartJob(Trigger):
     type: Literal["RestartJob"] = "RestartJob"
     payload: RestartJobPayload
+
+
+class QuarantineNodesPayload(TriggerPayload):
+    nodes: tuple[str, ...] = Field(min_length=1)
+    drain: bool = Field(default=True, description="Stop new work being scheduled there.")
+    taint: str | None = Field(default="centrality.io/quarantined", description="Taint key.")
+
+
+@event(topic="triggers")
+class QuarantineNodes(Trigger):
+    type: Literal["QuarantineNodes"] = "QuarantineNodes"
+    payload: QuarantineNodesPayload
+
+
+class ReleaseNodesPayload(TriggerPayload):
+    nodes: tuple[str, ...] = Field(min_length=1)
+
+
+@event(topic="triggers")
+class ReleaseNodes(Trigger):
+    type: Literal["ReleaseNodes"] = "ReleaseNodes"
+    payload: ReleaseNodesPayload
+
+
+class RunBenchmarkPayload(TriggerPayload):
+    nodes: tuple[str, ...] = Field(min_length=1)
+    suites: tuple[Literal["gpu", "nccl"], ...] = ("gpu", "nccl")
+
+
+@event(topic="triggers")
+class RunBenchmark(Trigger):
+    type: Literal["RunBenchmark"] = "RunBenchmark"
+    payload: RunBenchmarkPayload
+
+
+class NotifyPayload(TriggerPayload):
+    title: str = Field(min_length=1)
+    text: str = ""
+    incident: str = Field(description="Messages of one incident share a thread.")
+    nodes: tuple[str, ...] = ()
+    job_id: str | None = None
+
+
+@event(topic="triggers")
+class Notify(Trigger):
+    type: Literal["Notify"] = "Notify"
+    payload: NotifyPayload

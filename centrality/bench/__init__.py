@@ -1,0 +1,1 @@
+"""`centrality bench …`: speed and memory budgets, measured, reported for BENCHMARKS.md."""
