@@ -18,6 +18,7 @@ class TopicSpec:
     description: str
     compacted: bool = False
     batched: bool = False
+    carries_events: bool = True  # False: records of our own (ledger, dead letters), not events
 
     def full_name(self, settings: KafkaSettings) -> str:
         return f"{settings.topic_prefix}{self.name}"
@@ -72,11 +73,21 @@ CATALOG: tuple[TopicSpec, ...] = (
         "actions", "subject", JOB_PARTITIONS, 90 * DAY_MS, "What action workers did about triggers."
     ),
     TopicSpec(
+        "action-ledger",
+        "trigger id",
+        JOB_PARTITIONS,
+        -1,
+        "What action workers did per trigger id; compacted, read back on start.",
+        compacted=True,
+        carries_events=False,
+    ),
+    TopicSpec(
         "deadletter",
         "source topic",
         1,
         30 * DAY_MS,
         "Messages no consumer could decode, with the reason and the raw bytes.",
+        carries_events=False,
     ),
 )
 

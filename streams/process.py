@@ -1,6 +1,7 @@
-"""One message's worth of work, pure: fold its events into the job and collect the triggers.
+"""The brain, pure: events in order → state → triggers, with every table as a plain dict.
 
-The Faust agent, unit tests and (later) replay all call this, so they decide identically.
+The Faust agents keep the same state in Faust tables and call the same functions; unit tests and
+replay use `Brain` directly, so live, tests and replay decide identically.
 """
 
 from __future__ import annotations
@@ -21,3 +22,19 @@ def fold_and_decide(
         state = apply(state, event)
         triggers.extend(engine.evaluate(state, event))
     return state, triggers
+
+
+class Brain:
+    """All of the streams' state in memory; feed it events in event-time order."""
+
+    def __init__(self, engine: RuleEngine) -> None:
+        self.engine = engine
+        self.jobs: dict[str, TrainingJob] = {}
+
+    def handle(self, event: Event) -> list[Trigger]:
+        if event.topic != "jobs":
+            return []
+        state, triggers = fold_and_decide(self.jobs.get(event.subject), [event], self.engine)
+        if state is not None:
+            self.jobs[event.subject] = state
+        return triggers

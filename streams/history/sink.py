@@ -103,7 +103,7 @@ class HistorySink:
         self.rows_written = 0
 
     def topics(self) -> list[str]:
-        return [s.full_name(self.kafka) for s in CATALOG if s.name != "deadletter"]
+        return [s.full_name(self.kafka) for s in CATALOG if s.carries_events]
 
     async def run(self, stop: asyncio.Event | None = None) -> None:
         stop = stop or asyncio.Event()
