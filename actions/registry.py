@@ -1,15 +1,22 @@
-"""Handler registry: one decorated function per trigger type."""
+"""Handler registry: one decorated function per trigger type, with its retry policy and guard."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from actions.adapters.base import SchedulerAdapter
 from schemas.events import Trigger
 
-Handler = Callable[[Any, SchedulerAdapter], dict[str, Any]]
+if TYPE_CHECKING:
+    from actions.context import ActionContext
+    from actions.ledger import LedgerEntry
+    from actions.settings import ActionsSettings
+
+Handler = Callable[[Any, "ActionContext"], dict[str, Any]]
+# A guard (circuit breaker) returns why the action must not run now, or None.
+Guard = Callable[[Any, "Sequence[LedgerEntry]", "ActionsSettings", datetime], str | None]
 H = TypeVar("H", bound=Handler)
 
 
@@ -20,20 +27,32 @@ class HandlerSpec:
     fn: Handler
     retries: int
     backoff_s: float
+    timeout_s: float
+    guard: Guard | None
 
 
 _HANDLERS: dict[type[Trigger], HandlerSpec] = {}
 
 
 def handles(
-    trigger: type[Trigger], *, name: str, retries: int = 3, backoff_s: float = 1.0
+    trigger: type[Trigger],
+    *,
+    name: str,
+    retries: int = 3,
+    backoff_s: float = 1.0,
+    timeout_s: float = 120.0,
+    guard: Guard | None = None,
 ) -> Callable[[H], H]:
-    """Register `fn(trigger, adapter) -> detail` for one trigger type; returns it unchanged."""
+    """Register `fn(trigger, ctx) -> detail` for one trigger type; returns it unchanged.
+
+    `TemporaryError` is retried `retries` times, waiting `backoff_s * 2**n`; `PermanentError`,
+    any other exception and running past `timeout_s` fail at once.
+    """
 
     def register(fn: H) -> H:
         if trigger in _HANDLERS and _HANDLERS[trigger].fn is not fn:
             raise ValueError(f"{trigger.__name__} already has a handler")
-        _HANDLERS[trigger] = HandlerSpec(name, trigger, fn, retries, backoff_s)
+        _HANDLERS[trigger] = HandlerSpec(name, trigger, fn, retries, backoff_s, timeout_s, guard)
         return fn
 
     return register

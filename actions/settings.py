@@ -3,10 +3,48 @@
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+ALL_CLUSTERS = "*"
+
 
 class ActionsSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="CENTRALITY_ACTIONS_", extra="ignore")
 
     group_id: str = Field(default="centrality-actions", description="Consumer group of the worker.")
-    adapter: str = Field(default="memory", description="Scheduler adapter: `memory` for now.")
+    adapter: str = Field(default="memory", description="Scheduler adapter (`memory`, `slurm`, …).")
     source: str = Field(default="actions", description="`source` of the results it emits.")
+    dry_run: bool = Field(
+        default=False, description="Shadow mode: record the planned calls, call nothing."
+    )
+    allow: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="Enabled actions per cluster (`*` = any other cluster); empty = all allowed.",
+    )
+    fleet_size: dict[str, int] = Field(
+        default_factory=dict,
+        description="Nodes per cluster; quarantine is refused on a cluster missing here.",
+    )
+    quarantine_max_share: float = Field(default=0.1, ge=0, le=1)
+    quarantine_window_s: float = Field(default=3600.0, gt=0)
+    restart_max_per_window: int = Field(default=3, ge=0)
+    restart_window_s: float = Field(default=3600.0, gt=0)
+    backoff_scale: float = Field(
+        default=1.0, ge=0, description="Multiplies every handler's retry backoff."
+    )
+    notify_on_success: list[str] = Field(
+        default_factory=lambda: ["quarantine_nodes", "release_nodes", "run_benchmark"],
+        description="Actions whose success is posted to the incident's Slack thread.",
+    )
+    benchmark_command: list[str] = Field(
+        default_factory=lambda: ["python3", "-m", "actions.benchmark.runner", "--json"],
+        description="How a node runs the benchmark runner; suites and args are appended.",
+    )
+    benchmark_args: list[str] = Field(
+        default_factory=list, description="Extra runner args, e.g. thresholds `--min-tflops 600`."
+    )
+    benchmark_timeout_s: float = Field(default=900.0, gt=0)
+    ledger_load_timeout_s: float = Field(default=30.0, gt=0)
+
+    def allows(self, cluster: str, action: str) -> bool:
+        if not self.allow:
+            return True
+        return action in self.allow.get(cluster, self.allow.get(ALL_CLUSTERS, []))

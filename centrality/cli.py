@@ -123,7 +123,11 @@ def demo(timeout_s: float = typer.Option(120.0, help="How long to wait for the c
 
 
 # Each area adds its commands from its own module: `register(app)` is called once at import.
-COMMAND_MODULES: tuple[str, ...] = ("centrality.bench.cli",)
+COMMAND_MODULES: tuple[str, ...] = (
+    "centrality.bench.cli",
+    "centrality.history_cli",
+    "centrality.collectors_cli",
+)
 
 for _module in COMMAND_MODULES:
     importlib.import_module(_module).register(app)

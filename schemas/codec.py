@@ -13,6 +13,7 @@ from schemas.registry import UnknownEventType, event_class
 from schemas.upcasters import upcast
 
 MAX_MESSAGE_BYTES = 1024 * 1024
+WIRE_REQUIRED = ("event_id", "observed_at")
 
 
 class DecodeError(ValueError):
@@ -62,6 +63,10 @@ def _decode_one(item: Any) -> Event:
         cls = event_class(type_name)
     except UnknownEventType as exc:
         raise DecodeError("unknown-type", str(exc)) from None
+    missing = [f for f in WIRE_REQUIRED if f not in item]
+    if missing:
+        # Defaults would make each consumer invent its own id/time for the same message.
+        raise DecodeError("invalid", f"{', '.join(missing)}: required on the wire")
     try:
         return cls.model_validate(upcast(cls, item))
     except ValidationError as exc:

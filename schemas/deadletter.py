@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Literal
 
+from opentelemetry import metrics
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
 from schemas.envelope import utcnow
@@ -33,3 +35,16 @@ class DeadLetter(BaseModel):
     @classmethod
     def from_bytes(cls, data: bytes) -> DeadLetter:
         return cls.model_validate_json(data)
+
+
+_meter = metrics.get_meter("centrality.schemas")
+_dead_letters = _meter.create_counter(
+    "centrality.dead_letters", unit="{message}", description="Messages sent to the dead letters."
+)
+# In-process totals by (consumer, reason): what `centrality` status views and tests read.
+DEAD_LETTER_COUNTS: Counter[tuple[str, str]] = Counter()
+
+
+def count_dead_letter(letter: DeadLetter) -> None:
+    _dead_letters.add(1, {"consumer": letter.consumer, "reason": letter.reason})
+    DEAD_LETTER_COUNTS[(letter.consumer, letter.reason)] += 1

@@ -1,44 +1,73 @@
 """The Faust app. Run it with `faust -A streams.app worker --without-web` or `centrality streams`.
 
-Agents here are thin shells: decode, fold (pure), evaluate rules (pure), send triggers.
+Agents are thin shells around the pure `streams.entities.step`: decode, step the entity the
+message is about, send the triggers and the derived events, then write the table. Writing last
+(after the triggers are acknowledged) means a stored state never claims a decision that was not
+delivered; a crash before the write re-decides on redelivery, with the same trigger ids.
+
+Topology (every topic has the same partition count, so tables are co-partitioned):
+
+- `jobs` (+ the job-ticks topic) → `fold_jobs` → `jobs` table;
+- `nodes`, `gpu` (batched), the forward topic and the node-ticks topic → `fold_nodes` → `nodes`
+  and `node_sets` tables. The forward topic (internal, `<app id>-forward`) carries what a job
+  event or a decision means for a node or a node set, keyed by that node or node set.
+- a leader timer sends one tick per partition every `tick_interval_s`; the agent owning the
+  partition ticks each of its entities, so rules can see silence (lost heartbeats, stalls).
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 import faust
+import orjson
 import structlog
+from aiokafka.partitioner import murmur2
 
 from schemas.codec import DecodeError, decode, encode
-from schemas.deadletter import DeadLetter
+from schemas.deadletter import DeadLetter, count_dead_letter
+from schemas.envelope import Event
 from schemas.settings import KafkaSettings
-from schemas.topics import JOB_PARTITIONS, topic_name
+from schemas.topics import JOB_PARTITIONS, NODE_PARTITIONS, topic_name
 from schemas.tracing import inject_headers
-from streams.process import fold_and_decide
+from streams import faust_transport
+from streams.entities import JOBS, KINDS, NODES, Kind, kind_of, step
 from streams.rules.registry import RuleEngine
 from streams.settings import StreamsSettings
-from streams.state.training_job import TrainingJob
+from streams.state.internal import decode_internal, tick
 
 log = structlog.get_logger("streams")
+# aiokafka logs at debug level on every send and fetch; building those records costs ~7% of the
+# worker even when no handler prints them.
+logging.getLogger("aiokafka").setLevel(logging.INFO)
 
 kafka = KafkaSettings()
 settings = StreamsSettings()
 engine = RuleEngine.load(settings.rule_modules, settings.rule_config)
 settings.data_dir.mkdir(parents=True, exist_ok=True)  # Faust creates only the last level
+scheme = faust_transport.install(settings.fetch_max_wait_ms)
+assert JOB_PARTITIONS == NODE_PARTITIONS, "one partition count keeps every table co-partitioned"
+PARTITIONS = JOB_PARTITIONS
 
 app = faust.App(
     settings.app_id,
-    broker=[f"kafka://{host}" for host in kafka.bootstrap.split(",")],
+    broker=[f"{scheme}://{host}" for host in kafka.bootstrap.split(",")],
     store=settings.store,
     datadir=str(settings.data_dir),
-    topic_partitions=JOB_PARTITIONS,
+    topic_partitions=PARTITIONS,
     autodiscover=False,
     web_enabled=False,
     broker_session_timeout=settings.session_timeout_s,
     broker_heartbeat_interval=settings.heartbeat_interval_s,
     broker_rebalance_timeout=settings.rebalance_timeout_s,
-    producer_linger=0.005,
+    broker_commit_interval=settings.commit_interval_s,
+    producer_linger=settings.producer_linger_s,
+    producer_max_batch_size=256 * 1024,
+    stream_buffer_maxsize=16384,
 )
 
 
@@ -52,48 +81,145 @@ def raw() -> Any:
     )
 
 
-def _raw_topic(name: str) -> Any:
-    return app.topic(topic_name(name, kafka), schema=raw())
+def _catalog(name: str) -> str:
+    return topic_name(name, kafka)
 
 
-jobs_topic = _raw_topic("jobs")
-triggers_topic = _raw_topic("triggers")
-deadletter_topic = _raw_topic("deadletter")
+FORWARD = f"{settings.app_id}-forward"
+JOB_TICKS = f"{settings.app_id}-job-ticks"
+NODE_TICKS = f"{settings.app_id}-node-ticks"
 
-# Values are the TrainingJob as a JSON document: readable in the changelog by any tool.
-training_jobs = app.Table(
-    "training_jobs",
-    default=None,
-    schema=faust.Schema(key_type=bytes, key_serializer="raw", value_serializer="json"),
-    partitions=JOB_PARTITIONS,
+# `internal=True` makes Faust declare these on start: it creates our internal topics and leaves
+# existing catalog topics alone (`centrality up` creates those with the catalog's settings).
+jobs_topic = app.topic(
+    _catalog("jobs"), JOB_TICKS, schema=raw(), partitions=PARTITIONS, internal=True
 )
+nodes_topic = app.topic(
+    _catalog("nodes"),
+    _catalog("gpu"),
+    FORWARD,
+    NODE_TICKS,
+    schema=raw(),
+    partitions=PARTITIONS,
+    internal=True,
+)
+triggers_topic = app.topic(_catalog("triggers"), schema=raw())
+deadletter_topic = app.topic(_catalog("deadletter"), schema=raw())
+forward_topic = app.topic(FORWARD, schema=raw(), partitions=PARTITIONS, internal=True)
+ticks_topics = {
+    JOBS.table: app.topic(JOB_TICKS, schema=raw(), partitions=PARTITIONS, internal=True),
+    NODES.table: app.topic(NODE_TICKS, schema=raw(), partitions=PARTITIONS, internal=True),
+}
+
+# Values are JSON documents: readable in the changelog by any tool.
+tables = {
+    kind.table: app.Table(
+        kind.table,
+        default=None,
+        key_type=bytes,  # the store decodes keys by this, not by the schema
+        schema=faust.Schema(key_type=bytes, key_serializer="raw", value_serializer="json"),
+        partitions=PARTITIONS,
+    )
+    for kind in KINDS
+}
+
+
+def _decode_forward(value: bytes) -> list[Event]:
+    try:
+        return [decode_internal(value)]
+    except Exception as exc:
+        raise DecodeError("invalid-internal", str(exc)) from None
+
+
+DECODERS: dict[str, Callable[[bytes], list[Event]]] = {
+    _catalog("jobs"): decode,
+    _catalog("nodes"): decode,
+    _catalog("gpu"): decode,
+    FORWARD: _decode_forward,
+}
+TICKS = {JOB_TICKS: JOBS, NODE_TICKS: NODES}
 
 
 @app.agent(jobs_topic)
 async def fold_jobs(stream: Any) -> None:
     async for message in stream.events():
-        await handle_job_message(message.key, message.value, message.message)
+        await handle_message(message.message)
 
 
-async def handle_job_message(key: bytes, value: bytes, message: Any) -> None:
+@app.agent(nodes_topic)
+async def fold_nodes(stream: Any) -> None:
+    async for message in stream.events():
+        await handle_message(message.message)
+
+
+async def handle_message(message: Any) -> None:
+    if message.topic in TICKS:
+        try:
+            await handle_tick(TICKS[message.topic], message)
+        except Exception:  # a tick must never take the agent down; the next one retries
+            log.exception("tick_failed", topic=message.topic, partition=message.partition)
+        return
     try:
-        events = decode(value)
+        events = DECODERS[message.topic](message.value)
     except DecodeError as exc:
         await _dead_letter(exc.reason, exc.detail, message)
         return
-    stored = training_jobs.get(key)
-    try:
-        state = TrainingJob.model_validate(stored) if stored is not None else None
-        state, triggers = fold_and_decide(state, events, engine)
-    except Exception as exc:  # a bug in a fold or rule must not wedge the partition forever
-        log.exception("processing_failed", topic=message.topic, offset=message.offset)
-        await _dead_letter("processing-error", f"{type(exc).__name__}: {exc}", message)
-        return
-    for trigger in triggers:
+    by_kind: dict[tuple[str, str], tuple[Kind, list[Event]]] = {}
+    for event in events:
+        kind = kind_of(event)
+        if kind is not None:
+            by_kind.setdefault((kind.table, event.subject), (kind, []))[1].append(event)
+    for (_, key), (kind, batch) in by_kind.items():
+        try:
+            await handle_events(kind, key, batch)
+        except Exception as exc:  # a bug in a fold or rule must not wedge the partition forever
+            log.exception("processing_failed", topic=message.topic, offset=message.offset)
+            await _dead_letter("processing-error", f"{type(exc).__name__}: {exc}", message)
+
+
+async def handle_events(kind: Kind, key: str, events: Sequence[Event]) -> None:
+    table = tables[kind.table]
+    stored = table.get(key.encode())
+    state = kind.model.model_validate(stored) if stored is not None else None
+    result = step(kind, state, events, engine)
+    for derived in result.forwards:
+        await forward_topic.send(key=derived.key, value=encode(derived))
+    decisions = [
+        await triggers_topic.send(key=t.key, value=encode(t), headers=inject_headers())
+        for t in result.triggers
+    ]
+    # Decisions are acknowledged before the state that remembers them is written. Forwards are
+    # not awaited (they are most job messages): they were enqueued before the changelog write on
+    # the same producer, and Faust flushes that producer before it commits any offset.
+    await asyncio.gather(*decisions)
+    for trigger in result.triggers:
         log.info("trigger", type=trigger.type, id=str(trigger.event_id), subject=trigger.subject)
-        await triggers_topic.send(key=trigger.key, value=encode(trigger), headers=inject_headers())
-    if state is not None:
-        training_jobs[key] = state.model_dump(mode="json")
+    table[key.encode()] = result.state.model_dump(mode="json")
+
+
+def partition_of(key: bytes) -> int:
+    """Kafka's default partitioner (murmur2), which every producer of ours uses."""
+    return int(murmur2(key) & 0x7FFFFFFF) % PARTITIONS
+
+
+async def handle_tick(kind: Kind, message: Any) -> None:
+    """Tick every entity of `kind` living on the tick's partition, at the tick's time."""
+    assert kind.tick is not None
+    now = datetime.fromisoformat(orjson.loads(message.value)["now"])
+    table = tables[kind.table]
+    for raw_key in [k for k in table if partition_of(k) == message.partition]:
+        state: Any = kind.model.model_validate(table[raw_key])
+        if getattr(state, "ticks", True):
+            key = raw_key.decode()
+            await handle_events(kind, key, [tick(kind.tick, key, state.cluster, now)])
+
+
+@app.timer(settings.tick_interval_s, on_leader=True)  # type: ignore[untyped-decorator]
+async def clock() -> None:
+    value = orjson.dumps({"now": datetime.now(UTC).isoformat()})
+    for topic in ticks_topics.values():
+        for partition in range(PARTITIONS):
+            await topic.send(value=value, partition=partition)
 
 
 async def _dead_letter(reason: str, detail: str, message: Any) -> None:
@@ -108,4 +234,5 @@ async def _dead_letter(reason: str, detail: str, message: Any) -> None:
         key=message.key,
         raw=message.value,
     )
+    count_dead_letter(letter)
     await deadletter_topic.send(key=message.topic.encode(), value=letter.to_bytes())

@@ -6,7 +6,18 @@ from typing import Any
 from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-BUILTIN_RULES = "streams.rules.builtin.restart_incomplete"
+BUILTIN_RULES = ",".join(
+    f"streams.rules.builtin.{name}"
+    for name in (
+        "restart_incomplete",
+        "repeated_failures",
+        "fatal_xid",
+        "ecc_double_bit",
+        "heartbeat_lost",
+        "checkpoint_stall",
+        "benchmark_verdict",
+    )
+)
 
 
 class StreamsSettings(BaseSettings):
@@ -34,6 +45,20 @@ class StreamsSettings(BaseSettings):
     heartbeat_interval_s: float = Field(default=1.0, description="Consumer group heartbeat.")
     rebalance_timeout_s: float = Field(
         default=10.0, description="Consumer group rebalance timeout."
+    )
+    tick_interval_s: float = Field(
+        default=5.0, gt=0, description="How often the clock ticks rules that watch for silence."
+    )
+    fetch_max_wait_ms: int = Field(
+        default=20,
+        ge=0,
+        description="Longest a consumer fetch waits for data (Faust hard-codes 1500 ms).",
+    )
+    commit_interval_s: float = Field(
+        default=2.8, gt=0, description="How often consumed offsets are committed."
+    )
+    producer_linger_s: float = Field(
+        default=0.005, ge=0, description="Producer linger: batches changelog and trigger writes."
     )
 
     @property

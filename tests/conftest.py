@@ -8,7 +8,6 @@ the run loudly instead.
 from __future__ import annotations
 
 import asyncio
-import socket
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,21 +21,17 @@ from schemas.settings import KafkaSettings
 from streams.history.client import connect
 from streams.history.migrations import migrate
 from streams.history.settings import ClickHouseSettings
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from tests.ports import free_ports
 
 
 @pytest.fixture(scope="session")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    kafka_port, controller_port, clickhouse_port = free_ports(3)
     settings = StackSettings(
         state_dir=tmp_path_factory.mktemp("stack"),
-        kafka_port=free_port(),
-        kafka_controller_port=free_port(),
-        clickhouse_port=free_port(),
+        kafka_port=kafka_port,
+        kafka_controller_port=controller_port,
+        clickhouse_port=clickhouse_port,
     )
     stack = Stack(settings)
     stack.up()

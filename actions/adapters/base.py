@@ -64,7 +64,12 @@ A = TypeVar("A", bound=Callable[[], SchedulerAdapter])
 _ADAPTERS: dict[str, Callable[[], SchedulerAdapter]] = {}
 
 # Adapters live in their own modules; importing one registers it. Keyed by the settings name.
-_MODULES = {"memory": "actions.adapters.memory"}
+_MODULES = {
+    "memory": "actions.adapters.memory",
+    "slurm": "actions.adapters.slurm",
+    "ray": "actions.adapters.ray",
+    "kubernetes": "actions.adapters.kubernetes",
+}
 
 
 def adapter(name: str) -> Callable[[A], A]:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from actions.adapters.base import SchedulerAdapter
+from actions.breaker import restart_rate
+from actions.context import ActionContext
 from actions.registry import handles
 from schemas.events import RestartJob
 
 
-@handles(RestartJob, name="restart_job")
-def restart_job(trigger: RestartJob, adapter: SchedulerAdapter) -> dict[str, Any]:
-    return adapter.requeue(trigger.subject, checkpoint_uri=trigger.payload.checkpoint_uri)
+@handles(RestartJob, name="restart_job", guard=restart_rate)
+def restart_job(trigger: RestartJob, ctx: ActionContext) -> dict[str, Any]:
+    return ctx.adapter.requeue(trigger.subject, checkpoint_uri=trigger.payload.checkpoint_uri)

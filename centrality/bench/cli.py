@@ -11,7 +11,12 @@ bench_app = typer.Typer(
 )
 
 # One module per benchmark, each decorating a function with `@bench_app.command("<name>")`.
-BENCH_MODULES: tuple[str, ...] = ()
+BENCH_MODULES: tuple[str, ...] = (
+    "centrality.bench.sink",
+    "centrality.bench.replay",
+    "centrality.bench.agent",
+    "centrality.bench.streams",
+)
 
 
 def register(app: typer.Typer) -> None:

@@ -1,15 +1,25 @@
-"""Ordered DDL migrations from `infra/clickhouse/NNN_name.sql`, each applied once."""
+"""Ordered DDL migrations from `infra/clickhouse/NNN_name.sql`, each applied once, then the TTLs.
+
+A migration may use `{database}`, `{ttl_days}` and `{samples_ttl_days}`. Because a migration runs
+once, a later change of the TTL settings is applied by `ALTER TABLE … MODIFY TTL` at every
+`migrate()` (by `centrality up` and by the sink at start), only on tables whose TTL differs.
+"""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from streams.history.client import connect
 from streams.history.settings import ClickHouseSettings
 
 _NAME = re.compile(r"^(\d{3})_[a-z0-9_]+\.sql$")
+_TTL = re.compile(r"\bTTL (.+?) \+ toIntervalDay\((\d+)\)")
+
+# High-volume tables keep `samples_ttl_days`; every other table with a TTL keeps `ttl_days`.
+SAMPLE_TABLES = frozenset({"gpu_samples", "log_lines"})
 
 
 @dataclass(frozen=True)
@@ -17,9 +27,21 @@ class Migration:
     version: int
     path: Path
 
-    def statements(self, database: str) -> list[str]:
-        sql = self.path.read_text().replace("{database}", database)
-        return [s.strip() for s in sql.split(";\n") if s.strip().rstrip(";").strip()]
+    def statements(self, settings: ClickHouseSettings) -> list[str]:
+        sql = (
+            self.path.read_text()
+            .replace("{database}", settings.database)
+            .replace("{ttl_days}", str(settings.ttl_days))
+            .replace("{samples_ttl_days}", str(settings.samples_ttl_days))
+        )
+        return [s.strip() for s in sql.split(";\n") if _code(s)]
+
+
+def _code(statement: str) -> bool:
+    """False for a chunk of only comments and blanks."""
+    return any(
+        line.strip() and not line.strip().startswith("--") for line in statement.splitlines()
+    )
 
 
 def discover(directory: Path) -> list[Migration]:
@@ -36,7 +58,7 @@ def discover(directory: Path) -> list[Migration]:
 
 
 def migrate(settings: ClickHouseSettings) -> list[int]:
-    """Apply pending migrations in order; returns the versions applied now."""
+    """Apply pending migrations in order, then the TTL settings; returns the versions applied."""
     db = settings.database
     with connect(settings, database="default") as client:
         client.command(f"CREATE DATABASE IF NOT EXISTS `{db}`")
@@ -53,7 +75,7 @@ def migrate(settings: ClickHouseSettings) -> list[int]:
         for migration in discover(settings.migrations_dir):
             if migration.version in done:
                 continue
-            for statement in migration.statements(db):
+            for statement in migration.statements(settings):
                 client.command(statement)
             client.insert(
                 f"`{db}`.schema_migrations",
@@ -61,4 +83,27 @@ def migrate(settings: ClickHouseSettings) -> list[int]:
                 column_names=["version", "name"],
             )
             applied.append(migration.version)
+        apply_ttls(client, settings)
     return applied
+
+
+def apply_ttls(client: Any, settings: ClickHouseSettings) -> list[str]:
+    """Bring every table's TTL to the configured days; returns the tables altered."""
+    rows = client.query(
+        "SELECT name, engine_full FROM system.tables WHERE database = {db:String}",
+        parameters={"db": settings.database},
+    ).result_rows
+    altered = []
+    for name, engine in rows:
+        match = _TTL.search(engine)
+        if not match:
+            continue
+        days = settings.samples_ttl_days if name in SAMPLE_TABLES else settings.ttl_days
+        if int(match.group(2)) == days:
+            continue
+        client.command(
+            f"ALTER TABLE `{settings.database}`.`{name}` "
+            f"MODIFY TTL {match.group(1)} + INTERVAL {days} DAY"
+        )
+        altered.append(name)
+    return altered

@@ -1,12 +1,18 @@
-"""Reading history back: the rows of some subjects, in event-time order."""
+"""Reading history back: rows and events of some subjects or a time range, in event-time order."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
+from typing import Any
 
+import orjson
+
+from schemas.codec import decode
+from schemas.envelope import Event
+from schemas.events import Trigger
 from streams.history.client import connect
 from streams.history.settings import ClickHouseSettings
 
@@ -53,3 +59,103 @@ def wait_for_types(
                 f" saw {sorted(seen)}"
             )
         time.sleep(0.5)
+
+
+_EVENT_SELECT = (
+    "SELECT toString(event_id), type, schema_version, source, cluster, subject, "
+    "occurred_at, observed_at, payload FROM events FINAL"
+)
+
+
+def _events_of(rows: Sequence[Sequence[Any]]) -> list[Event]:
+    """Rows of `_EVENT_SELECT` → events, through the codec (so old payloads are upcast)."""
+    out: list[Event] = []
+    for eid, type_, version, source, cluster, subject, occurred, observed, payload in rows:
+        doc = {
+            "event_id": eid,
+            "type": type_,
+            "schema_version": version,
+            "source": source,
+            "cluster": cluster,
+            "subject": subject,
+            "occurred_at": occurred.replace(tzinfo=UTC),
+            "observed_at": observed.replace(tzinfo=UTC),
+            "payload": orjson.Fragment(payload),
+        }
+        out.extend(decode(orjson.dumps(doc)))
+    return sorted(out, key=event_time_key)
+
+
+def event_time_key(event: Event) -> tuple[datetime, int, str]:
+    """Event-time order; at one instant facts, then decisions, then actions, then by id.
+
+    A trigger carries its cause's time, so the rank keeps a cause before its decision; the id
+    makes the order total, so the same range always replays (and prints) the same way.
+    """
+    rank = 1 if isinstance(event, Trigger) else 2 if event.topic == "actions" else 0
+    return (event.occurred_at, rank, str(event.event_id))
+
+
+def events_between(
+    settings: ClickHouseSettings,
+    since: datetime,
+    until: datetime,
+    subjects: Sequence[str] | None = None,
+) -> list[Event]:
+    """Every event with `since <= occurred_at < until` (of `subjects` if given), in order."""
+    where = (
+        "occurred_at >= {since:DateTime64(6, 'UTC')} AND occurred_at < {until:DateTime64(6, 'UTC')}"
+    )
+    params: dict[str, Any] = {"since": since, "until": until}
+    if subjects is not None:
+        where += " AND subject IN {subjects:Array(String)}"
+        params["subjects"] = list(subjects)
+    with connect(settings) as client:
+        return _events_of(
+            client.query(f"{_EVENT_SELECT} WHERE {where}", parameters=params).result_rows
+        )
+
+
+def events_by_id(settings: ClickHouseSettings, ids: Sequence[str]) -> dict[str, Event]:
+    with connect(settings) as client:
+        rows = client.query(
+            f"{_EVENT_SELECT} WHERE event_id IN {{ids:Array(UUID)}}", parameters={"ids": list(ids)}
+        ).result_rows
+    return {str(e.event_id): e for e in _events_of(rows)}
+
+
+def action_results_for(settings: ClickHouseSettings, trigger_ids: Sequence[str]) -> list[Event]:
+    """The action results of some triggers, in event-time order."""
+    with connect(settings) as client:
+        ids = client.query(
+            "SELECT DISTINCT toString(event_id) FROM action_results "
+            "WHERE trigger_id IN {ids:Array(UUID)}",
+            parameters={"ids": list(trigger_ids)},
+        ).result_rows
+    return sorted(events_by_id(settings, [r[0] for r in ids]).values(), key=event_time_key)
+
+
+def jobs_on_node(settings: ClickHouseSettings, node: str, until: datetime) -> list[str]:
+    """Jobs whose attempts ran on `node` (by the nodes their state changes and exits name)."""
+    with connect(settings) as client:
+        rows = client.query(
+            "SELECT DISTINCT job_id FROM job_events WHERE has(nodes, {node:String}) "
+            "AND occurred_at < {until:DateTime64(6, 'UTC')} ORDER BY job_id",
+            parameters={"node": node, "until": until},
+        ).result_rows
+    return [r[0] for r in rows]
+
+
+def triggers_naming(
+    settings: ClickHouseSettings, node: str, since: datetime, until: datetime
+) -> list[str]:
+    """Ids of triggers whose subject is `node` or whose payload lists it among its nodes."""
+    with connect(settings) as client:
+        rows = client.query(
+            "SELECT DISTINCT toString(event_id) FROM triggers "
+            "WHERE (subject = {node:String} OR has(nodes, {node:String})) "
+            "AND occurred_at >= {since:DateTime64(6, 'UTC')} "
+            "AND occurred_at < {until:DateTime64(6, 'UTC')}",
+            parameters={"node": node, "since": since, "until": until},
+        ).result_rows
+    return [r[0] for r in rows]

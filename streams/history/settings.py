@@ -20,6 +20,12 @@ class ClickHouseSettings(BaseSettings):
     password: SecretStr | None = Field(default=None, description="ClickHouse password.")
     database: str = Field(default="centrality", description="Database holding the history.")
     migrations_dir: Path = Field(default=_REPO_DDL, description="Ordered DDL files to apply.")
+    ttl_days: int = Field(
+        default=90, ge=1, description="Days history is kept (events, triggers, actions, nodes)."
+    )
+    samples_ttl_days: int = Field(
+        default=14, ge=1, description="Days high-volume rows are kept (GPU samples, log lines)."
+    )
 
     @property
     def external(self) -> bool:

@@ -7,13 +7,15 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from schemas.envelope import Event
 from schemas.events import Trigger
+from streams.state.memo import FIRED_IDS_KEPT, Fired, RuleMemo
 
 S = TypeVar("S")
 F = TypeVar("F", bound=Callable[..., Iterable[Trigger]])
+Severity = Literal["info", "warning", "critical"]
 
 
 class RuleConfig(BaseModel):
@@ -22,7 +24,21 @@ class RuleConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     enabled: bool = True
-    severity: Literal["info", "warning", "critical"] = "warning"
+    severity: Severity = "warning"
+    for_s: float = Field(
+        default=0.0,
+        ge=0,
+        description="The rule's condition must hold this long (event time) before it fires. "
+        "It is checked whenever the rule is evaluated (on its events and on clock ticks): it "
+        "fires on the first evaluation at least for_s after the first one that held, provided "
+        "no evaluation in between found it false.",
+    )
+    cooldown_s: float = Field(
+        default=0.0,
+        ge=0,
+        description="After firing for a subject, decisions with a different trigger id are "
+        "suppressed for this long (event time). The same id is never emitted twice anyway.",
+    )
 
 
 class RuleConfigError(ValueError):
@@ -79,7 +95,11 @@ class RuleEngine:
 
     @classmethod
     def load(cls, modules: Iterable[str], config: Mapping[str, Mapping[str, Any]]) -> RuleEngine:
-        """Import rule modules (which register rules) and bind each rule to its config."""
+        """Import rule modules (which register rules) and bind their rules to their config.
+
+        Config is validated for every registered rule; only the rules of `modules` are bound.
+        """
+        modules = list(modules)
         for module in modules:
             try:
                 importlib.import_module(module)
@@ -97,13 +117,41 @@ class RuleEngine:
                 cfg = spec.config_model.model_validate(config.get(name, {}))
             except ValidationError as exc:
                 raise RuleConfigError(f"rule {name!r}: {exc}") from exc
-            if cfg.enabled:
+            if cfg.enabled and spec.fn.__module__ in modules:
                 bound.append(BoundRule(spec, cfg))
         return cls(bound)
 
     def evaluate(self, state: Any, event: Event) -> list[Trigger]:
         """Triggers of every rule interested in `event`, given the state after folding it."""
+        return self.run(state, event, getattr(state, "rule_memo", RuleMemo()))[0]
+
+    def run(self, state: Any, event: Event, memo: RuleMemo) -> tuple[list[Trigger], RuleMemo]:
+        """Evaluate, applying `for_s`, cooldown and once-per-id with the subject's memo.
+
+        Time is the event's `occurred_at`, so live, tests and replay agree.
+        """
+        now = event.occurred_at
         triggers: list[Trigger] = []
+        pending = dict(memo.pending_since)
+        fired = dict(memo.fired)
         for bound in self._by_type.get(type(event), ()):
-            triggers.extend(bound.spec.fn(state, event, bound.config))
-        return triggers
+            name, cfg = bound.spec.name, bound.config
+            decided = list(bound.spec.fn(state, event, cfg))
+            if not decided:
+                pending.pop(name, None)
+                continue
+            since = pending.setdefault(name, now)
+            if (now - since).total_seconds() < cfg.for_s:
+                continue
+            last = fired.get(name)
+            fresh = [t for t in decided if last is None or t.event_id not in last.trigger_ids]
+            if not fresh:
+                continue
+            if last is not None and (now - last.at).total_seconds() < cfg.cooldown_s:
+                continue
+            kept = (*(last.trigger_ids if last else ()), *(t.event_id for t in fresh))
+            fired[name] = Fired(at=now, trigger_ids=kept[-FIRED_IDS_KEPT:])
+            triggers.extend(fresh)
+        if pending == memo.pending_since and fired == memo.fired:
+            return triggers, memo
+        return triggers, RuleMemo(pending_since=pending, fired=fired)

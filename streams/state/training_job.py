@@ -1,14 +1,40 @@
-"""The TrainingJob: what the stream knows about one job, folded purely from its events."""
+"""The TrainingJob: what the stream knows about one job, folded purely from its events.
+
+Every fold is idempotent under redelivery (attempts and restarts are keyed by attempt number,
+checkpoints only move forward, time accounting only moves forward), because an at-least-once
+consumer may fold an event into a state that already contains it.
+"""
 
 from __future__ import annotations
 
+import uuid
 from datetime import datetime
 from functools import singledispatch
 
 from pydantic import BaseModel, ConfigDict
 
 from schemas.envelope import Event
-from schemas.events import CheckpointSaved, JobExited, JobState, LogSignal, LogSignalDetected
+from schemas.events import (
+    CheckpointSaved,
+    JobExited,
+    JobExitedPayload,
+    JobState,
+    JobStateChanged,
+    JobSubmitted,
+    LogSignal,
+    LogSignalDetected,
+    RestartJob,
+)
+from streams.state.memo import RuleMemo
+
+TERMINAL = frozenset({JobState.SUCCEEDED, JobState.FAILED, JobState.PREEMPTED, JobState.CANCELLED})
+
+
+def is_failure(p: JobExitedPayload) -> bool:
+    """A failure counts against the nodes it ran on; preemption and cancellation never do."""
+    if p.state is JobState.FAILED:
+        return True
+    return p.state is JobState.UNKNOWN and p.exit_code not in (None, 0)
 
 
 class Attempt(BaseModel):
@@ -19,29 +45,103 @@ class Attempt(BaseModel):
     exit_code: int | None
     nodes: tuple[str, ...]
     ended_at: datetime
+    started_at: datetime | None = None
+
+
+class RestartRecord(BaseModel):
+    """A restart this brain requested (its own `RestartJob`, folded back into the job)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    attempt: int
+    at: datetime
+    trigger_id: uuid.UUID
 
 
 class TrainingJob(BaseModel):
+    """One job across all its attempts.
+
+    Goodput accounting, in event time, over the attempts seen running:
+
+    - *productive* time is running time whose work survived: from an attempt's start (or its
+      previous checkpoint) to each checkpoint saved, and to the end of an attempt that logged
+      `Training Complete`;
+    - *lost* time is running time whose work was thrown away — from the last checkpoint (or
+      the start) to the end of an attempt that failed, was preempted or exited without
+      completing — plus the gap between an attempt's end and the next attempt's start;
+    - a cancelled attempt's tail counts as neither (a user's choice, not a loss);
+    - `goodput = productive / (productive + lost)`, None until either is non-zero.
+    """
+
     model_config = ConfigDict(frozen=True)
 
     job_id: str
     cluster: str
+    state: JobState | None = None
+    attempt: int = 0
+    nodes: tuple[str, ...] = ()
     completion_seen: bool = False
     last_checkpoint_uri: str | None = None
     last_checkpoint_step: int | None = None
+    last_checkpoint_at: datetime | None = None
     attempts: tuple[Attempt, ...] = ()
+    attempts_started: int = 0
+    failures: int = 0
+    preemptions: int = 0
+    cancellations: int = 0
+    restarts: tuple[RestartRecord, ...] = ()
+    submitted_at: datetime | None = None
+    first_started_at: datetime | None = None
+    running_since: datetime | None = None
+    ended_at: datetime | None = None
+    progress_at: datetime | None = None
+    productive_s: float = 0.0
+    lost_s: float = 0.0
+    rule_memo: RuleMemo = RuleMemo()
     updated_at: datetime | None = None
 
     @classmethod
     def new(cls, event: Event) -> TrainingJob:
         return cls(job_id=event.subject, cluster=event.cluster)
 
+    @property
+    def key(self) -> str:
+        return self.job_id
+
+    @property
+    def running(self) -> bool:
+        return self.state is JobState.RUNNING
+
+    @property
+    def ticks(self) -> bool:
+        """Clock ticks concern running jobs only (what did not happen while they ran)."""
+        return self.running
+
+    @property
+    def restarts_requested(self) -> int:
+        return len(self.restarts)
+
+    @property
+    def restarts_seen(self) -> int:
+        """Attempts after the first that were seen running."""
+        return max(0, self.attempts_started - 1)
+
+    @property
+    def goodput(self) -> float | None:
+        total = self.productive_s + self.lost_s
+        return self.productive_s / total if total > 0 else None
+
 
 def apply(state: TrainingJob | None, event: Event) -> TrainingJob:
     """Fold one event into the job; events this fold does not know leave it unchanged."""
     current = state or TrainingJob.new(event)
     folded = _fold(event, current)
-    return folded.model_copy(update={"updated_at": event.occurred_at})
+    latest = max(filter(None, (current.updated_at, event.occurred_at)))
+    return folded.model_copy(update={"updated_at": latest})
+
+
+def _seconds(start: datetime | None, end: datetime) -> float:
+    return max(0.0, (end - start).total_seconds()) if start is not None else 0.0
 
 
 @singledispatch
@@ -50,16 +150,50 @@ def _fold(event: Event, state: TrainingJob) -> TrainingJob:
 
 
 @_fold.register
-def _(event: CheckpointSaved, state: TrainingJob) -> TrainingJob:
-    step = state.last_checkpoint_step
-    if step is not None and event.payload.step < step:
-        return state  # a late, older checkpoint must not move the resume point backwards
+def _(event: JobSubmitted, state: TrainingJob) -> TrainingJob:
     return state.model_copy(
         update={
-            "last_checkpoint_uri": event.payload.uri,
-            "last_checkpoint_step": event.payload.step,
+            "submitted_at": state.submitted_at or event.occurred_at,
+            "state": state.state or JobState.PENDING,
         }
     )
+
+
+@_fold.register
+def _(event: JobStateChanged, state: TrainingJob) -> TrainingJob:
+    p = event.payload
+    if p.attempt < state.attempt or any(a.number == p.attempt for a in state.attempts):
+        return state  # a late (or redelivered) report about an attempt already over
+    update: dict[str, object] = {"state": p.state, "attempt": p.attempt}
+    if p.nodes:
+        update["nodes"] = p.nodes
+    if p.state is JobState.RUNNING and p.attempt > state.attempts_started:
+        t = event.occurred_at
+        update |= {
+            "attempts_started": p.attempt,
+            "running_since": t,
+            "progress_at": t,
+            "first_started_at": state.first_started_at or t,
+            "lost_s": state.lost_s + (_seconds(state.ended_at, t) if state.attempts else 0.0),
+        }
+    return state.model_copy(update=update)
+
+
+@_fold.register
+def _(event: CheckpointSaved, state: TrainingJob) -> TrainingJob:
+    step = state.last_checkpoint_step
+    if step is not None and event.payload.step <= step:
+        return state  # a late or repeated checkpoint must not move the resume point backwards
+    t = event.occurred_at
+    update: dict[str, object] = {
+        "last_checkpoint_uri": event.payload.uri,
+        "last_checkpoint_step": event.payload.step,
+        "last_checkpoint_at": t,
+    }
+    if state.progress_at is not None and t > state.progress_at:
+        update |= {"productive_s": state.productive_s + _seconds(state.progress_at, t)}
+        update |= {"progress_at": t}
+    return state.model_copy(update=update)
 
 
 @_fold.register
@@ -74,11 +208,45 @@ def _(event: JobExited, state: TrainingJob) -> TrainingJob:
     p = event.payload
     if any(a.number == p.attempt for a in state.attempts):
         return state  # redelivered exit of an attempt already folded
+    t = event.occurred_at
+    same_attempt = p.attempt == state.attempts_started
     attempt = Attempt(
         number=p.attempt,
         state=p.state,
         exit_code=p.exit_code,
-        nodes=p.nodes,
-        ended_at=event.occurred_at,
+        nodes=p.nodes or state.nodes,
+        started_at=state.running_since if same_attempt else None,
+        ended_at=t,
     )
-    return state.model_copy(update={"attempts": (*state.attempts, attempt)})
+    tail = _seconds(state.progress_at, t) if same_attempt else 0.0
+    productive, lost = state.productive_s, state.lost_s
+    if state.completion_seen:
+        productive += tail
+    elif p.state is not JobState.CANCELLED:
+        lost += tail
+    return state.model_copy(
+        update={
+            "attempts": (*state.attempts, attempt),
+            "state": p.state if p.attempt >= state.attempt else state.state,
+            "attempt": max(state.attempt, p.attempt),
+            "nodes": attempt.nodes if p.attempt >= state.attempt else state.nodes,
+            "failures": state.failures + is_failure(p),
+            "preemptions": state.preemptions + (p.state is JobState.PREEMPTED),
+            "cancellations": state.cancellations + (p.state is JobState.CANCELLED),
+            "running_since": None,
+            "progress_at": None,
+            "ended_at": t,
+            "productive_s": productive,
+            "lost_s": lost,
+        }
+    )
+
+
+@_fold.register
+def _(event: RestartJob, state: TrainingJob) -> TrainingJob:
+    if any(r.attempt == event.payload.attempt for r in state.restarts):
+        return state
+    record = RestartRecord(
+        attempt=event.payload.attempt, at=event.occurred_at, trigger_id=event.event_id
+    )
+    return state.model_copy(update={"restarts": (*state.restarts, record)})

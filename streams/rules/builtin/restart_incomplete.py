@@ -1,4 +1,7 @@
-"""A job that ended without saying `Training Complete`, and was not cancelled, is restarted."""
+"""A job that ended without saying `Training Complete`, and was not cancelled, is restarted
+from its last checkpoint — at most `max_restarts` times, and not again within `backoff_s` of
+the previous restart (a job crashing right after each restart is left for a person).
+"""
 
 from __future__ import annotations
 
@@ -15,6 +18,9 @@ NAME = "restart_incomplete_exit"
 
 class RestartIncompleteConfig(RuleConfig):
     max_restarts: int = Field(default=3, ge=0, description="Attempts beyond this are left alone.")
+    backoff_s: float = Field(
+        default=0.0, ge=0, description="No restart within this long after the previous one."
+    )
 
 
 @rule(NAME, on=(JobExited,), config=RestartIncompleteConfig)
@@ -25,6 +31,9 @@ def restart_incomplete_exit(
     if p.state is JobState.CANCELLED or job.completion_seen:
         return
     if p.attempt > config.max_restarts:
+        return
+    earlier = [r.at for r in job.restarts if r.attempt < p.attempt]
+    if earlier and (event.occurred_at - max(earlier)).total_seconds() < config.backoff_s:
         return
     where = (
         f"checkpoint step {job.last_checkpoint_step}"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gzip
 import multiprocessing
-import socket
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -21,15 +20,9 @@ from pydantic import SecretStr
 
 from centrality.stack.clickhouse import LocalClickHouse
 from centrality.stack.settings import StackSettings
+from tests.ports import free_ports
 
 pytestmark = pytest.mark.integration
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def _settings(state_dir: Path, password: str | None = None) -> StackSettings:
@@ -37,7 +30,7 @@ def _settings(state_dir: Path, password: str | None = None) -> StackSettings:
         state_dir=state_dir,
         cache_dir=state_dir / "cache",
         host="127.0.0.1",
-        clickhouse_port=_free_port(),
+        clickhouse_port=free_ports(1)[0],
         clickhouse_password=SecretStr(password) if password else None,
         start_timeout_s=60,
     )

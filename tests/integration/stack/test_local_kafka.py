@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import socket
 import time
 import uuid
 from collections.abc import Iterator
@@ -18,19 +17,11 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from centrality.stack.kafka import LocalKafka, wait_ready
 from centrality.stack.process import port_open
 from centrality.stack.settings import StackSettings
+from tests.ports import free_ports
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
 HOST = "127.0.0.1"
-
-
-def _free_ports(count: int) -> list[int]:
-    # Hold all sockets open together so the kernel cannot hand out the same port twice.
-    with contextlib.ExitStack() as stack:
-        socks = [stack.enter_context(socket.socket()) for _ in range(count)]
-        for sock in socks:
-            sock.bind((HOST, 0))
-        return [sock.getsockname()[1] for sock in socks]
 
 
 def _gone(pid: int, timeout_s: float = 10.0) -> bool:
@@ -50,7 +41,7 @@ def _gone(pid: int, timeout_s: float = 10.0) -> bool:
 
 @pytest.fixture(scope="module")
 def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalKafka]:
-    kafka_port, controller_port = _free_ports(2)
+    kafka_port, controller_port = free_ports(2)
     # The default cache dir is kept, so the jars are fetched once per machine, not per run.
     settings = StackSettings(
         state_dir=Path(tmp_path_factory.mktemp("stack")),
@@ -153,7 +144,7 @@ async def test_restart_on_new_ports_keeps_data(kafka: LocalKafka) -> None:
     topic = f"test-ports-{uuid.uuid4().hex[:8]}"
     await _create_topic(kafka.bootstrap, topic, partitions=1)
     kafka.stop()
-    kafka_port, controller_port = _free_ports(2)
+    kafka_port, controller_port = free_ports(2)
     kafka.settings.kafka_port = kafka_port
     kafka.settings.kafka_controller_port = controller_port
     kafka.start()

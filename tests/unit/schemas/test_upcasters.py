@@ -42,6 +42,8 @@ def _doc(version: int, payload: dict[str, Any]) -> bytes:
             "cluster": "c",
             "subject": "j",
             "occurred_at": "2026-01-01T00:00:00Z",
+            "observed_at": "2026-01-01T00:00:00Z",
+            "event_id": "00000000-0000-0000-0000-000000000001",
             "payload": payload,
         }
     )

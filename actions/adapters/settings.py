@@ -1,0 +1,48 @@
+"""Settings of the scheduler adapters (`CENTRALITY_SLURM_*`, `_RAY_*`, `_K8S_*`)."""
+
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class SlurmSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="CENTRALITY_SLURM_", extra="ignore")
+
+    cluster: str = Field(default="local", description="The `<cluster>` of `slurm/<cluster>/<id>`.")
+    conf: Path | None = Field(default=None, description="`SLURM_CONF` for the Slurm commands.")
+    output_dir: Path = Field(
+        default=Path("/tmp/centrality-slurm"),
+        description="Output of `run_on_nodes` jobs; must be readable here and writable on nodes.",
+    )
+    partition: str | None = Field(default=None, description="Partition of `run_on_nodes` jobs.")
+    command_timeout_s: float = Field(default=30.0, description="Longest wait for one command.")
+    requeue_pending_timeout_s: float = Field(
+        default=30.0, description="How long a requeued job may take to become PENDING again."
+    )
+    poll_interval_s: float = Field(default=0.25, description="Between job state polls.")
+
+
+class RaySettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="CENTRALITY_RAY_", extra="ignore")
+
+    address: str = Field(
+        default="http://127.0.0.1:8265", description="Ray dashboard (job submission) address."
+    )
+    stop_timeout_s: float = Field(default=30.0, description="How long a stopped job may take.")
+    poll_interval_s: float = Field(default=0.5, description="Between job status polls.")
+
+
+class KubernetesSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="CENTRALITY_K8S_", extra="ignore")
+
+    host: str | None = Field(
+        default=None, description="API server URL; unset means kubeconfig or in-cluster config."
+    )
+    kubeconfig: Path | None = Field(default=None, description="Kubeconfig file to load.")
+    verify_ssl: bool = Field(default=True, description="Verify the API server's certificate.")
+    namespace: str = Field(default="default", description="Namespace of `run_on_nodes` Jobs.")
+    run_image: str = Field(
+        default="python:3.11-slim", description="Image of the Jobs `run_on_nodes` creates."
+    )
+    poll_interval_s: float = Field(default=1.0, description="Between Job status polls.")

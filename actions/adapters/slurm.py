@@ -1,0 +1,200 @@
+"""Slurm through its own commands (`scontrol`, `sbatch`, `sinfo`), for clusters we can reach.
+
+Contracts the cluster sees:
+- requeue: `scontrol requeue`, then, once PENDING, `StartTime=now` (or Slurm waits ~2 minutes)
+  and the job's Comment set to `centrality-resume=<uri>`. `infra/slurm/task-prolog.sh`, installed
+  as the cluster's `TaskProlog`, turns that into `CENTRALITY_RESUME_FROM=<uri>` in the job's
+  environment (a job script can also read the Comment itself). The job keeps its id.
+- taint: Slurm has no taints; the key becomes a node feature (`sinfo -o %f`), a marker that
+  repels nothing. Keeping work off a node is `drain`.
+- run_on_nodes: one task per node via `sbatch --nodelist … --wrap 'srun …'`, output in
+  `output_dir` (shared with the nodes); drained nodes are opened for that job only.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import shlex
+import time
+from collections import deque
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from actions.adapters.base import RunResult, adapter
+from actions.adapters.jobids import parse_job_id
+from actions.adapters.settings import SlurmSettings
+from actions.adapters.slurm_cli import SlurmCli
+from actions.adapters.slurm_window import maintenance_window
+from actions.errors import PermanentError, TemporaryError
+
+RESUME_PREFIX = "centrality-resume="
+_FINISHED = frozenset(
+    {
+        "COMPLETED",
+        "FAILED",
+        "CANCELLED",
+        "TIMEOUT",
+        "NODE_FAIL",
+        "OUT_OF_MEMORY",
+        "PREEMPTED",
+        "BOOT_FAIL",
+        "DEADLINE",
+    }
+)
+
+
+@adapter("slurm")
+class SlurmAdapter:
+    name = "slurm"
+
+    def __init__(self, settings: SlurmSettings | None = None) -> None:
+        self.settings = settings or SlurmSettings()
+        self.cli = SlurmCli(self.settings)
+
+    def requeue(self, job_id: str, *, checkpoint_uri: str | None) -> dict[str, Any]:
+        job = self._local_id(job_id)
+        self.cli.run("scontrol", "requeue", job)
+        fields = self._wait_state(job, {"PENDING"}, self.settings.requeue_pending_timeout_s)
+        update = ["scontrol", "update", f"jobid={job}", "StartTime=now"]
+        if checkpoint_uri is not None:
+            update.append(f"Comment={RESUME_PREFIX}{checkpoint_uri}")
+        elif fields.get("Comment", "").startswith(RESUME_PREFIX):
+            # From scratch: an earlier requeue's checkpoint must not be picked up again.
+            update.append("Comment=")
+        self.cli.run(*update)
+        return {
+            "scheduler": self.name,
+            "job_id": job_id,
+            "checkpoint_uri": checkpoint_uri,
+            "action": "requeued",
+        }
+
+    def drain(self, nodes: Sequence[str], *, reason: str) -> dict[str, Any]:
+        if not reason.strip():
+            raise PermanentError("Slurm needs a reason to drain")
+        self.cli.run(
+            "scontrol", "update", f"nodename={_nodelist(nodes)}", "state=drain", f"reason={reason}"
+        )
+        return {"scheduler": self.name, "drained": list(nodes), "reason": reason}
+
+    def resume(self, nodes: Sequence[str]) -> dict[str, Any]:
+        # Resuming a node that is not drained is an error in Slurm; here it is already done.
+        drained = [
+            n
+            for n, (state, _) in self.cli.nodes(list(nodes)).items()
+            if state in ("drained", "draining", "drain")
+        ]
+        if drained:
+            self.cli.run("scontrol", "update", f"nodename={_nodelist(drained)}", "state=resume")
+        return {
+            "scheduler": self.name,
+            "resumed": drained,
+            "already_up": sorted(set(nodes) - set(drained)),
+        }
+
+    def taint(self, nodes: Sequence[str], *, key: str, reason: str) -> dict[str, Any]:
+        for node in nodes:
+            self._set_features(node, [*self.cli.features(node), key])
+        return {"scheduler": self.name, "tainted": list(nodes), "key": key, "as": "feature"}
+
+    def untaint(self, nodes: Sequence[str], *, key: str) -> dict[str, Any]:
+        for node in nodes:
+            self._set_features(node, [f for f in self.cli.features(node) if f != key])
+        return {"scheduler": self.name, "untainted": list(nodes), "key": key}
+
+    def run_on_nodes(
+        self,
+        nodes: Sequence[str],
+        command: Sequence[str],
+        *,
+        env: Mapping[str, str],
+        timeout_s: float,
+    ) -> RunResult:
+        if not nodes or not command:
+            raise PermanentError("run_on_nodes needs nodes and a command")
+        out_dir = self.settings.output_dir
+        out_dir.mkdir(parents=True, exist_ok=True)
+        with maintenance_window(self.cli, nodes, timeout_s) as reservation:
+            argv = [
+                "sbatch",
+                "--parsable",
+                "--job-name=centrality-run",
+                f"--nodelist={_nodelist(nodes)}",
+                f"--nodes={len(nodes)}",
+                "--ntasks-per-node=1",
+                f"--time={max(1, math.ceil(timeout_s / 60))}",
+                f"--output={out_dir}/%j.out",
+                f"--error={out_dir}/%j.err",
+            ]
+            argv += [f"--partition={self.settings.partition}"] if self.settings.partition else []
+            argv += [f"--reservation={reservation}"] if reservation else []
+            # The submitting environment travels with the job (sbatch's default --export=ALL).
+            job = self.cli.run(*argv, "--wrap", f"srun {shlex.join(command)}", env=dict(env))
+            job = job.strip().split(";")[0]
+            try:
+                fields = self._wait_state(job, _FINISHED, timeout_s)
+            except TemporaryError:
+                self.cli.run("scancel", job)
+                raise
+        code = int(fields.get("ExitCode", "1:0").split(":")[0])
+        return RunResult(
+            exit_code=code,
+            stdout=_read(out_dir / f"{job}.out"),
+            stderr=_read(out_dir / f"{job}.err"),
+            job_id=f"slurm/{self.settings.cluster}/{job}",
+        )
+
+    def job_logs(self, job_id: str, *, tail_lines: int = 200) -> str:
+        path = self.cli.job(self._local_id(job_id)).get("StdOut", "")
+        try:
+            with Path(path).open(errors="replace") as f:
+                return "".join(deque(f, maxlen=tail_lines))
+        except OSError as e:
+            raise PermanentError(f"log {path!r} of {job_id} is not readable here: {e}") from e
+
+    def _local_id(self, job_id: str) -> str:
+        cluster, job = parse_job_id(job_id, "slurm", 2)
+        if cluster != self.settings.cluster or not re.fullmatch(r"\d+(_\d+)?", job):
+            raise PermanentError(
+                f"{job_id!r} is not a job of Slurm cluster {self.settings.cluster!r}"
+            )
+        return job
+
+    def _wait_state(
+        self, job: str, states: frozenset[str] | set[str], timeout_s: float
+    ) -> dict[str, str]:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            fields = self.cli.job(job)
+            if fields.get("JobState") in states:
+                return fields
+            if time.monotonic() >= deadline:
+                raise TemporaryError(
+                    f"Slurm job {job} is {fields.get('JobState')}, not {sorted(states)}"
+                )
+            time.sleep(self.settings.poll_interval_s)
+
+    def _set_features(self, node: str, features: list[str]) -> None:
+        value = ",".join(sorted(set(features)))
+        self.cli.run(
+            "scontrol",
+            "update",
+            f"nodename={node}",
+            f"AvailableFeatures={value}",
+            f"ActiveFeatures={value}",
+        )
+
+
+def _nodelist(nodes: Sequence[str]) -> str:
+    if not nodes or any(not re.fullmatch(r"[\w.\-\[\]]+", n) for n in nodes):
+        raise PermanentError(f"bad node names: {list(nodes)}")
+    return ",".join(nodes)
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(errors="replace")
+    except FileNotFoundError:
+        return ""

@@ -1,0 +1,1 @@
+"""The benchmark a node runs on itself (`runner`, stdlib + optional torch) and its parser."""

@@ -1,0 +1,80 @@
+"""Circuit breakers: guards a handler declares; they read the ledger, so they survive restarts.
+
+A guard returns why the action must not run now, or None. Fleet sizes come from settings
+(`CENTRALITY_ACTIONS_FLEET_SIZE`), not from the scheduler: a breaker must still hold when the
+scheduler is what misbehaves, and a cluster without a configured size is never quarantined.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+
+from actions.ledger import LedgerEntry
+from actions.settings import ActionsSettings
+from schemas.events import QuarantineNodes, RestartJob
+
+# `started` is an action in doubt: count it, as it may have happened.
+_ACTED = ("succeeded", "started", "dry_run")
+
+
+def _recent(
+    history: Sequence[LedgerEntry], cluster: str, action: str, since: datetime
+) -> list[LedgerEntry]:
+    return [
+        e
+        for e in history
+        if e.cluster == cluster
+        and e.action == action
+        and e.outcome in _ACTED
+        and e.error is None
+        and e.recorded_at >= since
+    ]
+
+
+def quarantine_share(
+    trigger: QuarantineNodes,
+    history: Sequence[LedgerEntry],
+    settings: ActionsSettings,
+    now: datetime,
+) -> str | None:
+    fleet = settings.fleet_size.get(trigger.cluster)
+    if not fleet:
+        return f"fleet size of cluster {trigger.cluster!r} is not configured"
+    since = now - timedelta(seconds=settings.quarantine_window_s)
+    quarantined: set[str] = set()
+    events = _recent(history, trigger.cluster, "quarantine_nodes", since)
+    events += _recent(history, trigger.cluster, "release_nodes", since)
+    for entry in sorted(events, key=lambda e: e.recorded_at):
+        if entry.action == "quarantine_nodes":
+            quarantined |= set(entry.nodes)
+        else:
+            quarantined -= set(entry.nodes)
+    wanted = quarantined | set(trigger.payload.nodes)
+    limit = settings.quarantine_max_share * fleet
+    if len(wanted) > limit:
+        return (
+            f"quarantining {len(wanted)} of {fleet} nodes exceeds "
+            f"{settings.quarantine_max_share:.0%} within {settings.quarantine_window_s:g}s"
+        )
+    return None
+
+
+def restart_rate(
+    trigger: RestartJob,
+    history: Sequence[LedgerEntry],
+    settings: ActionsSettings,
+    now: datetime,
+) -> str | None:
+    since = now - timedelta(seconds=settings.restart_window_s)
+    done = [
+        e
+        for e in _recent(history, trigger.cluster, "restart_job", since)
+        if e.subject == trigger.subject
+    ]
+    if len(done) >= settings.restart_max_per_window:
+        return (
+            f"job {trigger.subject} was restarted {len(done)} times within "
+            f"{settings.restart_window_s:g}s (limit {settings.restart_max_per_window})"
+        )
+    return None

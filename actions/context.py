@@ -1,0 +1,24 @@
+"""What a handler gets besides its trigger: the adapter, the notifier, settings, an outbox."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from actions.adapters.base import SchedulerAdapter
+from actions.settings import ActionsSettings
+from actions.slack.notifier import Notifier
+from schemas.envelope import Event
+
+
+@dataclass
+class ActionContext:
+    adapter: SchedulerAdapter
+    notifier: Notifier
+    settings: ActionsSettings
+    incident: str
+    dry_run: bool = False
+    # Events the handler produced (e.g. BenchmarkCompleted); emitted only if the action succeeds.
+    outbox: list[Event] = field(default_factory=list)
+
+    def emit(self, event: Event) -> None:
+        self.outbox.append(event)

@@ -1,0 +1,250 @@
+"""One trigger's way through the worker: ledger → allowlist → breaker → handler (or its plan).
+
+Kafka-free, so the policy is the same in the worker and in tests: results go to `emit`, records to
+the ledger, notifications to the notifier.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from datetime import datetime
+from typing import Any
+
+import structlog
+
+import actions.handlers  # noqa: F401  (registers the built-in handlers)
+from actions.adapters.base import SchedulerAdapter
+from actions.context import ActionContext
+from actions.dryrun import Plan, PlanningAdapter, PlanningNotifier
+from actions.errors import PermanentError, TemporaryError
+from actions.ledger import Ledger, LedgerEntry, Outcome
+from actions.registry import HandlerSpec, handler_for
+from actions.settings import ActionsSettings
+from actions.slack.blocks import incident_message
+from actions.slack.notifier import Message, Notifier
+from schemas.envelope import Event, utcnow
+from schemas.events import ActionFailed, ActionStarted, ActionSucceeded, BenchmarkCompleted, Trigger
+
+log = structlog.get_logger("actions")
+
+Emit = Callable[[Event], Awaitable[None]]
+
+
+def incident_of(trigger: Trigger) -> str:
+    """Messages of one incident share a Slack thread; without an explicit one, the subject's."""
+    return getattr(trigger.payload, "incident", None) or f"{trigger.cluster}/{trigger.subject}"
+
+
+class Dispatcher:
+    def __init__(
+        self,
+        settings: ActionsSettings,
+        adapter: SchedulerAdapter,
+        notifier: Notifier,
+        ledger: Ledger,
+        emit: Emit,
+        clock: Callable[[], datetime] = utcnow,
+    ) -> None:
+        self.settings = settings
+        self.adapter = adapter
+        self.notifier = notifier
+        self.ledger = ledger
+        self.emit = emit
+        self.clock = clock
+
+    async def handle(self, trigger: Trigger) -> None:
+        spec = handler_for(trigger)
+        if spec is None:
+            log.info("no_handler", type=trigger.type, id=str(trigger.event_id))
+            return
+        ctx = self._context(trigger)
+        prior = self.ledger.get(trigger.event_id)
+        if prior is not None and prior.blocks(dry_run=ctx.dry_run):
+            if prior.outcome == "started" and not ctx.dry_run:
+                why = "in doubt: a worker started this action and stopped before recording it"
+                await self._refuse(spec, trigger, ctx, why, notify=True, outcome="failed")
+            else:
+                log.info("duplicate_trigger", id=str(trigger.event_id), outcome=prior.outcome)
+            return
+        if not self.settings.allows(trigger.cluster, spec.name):
+            why = f"action {spec.name} is not enabled on cluster {trigger.cluster}"
+            await self._refuse(spec, trigger, ctx, why, notify=False)
+            return
+        if spec.guard and (
+            tripped := spec.guard(trigger, self._history(), self.settings, self.clock())
+        ):
+            await self._refuse(spec, trigger, ctx, f"circuit breaker: {tripped}", notify=True)
+            return
+        await self._act(spec, trigger, ctx)
+
+    def _context(self, trigger: Trigger) -> ActionContext:
+        incident = incident_of(trigger)
+        if not self.settings.dry_run:
+            return ActionContext(self.adapter, self.notifier, self.settings, incident)
+        plan = Plan()
+        return ActionContext(
+            PlanningAdapter(plan), PlanningNotifier(plan), self.settings, incident, dry_run=True
+        )
+
+    def _history(self) -> list[LedgerEntry]:
+        # In shadow mode what was planned counts too, so shadow trips where live would.
+        entries = self.ledger.entries()
+        return entries if self.settings.dry_run else [e for e in entries if e.outcome != "dry_run"]
+
+    async def _act(self, spec: HandlerSpec, trigger: Trigger, ctx: ActionContext) -> None:
+        if not ctx.dry_run:
+            await self._record(spec, trigger, ctx, "started", 0)
+        attempt = 1
+        while True:
+            await self.emit(self._result(ActionStarted, spec, trigger, ctx, attempt))
+            ctx.outbox.clear()
+            try:
+                detail = await asyncio.wait_for(
+                    asyncio.to_thread(spec.fn, trigger, ctx), spec.timeout_s
+                )
+            except TemporaryError as exc:
+                if attempt <= spec.retries:
+                    log.warning("action_retry", action=spec.name, attempt=attempt, error=str(exc))
+                    delay = spec.backoff_s * self.settings.backoff_scale * 2 ** (attempt - 1)
+                    await asyncio.sleep(delay)
+                    attempt += 1
+                    continue
+                return await self._failed(spec, trigger, ctx, attempt, exc, permanent=False)
+            except TimeoutError:
+                # The call may still finish in its thread: never retried, so never done twice.
+                timeout = PermanentError(f"timed out after {spec.timeout_s:g}s")
+                return await self._failed(spec, trigger, ctx, attempt, timeout, permanent=True)
+            except Exception as exc:  # PermanentError, or a bug: retrying blindly could harm
+                return await self._failed(spec, trigger, ctx, attempt, exc, permanent=True)
+            return await self._succeeded(spec, trigger, ctx, attempt, detail)
+
+    async def _succeeded(
+        self,
+        spec: HandlerSpec,
+        trigger: Trigger,
+        ctx: ActionContext,
+        attempt: int,
+        detail: dict[str, Any],
+    ) -> None:
+        if ctx.dry_run:
+            assert isinstance(ctx.adapter, PlanningAdapter)
+            detail = {"planned": ctx.adapter.plan.calls, "returned": detail}
+        for event in ctx.outbox:
+            await self.emit(event)
+        if spec.name in self.settings.notify_on_success and not ctx.dry_run:
+            benchmarks = [e.payload for e in ctx.outbox if isinstance(e, BenchmarkCompleted)]
+            message = incident_message(
+                trigger, headline=f"{spec.name} done", done=detail, benchmarks=benchmarks
+            )
+            detail = {**detail, "notified": await self._notify(ctx, message)}
+        log.info("action_succeeded", action=spec.name, subject=trigger.subject, dry_run=ctx.dry_run)
+        await self.emit(self._result(ActionSucceeded, spec, trigger, ctx, attempt, detail=detail))
+        await self._record(spec, trigger, ctx, "succeeded", attempt, detail=detail)
+
+    async def _failed(
+        self,
+        spec: HandlerSpec,
+        trigger: Trigger,
+        ctx: ActionContext,
+        attempt: int,
+        exc: Exception,
+        *,
+        permanent: bool,
+    ) -> None:
+        error = f"{type(exc).__name__}: {exc}"
+        log.error("action_failed", action=spec.name, error=error, permanent=permanent)
+        message = incident_message(trigger, headline=f"{spec.name} failed", error=error)
+        notified = await self._notify(ctx, message)
+        await self.emit(
+            self._result(
+                ActionFailed, spec, trigger, ctx, attempt, error=error, permanent=permanent
+            )
+        )
+        await self._record(
+            spec, trigger, ctx, "failed", attempt, error=error, detail={"notified": notified}
+        )
+
+    async def _refuse(
+        self,
+        spec: HandlerSpec,
+        trigger: Trigger,
+        ctx: ActionContext,
+        why: str,
+        *,
+        notify: bool,
+        outcome: Outcome = "skipped",
+    ) -> None:
+        """Not acting is recorded like acting: an ActionFailed with the reason, maybe a message."""
+        log.warning("action_refused", action=spec.name, id=str(trigger.event_id), why=why)
+        detail: dict[str, Any] = {}
+        if notify:
+            message = incident_message(trigger, headline=f"{spec.name} not done", error=why)
+            detail["notified"] = await self._notify(ctx, message)
+        await self.emit(
+            self._result(ActionFailed, spec, trigger, ctx, 1, error=why, permanent=True)
+        )
+        await self._record(spec, trigger, ctx, outcome, 0, error=why, detail=detail)
+
+    async def _notify(self, ctx: ActionContext, message: Message) -> dict[str, Any]:
+        """A notification that cannot be sent must not lose the record of the action itself."""
+        try:
+            return await asyncio.to_thread(ctx.notifier.post, ctx.incident, message)
+        except Exception as exc:
+            log.error("notify_failed", incident=ctx.incident, error=f"{type(exc).__name__}: {exc}")
+            return {"error": f"{type(exc).__name__}: {exc}"}
+
+    async def _record(
+        self,
+        spec: HandlerSpec,
+        trigger: Trigger,
+        ctx: ActionContext,
+        outcome: Outcome,
+        attempts: int,
+        *,
+        detail: dict[str, Any] | None = None,
+        error: str | None = None,
+    ) -> None:
+        await self.ledger.record(
+            LedgerEntry(
+                trigger_id=trigger.event_id,
+                trigger_type=trigger.type,
+                action=spec.name,
+                cluster=trigger.cluster,
+                subject=trigger.subject,
+                nodes=tuple(getattr(trigger.payload, "nodes", ())),
+                outcome="dry_run" if ctx.dry_run else outcome,
+                attempts=attempts,
+                detail=detail or {},
+                error=error,
+                incident=ctx.incident,
+                thread=self.notifier.threads.get(ctx.incident),
+                recorded_at=self.clock(),
+            )
+        )
+
+    def _result(
+        self,
+        cls: type[Event],
+        spec: HandlerSpec,
+        trigger: Trigger,
+        ctx: ActionContext,
+        attempt: int,
+        **payload: Any,
+    ) -> Event:
+        return cls.model_validate(
+            {
+                "source": self.settings.source,
+                "cluster": trigger.cluster,
+                "subject": trigger.subject,
+                "occurred_at": utcnow(),
+                "payload": {
+                    "trigger_id": trigger.event_id,
+                    "trigger_type": trigger.type,
+                    "action": spec.name,
+                    "attempt": attempt,
+                    "dry_run": ctx.dry_run,
+                    **payload,
+                },
+            }
+        )

@@ -1,0 +1,22 @@
+"""ReleaseNodes → resume the nodes and remove the quarantine taint."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from actions.context import ActionContext
+from actions.registry import handles
+from schemas.events import ReleaseNodes
+from schemas.events.triggers import QuarantineNodesPayload
+
+QUARANTINE_TAINT = str(QuarantineNodesPayload.model_fields["taint"].default)
+
+
+@handles(ReleaseNodes, name="release_nodes")
+def release_nodes(trigger: ReleaseNodes, ctx: ActionContext) -> dict[str, Any]:
+    nodes = trigger.payload.nodes
+    return {
+        "nodes": list(nodes),
+        "resume": ctx.adapter.resume(nodes),
+        "untaint": ctx.adapter.untaint(nodes, key=QUARANTINE_TAINT),
+    }

@@ -1,0 +1,1 @@
+"""Slack: one thread per incident, Block Kit messages, rate limits honoured."""

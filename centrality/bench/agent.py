@@ -1,0 +1,97 @@
+"""`centrality bench agent`: the node agent's CPU share and RSS at 1 s sampling of 8 fake GPUs.
+
+The agent runs as its own process, exactly as on a node (`centrality agent`, fake backend,
+built-in health checks plus one executable check); after a warm-up its CPU time and RSS are
+read from /proc. By default it sends to Kafka (`CENTRALITY_KAFKA_*`); `--dry-run` counts instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import orjson
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from centrality.bench.cli import bench_app
+from schemas.admin import ensure_topics
+from schemas.settings import KafkaSettings
+
+_TICKS = os.sysconf("SC_CLK_TCK")
+_PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def _cpu_s(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / _TICKS  # utime + stime
+
+
+def _rss_mb(pid: int) -> float:
+    pages = int(Path(f"/proc/{pid}/statm").read_text().split()[1])
+    return pages * _PAGE / 2**20
+
+
+def _bench_topics() -> str:
+    """Topics of the benchmark's own (the user's prefix if set), created if missing."""
+    settings = KafkaSettings()
+    if "topic_prefix" not in settings.model_fields_set:
+        settings = settings.model_copy(update={"topic_prefix": "bench-agent."})
+    asyncio.run(ensure_topics(settings))
+    return settings.topic_prefix
+
+
+@bench_app.command("agent")
+def bench_agent(
+    duration_s: float = typer.Option(60.0, help="Measured time, after the warm-up."),
+    warmup_s: float = typer.Option(5.0, help="Not measured: imports, connecting, first checks."),
+    gpus: int = typer.Option(8, help="Fake GPUs."),
+    interval_s: float = typer.Option(1.0, help="Sampling interval."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Count events instead of Kafka."),
+    json: bool = typer.Option(False, "--json", help="Print one JSON line."),
+) -> None:
+    """CPU % of one core and RSS of the node agent; budget ≤ 1% and ≤ 80 MB."""
+    with tempfile.TemporaryDirectory() as checks_dir:
+        check = Path(checks_dir) / "ib_port.sh"
+        check.write_text("#!/bin/sh\necho ib0 up\n")
+        check.chmod(0o755)
+        argv = [sys.executable, "-m", "centrality.cli", "agent", "--backend", "fake"]
+        argv += ["--fake-gpus", str(gpus), "--interval-s", str(interval_s)]
+        argv += ["--checks-dir", checks_dir, *(["--dry-run"] if dry_run else [])]
+        env = {**os.environ, "CENTRALITY_AGENT_EXEC_INTERVAL_S": "10"}
+        if not dry_run:
+            env["CENTRALITY_KAFKA_TOPIC_PREFIX"] = _bench_topics()
+        proc = subprocess.Popen(argv, env=env, stderr=subprocess.DEVNULL)
+        try:
+            time.sleep(warmup_s)
+            if proc.poll() is not None:
+                raise RuntimeError(f"the agent exited early ({proc.returncode})")
+            cpu0, t0 = _cpu_s(proc.pid), time.monotonic()
+            time.sleep(duration_s)
+            cpu1, t1 = _cpu_s(proc.pid), time.monotonic()
+            rss = _rss_mb(proc.pid)
+        finally:
+            proc.terminate()
+            proc.wait(10)
+    result = {
+        "cpu_pct": round(100 * (cpu1 - cpu0) / (t1 - t0), 3),
+        "rss_mb": round(rss, 1),
+        "gpus": gpus,
+        "interval_s": interval_s,
+        "duration_s": duration_s,
+        "sink": "dry-run" if dry_run else "kafka",
+        "budget": {"cpu_pct": 1.0, "rss_mb": 80.0},
+    }
+    if json:
+        print(orjson.dumps(result).decode())
+        return
+    table = Table("metric", "value", "budget")
+    table.add_row("CPU (% of one core)", f"{result['cpu_pct']:.3f}", "≤ 1")
+    table.add_row("RSS (MB)", f"{result['rss_mb']:.1f}", "≤ 80")
+    Console().print(table)

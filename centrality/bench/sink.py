@@ -1,0 +1,124 @@
+"""`centrality bench sink`: the history sink from a filled topic into ClickHouse, next to a bare
+clickhouse-connect insert of the same rows into the same (migrated) schema, in the same run."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from datetime import UTC, datetime, timedelta
+
+import orjson
+import typer
+from aiokafka import AIOKafkaProducer
+from rich.console import Console
+from rich.table import Table
+
+from centrality.bench.cli import bench_app
+from centrality.bench.history_data import node_telemetry
+from schemas.admin import ensure_topics
+from schemas.codec import encode_batch
+from schemas.envelope import Event
+from schemas.settings import KafkaSettings
+from schemas.topics import topic_name
+from streams.history.client import connect
+from streams.history.migrations import migrate
+from streams.history.rows import EVENT_COLUMNS, event_row
+from streams.history.settings import ClickHouseSettings
+from streams.history.sink import HistorySink, SinkSettings
+
+
+def telemetry(nodes: int, samples_per_gpu: int) -> list[Event]:
+    now = datetime.now(UTC)
+    start = now - timedelta(minutes=samples_per_gpu)
+    events: list[Event] = []
+    for n in range(nodes):
+        events += node_telemetry(f"b-{n:03d}", start, now, "bench", sick=n == 0)
+    return events
+
+
+async def fill(kafka: KafkaSettings, events: list[Event]) -> None:
+    """One message per node and interval (a heartbeat and 8 samples), as the node agent sends."""
+    producer = AIOKafkaProducer(bootstrap_servers=kafka.bootstrap, linger_ms=20)
+    await producer.start()
+    try:
+        for i in range(0, len(events), 9):
+            group = events[i : i + 9]
+            for topic in ("nodes", "gpu"):
+                part = [e for e in group if e.topic == topic]
+                if part:
+                    await producer.send(
+                        topic_name(topic, kafka), encode_batch(part), key=part[0].key
+                    )
+        await producer.flush()
+    finally:
+        await producer.stop()
+
+
+async def timed_sink(
+    kafka: KafkaSettings, clickhouse: ClickHouseSettings, settings: SinkSettings, rows: int
+) -> float:
+    """Rows/s from the first batch written to the last, so group join is not counted."""
+    sink = HistorySink(kafka, clickhouse, settings)
+    stop = asyncio.Event()
+    task = asyncio.create_task(sink.run(stop))
+    first_rows, first_at = 0, 0.0
+    while sink.rows_written < rows:
+        if task.done():
+            task.result()
+        if not first_rows and sink.rows_written:
+            first_rows, first_at = sink.rows_written, time.perf_counter()
+        await asyncio.wait([task], timeout=0.005)
+    elapsed = time.perf_counter() - first_at
+    stop.set()
+    await task
+    return (rows - first_rows) / elapsed
+
+
+def bare_insert(clickhouse: ClickHouseSettings, events: list[Event], batch_rows: int) -> float:
+    rows = [event_row(e, "bench", 0, i) for i, e in enumerate(events)]
+    with connect(clickhouse) as client:
+        started = time.perf_counter()
+        for i in range(0, len(rows), batch_rows):
+            client.insert("events", rows[i : i + batch_rows], column_names=EVENT_COLUMNS)
+        return len(rows) / (time.perf_counter() - started)
+
+
+@bench_app.command("sink")
+def bench_sink(
+    nodes: int = typer.Option(64, help="Simulated nodes (each 8 GPUs + a heartbeat)."),
+    minutes: int = typer.Option(60, help="Minutes of telemetry per node, one sample a minute."),
+    batch_rows: int = typer.Option(20_000, help="CENTRALITY_SINK_BATCH_MAX_ROWS for both."),
+    json: bool = typer.Option(False, "--json", help="Print one JSON line."),
+) -> None:
+    """History sink throughput against a bare clickhouse-connect insert (target ≥ 50%)."""
+    run = uuid.uuid4().hex[:8]
+    kafka = KafkaSettings().model_copy(update={"topic_prefix": f"bench{run}."})
+    base = ClickHouseSettings()
+    sink_db = base.model_copy(update={"database": f"bench_sink_{run}"})
+    bare_db = base.model_copy(update={"database": f"bench_bare_{run}"})
+    events = telemetry(nodes, minutes)
+    asyncio.run(ensure_topics(kafka))
+    asyncio.run(fill(kafka, events))
+    try:
+        for db in (sink_db, bare_db):
+            migrate(db)
+        settings = SinkSettings(group_id=f"bench-{run}", batch_max_rows=batch_rows)
+        rate = asyncio.run(timed_sink(kafka, sink_db, settings, len(events)))
+        bare = bare_insert(bare_db, events, batch_rows)
+    finally:
+        with connect(base, database="default") as client:
+            for db in (sink_db, bare_db):
+                client.command(f"DROP DATABASE IF EXISTS `{db.database}`")
+    result = {
+        "events": len(events),
+        "rate_eps": round(rate),
+        "bare_rate_eps": round(bare),
+        "ratio": round(rate / bare, 3),
+    }
+    if json:
+        print(orjson.dumps(result).decode())
+        return
+    table = Table("events", "sink events/s", "bare insert events/s", "ratio", title="bench sink")
+    table.add_row(*(str(v) for v in result.values()))
+    Console().print(table)

@@ -1,0 +1,293 @@
+"""`centrality bench streams`: the real streams worker over a filled topic set, next to a raw
+aiokafka loop folding the same messages with the same pure Brain, then the produce→trigger
+latency under a steady background load."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import orjson
+import typer
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka.admin import AIOKafkaAdminClient
+from aiokafka.partitioner import murmur2
+from rich.console import Console
+from rich.table import Table
+
+from centrality.bench.cli import bench_app
+from centrality.bench.history_data import job_run, node_telemetry
+from centrality.stack.process import ManagedProcess
+from schemas.admin import ensure_topics
+from schemas.codec import decode, encode, encode_batch
+from schemas.events import JobExited
+from schemas.settings import KafkaSettings
+from schemas.topics import JOB_PARTITIONS, topic_name
+from streams.process import Brain
+from streams.rules.registry import RuleEngine
+from streams.settings import StreamsSettings
+
+TOPICS = ("jobs", "nodes", "gpu")
+Message = tuple[str, bytes, bytes, int]  # topic, key, value, events
+
+
+def workload(nodes: int, minutes: int, jobs: int, now: datetime) -> list[Message]:
+    """Node telemetry as the agent sends it (a heartbeat, and 8 GPU samples in one message, per
+    node and minute) and job runs on pairs of those nodes, a fifth of them crashing."""
+    start = now - timedelta(minutes=minutes)
+    names = [f"bn-{i:03d}" for i in range(nodes)]
+    rng = random.Random(5)
+    timed: list[tuple[datetime, Message]] = []
+    for name in names:
+        events = node_telemetry(name, start, now, "bench", sick=name == names[0])
+        for i in range(0, len(events), 9):
+            beat, samples = events[i], events[i + 1 : i + 9]
+            timed.append((beat.occurred_at, ("nodes", beat.key, encode(beat), 1)))
+            batch = encode_batch(samples)
+            timed.append((beat.occurred_at, ("gpu", beat.key, batch, len(samples))))
+    for j in range(jobs):
+        at = start + timedelta(seconds=rng.uniform(0, minutes * 60))
+        nodes_of_job = rng.sample(names, 2)
+        for event in job_run(f"slurm/bench/{j}", nodes_of_job, at, "bench", crash=j % 5 == 0):
+            if event.topic == "jobs":
+                timed.append((event.occurred_at, ("jobs", event.key, encode(event), 1)))
+    return [m for _, m in sorted(timed, key=lambda tm: tm[0])]  # stable: per-key order kept
+
+
+async def fill(kafka: KafkaSettings, messages: list[Message]) -> None:
+    producer = AIOKafkaProducer(bootstrap_servers=kafka.bootstrap, linger_ms=20)
+    await producer.start()
+    try:
+        for topic, key, value, _ in messages:
+            await producer.send(topic_name(topic, kafka), value, key=key)
+        await producer.flush()
+    finally:
+        await producer.stop()
+
+
+def _partitions(kafka: KafkaSettings) -> list[TopicPartition]:
+    return [TopicPartition(topic_name(t, kafka), p) for t in TOPICS for p in range(JOB_PARTITIONS)]
+
+
+async def end_offsets(kafka: KafkaSettings) -> dict[TopicPartition, int]:
+    consumer = AIOKafkaConsumer(bootstrap_servers=kafka.bootstrap)
+    await consumer.start()
+    try:
+        return dict(await consumer.end_offsets(_partitions(kafka)))
+    finally:
+        await consumer.stop()
+
+
+async def raw_loop(kafka: KafkaSettings, ends: dict[TopicPartition, int]) -> tuple[int, float]:
+    """The same messages through aiokafka + decode + the pure Brain; (events, events/s)."""
+    brain = Brain(RuleEngine.load(StreamsSettings().rule_modules, {}))
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=kafka.bootstrap,
+        enable_auto_commit=False,
+        max_partition_fetch_bytes=4 << 20,
+    )
+    await consumer.start()
+    events = 0
+    try:
+        consumer.assign(list(ends))
+        await consumer.seek_to_beginning(*ends)
+        done: dict[TopicPartition, int] = dict.fromkeys(ends, 0)
+        started = 0.0
+        while any(done[tp] < ends[tp] for tp in ends):
+            batch = await consumer.getmany(timeout_ms=500, max_records=5000)
+            for tp, records in batch.items():
+                started = started or time.perf_counter()
+                for record in records:
+                    if record.offset >= ends[tp]:
+                        break  # the latency phase's messages: not part of the filled set
+                    for event in decode(record.value):
+                        brain.handle(event)
+                        events += 1
+                done[tp] = records[-1].offset + 1
+        return events, events / (time.perf_counter() - started)
+    finally:
+        await consumer.stop()
+
+
+def _events_before(
+    messages_per_tp: dict[TopicPartition, list[int]], offsets: dict[TopicPartition, int]
+) -> int:
+    return sum(sum(counts[: offsets.get(tp, 0)]) for tp, counts in messages_per_tp.items())
+
+
+async def worker_rate(
+    kafka: KafkaSettings,
+    group: str,
+    ends: dict[TopicPartition, int],
+    counts: dict[TopicPartition, list[int]],
+    timeout_s: float,
+) -> float:
+    """Events/s of the worker's consumer group, from its first commit to its last."""
+    admin = AIOKafkaAdminClient(bootstrap_servers=kafka.bootstrap)
+    await admin.start()
+    try:
+        first: tuple[float, int] | None = None
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            committed = await admin.list_consumer_group_offsets(group, partitions=list(ends))
+            offsets = {tp: meta.offset for tp, meta in committed.items() if meta.offset >= 0}
+            now, done = time.perf_counter(), _events_before(counts, offsets)
+            if first is None and done:
+                first = (now, done)
+            if all(offsets.get(tp, 0) >= end for tp, end in ends.items()) and first:
+                return (done - first[1]) / (now - first[0])
+            await asyncio.sleep(0.05)
+        raise TimeoutError(f"the streams worker did not finish within {timeout_s} s")
+    finally:
+        await admin.close()
+
+
+def _probe(job: str) -> JobExited:
+    return JobExited(
+        source="bench",
+        cluster="bench",
+        subject=job,
+        occurred_at=datetime.now(UTC),
+        payload={"state": "FAILED", "exit_code": 1, "nodes": ()},
+    )
+
+
+def _background(nodes: int) -> Iterator[tuple[bytes, bytes]]:
+    while True:
+        now = datetime.now(UTC)
+        for n in range(nodes):
+            events = node_telemetry(
+                f"bg-{n:03d}", now, now + timedelta(seconds=1), "bench", sick=False
+            )
+            yield events[0].key, encode_batch(events[1:])
+
+
+async def latency(kafka: KafkaSettings, duration_s: float, background_eps: int) -> list[float]:
+    """Milliseconds from producing a crashed job's exit to receiving its RestartJob."""
+    sent: dict[str, float] = {}
+    got: dict[str, float] = {}
+    triggers = AIOKafkaConsumer(
+        topic_name("triggers", kafka), bootstrap_servers=kafka.bootstrap, auto_offset_reset="latest"
+    )
+    await triggers.start()
+    await triggers.seek_to_end()
+    producer = AIOKafkaProducer(bootstrap_servers=kafka.bootstrap, linger_ms=5)
+    await producer.start()
+    stop = asyncio.Event()
+
+    async def receive() -> None:
+        while not stop.is_set():
+            for records in (await triggers.getmany(timeout_ms=100)).values():
+                at = time.perf_counter()
+                for record in records:
+                    for event in decode(record.value):
+                        if event.type == "RestartJob" and event.subject in sent:
+                            got.setdefault(event.subject, at)
+
+    receiver = asyncio.create_task(receive())
+    background = _background(64)
+    gpu, jobs = topic_name("gpu", kafka), topic_name("jobs", kafka)
+    tick_s, probes_per_tick = 0.05, 1
+    per_tick = max(1, round(background_eps * tick_s / 8))
+    started = time.perf_counter()
+    for i in range(int(duration_s / tick_s)):
+        for _ in range(per_tick):
+            key, value = next(background)
+            await producer.send(gpu, value, key=key)
+        for p in range(probes_per_tick):
+            probe = _probe(f"bench-probe/{i}-{p}")
+            sent[probe.subject] = time.perf_counter()
+            await producer.send(jobs, encode(probe), key=probe.key)
+        await asyncio.sleep(max(0.0, started + (i + 1) * tick_s - time.perf_counter()))
+    await producer.flush()
+    deadline = time.perf_counter() + 15
+    while len(got) < len(sent) and time.perf_counter() < deadline:
+        await asyncio.sleep(0.1)
+    stop.set()
+    await receiver
+    await producer.stop()
+    await triggers.stop()
+    missing = set(sent) - set(got)
+    if missing:
+        raise RuntimeError(f"{len(missing)} of {len(sent)} probes never produced a RestartJob")
+    return [1000 * (got[k] - sent[k]) for k in sent]
+
+
+@bench_app.command("streams")
+def bench_streams(
+    nodes: int = typer.Option(128, help="Simulated nodes (8 GPUs each, sampled every minute)."),
+    minutes: int = typer.Option(60, help="Minutes of telemetry in the filled topics."),
+    jobs: int = typer.Option(400, help="Job runs in the filled topics (a fifth crash)."),
+    latency_s: float = typer.Option(20.0, help="How long to probe latency under load."),
+    background_eps: int = typer.Option(5000, help="Background GPU samples per second."),
+    json: bool = typer.Option(False, "--json", help="Print one JSON line."),
+) -> None:
+    """Streams worker rate vs a raw aiokafka loop (target ≥ 25%), and p50/p99 latency (≤ 1 s)."""
+    run = uuid.uuid4().hex[:8]
+    progress = Console(stderr=True)
+    kafka = KafkaSettings().model_copy(update={"topic_prefix": f"bench{run}."})
+    asyncio.run(ensure_topics(kafka))
+    messages = workload(nodes, minutes, jobs, datetime.now(UTC))
+    asyncio.run(fill(kafka, messages))
+    progress.log(f"filled {len(messages)} messages on {kafka.topic_prefix}*")
+    ends = asyncio.run(end_offsets(kafka))
+    counts: dict[TopicPartition, list[int]] = {tp: [] for tp in ends}
+    for topic, key, _, n in messages:  # per partition, in produce order = offset order
+        tp = TopicPartition(topic_name(topic, kafka), _partition(key))
+        counts[tp].append(n)
+
+    data_dir = Path(tempfile.mkdtemp(prefix="bench-streams-"))
+    group = f"bench-streams-{run}"
+    worker = ManagedProcess("streams", data_dir)
+    env = {
+        "CENTRALITY_KAFKA_TOPIC_PREFIX": kafka.topic_prefix,
+        "CENTRALITY_STREAMS_APP_ID": group,
+        "CENTRALITY_STREAMS_DATA_DIR": str(data_dir / "tables"),
+        "CENTRALITY_STREAMS_COMMIT_INTERVAL_S": "0.2",
+    }
+    worker.start(
+        [str(Path(sys.executable).with_name("centrality")), "streams"], env={**os.environ, **env}
+    )
+    try:
+        rate = asyncio.run(worker_rate(kafka, group, ends, counts, timeout_s=600))
+        progress.log(f"streams worker: {rate:.0f} events/s over {len(messages)} messages")
+        lat = sorted(asyncio.run(latency(kafka, latency_s, background_eps)))
+    except Exception:
+        progress.log(f"streams worker log {worker.log_file}:\n{worker.log_tail(20)}")
+        raise
+    else:
+        shutil.rmtree(data_dir, ignore_errors=True)
+    finally:
+        worker.stop()
+    events, raw_rate = asyncio.run(raw_loop(kafka, ends))
+    result = {
+        "events": events,
+        "messages": len(messages),
+        "rate_eps": round(rate),
+        "raw_rate_eps": round(raw_rate),
+        "ratio": round(rate / raw_rate, 3),
+        "latency_p50_ms": round(statistics.median(lat), 1),
+        "latency_p99_ms": round(lat[min(len(lat) - 1, int(len(lat) * 0.99))], 1),
+        "probes": len(lat),
+        "background_eps": background_eps,
+    }
+    if json:
+        print(orjson.dumps(result).decode())
+        return
+    table = Table(*result, title="bench streams")
+    table.add_row(*(str(v) for v in result.values()))
+    Console().print(table)
+
+
+def _partition(key: bytes) -> int:
+    return int(murmur2(key) & 0x7FFFFFFF) % JOB_PARTITIONS

@@ -1,0 +1,217 @@
+"""Collector commands: `agent`, `tail`, `checkpoints`, `nccl`, `simulate` (and `watch …`)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable, Coroutine
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import orjson
+import typer
+from pydantic_settings import BaseSettings
+from rich.console import Console
+from rich.table import Table
+
+from centrality.logs import configure_logging
+from centrality.runner import run_until_signalled
+from collectors.sink import EventSink, RecordingSink
+
+console = Console(stderr=True)
+S = TypeVar("S", bound=BaseSettings)
+
+DRY_RUN = typer.Option(False, "--dry-run", help="Count events instead of sending them to Kafka.")
+
+
+@contextlib.asynccontextmanager
+async def open_sink(dry_run: bool) -> AsyncIterator[EventSink]:
+    if dry_run:
+        yield RecordingSink(keep=False)
+        return
+    from schemas.emitter import Emitter
+    from schemas.settings import KafkaSettings
+
+    async with Emitter(KafkaSettings()) as emitter:
+        yield emitter
+
+
+def _override(settings: S, **options: Any) -> S:
+    """Command-line options win over the environment; unset options leave it alone."""
+    return settings.model_validate(
+        {**settings.model_dump(), **{k: v for k, v in options.items() if v is not None}}
+    )
+
+
+def _serve(
+    dry_run: bool, make: Callable[[EventSink], Callable[[asyncio.Event], Coroutine[Any, Any, None]]]
+) -> None:
+    configure_logging()
+
+    async def main(stop: asyncio.Event) -> None:
+        async with open_sink(dry_run) as sink:
+            await make(sink)(stop)
+
+    run_until_signalled(main)
+
+
+def agent(
+    backend: str | None = typer.Option(None, help="nvml or fake (CENTRALITY_AGENT_BACKEND)."),
+    fake_gpus: int | None = typer.Option(None, help="GPUs of the fake backend."),
+    fault: Annotated[
+        list[str] | None, typer.Option(help="Fake fault kind:gpu:at_s[:value[:every_s]].")
+    ] = None,
+    interval_s: float | None = typer.Option(None, help="GPU sampling interval."),
+    checks_dir: Annotated[Path | None, typer.Option(help="Directory of executable checks.")] = None,
+    dry_run: bool = DRY_RUN,
+) -> None:
+    """Run the node agent: GPU samples, XIDs, heartbeats, health checks."""
+    from collectors.agent.agent import NodeAgent
+    from collectors.agent.backends import make_backend
+    from collectors.agent.settings import AgentSettings
+
+    settings = _override(
+        AgentSettings(),
+        backend=backend,
+        fake_gpus=fake_gpus,
+        fake_faults=tuple(fault) if fault else None,
+        interval_s=interval_s,
+        checks_dir=checks_dir,
+    )
+    _serve(dry_run, lambda sink: NodeAgent(settings, make_backend(settings), sink).run)
+
+
+def tail(
+    paths: Annotated[
+        list[str] | None, typer.Argument(help="Globs to follow (CENTRALITY_TAIL_PATHS).")
+    ] = None,
+    dry_run: bool = DRY_RUN,
+) -> None:
+    """Follow log files: lines per job, and signals (Training Complete, NCCL, CUDA, OOM, …)."""
+    from collectors.logs.settings import TailSettings
+    from collectors.logs.tailer import LogTailer
+
+    settings = _override(TailSettings(), paths=tuple(paths) if paths else None)
+    _serve(dry_run, lambda sink: LogTailer(settings, sink).run)
+
+
+def checkpoints(
+    roots: Annotated[list[str] | None, typer.Argument(help="Checkpoint directory globs.")] = None,
+    job: str | None = typer.Option(None, help="Job id the checkpoints belong to."),
+    dry_run: bool = DRY_RUN,
+) -> None:
+    """Watch checkpoint directories and `*.COMPLETE` sentinels → CheckpointSaved."""
+    from collectors.checkpoints.settings import CheckpointSettings
+    from collectors.checkpoints.watcher import CheckpointWatcher
+
+    settings = _override(CheckpointSettings(), roots=tuple(roots) if roots else None, job=job)
+    _serve(dry_run, lambda sink: CheckpointWatcher(settings, sink).run)
+
+
+def nccl(
+    path: Annotated[Path, typer.Argument(help="nccl-tests output (NCCL debug lines too).")],
+    node: str | None = typer.Option(None, help="Node id (default: this host)."),
+    job: str | None = typer.Option(None, help="Job the measurement belongs to."),
+    collective: str | None = typer.Option(None, help="e.g. all_reduce, if the file never says."),
+    cluster: str = typer.Option("default", help="Cluster name."),
+    json: bool = typer.Option(False, "--json", help="Print one JSON line."),
+    dry_run: bool = DRY_RUN,
+) -> None:
+    """Parse an NCCL output file and send its rows as NcclSampled (one message)."""
+    from collectors.events import Stamp, hostname
+    from collectors.nccl.events import nccl_events
+    from collectors.nccl.parse import parse_nccl_output
+
+    run = parse_nccl_output(path.read_text(errors="replace").splitlines(), collective)
+    name = node or hostname()
+    events = nccl_events(run, Stamp(f"nccl@{name}", cluster), name, job)
+
+    async def send() -> None:
+        async with open_sink(dry_run) as sink:
+            if events:
+                await sink.emit_batch(events)
+
+    asyncio.run(send())
+    summary = {
+        "rows": len(run.rows),
+        "ranks": run.nranks,
+        "avg_busbw_gbps": run.avg_busbw_gbps,
+        "max_busbw_gbps": max((r.busbw_gbps for r in run.rows), default=None),
+        "warnings": run.warnings,
+    }
+    if json:
+        print(orjson.dumps(summary).decode())
+    else:
+        console.print(summary)
+
+
+def simulate(
+    nodes: int = typer.Option(16),
+    gpus: int = typer.Option(8),
+    jobs: int = typer.Option(4),
+    seed: int = typer.Option(0),
+    duration_s: float = typer.Option(600.0, help="Simulated time."),
+    speed: float = typer.Option(0.0, help="1 real time, 60 a minute a second, 0 flat out."),
+    interval_s: float = typer.Option(10.0, help="Sampling interval (tick)."),
+    xid_nodes: int = typer.Option(0),
+    crash_jobs: int = typer.Option(0),
+    preempt_jobs: int = typer.Option(0),
+    slow_nccl_jobs: int = typer.Option(0),
+    lost_heartbeat_nodes: int = typer.Option(0),
+    cluster: str = typer.Option("sim"),
+    json: bool = typer.Option(False, "--json", help="Print one JSON line."),
+    dry_run: bool = DRY_RUN,
+) -> None:
+    """Simulate a cluster (N nodes x G GPUs, M jobs, faults) through the Emitter."""
+    from collectors.simulate.config import SimConfig
+    from collectors.simulate.runner import simulate as run_sim
+
+    config = SimConfig(
+        nodes=nodes,
+        gpus=gpus,
+        jobs=jobs,
+        seed=seed,
+        cluster=cluster,
+        interval_s=interval_s,
+        xid_nodes=xid_nodes,
+        crash_jobs=crash_jobs,
+        preempt_jobs=preempt_jobs,
+        slow_nccl_jobs=slow_nccl_jobs,
+        lost_heartbeat_nodes=lost_heartbeat_nodes,
+    )
+    configure_logging(level="WARNING")
+
+    async def main(stop: asyncio.Event) -> None:
+        async with open_sink(dry_run) as sink:
+            stats = await run_sim(config, sink, duration_s=duration_s, speed=speed, stop=stop)
+        result = {
+            "nodes": nodes,
+            "gpus": gpus,
+            "ticks": stats.ticks,
+            "events": stats.events,
+            "messages": stats.messages,
+            "wall_s": round(stats.wall_s, 3),
+            "events_per_s": round(stats.events_per_s, 1),
+            "by_type": stats.by_type,
+        }
+        if json:
+            print(orjson.dumps(result).decode())
+            return
+        table = Table("event", "count")
+        for name, count in sorted(stats.by_type.items()):
+            table.add_row(name, str(count))
+        Console().print(table)
+        Console().print(
+            f"{stats.events} events in {stats.messages} messages, {stats.wall_s:.2f}s wall, "
+            f"{stats.events_per_s:,.0f} events/s"
+        )
+
+    run_until_signalled(main)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("agent")(agent)
+    app.command("tail")(tail)
+    app.command("checkpoints")(checkpoints)
+    app.command("nccl")(nccl)
+    app.command("simulate")(simulate)

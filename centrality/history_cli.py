@@ -1,0 +1,257 @@
+"""`centrality history job|node|lag` and `centrality replay`: reading the past back."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from datetime import UTC, datetime, timedelta
+from typing import Any, Literal
+
+import orjson
+import typer
+from rich.console import Console
+from rich.table import Table
+from rich.tree import Tree
+
+from schemas.envelope import Event
+from schemas.events import Trigger
+from schemas.events.actions import ActionPayload
+
+history_app = typer.Typer(help="Timelines of jobs and nodes, and the sink's lag.")
+_RELATIVE = re.compile(r"^(\d+(?:\.\d+)?)([smhd])$")
+_UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+SINCE = typer.Option("1h", help="Start: ISO time, or an age like 30m, 2h, 7d.")
+UNTIL = typer.Option("now", help="End (exclusive): ISO time, an age, or now.")
+JSON = typer.Option(False, "--json", help="Print JSON instead of a table.")
+
+
+def parse_time(text: str, now: datetime | None = None) -> datetime:
+    now = now or datetime.now(UTC)
+    if text == "now":
+        return now
+    match = _RELATIVE.match(text)
+    if match:
+        return now - timedelta(seconds=float(match.group(1)) * _UNIT_S[match.group(2)])
+    parsed = datetime.fromisoformat(text)
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def summary(event: Event, width: int = 100) -> str:
+    """One line a person can read: a trigger's reason, otherwise the payload's set fields."""
+    if isinstance(event, Trigger):
+        return f"{event.payload.rule}: {event.payload.reason}"
+    if isinstance(event.payload, ActionPayload):
+        p = event.payload
+        outcome = getattr(p, "error", None) or orjson.dumps(getattr(p, "detail", {})).decode()
+        return f"{p.action} on {p.trigger_type} {str(p.trigger_id)[:8]}: {outcome}"[:width]
+    fields = event.payload.model_dump(mode="json", exclude_none=True, exclude_defaults=True)
+    text = orjson.dumps(fields).decode()
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _event_json(event: Event) -> dict[str, Any]:
+    return event.model_dump(mode="json")
+
+
+def _print_events(title: str, events: list[Event]) -> None:
+    table = Table("occurred at (UTC)", "type", "subject", "what", title=title)
+    for e in events:
+        style = "bold red" if isinstance(e, Trigger) else "cyan" if e.topic == "actions" else ""
+        table.add_row(
+            e.occurred_at.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3],
+            f"[{style}]{e.type}[/]" if style else e.type,
+            e.subject,
+            summary(e),
+        )
+    Console().print(table)
+
+
+def _timeline(
+    kind: Literal["job", "node"], subject: str, since: str, until: str, noisy: bool, json: bool
+) -> None:
+    from streams.history.settings import ClickHouseSettings
+    from streams.history.timeline import timeline
+
+    events = timeline(
+        ClickHouseSettings(), kind, subject, parse_time(since), parse_time(until), noisy
+    )
+    if json:
+        print(orjson.dumps([_event_json(e) for e in events]).decode())
+        return
+    _print_events(f"{kind} {subject}: {len(events)} events", events)
+
+
+@history_app.command("job")
+def history_job(
+    job_id: str,
+    since: str = typer.Option("7d", help="Start: ISO time or an age (30m, 2h, 7d)."),
+    until: str = UNTIL,
+    all_: bool = typer.Option(False, "--all", help="Include telemetry (samples, heartbeats)."),
+    json: bool = JSON,
+) -> None:
+    """A job's events, triggers and actions in time order."""
+    _timeline("job", job_id, since, until, all_, json)
+
+
+@history_app.command("node")
+def history_node(
+    node: str,
+    since: str = typer.Option("7d", help="Start: ISO time or an age (30m, 2h, 7d)."),
+    until: str = UNTIL,
+    all_: bool = typer.Option(False, "--all", help="Include telemetry (samples, heartbeats)."),
+    json: bool = JSON,
+) -> None:
+    """A node's events, the jobs that ran on it, triggers naming it and actions on them."""
+    _timeline("node", node, since, until, all_, json)
+
+
+@history_app.command("lag")
+def history_lag(json: bool = JSON) -> None:
+    """How far the history sink's consumer group is behind, per topic."""
+    from schemas.settings import KafkaSettings
+    from streams.history.lag import group_lag
+    from streams.history.sink import HistorySink, SinkSettings
+
+    kafka, settings = KafkaSettings(), SinkSettings()
+    lags = asyncio.run(group_lag(kafka, settings.group_id, HistorySink(kafka).topics()))
+    if json:
+        print(orjson.dumps([lag.__dict__ for lag in lags]).decode())
+        return
+    table = Table("topic", "end offset", "committed", "lag", title=f"group {settings.group_id}")
+    for lag in lags:
+        table.add_row(lag.topic, str(lag.end_offset), str(lag.committed), str(lag.lag))
+    Console().print(table)
+
+
+def replay(
+    since: str = SINCE,
+    until: str = UNTIL,
+    job: str | None = typer.Option(None, help="Only this job."),
+    node: str | None = typer.Option(None, help="Only this node and the jobs that ran on it."),
+    into: str | None = typer.Option(None, help="Also re-drive the events into this topic."),
+    explain: str | None = typer.Option(None, help="Show the chain behind this trigger id."),
+    json: bool = JSON,
+) -> None:
+    """Re-decide a range of history with the current rules, next to what was decided then."""
+    from schemas.settings import KafkaSettings
+    from streams.history.settings import ClickHouseSettings
+    from streams.replay import explain as explaining
+    from streams.replay.redrive import redrive
+    from streams.replay.rerun import compare, rerun_current
+    from streams.replay.scope import Scope, load
+
+    clickhouse = ClickHouseSettings()
+    scope = Scope(parse_time(since), parse_time(until), job=job, node=node)
+    history = load(clickhouse, scope)
+    now = rerun_current(history.inputs)
+    if into is not None:
+        sent = asyncio.run(redrive(KafkaSettings(), into, history.inputs))
+        Console(stderr=True).print(f"re-drove {sent} events into {into}")
+    if explain is not None:
+        known = {str(t.event_id): t for t in [*history.recorded, *now]}
+        try:
+            found = explaining.explain(clickhouse, explain, known)
+        except explaining.UnknownTrigger as exc:
+            Console(stderr=True).print(f"[red]{exc}[/]")
+            raise typer.Exit(1) from None
+        _print_explanation(found, json)
+        return
+    decisions = compare(now, history.recorded)
+    if json:
+        print(
+            orjson.dumps(
+                {
+                    "since": scope.since.isoformat(),
+                    "until": scope.until.isoformat(),
+                    "events": len(history.inputs),
+                    "decisions": [
+                        {
+                            "trigger_id": d.trigger_id,
+                            "status": d.status,
+                            "type": d.trigger.type,
+                            "subject": d.trigger.subject,
+                            "rule": d.trigger.payload.rule,
+                            "window": d.trigger.payload.window,
+                            "occurred_at": d.trigger.occurred_at.isoformat(),
+                            "then": d.then.payload.model_dump(mode="json") if d.then else None,
+                            "now": d.now.payload.model_dump(mode="json") if d.now else None,
+                        }
+                        for d in decisions
+                    ],
+                }
+            ).decode()
+        )
+        return
+    colour = {"same": "green", "changed": "yellow", "new": "cyan", "missing": "red"}
+    table = Table(
+        "status",
+        "trigger id",
+        "type",
+        "subject",
+        "rule",
+        "occurred at",
+        "reason",
+        title=f"replay of {len(history.inputs)} events, {scope.since:%Y-%m-%d %H:%M:%S} → "
+        f"{scope.until:%Y-%m-%d %H:%M:%S} UTC",
+    )
+    for d in decisions:
+        t = d.trigger
+        table.add_row(
+            f"[{colour[d.status]}]{d.status}[/]",
+            d.trigger_id,
+            t.type,
+            t.subject,
+            t.payload.rule,
+            t.occurred_at.strftime("%H:%M:%S.%f")[:-3],
+            t.payload.reason,
+        )
+    Console().print(table)
+
+
+def _cause_json(cause: Any) -> dict[str, Any]:
+    return {
+        "event_id": cause.event_id,
+        "event": _event_json(cause.event) if cause.event else None,
+        "causes": [_cause_json(c) for c in cause.causes],
+    }
+
+
+def _print_explanation(found: Any, json: bool) -> None:
+    if json:
+        print(
+            orjson.dumps(
+                {
+                    "trigger": _event_json(found.trigger),
+                    "causes": [_cause_json(c) for c in found.causes],
+                    "results": [_event_json(r) for r in found.results],
+                }
+            ).decode()
+        )
+        return
+    t = found.trigger
+    tree = Tree(f"[bold]{t.type}[/] {t.event_id} on {t.subject} — {summary(t)}")
+    causes = tree.add("caused by")
+
+    def add(node: Tree, cause: Any) -> None:
+        e = cause.event
+        label = (
+            f"{e.occurred_at:%Y-%m-%d %H:%M:%S} {e.type} {e.subject} — {summary(e)}"
+            if e
+            else f"{cause.event_id} (not in history)"
+        )
+        branch = node.add(label)
+        for c in cause.causes:
+            add(branch, c)
+
+    for c in found.causes:
+        add(causes, c)
+    results = tree.add("actions")
+    for r in found.results:
+        results.add(f"{r.occurred_at:%Y-%m-%d %H:%M:%S} {r.type} — {summary(r)}")
+    Console().print(tree)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(history_app, name="history")
+    app.command("replay")(replay)

@@ -1,0 +1,1 @@
+"""The node agent: GPU samples, XIDs, heartbeats and health checks of one node."""

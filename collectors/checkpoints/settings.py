@@ -1,0 +1,32 @@
+"""`CENTRALITY_CHECKPOINT_*`: how checkpoint notices are stamped and what the watcher watches."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from collectors.events import hostname
+
+
+class CheckpointSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="CENTRALITY_CHECKPOINT_", extra="ignore")
+
+    cluster: str = Field(default="default", description="Cluster name stamped on notices.")
+    source: str = Field(default_factory=lambda: f"checkpoints@{hostname()}", description="Source.")
+    timeout_s: float = Field(default=10.0, gt=0, description="How long notify_checkpoint waits.")
+    roots: tuple[str, ...] = Field(default=(), description="Globs of checkpoint directories.")
+    job: str | None = Field(default=None, description="Job the watched checkpoints belong to.")
+    step_pattern: str = Field(
+        default=r"(?:checkpoint|step|ckpt|iter|global_step)[-_]?(\d+)",
+        description="Regex on an entry's name; group 1 is the step.",
+    )
+    require_sentinel: bool = Field(
+        default=False, description="Only `<name>.COMPLETE` sentinels count, not settled dirs."
+    )
+    poll_s: float = Field(default=2.0, gt=0, description="Watcher poll interval.")
+    state_file: Path = Field(
+        default=Path.home() / ".local/share/centrality/checkpoints-seen.json",
+        description="Checkpoints already announced, so a restart sends no duplicates.",
+    )

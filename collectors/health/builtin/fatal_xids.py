@@ -1,0 +1,21 @@
+"""A fatal XID (fallen off the bus, uncorrectable ECC, GSP errors, ...) in the recent window."""
+
+import time
+
+from collectors.health.registry import CheckContext, CheckResult, health_check
+from schemas.events.nodes import HealthStatus
+
+
+@health_check("fatal_xids", interval_s=30, timeout_s=5)
+def fatal_xids(ctx: CheckContext) -> CheckResult:
+    since = time.monotonic() - ctx.xid_window_s
+    recent = [x for at, x in ctx.xids if at >= since]
+    fatal = sorted({(x.gpu, x.xid) for x in recent if x.xid in ctx.fatal_xids})
+    names = [f"gpu{g}:xid{x}" for g, x in fatal]
+    details = {"fatal": names, "recent": len(recent)}
+    if fatal:
+        listed = ", ".join(names)
+        return CheckResult(HealthStatus.CRITICAL, f"fatal XIDs: {listed}", details)
+    if recent:
+        return CheckResult(HealthStatus.WARN, f"{len(recent)} non-fatal XIDs", details)
+    return CheckResult(HealthStatus.OK, "no XIDs", details)

@@ -1,0 +1,42 @@
+"""`CENTRALITY_TAIL_*`: which files the tailer follows, how it names jobs, what it looks for."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from collectors.events import hostname
+from schemas.events.logs import LogSignal
+
+
+class PatternSpec(BaseModel):
+    signal: LogSignal = LogSignal.CUSTOM
+    regex: str
+    name: str | None = None
+
+
+class TailSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="CENTRALITY_TAIL_", extra="ignore")
+
+    paths: tuple[str, ...] = Field(default=(), description="Globs of files to follow.")
+    state_file: Path = Field(
+        default=Path.home() / ".local/share/centrality/tail-offsets.json",
+        description="Offsets per file identity, so a restart resumes where it stopped.",
+    )
+    poll_s: float = Field(default=1.0, gt=0, description="How often files are read.")
+    cluster: str = Field(default="default", description="Cluster name stamped on events.")
+    node: str = Field(default_factory=hostname, description="Node the files are on.")
+    job_pattern: str = Field(
+        default=r"slurm-(?P<job>\d+(?:_\d+)?)\.(?:out|err)$",
+        description="Regex on the path; its `job` group names the job.",
+    )
+    job_template: str = Field(
+        default="slurm/{cluster}/{job}", description="Job id made from the `job` group."
+    )
+    default_patterns: bool = Field(default=True, description="Use the built-in signal patterns.")
+    patterns: tuple[PatternSpec, ...] = Field(default=(), description="Extra patterns (JSON).")
+    read_chunk_bytes: int = Field(default=256 * 1024, gt=0, description="Read per file per poll.")
+    max_line_bytes: int = Field(default=16 * 1024, gt=0, description="Longer lines are cut.")
+    max_lines_per_event: int = Field(default=1000, gt=0, description="Lines per message.")

@@ -1,0 +1,155 @@
+"""Follows files matching globs through rotation and truncation; emits lines and signals.
+
+Memory stays bounded: each poll reads at most `read_chunk_bytes` per file and sends what it
+read before reading more; offsets are saved only after the events are sent, so a crash repeats
+lines rather than losing them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import glob
+import os
+import re
+from dataclasses import dataclass
+
+import structlog
+
+from collectors.events import Stamp
+from collectors.logs.offsets import OffsetStore, identity
+from collectors.logs.patterns import Matcher, rank_of
+from collectors.logs.settings import TailSettings
+from collectors.loop import poll_forever
+from collectors.sink import EventSink
+from schemas.events import LogLinesObserved, LogSignalDetected
+from schemas.events.logs import LogLine, LogLinesObservedPayload, LogSignalDetectedPayload
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass
+class Followed:
+    key: str
+    path: str
+    fd: int
+    offset: int
+    job: str
+
+
+class LogTailer:
+    def __init__(self, settings: TailSettings, sink: EventSink) -> None:
+        self.settings = settings
+        self.sink = sink
+        self.store = OffsetStore(settings.state_file)
+        self.matcher = Matcher(settings.patterns, defaults=settings.default_patterns)
+        self.stamp = Stamp(source=f"tailer@{settings.node}", cluster=settings.cluster)
+        self._job_re = re.compile(settings.job_pattern)
+        self.files: dict[str, Followed] = {}
+
+    async def run(self, stop: asyncio.Event) -> None:
+        try:
+            await poll_forever(self.poll_once, self.settings.poll_s, stop, "tailer")
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        for f in self.files.values():
+            os.close(f.fd)
+        self.files.clear()
+
+    async def poll_once(self) -> int:
+        """Read what is new in every followed file and send it; returns the lines sent."""
+        matched = self._matched()
+        for key, path in matched.items():
+            if key in self.files:
+                self.files[key].path = path  # renamed (rotated) under a name we still match
+            else:
+                self._open(key, path)
+        sent = 0
+        for f in list(self.files.values()):
+            n, more = await self._read(f)
+            sent += n
+            if not more and f.key not in matched:
+                os.close(f.fd)  # rotated away and fully read
+                del self.files[f.key]
+        self.store.forget_gone(set(self.files))
+        self.store.save()
+        return sent
+
+    def _matched(self) -> dict[str, str]:
+        found: dict[str, str] = {}
+        for pattern in self.settings.paths:
+            for path in glob.glob(pattern):
+                with contextlib.suppress(OSError):
+                    found[identity(os.stat(path))] = path
+        return found
+
+    def _open(self, key: str, path: str) -> None:
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except OSError as exc:
+            log.warning("tail_open_failed", path=path, error=str(exc))
+            return
+        size = os.fstat(fd).st_size
+        offset = self.store.resume_offset(key, fd, size)
+        self.files[key] = Followed(key, path, fd, offset, self._job_of(path))
+        log.info("tail_following", path=path, offset=offset, job=self.files[key].job)
+
+    def _job_of(self, path: str) -> str:
+        m = self._job_re.search(path)
+        if m is None:
+            return f"file/{self.settings.node}{os.path.abspath(path)}"
+        return self.settings.job_template.format(cluster=self.settings.cluster, job=m["job"])
+
+    async def _read(self, f: Followed) -> tuple[int, bool]:
+        """One chunk of a file; returns (lines sent, whether more may be waiting)."""
+        size = os.fstat(f.fd).st_size
+        if size < f.offset:
+            log.info("tail_truncated", path=f.path, offset=f.offset, size=size)
+            f.offset = 0
+        if size == f.offset:
+            return 0, False
+        data = os.pread(f.fd, self.settings.read_chunk_bytes, f.offset)
+        end = data.rfind(b"\n") + 1
+        if end == 0:
+            if len(data) < self.settings.max_line_bytes:
+                return 0, False  # a partial line: wait for its end
+            end = len(data)
+        raw_lines = data[:end].split(b"\n")
+        if raw_lines[-1] == b"":
+            raw_lines.pop()
+        lines = [
+            raw[: self.settings.max_line_bytes].decode(errors="replace").rstrip("\r")
+            for raw in raw_lines
+        ]
+        await self._emit(f, lines)
+        f.offset += end
+        self.store.update(f.key, f.path, f.fd, f.offset, size)
+        return len(lines), f.offset < size
+
+    async def _emit(self, f: Followed, lines: list[str]) -> None:
+        stream = "stderr" if f.path.endswith(".err") else "stdout"
+        node = self.settings.node
+        signals = []
+        records = []
+        for line in lines:
+            rank = rank_of(line)
+            records.append(LogLine(line=line, node=node, rank=rank, stream=stream))
+            pattern = self.matcher.match(line)
+            if pattern is not None:
+                signals.append(
+                    LogSignalDetectedPayload(
+                        signal=pattern.signal,
+                        line=line,
+                        node=node,
+                        rank=rank,
+                        pattern=pattern.name,
+                    )
+                )
+        step = self.settings.max_lines_per_event
+        for i in range(0, len(records), step):
+            payload = LogLinesObservedPayload(path=f.path, lines=tuple(records[i : i + step]))
+            await self.sink.emit(self.stamp.make(LogLinesObserved, f.job, payload))
+        for signal in signals:
+            await self.sink.emit(self.stamp.make(LogSignalDetected, f.job, signal))

@@ -1,0 +1,1 @@
+"""NCCL measurements: nccl-tests result tables and NCCL debug logs → NcclSampled."""

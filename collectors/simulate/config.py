@@ -1,0 +1,30 @@
+"""What to simulate: the cluster's size, its cadences, and which faults to inject."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class SimConfig(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    nodes: int = Field(default=16, ge=1)
+    gpus: int = Field(default=8, ge=1, description="GPUs per node.")
+    jobs: int = Field(default=4, ge=0, description="Jobs running at once.")
+    seed: int = 0
+    cluster: str = "sim"
+    interval_s: float = Field(default=10.0, gt=0, description="GPU sampling interval (tick).")
+    heartbeat_s: float = Field(default=30.0, gt=0)
+    nodes_per_job: tuple[int, int] = (1, 8)
+    job_duration_s: tuple[float, float] = (600.0, 3600.0)
+    checkpoint_every_s: float = Field(default=300.0, gt=0)
+    nccl_every_s: float = Field(default=60.0, gt=0)
+    nccl_busbw_gbps: float = Field(default=185.0, gt=0, description="Healthy all_reduce busbw.")
+    # Faults: how many of each; which nodes and jobs is drawn from the seed.
+    xid_nodes: int = Field(default=0, ge=0, description="Nodes with a recurring XID 79.")
+    xid_every_s: float = Field(default=300.0, gt=0)
+    crash_jobs: int = Field(default=0, ge=0, description="Jobs that crash without completing.")
+    preempt_jobs: int = Field(default=0, ge=0, description="Jobs that are preempted.")
+    slow_nccl_jobs: int = Field(default=0, ge=0, description="Jobs with NCCL at ~20% busbw.")
+    lost_heartbeat_nodes: int = Field(default=0, ge=0, description="Nodes whose agent dies.")
+    lost_heartbeat_at_s: float = Field(default=120.0, ge=0)

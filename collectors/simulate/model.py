@@ -1,0 +1,310 @@
+"""The simulated cluster: advance it tick by tick and get the events each tick produced.
+
+Everything is drawn from one `random.Random(seed)` and event ids are uuid5 of the seed and a
+counter, so a seed replays exactly the same story (the demo, rule backtests and benchmarks
+rely on that). GPUs are read through the fake NVML backend on the simulation's clock.
+"""
+
+from __future__ import annotations
+
+import random
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, Literal
+
+from collectors.events import Stamp
+from collectors.gpu.fake import FakeGpuBackend, Fault
+from collectors.simulate.config import SimConfig
+from schemas.envelope import Event
+from schemas.events import (
+    CheckpointSaved,
+    GpuSampled,
+    GpuXidObserved,
+    JobExited,
+    JobState,
+    JobStateChanged,
+    JobSubmitted,
+    LogSignalDetected,
+    NcclSampled,
+    NodeHeartbeat,
+)
+from schemas.events.checkpoints import CheckpointSavedPayload
+from schemas.events.gpus import GpuXidObservedPayload, NcclSampledPayload
+from schemas.events.jobs import JobExitedPayload, JobStateChangedPayload, JobSubmittedPayload
+from schemas.events.logs import LogSignal, LogSignalDetectedPayload
+from schemas.events.nodes import NodeHeartbeatPayload
+
+_NAMESPACE = uuid.UUID("0b1f4a63-5d3e-4f0e-8a43-7c2d9e3f6a10")
+Fate = Literal["complete", "crash", "preempt"]
+
+
+@dataclass
+class SimJob:
+    id: str
+    nodes_wanted: int
+    duration_s: float
+    fate: Fate
+    slow_nccl: bool
+    submitted_s: float
+    fate_at: float = 1.0  # share of the duration at which a crash or preemption happens
+    nodes: tuple[str, ...] = ()
+    started_s: float | None = None
+    next_checkpoint_s: float = 0.0
+    next_nccl_s: float = 0.0
+    step: int = 0
+
+
+@dataclass
+class SimNode:
+    name: str
+    backend: FakeGpuBackend
+    loses_heartbeat: bool = False
+    next_heartbeat_s: float = 0.0
+    job: str | None = None
+
+
+@dataclass
+class TickStats:
+    events: int = 0
+    by_type: dict[str, int] = field(default_factory=dict)
+
+
+class ClusterModel:
+    def __init__(self, config: SimConfig, start: datetime) -> None:
+        self.config = config
+        self.start = start
+        self.now_s = 0.0
+        self.rng = random.Random(config.seed)
+        self._counter = 0
+        self.stamp_nodes = Stamp(source="simulator/agent", cluster=config.cluster)
+        self.stamp_jobs = Stamp(source="simulator/scheduler", cluster=config.cluster)
+        self.stamp_logs = Stamp(source="simulator/tailer", cluster=config.cluster)
+        names = [f"node-{i:04d}" for i in range(config.nodes)]
+        xid_nodes = set(self.rng.sample(names, min(config.xid_nodes, len(names))))
+        lost = set(self.rng.sample(names, min(config.lost_heartbeat_nodes, len(names))))
+        self.nodes = {
+            name: SimNode(
+                name,
+                FakeGpuBackend(
+                    config.gpus,
+                    self._xid_faults(i) if name in xid_nodes else (),
+                    seed=config.seed * 100_003 + i,
+                    clock=lambda: self.now_s,
+                ),
+                loses_heartbeat=name in lost,
+            )
+            for i, name in enumerate(names)
+        }
+        for node in self.nodes.values():
+            node.backend.open()
+        self.xid_nodes = sorted(xid_nodes)
+        self.lost_nodes = sorted(lost)
+        self.jobs: dict[str, SimJob] = {}
+        self.pending: list[str] = []
+        self._next_job = 0
+        crash: list[Fate] = ["crash"]
+        preempt: list[Fate] = ["preempt"]
+        complete: list[Fate] = ["complete"]
+        fates = crash * config.crash_jobs + preempt * config.preempt_jobs
+        fates += complete * max(0, config.jobs - len(fates))
+        slow = set(self.rng.sample(range(config.jobs), min(config.slow_nccl_jobs, config.jobs)))
+        self._initial = [(fate, i in slow) for i, fate in enumerate(fates[: config.jobs])]
+
+    def _xid_faults(self, index: int) -> tuple[Fault, ...]:
+        gpu = index % self.config.gpus
+        first = self.rng.uniform(0, self.config.xid_every_s)
+        return (Fault("xid", gpu, first, "79", self.config.xid_every_s),)
+
+    # -- events ------------------------------------------------------------------------------
+
+    def _make(self, stamp: Stamp, cls: type[Event], subject: str, payload: Any) -> Event:
+        self._counter += 1
+        return stamp.make(
+            cls,
+            subject,
+            payload,
+            occurred_at=self.start + timedelta(seconds=self.now_s),
+            event_id=uuid.uuid5(_NAMESPACE, f"{self.config.seed}:{self._counter}"),
+        )
+
+    def tick(self, now_s: float) -> list[Event]:
+        """Advance to `now_s` and return what happened, in order."""
+        self.now_s = now_s
+        out: list[Event] = []
+        if now_s == 0.0:
+            for fate, slow in self._initial:
+                out.extend(self._submit(fate, slow))
+        out.extend(self._schedule())
+        for node in self.nodes.values():
+            out.extend(self._node_events(node))
+        for job in list(self.jobs.values()):
+            out.extend(self._job_events(job))
+        out.extend(self._schedule())
+        return out
+
+    def _node_events(self, node: SimNode) -> list[Event]:
+        if node.loses_heartbeat and self.now_s >= self.config.lost_heartbeat_at_s:
+            return []  # the agent died: no samples, no heartbeats
+        out: list[Event] = [
+            self._make(self.stamp_nodes, GpuSampled, node.name, node.backend.sample(g))
+            for g in range(self.config.gpus)
+        ]
+        for xid in node.backend.pending_xids():
+            out.append(
+                self._make(
+                    self.stamp_nodes,
+                    GpuXidObserved,
+                    node.name,
+                    GpuXidObservedPayload(gpu=xid.gpu, uuid=xid.uuid, xid=xid.xid),
+                )
+            )
+            if node.job is not None and node.job in self.jobs:
+                out.extend(self._end(self.jobs[node.job], "crash", f"XID {xid.xid} on {node.name}"))
+        if self.now_s >= node.next_heartbeat_s:
+            node.next_heartbeat_s = self.now_s + self.config.heartbeat_s
+            payload = NodeHeartbeatPayload(
+                agent_version="sim",
+                gpus=self.config.gpus,
+                uptime_s=self.now_s,
+                interval_s=self.config.heartbeat_s,
+            )
+            out.append(self._make(self.stamp_nodes, NodeHeartbeat, node.name, payload))
+        return out
+
+    def _submit(self, fate: Fate, slow: bool) -> list[Event]:
+        self._next_job += 1
+        job_id = f"slurm/{self.config.cluster}/{self._next_job}"
+        lo, hi = self.config.nodes_per_job
+        job = SimJob(
+            id=job_id,
+            nodes_wanted=min(self.rng.randint(lo, hi), self.config.nodes),
+            duration_s=self.rng.uniform(*self.config.job_duration_s),
+            fate=fate,
+            slow_nccl=slow,
+            submitted_s=self.now_s,
+            fate_at=self.rng.uniform(0.3, 0.8),
+        )
+        self.jobs[job_id] = job
+        self.pending.append(job_id)
+        payload = JobSubmittedPayload(
+            name=f"train-{self._next_job}",
+            user="sim",
+            queue="gpu",
+            nodes_requested=job.nodes_wanted,
+            gpus_requested=job.nodes_wanted * self.config.gpus,
+            command="torchrun train.py",
+        )
+        return [
+            self._make(self.stamp_jobs, JobSubmitted, job_id, payload),
+            self._state(job, JobState.PENDING, None, "PENDING"),
+        ]
+
+    def _schedule(self) -> list[Event]:
+        free = [
+            n.name
+            for n in self.nodes.values()
+            if n.job is None
+            and not (n.loses_heartbeat and self.now_s >= self.config.lost_heartbeat_at_s)
+        ]
+        out: list[Event] = []
+        for job_id in list(self.pending):
+            job = self.jobs[job_id]
+            if job.nodes_wanted > len(free):
+                break  # FIFO: the head of the queue waits for room
+            job.nodes, free = tuple(free[: job.nodes_wanted]), free[job.nodes_wanted :]
+            for name in job.nodes:
+                self.nodes[name].job = job.id
+            job.started_s = self.now_s
+            job.next_checkpoint_s = self.now_s + self.config.checkpoint_every_s
+            job.next_nccl_s = self.now_s
+            self.pending.remove(job_id)
+            out.append(self._state(job, JobState.RUNNING, JobState.PENDING, "RUNNING"))
+        return out
+
+    def _job_events(self, job: SimJob) -> list[Event]:
+        if job.started_s is None or job.id not in self.jobs:
+            return []
+        out: list[Event] = []
+        ran_s = self.now_s - job.started_s
+        job.step = int(ran_s)
+        if self.now_s >= job.next_nccl_s:
+            job.next_nccl_s += self.config.nccl_every_s
+            out.append(self._nccl(job))
+        if self.now_s >= job.next_checkpoint_s:
+            job.next_checkpoint_s += self.config.checkpoint_every_s
+            payload = CheckpointSavedPayload(
+                step=job.step, uri=f"s3://sim-ckpt/{job.id}/step-{job.step}"
+            )
+            out.append(self._make(self.stamp_jobs, CheckpointSaved, job.id, payload))
+        if job.fate != "complete" and ran_s >= job.fate_at * job.duration_s:
+            reason = "node failure" if job.fate == "crash" else "preempted by higher priority"
+            out.extend(self._end(job, job.fate, reason))
+        elif ran_s >= job.duration_s:
+            out.extend(self._end(job, "complete", None))
+        return out
+
+    def _nccl(self, job: SimJob) -> Event:
+        healthy = self.config.nccl_busbw_gbps * self.rng.uniform(0.95, 1.02)
+        busbw = healthy * (0.2 if job.slow_nccl else 1.0)
+        ranks = len(job.nodes) * self.config.gpus
+        size = 1 << 30
+        factor = 2 * (ranks - 1) / ranks if ranks > 1 else 1.0
+        algbw = busbw / factor
+        payload = NcclSampledPayload(
+            collective="all_reduce",
+            size_bytes=size,
+            algbw_gbps=round(algbw, 2),
+            busbw_gbps=round(busbw, 2),
+            duration_us=round(size / (algbw * 1e9) * 1e6, 1),
+            ranks=ranks,
+            job_id=job.id,
+            source_kind="nccl-tests",
+        )
+        return self._make(self.stamp_nodes, NcclSampled, job.nodes[0], payload)
+
+    def _end(self, job: SimJob, fate: Fate, reason: str | None) -> list[Event]:
+        out: list[Event] = []
+        if fate == "complete":
+            signal = LogSignalDetectedPayload(
+                signal=LogSignal.TRAINING_COMPLETE,
+                line=f"Training Complete at step {job.step}",
+                node=job.nodes[0],
+                rank=0,
+                pattern="training_complete",
+            )
+            out.append(self._make(self.stamp_logs, LogSignalDetected, job.id, signal))
+        state, raw, code, sig = {
+            "complete": (JobState.SUCCEEDED, "COMPLETED", 0, None),
+            "crash": (JobState.FAILED, "FAILED", 1, None),
+            "preempt": (JobState.PREEMPTED, "PREEMPTED", None, 15),
+        }[fate]
+        out.append(self._state(job, state, JobState.RUNNING, raw, reason))
+        exited = JobExitedPayload(
+            state=state,
+            raw_state=raw,
+            exit_code=code,
+            signal=sig,
+            reason=reason,
+            nodes=job.nodes,
+            gpus=len(job.nodes) * self.config.gpus,
+        )
+        out.append(self._make(self.stamp_jobs, JobExited, job.id, exited))
+        for name in job.nodes:
+            self.nodes[name].job = None
+        del self.jobs[job.id]
+        out.extend(self._submit("complete", False))  # keep `jobs` jobs in the queue
+        return out
+
+    def _state(
+        self,
+        job: SimJob,
+        state: JobState,
+        previous: JobState | None,
+        raw: str,
+        reason: str | None = None,
+    ) -> Event:
+        payload = JobStateChangedPayload(
+            state=state, raw_state=raw, previous_state=previous, nodes=job.nodes, reason=reason
+        )
+        return self._make(self.stamp_jobs, JobStateChanged, job.id, payload)

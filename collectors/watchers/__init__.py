@@ -1,0 +1,1 @@
+"""Scheduler watchers: job lifecycle in scheduler-agnostic states, nodes of every attempt."""

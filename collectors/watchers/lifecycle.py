@@ -1,0 +1,146 @@
+"""Job lifecycle bookkeeping shared by every watcher: from successive observations of a job to
+JobSubmitted once, JobStateChanged per change, JobExited once per attempt, with ids that come
+out the same after a restart (they derive from a per-job counter kept in the ledger)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from collectors.events import Stamp
+from collectors.sink import EventSink
+from collectors.watchers.ids import observation_id
+from collectors.watchers.ledger import Ledger
+from schemas.envelope import Event
+from schemas.events import JobExited, JobStateChanged, JobSubmitted, NodeHealthChecked
+from schemas.events.jobs import (
+    JobExitedPayload,
+    JobState,
+    JobStateChangedPayload,
+    JobSubmittedPayload,
+)
+from schemas.events.nodes import HealthStatus, NodeHealthCheckedPayload
+
+TERMINAL = frozenset({JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED, JobState.PREEMPTED})
+
+
+def when(epoch_s: float | None) -> datetime:
+    """Scheduler epoch seconds; unset (0) or far-future placeholders mean 'now'."""
+    now = time.time()
+    value = float(epoch_s or 0)
+    return datetime.fromtimestamp(value if 0 < value <= now + 60 else now, UTC)
+
+
+@dataclass(frozen=True)
+class Observation:
+    """One job as a scheduler shows it now."""
+
+    raw_state: str
+    state: JobState
+    attempt: int = 1
+    nodes: tuple[str, ...] = ()
+    reason: str | None = None
+    exit_code: int | None = None
+    signal: int | None = None
+    gpus: int = 0
+    submitted_at: float | None = None
+    started_at: float | None = None
+    ended_at: float | None = None
+
+
+class JobTracker:
+    def __init__(self, ledger: Ledger, stamp: Stamp) -> None:
+        self.ledger = ledger
+        self.stamp = stamp
+
+    async def commit(
+        self, sink: EventSink, key: str, events: list[Event], entry: dict[str, Any] | None
+    ) -> list[Event]:
+        """Send, then record: a crash in between resends the same ids, never loses them."""
+        if events:
+            await sink.emit_batch(events)
+        if entry is not None:
+            self.ledger.put(key, entry)
+        return events
+
+    def make(
+        self, cls: type[Event], subject: str, entry: dict[str, Any], payload: Any, at: datetime
+    ) -> Event:
+        entry["seq"] = entry.get("seq", 0) + 1
+        return self.stamp.make(cls, subject, payload, at, observation_id(subject, entry["seq"]))
+
+    def observe(
+        self, job: str, seen: Observation, submitted: JobSubmittedPayload
+    ) -> tuple[list[Event], dict[str, Any] | None]:
+        """Events this observation adds, and the ledger entry to store once they are sent."""
+        old = self.ledger.get(job)
+        entry: dict[str, Any] = dict(old) if old else {"raw": None, "attempt": 1, "exited": 0}
+        out: list[Event] = []
+        if old is None:
+            out.append(self.make(JobSubmitted, job, entry, submitted, when(seen.submitted_at)))
+        # Attempts that ended in a requeue between two looks: their end was never seen.
+        for ended in range(entry["exited"] + 1, seen.attempt):
+            requeued = JobExitedPayload(
+                state=JobState.PREEMPTED,
+                raw_state="REQUEUED",
+                reason=seen.reason or "requeued",
+                attempt=ended,
+                nodes=tuple(entry.get("nodes", ())) if ended == entry["attempt"] else (),
+            )
+            out.append(self.make(JobExited, job, entry, requeued, when(None)))
+            entry["exited"] = ended
+        if seen.raw_state != entry["raw"] or seen.attempt != entry["attempt"]:
+            changed = JobStateChangedPayload(
+                state=seen.state,
+                raw_state=seen.raw_state,
+                previous_state=JobState(entry["state"]) if entry.get("state") else None,
+                attempt=seen.attempt,
+                nodes=seen.nodes,
+                reason=seen.reason,
+            )
+            at = seen.started_at if seen.state == JobState.RUNNING else None
+            out.append(self.make(JobStateChanged, job, entry, changed, when(at)))
+        if seen.state in TERMINAL and entry["exited"] < seen.attempt:
+            exited = JobExitedPayload(
+                state=seen.state,
+                raw_state=seen.raw_state,
+                exit_code=seen.exit_code,
+                signal=seen.signal,
+                reason=seen.reason,
+                attempt=seen.attempt,
+                nodes=seen.nodes or tuple(entry.get("nodes", ())),
+                gpus=seen.gpus,
+            )
+            out.append(self.make(JobExited, job, entry, exited, when(seen.ended_at)))
+            entry["exited"] = seen.attempt
+        entry.update(
+            raw=seen.raw_state,
+            state=seen.state.value,
+            attempt=seen.attempt,
+            nodes=list(seen.nodes or entry.get("nodes", ())),
+        )
+        return out, (entry if entry != old else None)
+
+    def node_state(
+        self, node: str, check: str, status: HealthStatus, message: str, details: dict[str, Any]
+    ) -> tuple[list[Event], dict[str, Any] | None]:
+        """NodeHealthChecked `check` when a node's scheduler state changes (drain, down, dead)."""
+        key = f"node:{node}"
+        old = self.ledger.get(key)
+        if old is not None and old["status"] == status.value and old["message"] == message:
+            return [], None
+        entry = {**(old or {}), "status": status.value, "message": message}
+        payload = NodeHealthCheckedPayload(
+            check=check, status=status, message=message, details=details
+        )
+        return [self.make(NodeHealthChecked, node, entry, payload, when(None))], entry
+
+    def unfinished(self, prefix: str, present: set[str]) -> list[str]:
+        """Jobs of ours the scheduler no longer lists although we never saw them end."""
+        return [
+            job
+            for job, entry in self.ledger.entries.items()
+            if job.startswith(prefix) and job not in present and entry["exited"] < entry["attempt"]
+        ]

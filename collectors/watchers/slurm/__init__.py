@@ -1,0 +1,1 @@
+"""Slurm watcher: squeue/sinfo JSON, completions from sacct's job completion log."""

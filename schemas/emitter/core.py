@@ -1,0 +1,217 @@
+"""The Emitter: the one Kafka producer that collectors, actions and bespoke setups use.
+
+What `emit` promises: when it returns, the event is acknowledged by Kafka or fsynced in the local
+spool (events of batched families: once `flush()` returns, at most `batch_linger_ms` later on its
+own). While Kafka is unreachable everything goes to the spool, and a background task redelivers it
+in order when Kafka is back; new events queue behind the spool, so order per key holds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Sequence
+from types import TracebackType
+from typing import Self
+
+import structlog
+from aiokafka import AIOKafkaProducer
+from aiokafka.errors import KafkaError
+
+from schemas.codec import encode, encode_batch
+from schemas.deadletter import DeadLetter, count_dead_letter
+from schemas.emitter.batcher import Batcher
+from schemas.emitter.settings import EmitterSettings
+from schemas.emitter.spool import Spool, SpooledRecord
+from schemas.envelope import Event
+from schemas.settings import KafkaSettings
+from schemas.topics import spec, topic_name
+from schemas.tracing import inject_headers
+
+log = structlog.get_logger("emitter")
+
+_DRAIN_CHUNK = 500
+_UNREACHABLE = (KafkaError, TimeoutError, OSError)
+
+
+class Emitter:
+    """Async producer of contract events. `async with Emitter() as e: await e.emit(event)`."""
+
+    def __init__(
+        self, settings: KafkaSettings | None = None, options: EmitterSettings | None = None
+    ) -> None:
+        self.settings = settings or KafkaSettings()
+        self.options = options or EmitterSettings()
+        self.spool = Spool(self.options.spool_dir, self.options.spool_max_bytes)
+        self._batcher = Batcher(self.options.batch_max_events, self.options.batch_max_bytes)
+        self._producer: AIOKafkaProducer | None = None
+        self._lock = asyncio.Lock()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._drainer: asyncio.Task[None] | None = None
+        self._spool_warned = False
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.stop()
+
+    async def start(self) -> None:
+        """Connect if Kafka answers; if not, start anyway and spool until it does."""
+        with contextlib.suppress(*_UNREACHABLE):
+            await self._connect()
+        if self._producer is None:
+            log.warning("kafka_unreachable_at_start", bootstrap=self.settings.bootstrap)
+        self._tasks.append(asyncio.create_task(self._linger()))
+        if not self.spool.empty:
+            self._kick_drain()
+
+    async def stop(self, drain_timeout_s: float = 5.0) -> None:
+        """Flush open batches; give the spool a moment to drain; what is left stays on disk."""
+        for task in self._tasks:
+            task.cancel()
+        await self.flush()
+        if self._drainer is not None:
+            with contextlib.suppress(TimeoutError, asyncio.CancelledError):
+                await asyncio.wait_for(asyncio.shield(self._drainer), drain_timeout_s)
+            self._drainer.cancel()
+        if not self.spool.empty:
+            log.warning("spool_left_on_disk", dir=str(self.spool.directory))
+        await self._disconnect()
+
+    async def emit(self, event: Event) -> None:
+        topic = topic_name(event.topic, self.settings)
+        if spec(event.topic).batched:
+            full = self._batcher.add(topic, event)
+            if full is not None:
+                await self._deliver(full.topic, full.key, full.value())
+            return
+        await self._deliver(topic, event.key, encode(event))
+
+    async def emit_batch(self, events: Sequence[Event]) -> None:
+        """Send events of one subject as one message, now."""
+        first = events[0]
+        await self._deliver(topic_name(first.topic, self.settings), first.key, encode_batch(events))
+
+    async def flush(self) -> None:
+        """Send every open batch."""
+        for batch in self._batcher.drain():
+            await self._deliver(batch.topic, batch.key, batch.value())
+
+    async def dead_letter(self, letter: DeadLetter) -> None:
+        """Park a message no consumer could decode, keyed by its source topic."""
+        count_dead_letter(letter)
+        await self._deliver(
+            topic_name("deadletter", self.settings), letter.topic.encode(), letter.to_bytes()
+        )
+
+    async def _deliver(self, topic: str, key: bytes | None, value: bytes) -> None:
+        record = SpooledRecord(topic, key, value, inject_headers())
+        async with self._lock:
+            producer = self._producer if self.spool.empty else None
+            if producer is None:
+                self._to_spool(record)
+                return
+            try:
+                sent = await producer.send(topic, value=value, key=key, headers=record.headers)
+            except _UNREACHABLE as exc:
+                self._to_spool(record, exc)
+                return
+        try:
+            await asyncio.wait_for(sent, self.options.delivery_timeout_ms / 1000)
+        except _UNREACHABLE as exc:
+            async with self._lock:
+                self._to_spool(record, exc)
+
+    def _to_spool(self, record: SpooledRecord, exc: BaseException | None = None) -> None:
+        """Caller holds the lock. Raises SpoolFullError: the event was not accepted."""
+        if exc is not None and not self._spool_warned:
+            log.warning(
+                "kafka_unreachable_spooling", error=repr(exc), dir=str(self.spool.directory)
+            )
+            self._spool_warned = True
+        try:
+            self.spool.append([record])
+        except Exception:
+            log.error("spool_full_event_refused", dir=str(self.spool.directory))
+            raise
+        self._kick_drain()
+
+    def _kick_drain(self) -> None:
+        if self._drainer is None or self._drainer.done():
+            self._drainer = asyncio.create_task(self._drain())
+
+    async def _drain(self) -> None:
+        """Redeliver the spool in order, in chunks, backing off while Kafka stays away."""
+        backoff_s = 0.2
+        while True:
+            async with self._lock:
+                chunk = _take(self.spool, _DRAIN_CHUNK)
+            if not chunk:
+                return
+            try:
+                if self._producer is None:
+                    await self._connect()
+                assert self._producer is not None
+                futures = [
+                    await self._producer.send(r.topic, value=r.value, key=r.key, headers=r.headers)
+                    for _, r in chunk
+                ]
+                await asyncio.wait_for(
+                    asyncio.gather(*futures), self.options.delivery_timeout_ms / 1000
+                )
+            except _UNREACHABLE as exc:
+                log.info("spool_redelivery_waiting", error=repr(exc), retry_in_s=backoff_s)
+                await self._disconnect()
+                await asyncio.sleep(backoff_s)
+                backoff_s = min(backoff_s * 2, self.options.retry_backoff_max_s)
+                continue
+            async with self._lock:
+                self.spool.ack(chunk[-1][0])
+                if self.spool.empty:
+                    log.info("spool_drained")
+                    self._spool_warned = False
+            backoff_s = 0.2
+
+    async def _linger(self) -> None:
+        while True:
+            await asyncio.sleep(self.options.batch_linger_ms / 1000)
+            await self.flush()
+
+    async def _connect(self) -> None:
+        producer = AIOKafkaProducer(
+            bootstrap_servers=self.settings.bootstrap,
+            client_id=self.settings.client_id,
+            enable_idempotence=True,
+            acks="all",
+            linger_ms=5,
+            request_timeout_ms=self.options.delivery_timeout_ms,
+            max_request_size=2 * 1024 * 1024,
+        )
+        try:
+            await producer.start()
+        except BaseException:
+            await producer.stop()
+            raise
+        self._producer = producer
+
+    async def _disconnect(self) -> None:
+        producer, self._producer = self._producer, None
+        if producer is not None:
+            with contextlib.suppress(*_UNREACHABLE):
+                await producer.stop()
+
+
+def _take(spool: Spool, n: int) -> list[tuple[tuple[int, int], SpooledRecord]]:
+    chunk = []
+    for item in spool.pending():
+        chunk.append(item)
+        if len(chunk) >= n:
+            break
+    return chunk

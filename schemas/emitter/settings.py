@@ -1,0 +1,31 @@
+"""Settings of the Emitter (`CENTRALITY_EMITTER_*`)."""
+
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class EmitterSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="CENTRALITY_EMITTER_", extra="ignore")
+
+    spool_dir: Path = Field(
+        default_factory=lambda: Path.home() / ".local" / "share" / "centrality" / "spool",
+        description="Where undeliverable messages wait for Kafka; one dir per producing process.",
+    )
+    spool_max_bytes: int = Field(
+        default=256 * 1024 * 1024, gt=0, description="Beyond this the Emitter refuses events."
+    )
+    batch_linger_ms: int = Field(
+        default=200, ge=0, description="How long events of batched families wait for company."
+    )
+    batch_max_events: int = Field(default=500, ge=1, description="Events per batched message.")
+    batch_max_bytes: int = Field(
+        default=512 * 1024, ge=1024, description="Bytes per batched message (stay < 1 MiB)."
+    )
+    delivery_timeout_ms: int = Field(
+        default=5000, ge=100, description="Longer than this without an ack: spool it."
+    )
+    retry_backoff_max_s: float = Field(
+        default=10.0, gt=0, description="Longest pause between redelivery attempts from the spool."
+    )

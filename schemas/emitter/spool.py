@@ -1,0 +1,143 @@
+"""A bounded on-disk spool: what the Emitter could not deliver waits here, in order, until Kafka
+is back. Records are appended to segment files and fsynced before `append` returns, so an event
+the Emitter accepted survives a broker outage and a crash of the producing process.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+_HEADER = struct.Struct(">IIII")  # topic, key, value, headers lengths; key length 2**32-1 = None
+_NO_KEY = 0xFFFFFFFF
+_SEGMENT_BYTES = 16 * 1024 * 1024
+
+
+class SpoolFullError(RuntimeError):
+    """The spool reached its size limit: the event was NOT accepted."""
+
+
+@dataclass(frozen=True)
+class SpooledRecord:
+    topic: str
+    key: bytes | None
+    value: bytes
+    headers: list[tuple[str, bytes]]
+
+    def encode(self) -> bytes:
+        topic = self.topic.encode()
+        headers = b"".join(
+            struct.pack(">H", len(k.encode())) + k.encode() + struct.pack(">I", len(v)) + v
+            for k, v in self.headers
+        )
+        key_len = _NO_KEY if self.key is None else len(self.key)
+        head = _HEADER.pack(len(topic), key_len, len(self.value), len(headers))
+        return head + topic + (self.key or b"") + self.value + headers
+
+    @classmethod
+    def decode(cls, data: bytes) -> SpooledRecord:
+        topic_len, key_len, value_len, headers_len = _HEADER.unpack_from(data)
+        pos = _HEADER.size
+        topic = data[pos : pos + topic_len].decode()
+        pos += topic_len
+        key = None
+        if key_len != _NO_KEY:
+            key = data[pos : pos + key_len]
+            pos += key_len
+        value = data[pos : pos + value_len]
+        pos += value_len
+        headers, end = [], pos + headers_len
+        while pos < end:
+            (klen,) = struct.unpack_from(">H", data, pos)
+            name = data[pos + 2 : pos + 2 + klen].decode()
+            pos += 2 + klen
+            (vlen,) = struct.unpack_from(">I", data, pos)
+            headers.append((name, data[pos + 4 : pos + 4 + vlen]))
+            pos += 4 + vlen
+        return cls(topic, key, value, headers)
+
+
+class Spool:
+    """Segments `NNNNNNNN.seg` of length-prefixed records; `ack` advances a durable cursor."""
+
+    def __init__(self, directory: Path, max_bytes: int) -> None:
+        self.directory = directory
+        self.max_bytes = max_bytes
+        directory.mkdir(parents=True, exist_ok=True)
+        self._cursor_file = directory / "cursor"
+        self._segment, self._offset = self._read_cursor()
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self.pending())
+
+    @property
+    def empty(self) -> bool:
+        return next(iter(self.pending()), None) is None
+
+    def size_bytes(self) -> int:
+        return sum(p.stat().st_size for p in self._segments())
+
+    def append(self, records: list[SpooledRecord]) -> None:
+        """Persist `records` (fsync) or raise SpoolFullError having persisted none of them."""
+        frames = b"".join(struct.pack(">I", len(b)) + b for b in (r.encode() for r in records))
+        if self.size_bytes() + len(frames) > self.max_bytes:
+            raise SpoolFullError(
+                f"spool {self.directory} is full ({self.size_bytes()} of {self.max_bytes} bytes);"
+                f" {len(records)} event message(s) refused"
+            )
+        segments = self._segments()
+        target = segments[-1] if segments else self._segment_path(self._segment)
+        if target.exists() and target.stat().st_size + len(frames) > _SEGMENT_BYTES:
+            target = self._segment_path(int(target.stem) + 1)
+        with target.open("ab") as f:
+            f.write(frames)
+            f.flush()
+            os.fsync(f.fileno())
+
+    def pending(self) -> Iterator[tuple[tuple[int, int], SpooledRecord]]:
+        """Records not yet acked, oldest first, each with the cursor position just after it."""
+        for path in self._segments():
+            number = int(path.stem)
+            if number < self._segment:
+                continue
+            data = path.read_bytes()
+            pos = self._offset if number == self._segment else 0
+            while pos + 4 <= len(data):
+                (length,) = struct.unpack_from(">I", data, pos)
+                if pos + 4 + length > len(data):
+                    break  # a torn write at a crash: the record was never acknowledged
+                record = SpooledRecord.decode(data[pos + 4 : pos + 4 + length])
+                pos += 4 + length
+                yield (number, pos), record
+
+    def ack(self, position: tuple[int, int]) -> None:
+        """Everything up to `position` reached Kafka; drop fully delivered segments."""
+        self._segment, self._offset = position
+        tmp = self._cursor_file.with_suffix(".tmp")
+        tmp.write_text(f"{self._segment} {self._offset}")
+        os.replace(tmp, self._cursor_file)
+        for path in self._segments():
+            if int(path.stem) < self._segment:
+                path.unlink()
+        current = self._segment_path(self._segment)
+        if current.exists() and current.stat().st_size == self._offset:
+            current.unlink()
+            self._segment, self._offset = self._segment + 1, 0
+            self._cursor_file.write_text(f"{self._segment} 0")
+
+    def _segments(self) -> list[Path]:
+        return sorted(self.directory.glob("*.seg"))
+
+    def _segment_path(self, number: int) -> Path:
+        return self.directory / f"{number:08d}.seg"
+
+    def _read_cursor(self) -> tuple[int, int]:
+        try:
+            segment, offset = self._cursor_file.read_text().split()
+            return int(segment), int(offset)
+        except (FileNotFoundError, ValueError):
+            segments = self._segments()
+            return (int(segments[0].stem) if segments else 1), 0

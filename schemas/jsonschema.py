@@ -1,0 +1,103 @@
+"""JSON Schema of every event, for producers in other languages. Generated into `schemas/json/`
+and checked in; `centrality schemas export` rewrites them and a test fails when they are stale."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from schemas.codec import WIRE_REQUIRED
+from schemas.envelope import Event
+from schemas.registry import event_types
+
+JSON_DIR = Path(__file__).resolve().parent / "json"
+
+
+def event_schema(cls: type[Event]) -> dict[str, Any]:
+    schema = cls.model_json_schema(mode="validation")
+    schema["required"] = sorted({*schema.get("required", ()), "type", *WIRE_REQUIRED})
+    schema["properties"]["schema_version"] = {
+        "type": "integer",
+        "minimum": 1,
+        "maximum": cls.current_version,
+        "title": "Schema Version",
+    }
+    _tighten(schema)
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["$id"] = _id(schema["title"])
+    schema["x-topic"] = cls.topic
+    return schema
+
+
+def message_schema(names: list[str]) -> dict[str, Any]:
+    """A Kafka message: one event, or a non-empty array of events of one key."""
+    one = {"oneOf": [{"$ref": _id(n)} for n in names]}
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "urn:centrality:message",
+        "title": "Message",
+        "oneOf": [one, {"type": "array", "minItems": 1, "items": one}],
+    }
+
+
+def render() -> dict[str, bytes]:
+    """Relative path → file content, for every schema file."""
+    files: dict[str, bytes] = {}
+    types = dict(sorted(event_types().items()))
+    for name, cls in types.items():
+        files[f"events/{name}.json"] = _dump(event_schema(cls))
+    files["message.json"] = _dump(message_schema(list(types)))
+    return files
+
+
+def export(directory: Path = JSON_DIR) -> list[Path]:
+    """Write the schema files; remove ones of events that no longer exist. Returns changed files."""
+    wanted = render()
+    changed = []
+    for rel, content in wanted.items():
+        path = directory / rel
+        if not path.exists() or path.read_bytes() != content:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(content)
+            changed.append(path)
+    for stale in directory.glob("events/*.json"):
+        if f"events/{stale.name}" not in wanted:
+            stale.unlink()
+            changed.append(stale)
+    return changed
+
+
+# `format` is only an annotation for most validators; these patterns make the files say what the
+# decoder enforces (a tz-aware timestamp, a real UUID), and the bound keeps integers in 64 bits.
+_PATTERNS = {
+    "uuid": "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$",
+    "date-time": r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$",
+}
+_INT64 = (-(2**63), 2**63 - 1)
+
+
+def _tighten(node: Any) -> None:
+    if isinstance(node, list):
+        for item in node:
+            _tighten(item)
+        return
+    if not isinstance(node, dict):
+        return
+    if node.get("format") in _PATTERNS:
+        node["pattern"] = _PATTERNS[node["format"]]
+    if node.get("type") == "integer":
+        node.setdefault("minimum", _INT64[0])
+        node.setdefault("maximum", _INT64[1])
+    for value in node.values():
+        _tighten(value)
+
+
+def _id(name: str) -> str:
+    """Refs between files use these ids: load every file into your validator's registry."""
+    return f"urn:centrality:event:{name}"
+
+
+def _dump(schema: dict[str, Any]) -> bytes:
+    return orjson.dumps(schema, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n"

@@ -1,0 +1,121 @@
+"""The keyed entities of the brain and one pure step over any of them.
+
+An entity kind names its table, how to fold an event into it and which event types it owns.
+`step` is the unit both the pure `Brain` and the Faust agents run: fold the events of one key,
+evaluate rules with that key's memo, fold the brain's own decisions back in, and return what
+other keys must hear about.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel
+
+from schemas.envelope import Event
+from schemas.events import (
+    BenchmarkCompleted,
+    CheckpointSaved,
+    GpuSampled,
+    GpuXidObserved,
+    JobExited,
+    JobStateChanged,
+    JobSubmitted,
+    LogSignalDetected,
+    NodeHealthChecked,
+    NodeHeartbeat,
+    Trigger,
+)
+from streams.forwards import forwards
+from streams.rules.registry import RuleEngine
+from streams.state import node, node_set, training_job
+from streams.state.internal import (
+    JobTick,
+    NodeJobObserved,
+    NodeSetFailed,
+    NodeTick,
+    QuarantineChanged,
+)
+
+
+@dataclass(frozen=True)
+class Kind:
+    table: str
+    model: type[BaseModel]
+    apply: Callable[[Any, Event], Any]
+    owns: tuple[type[Event], ...]
+    tick: type[Event] | None = None
+
+
+JOBS = Kind(
+    "jobs",
+    training_job.TrainingJob,
+    training_job.apply,
+    (JobSubmitted, JobStateChanged, JobExited, CheckpointSaved, LogSignalDetected, JobTick),
+    tick=JobTick,
+)
+NODES = Kind(
+    "nodes",
+    node.Node,
+    node.apply,
+    (
+        NodeHeartbeat,
+        NodeHealthChecked,
+        GpuSampled,
+        GpuXidObserved,
+        BenchmarkCompleted,
+        NodeJobObserved,
+        QuarantineChanged,
+        NodeTick,
+    ),
+    tick=NodeTick,
+)
+NODE_SETS = Kind("node_sets", node_set.NodeSet, node_set.apply, (NodeSetFailed,))
+KINDS = (JOBS, NODES, NODE_SETS)
+
+_KIND_OF: dict[type[Event], Kind] = {cls: kind for kind in KINDS for cls in kind.owns}
+
+
+def kind_of(event: Event) -> Kind | None:
+    """The entity an event is about; None for events no table keeps (raw logs, NCCL samples)."""
+    return _KIND_OF.get(type(event))
+
+
+@dataclass
+class Step:
+    state: Any
+    triggers: list[Trigger] = field(default_factory=list)
+    forwards: list[Event] = field(default_factory=list)
+
+
+def step(kind: Kind, state: Any, events: Sequence[Event], engine: RuleEngine) -> Step:
+    """Fold `events` (all of one key and kind) and decide; pure.
+
+    Derived events addressed to this very entity are handled inline (so a node sees its own
+    quarantine before its next event); the rest are returned in `forwards`.
+    """
+    out = Step(state)
+    queue = list(events)
+    while queue:
+        event = queue.pop(0)
+        out.state = kind.apply(out.state, event)
+        decided, memo = engine.run(out.state, event, out.state.rule_memo)
+        if memo is not out.state.rule_memo:
+            out.state = out.state.model_copy(update={"rule_memo": memo})
+        for trigger in decided:
+            out.state = kind.apply(out.state, trigger)  # feedback: a decision is state too
+        out.triggers.extend(decided)
+        for derived in _derived(event, decided):
+            mine = derived.subject == _key(out.state) and kind_of(derived) is kind
+            (queue if mine else out.forwards).append(derived)
+    return out
+
+
+def _derived(event: Event, decided: Iterable[Trigger]) -> list[Event]:
+    return [*forwards(event), *(d for t in decided for d in forwards(t))]
+
+
+def _key(state: Any) -> str:
+    return str(state.key)

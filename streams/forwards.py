@@ -1,0 +1,110 @@
+"""What an event or a decision means for *other* entities: re-keyed facts and feedback.
+
+A job attempt running or ending on nodes concerns those nodes and their node set; a quarantine
+or release decision concerns every node it names. The pure brain handles these derived events at
+once; the Faust app routes them through its internal topic to the partition owning the subject.
+"""
+
+from __future__ import annotations
+
+from functools import singledispatch
+
+from schemas.envelope import Event
+from schemas.events import (
+    JobExited,
+    JobState,
+    JobStateChanged,
+    QuarantineNodes,
+    ReleaseNodes,
+)
+from streams.state.internal import (
+    NodeJobObserved,
+    NodeSetFailed,
+    QuarantineChanged,
+    derived_id,
+    node_set_key,
+)
+from streams.state.training_job import is_failure
+
+
+@singledispatch
+def forwards(event: Event) -> list[Event]:
+    return []
+
+
+def _node_job(event: Event, node: str, **payload: object) -> NodeJobObserved:
+    return NodeJobObserved(
+        event_id=derived_id(event.event_id, node),
+        source="streams",
+        cluster=event.cluster,
+        subject=node,
+        occurred_at=event.occurred_at,
+        payload={"job_id": event.subject, "cause": event.event_id, **payload},
+    )
+
+
+@forwards.register
+def _(event: JobStateChanged) -> list[Event]:
+    p = event.payload
+    if p.state is not JobState.RUNNING:
+        return []
+    return [
+        _node_job(event, n, attempt=p.attempt, state=p.state, running=True, failure=False)
+        for n in p.nodes
+    ]
+
+
+@forwards.register
+def _(event: JobExited) -> list[Event]:
+    p = event.payload
+    failed = is_failure(p)
+    out: list[Event] = [
+        _node_job(event, n, attempt=p.attempt, state=p.state, running=False, failure=failed)
+        for n in p.nodes
+    ]
+    if failed and p.nodes:
+        key = node_set_key(p.nodes)
+        out.append(
+            NodeSetFailed(
+                event_id=derived_id(event.event_id, key),
+                source="streams",
+                cluster=event.cluster,
+                subject=key,
+                occurred_at=event.occurred_at,
+                payload={
+                    "nodes": tuple(sorted(set(p.nodes))),
+                    "job_id": event.subject,
+                    "attempt": p.attempt,
+                    "cause": event.event_id,
+                },
+            )
+        )
+    return out
+
+
+def _quarantine(trigger: QuarantineNodes | ReleaseNodes, quarantined: bool) -> list[Event]:
+    return [
+        QuarantineChanged(
+            event_id=derived_id(trigger.event_id, node),
+            source="streams",
+            cluster=trigger.cluster,
+            subject=node,
+            occurred_at=trigger.occurred_at,
+            payload={
+                "quarantined": quarantined,
+                "trigger_id": trigger.event_id,
+                "reason": trigger.payload.reason,
+            },
+        )
+        for node in trigger.payload.nodes
+    ]
+
+
+@forwards.register
+def _(event: QuarantineNodes) -> list[Event]:
+    return _quarantine(event, True)
+
+
+@forwards.register
+def _(event: ReleaseNodes) -> list[Event]:
+    return _quarantine(event, False)

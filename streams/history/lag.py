@@ -1,0 +1,43 @@
+"""How far the sink's consumer group is behind, per topic: what `centrality history lag` shows."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka.admin import AIOKafkaAdminClient
+
+from schemas.settings import KafkaSettings
+
+
+@dataclass(frozen=True)
+class TopicLag:
+    topic: str
+    end_offset: int
+    committed: int
+    lag: int
+
+
+async def group_lag(kafka: KafkaSettings, group_id: str, topics: list[str]) -> list[TopicLag]:
+    """End offsets against the group's committed offsets, summed over each topic's partitions."""
+    admin = AIOKafkaAdminClient(bootstrap_servers=kafka.bootstrap)
+    consumer = AIOKafkaConsumer(bootstrap_servers=kafka.bootstrap, enable_auto_commit=False)
+    await admin.start()
+    await consumer.start()
+    try:
+        committed = await admin.list_consumer_group_offsets(group_id)
+        await consumer.topics()  # loads the metadata partitions_for_topic reads
+        partitions = [
+            TopicPartition(t, p) for t in topics for p in consumer.partitions_for_topic(t) or ()
+        ]
+        ends = await consumer.end_offsets(partitions) if partitions else {}
+    finally:
+        await consumer.stop()
+        await admin.close()
+    out = []
+    for topic in topics:
+        tps = [tp for tp in partitions if tp.topic == topic]
+        end = sum(ends[tp] for tp in tps)
+        done = sum(committed[tp].offset for tp in tps if tp in committed)
+        out.append(TopicLag(topic, end, done, end - done))
+    return out

@@ -1,0 +1,117 @@
+"""Events the brain derives for itself: re-keyed job facts, quarantine feedback, clock ticks.
+
+They are not part of the contract (never on a catalog topic): the pure brain hands them to itself
+in memory; the Faust app sends them through its own internal topic so that the entity they are
+about (a node, a node set) is updated on the partition that owns it. Their ids derive from their
+cause, so a redelivered cause yields the same derived event.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Literal
+
+import orjson
+from pydantic import Field
+
+from schemas.envelope import Event, Payload
+from schemas.events import JobState
+
+_NAMESPACE = uuid.UUID("0d7f3f0e-93c4-4d8e-b0a8-5f2a4c1b7e21")
+NODE_SET_PREFIX = "nodeset:"
+
+
+def derived_id(*parts: object) -> uuid.UUID:
+    return uuid.uuid5(_NAMESPACE, "\x1f".join(str(p) for p in parts))
+
+
+def node_set_key(nodes: tuple[str, ...] | list[str]) -> str:
+    return NODE_SET_PREFIX + ",".join(sorted(set(nodes)))
+
+
+class NodeJobObservedPayload(Payload):
+    job_id: str
+    attempt: int
+    state: JobState
+    running: bool
+    failure: bool
+    cause: uuid.UUID
+
+
+class NodeJobObserved(Event):
+    """A job attempt started or ended on this node (`subject` is the node id)."""
+
+    type: Literal["NodeJobObserved"] = "NodeJobObserved"
+    payload: NodeJobObservedPayload
+
+
+class NodeSetFailedPayload(Payload):
+    nodes: tuple[str, ...] = Field(min_length=1)
+    job_id: str
+    attempt: int
+    cause: uuid.UUID
+
+
+class NodeSetFailed(Event):
+    """A job attempt failed on this set of nodes (`subject` is `node_set_key(nodes)`)."""
+
+    type: Literal["NodeSetFailed"] = "NodeSetFailed"
+    payload: NodeSetFailedPayload
+
+
+class QuarantineChangedPayload(Payload):
+    quarantined: bool
+    trigger_id: uuid.UUID
+    reason: str
+
+
+class QuarantineChanged(Event):
+    """The brain decided to quarantine or release this node (`subject` is the node id)."""
+
+    type: Literal["QuarantineChanged"] = "QuarantineChanged"
+    payload: QuarantineChangedPayload
+
+
+class TickPayload(Payload):
+    pass
+
+
+class JobTick(Event):
+    """Time passed for a job: lets rules notice what did *not* happen (checkpoint stall)."""
+
+    type: Literal["JobTick"] = "JobTick"
+    payload: TickPayload = TickPayload()
+
+
+class NodeTick(Event):
+    """Time passed for a node: lets rules notice a heartbeat that did not come."""
+
+    type: Literal["NodeTick"] = "NodeTick"
+    payload: TickPayload = TickPayload()
+
+
+def tick(cls: type[Event], subject: str, cluster: str, now: datetime) -> Event:
+    return cls.model_validate(
+        {
+            "event_id": derived_id(cls.__name__, subject, now.isoformat()),
+            "source": "streams/clock",
+            "cluster": cluster,
+            "subject": subject,
+            "occurred_at": now,
+            "observed_at": now,
+            "payload": {},
+        }
+    )
+
+
+_INTERNAL: dict[str, type[Event]] = {
+    cls.model_fields["type"].default: cls
+    for cls in (NodeJobObserved, NodeSetFailed, QuarantineChanged, JobTick, NodeTick)
+}
+
+
+def decode_internal(raw: bytes) -> Event:
+    """Bytes of one internal event (as `schemas.codec.encode` wrote it) → the event."""
+    doc = orjson.loads(raw)
+    return _INTERNAL[doc["type"]].model_validate(doc)

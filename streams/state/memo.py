@@ -1,0 +1,28 @@
+"""What the rule engine remembers per subject: pending `for_s` conditions and recent firings.
+
+It lives inside each entity's state (job, node, node set), so it is persisted, restored and
+replayed exactly like the rest of the state.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict
+
+FIRED_IDS_KEPT = 16  # per rule: enough to recognise a redelivered decision, bounded
+
+
+class Fired(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    at: datetime
+    trigger_ids: tuple[uuid.UUID, ...] = ()
+
+
+class RuleMemo(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    pending_since: dict[str, datetime] = {}
+    fired: dict[str, Fired] = {}

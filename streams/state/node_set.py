@@ -1,0 +1,59 @@
+"""A node set: the exact set of nodes a job attempt ran on, and the failures seen on it."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from functools import singledispatch
+
+from pydantic import BaseModel, ConfigDict
+
+from schemas.envelope import Event
+from schemas.events import QuarantineNodes
+from streams.state.internal import NodeSetFailed
+from streams.state.memo import RuleMemo
+from streams.state.windows import Failure, record
+
+
+class NodeSet(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    key: str
+    cluster: str
+    nodes: tuple[str, ...] = ()
+    failures: tuple[Failure, ...] = ()
+    quarantines: int = 0
+    last_quarantine_at: datetime | None = None
+    rule_memo: RuleMemo = RuleMemo()
+    updated_at: datetime | None = None
+
+    @classmethod
+    def new(cls, event: Event) -> NodeSet:
+        return cls(key=event.subject, cluster=event.cluster)
+
+
+def apply(state: NodeSet | None, event: Event) -> NodeSet:
+    current = state or NodeSet.new(event)
+    folded = _fold(event, current)
+    latest = max(filter(None, (current.updated_at, event.occurred_at)))
+    return folded.model_copy(update={"updated_at": latest})
+
+
+@singledispatch
+def _fold(event: Event, state: NodeSet) -> NodeSet:
+    return state
+
+
+@_fold.register
+def _(event: NodeSetFailed, state: NodeSet) -> NodeSet:
+    p = event.payload
+    failure = Failure(at=event.occurred_at, job_id=p.job_id, attempt=p.attempt, cause=p.cause)
+    return state.model_copy(update={"nodes": p.nodes, "failures": record(state.failures, failure)})
+
+
+@_fold.register
+def _(event: QuarantineNodes, state: NodeSet) -> NodeSet:
+    if state.last_quarantine_at == event.occurred_at:
+        return state
+    return state.model_copy(
+        update={"quarantines": state.quarantines + 1, "last_quarantine_at": event.occurred_at}
+    )

@@ -1,0 +1,156 @@
+"""The Slurm adapter against a real local 3-node Slurm cluster."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from actions.adapters.base import make_adapter
+from actions.adapters.settings import SlurmSettings
+from actions.adapters.slurm import SlurmAdapter
+from actions.errors import PermanentError, TemporaryError
+from tests.support.slurm import SlurmCluster, slurm_cluster_fixture  # noqa: F401
+
+pytestmark = pytest.mark.integration
+
+# Fails unless it was given a checkpoint: the first run fails, the requeued one resumes.
+TRAIN = """#!/bin/sh
+echo "run=${SLURM_RESTART_COUNT:-0} node=$SLURMD_NODENAME resume=${CENTRALITY_RESUME_FROM:-none}"
+[ -n "$CENTRALITY_RESUME_FROM" ] && echo "Training Complete" && exit 0
+exit 3
+"""
+
+
+@pytest.fixture
+def slurm(slurm_cluster: SlurmCluster, monkeypatch: pytest.MonkeyPatch) -> SlurmAdapter:
+    for key, value in slurm_cluster.adapter_env().items():
+        monkeypatch.setenv(key, value)
+    adapter = make_adapter("slurm")
+    assert isinstance(adapter, SlurmAdapter)
+    return adapter
+
+
+def test_requeue_runs_a_failed_job_again_from_the_checkpoint(
+    slurm: SlurmAdapter,
+    slurm_cluster: SlurmCluster,
+    tmp_path: Path,
+) -> None:
+    script = tmp_path / "train.sh"
+    script.write_text(TRAIN)
+    out = slurm_cluster.output_dir / "train-%j.out"
+    job = slurm_cluster.sbatch("--requeue", "--open-mode=append", f"--output={out}", str(script))
+    assert slurm_cluster.wait_job(job, {"FAILED", "COMPLETED"}) == "FAILED"
+
+    detail = slurm.requeue(f"slurm/ctest/{job}", checkpoint_uri="s3://ckpt/run-7/step-1200")
+
+    assert detail["job_id"] == f"slurm/ctest/{job}"
+    assert slurm_cluster.wait_job(job, {"COMPLETED", "FAILED"}, timeout_s=20) == "COMPLETED"
+    assert slurm_cluster.job_field(job, "Restarts") == "1"
+    logs = slurm.job_logs(f"slurm/ctest/{job}").splitlines()
+    assert logs[0].startswith("run=0") and logs[0].endswith("resume=none")
+    assert logs[1].startswith("run=1") and logs[1].endswith("resume=s3://ckpt/run-7/step-1200")
+    assert logs[-1] == "Training Complete"
+    assert slurm.job_logs(f"slurm/ctest/{job}", tail_lines=1) == "Training Complete\n"
+
+    slurm.requeue(f"slurm/ctest/{job}", checkpoint_uri=None)  # from scratch: no resume marker
+    assert slurm_cluster.wait_job(job, {"COMPLETED", "FAILED"}, timeout_s=20) == "FAILED"
+    assert slurm.job_logs(f"slurm/ctest/{job}", tail_lines=1).endswith("resume=none\n")
+
+
+@pytest.mark.parametrize("job_id", ["ray/raysubmit_1", "slurm/other/12", "slurm/ctest/x", "12"])
+def test_a_foreign_job_id_is_permanent(slurm: SlurmAdapter, job_id: str) -> None:
+    with pytest.raises(PermanentError):
+        slurm.requeue(job_id, checkpoint_uri=None)
+
+
+def test_an_unknown_job_is_permanent(slurm: SlurmAdapter) -> None:
+    with pytest.raises(PermanentError, match="Invalid job id"):
+        slurm.requeue("slurm/ctest/987654", checkpoint_uri=None)
+
+
+def test_an_unreachable_controller_is_temporary(
+    slurm_cluster: SlurmCluster,
+    tmp_path: Path,
+) -> None:
+    conf = tmp_path / "slurm.conf"
+    text = slurm_cluster.conf.read_text()
+    conf.write_text(
+        "\n".join(
+            "SlurmctldPort=9" if line.startswith("SlurmctldPort=") else line
+            for line in text.splitlines()
+        )
+    )
+    adapter = SlurmAdapter(SlurmSettings(cluster="ctest", conf=conf, command_timeout_s=1))
+    with pytest.raises(TemporaryError):
+        adapter.drain(["node1"], reason="x")
+
+
+def test_drain_with_a_reason_shows_in_sinfo_and_resume_undoes_it(
+    slurm: SlurmAdapter,
+    slurm_cluster: SlurmCluster,
+) -> None:
+    slurm.drain(["node2", "node3"], reason="centrality: 5 failures on these nodes")
+    try:
+        for node in ("node2", "node3"):
+            assert slurm_cluster.node_field(node, "%T") == "drained"
+            assert slurm_cluster.node_field(node, "%E") == "centrality: 5 failures on these nodes"
+        assert slurm_cluster.node_field("node1", "%T") == "idle"
+    finally:
+        detail = slurm.resume(["node2", "node3"])
+    assert detail["resumed"] == ["node2", "node3"]
+    # `idle*` until the controller's next ping: resuming marks a node not-responding in 22.05.
+    assert slurm_cluster.node_field("node2", "%T").rstrip("*") == "idle"
+    assert slurm.resume(["node2"])["already_up"] == ["node2"]
+
+
+def test_drain_of_an_unknown_node_is_permanent(slurm: SlurmAdapter) -> None:
+    with pytest.raises(PermanentError, match="Invalid node name"):
+        slurm.drain(["node99"], reason="x")
+
+
+def test_taint_is_a_node_feature(
+    slurm: SlurmAdapter,
+    slurm_cluster: SlurmCluster,
+) -> None:
+    slurm.taint(["node1"], key="centrality.io/quarantined", reason="xid 79")
+    slurm.taint(["node1"], key="centrality.io/suspect", reason="slow")
+    try:
+        features = slurm_cluster.node_field("node1", "%f").split(",")
+        assert sorted(features) == ["centrality.io/quarantined", "centrality.io/suspect"]
+    finally:
+        slurm.untaint(["node1"], key="centrality.io/quarantined")
+        slurm.untaint(["node1"], key="centrality.io/suspect")
+    assert slurm_cluster.node_field("node1", "%f") == "(null)"
+
+
+def test_run_on_nodes_runs_once_on_exactly_those_nodes(slurm: SlurmAdapter) -> None:
+    result = slurm.run_on_nodes(
+        ["node1", "node3"],
+        ["sh", "-c", 'echo "$SLURMD_NODENAME $BENCH_SUITE $(ls /dev/null)"'],
+        env={"BENCH_SUITE": "gpu,nccl"},
+        timeout_s=30,
+    )
+    assert result.exit_code == 0, result.stderr
+    assert sorted(result.stdout.splitlines()) == [
+        "node1 gpu,nccl /dev/null",
+        "node3 gpu,nccl /dev/null",
+    ]
+    assert result.job_id is not None and result.job_id.startswith("slurm/ctest/")
+
+
+def test_run_on_a_drained_node_runs_there_and_leaves_it_drained(
+    slurm: SlurmAdapter,
+    slurm_cluster: SlurmCluster,
+) -> None:
+    slurm.drain(["node2"], reason="quarantined by centrality")
+    try:
+        result = slurm.run_on_nodes(
+            ["node2"], ["sh", "-c", 'echo "$SLURMD_NODENAME"; exit 4'], env={}, timeout_s=30
+        )
+        assert (result.exit_code, result.stdout) == (4, "node2\n")
+        assert slurm_cluster.node_field("node2", "%T") == "drained"
+        assert slurm_cluster.node_field("node2", "%E") == "quarantined by centrality"
+        assert "No reservations" in slurm_cluster.scontrol("show", "reservation")
+    finally:
+        slurm.resume(["node2"])

@@ -1,0 +1,106 @@
+"""The Ray watcher against a real local Ray head (Jobs API, logs, node death)."""
+
+import asyncio
+import time
+from pathlib import Path
+
+import pytest
+from ray.job_submission import JobStatus, JobSubmissionClient
+
+from collectors.sink import RecordingSink
+from collectors.watchers.ray.settings import RayWatchSettings
+from collectors.watchers.ray.watcher import RayWatcher
+from schemas.envelope import Event
+from schemas.events import JobExited, LogSignalDetected, NodeHealthChecked
+from schemas.events.jobs import JobState
+from schemas.events.logs import LogSignal
+from schemas.events.nodes import HealthStatus
+from tests.support.ray import RayHead
+
+pytestmark = pytest.mark.integration
+
+
+def settings(head: RayHead, tmp_path: Path) -> RayWatchSettings:
+    return RayWatchSettings(
+        address=head.address, cluster="raytest", poll_s=0.5, state_file=tmp_path / "ledger.json"
+    )
+
+
+async def finished(client: JobSubmissionClient, sid: str, timeout_s: float = 60) -> None:
+    deadline = time.monotonic() + timeout_s
+    while client.get_job_status(sid) not in {JobStatus.SUCCEEDED, JobStatus.FAILED}:
+        assert time.monotonic() < deadline, f"{sid} did not finish"
+        await asyncio.sleep(0.3)
+
+
+def of(events: list[Event], sid: str) -> list[Event]:
+    return [e for e in events if e.subject == f"ray/{sid}"]
+
+
+async def test_jobs_their_driver_node_exit_and_log_signals(
+    ray_head: RayHead, tmp_path: Path
+) -> None:
+    client = JobSubmissionClient(ray_head.address)
+    ok = client.submit_job(entrypoint="python -c \"print('step 9'); print('Training Complete')\"")
+    bad = client.submit_job(
+        entrypoint="python -c \"import sys; print('RuntimeError: CUDA error: an illegal memory "
+        "access was encountered'); sys.exit(3)\""
+    )
+    await finished(client, ok)
+    await finished(client, bad)
+    sink = RecordingSink()
+    await RayWatcher(settings(ray_head, tmp_path), sink).poll_once()
+
+    good = of(sink.events, ok)
+    assert [e.type for e in good] == [
+        "JobSubmitted",
+        "JobStateChanged",
+        "LogSignalDetected",
+        "JobExited",
+    ]
+    signal, end = good[2], good[3]
+    assert isinstance(signal, LogSignalDetected) and isinstance(end, JobExited)
+    assert signal.payload.signal == LogSignal.TRAINING_COMPLETE
+    assert (end.payload.state, end.payload.exit_code, end.payload.nodes) == (
+        JobState.SUCCEEDED,
+        0,
+        ("127.0.0.1",),
+    )
+
+    failed = of(sink.events, bad)
+    signals = [e.payload.signal for e in failed if isinstance(e, LogSignalDetected)]
+    assert signals == [LogSignal.CUDA_ERROR]
+    [end] = [e for e in failed if isinstance(e, JobExited)]
+    assert (end.payload.state, end.payload.exit_code) == (JobState.FAILED, 3)
+
+    again = RecordingSink()
+    await RayWatcher(settings(ray_head, tmp_path), again).poll_once()
+    assert of(again.events, ok) == [] and of(again.events, bad) == []
+
+
+async def test_a_dead_node_is_reported(
+    ray_head: RayHead, ray_worker: object, tmp_path: Path
+) -> None:
+    sink = RecordingSink()
+    watcher = RayWatcher(settings(ray_head, tmp_path), sink)
+    deadline = time.monotonic() + 60
+    while len(sink.of_type(NodeHealthChecked)) < 2 and time.monotonic() < deadline:
+        await watcher.poll_once()
+        await asyncio.sleep(0.5)
+    alive = sink.of_type(NodeHealthChecked)
+    assert len(alive) == 2 and {e.payload.status for e in alive} == {HealthStatus.OK}
+    worker_ids = {
+        e.payload.details["node_id"] for e in alive if not e.payload.details["is_head_node"]
+    }
+    ray_worker.kill()  # type: ignore[attr-defined]
+    dead: list[NodeHealthChecked] = []
+    deadline = time.monotonic() + 90
+    while not dead and time.monotonic() < deadline:
+        await watcher.poll_once()
+        dead = [
+            e for e in sink.of_type(NodeHealthChecked) if e.payload.status == HealthStatus.CRITICAL
+        ]
+        await asyncio.sleep(0.5)
+    assert dead, "the worker's death was not reported within 90 s"
+    assert dead[0].payload.details["node_id"] in worker_ids
+    assert dead[0].payload.message.startswith("dead")

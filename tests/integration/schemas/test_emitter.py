@@ -1,0 +1,94 @@
+"""The Emitter on the real broker: delivery, batching, dead letters, the sync face."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from schemas.codec import decode
+from schemas.deadletter import DEAD_LETTER_COUNTS, DeadLetter
+from schemas.emitter import Emitter, EmitterSettings, SyncEmitter
+from schemas.events import GpuSampled
+from schemas.settings import KafkaSettings
+from tests.factories import envelope, exited
+from tests.kafka_helpers import read_events, read_messages
+
+pytestmark = pytest.mark.integration
+
+
+def options(tmp_path: Path, **overrides: object) -> EmitterSettings:
+    return EmitterSettings(spool_dir=tmp_path / "spool", **overrides)  # type: ignore[arg-type]
+
+
+def gpu_sample(node: str, gpu: int) -> GpuSampled:
+    return GpuSampled(**envelope(node), payload={"gpu": gpu, "utilization_pct": 50.0})
+
+
+async def test_events_arrive_keyed_by_subject(
+    kafka_settings: KafkaSettings, tmp_path: Path
+) -> None:
+    events = [exited(attempt=n, subject=f"slurm/t/{n % 3}") for n in range(1, 31)]
+    async with Emitter(kafka_settings, options(tmp_path)) as emitter:
+        for e in events:
+            await emitter.emit(e)
+    got = await read_events(kafka_settings, "jobs")
+    assert sorted(str(e.event_id) for e in got) == sorted(str(e.event_id) for e in events)
+    for subject in {e.subject for e in events}:  # order per key holds
+        assert [e.event_id for e in got if e.subject == subject] == [
+            e.event_id for e in events if e.subject == subject
+        ]
+
+
+async def test_high_volume_families_travel_batched(
+    kafka_settings: KafkaSettings, tmp_path: Path
+) -> None:
+    samples = [gpu_sample(f"node-{n}", gpu) for n in range(2) for gpu in range(8)] * 5
+    async with Emitter(kafka_settings, options(tmp_path, batch_linger_ms=10_000)) as emitter:
+        for s in samples:
+            await emitter.emit(s)
+    messages = await read_messages(kafka_settings, "gpu")
+    assert len(messages) == 2  # one per node, flushed at stop
+    assert sorted(len(decode(m)) for m in messages) == [40, 40]
+
+
+async def test_batch_size_is_bounded(kafka_settings: KafkaSettings, tmp_path: Path) -> None:
+    async with Emitter(
+        kafka_settings, options(tmp_path, batch_max_events=16, batch_linger_ms=10_000)
+    ) as emitter:
+        for gpu in range(40):
+            await emitter.emit(gpu_sample("node-0", gpu % 8))
+    sizes = [len(decode(m)) for m in await read_messages(kafka_settings, "gpu")]
+    assert sizes == [16, 16, 8]
+
+
+async def test_dead_letters_are_sent_and_counted(
+    kafka_settings: KafkaSettings, tmp_path: Path
+) -> None:
+    before = DEAD_LETTER_COUNTS[("test-consumer", "malformed")]
+    letter = DeadLetter(
+        reason="malformed",
+        detail="x",
+        consumer="test-consumer",
+        topic="t",
+        partition=0,
+        offset=7,
+        raw=b"\x00not json",
+    )
+    async with Emitter(kafka_settings, options(tmp_path)) as emitter:
+        await emitter.dead_letter(letter)
+    [raw] = await read_messages(kafka_settings, "deadletter")
+    back = DeadLetter.from_bytes(raw)
+    assert back.raw == b"\x00not json" and back.offset == 7 and back.reason == "malformed"
+    assert DEAD_LETTER_COUNTS[("test-consumer", "malformed")] == before + 1
+
+
+def test_sync_emitter(kafka_settings: KafkaSettings, tmp_path: Path) -> None:
+    events = [exited(attempt=n) for n in range(1, 4)]
+    with SyncEmitter(kafka_settings, options(tmp_path)) as emitter:
+        for e in events:
+            emitter.emit(e)
+    import asyncio
+
+    got = asyncio.run(read_events(kafka_settings, "jobs"))
+    assert [e.event_id for e in got] == [e.event_id for e in events]

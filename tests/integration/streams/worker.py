@@ -1,0 +1,119 @@
+"""Helpers for running the real `centrality streams` worker against the test broker."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+from aiokafka import AIOKafkaConsumer, TopicPartition
+
+from centrality.stack.process import ManagedProcess
+from schemas.codec import decode
+from schemas.settings import KafkaSettings
+from schemas.topics import JOB_PARTITIONS, topic_name
+
+
+class StreamsWorker:
+    def __init__(self, env: dict[str, str], run_dir: Path) -> None:
+        self.env = {
+            **env,
+            "CENTRALITY_STREAMS_TICK_INTERVAL_S": "3600",  # no wall-clock ticks in these tests
+            "CENTRALITY_STREAMS_SESSION_TIMEOUT_S": "6",
+        }
+        self.process = ManagedProcess("streams", run_dir)
+
+    def start(self) -> None:
+        cli = Path(sys.executable).with_name("centrality")
+        self.process.start([str(cli), "streams"], env=self.env)
+
+    def kill9(self) -> None:
+        pid = self.process.pid()
+        assert pid is not None, self.process.log_tail()
+        os.killpg(pid, signal.SIGKILL)
+        while self.process.pid() is not None:
+            time.sleep(0.05)
+
+    def stop(self) -> None:
+        self.process.stop()
+
+    def check(self) -> None:
+        if self.process.pid() is None:
+            raise RuntimeError(f"streams worker died:\n{self.process.log_tail(60)}")
+
+
+async def _read_all(
+    settings: KafkaSettings,
+    topic: str,
+    until: Callable[[list[Any]], bool],
+    timeout_s: float,
+    on_idle: Callable[[], None],
+) -> list[Any]:
+    consumer = AIOKafkaConsumer(
+        topic, bootstrap_servers=settings.bootstrap, auto_offset_reset="earliest"
+    )
+    await consumer.start()
+    records: list[Any] = []
+    try:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline and not until(records):
+            batch = await consumer.getmany(timeout_ms=300)
+            for messages in batch.values():
+                records.extend(messages)
+            on_idle()
+    finally:
+        await consumer.stop()
+    return records
+
+
+def trigger_counts(
+    settings: KafkaSettings,
+    until: Callable[[Counter[str]], bool],
+    timeout_s: float,
+    on_idle: Callable[[], None] = lambda: None,
+) -> Counter[str]:
+    """Trigger ids on the triggers topic (with how often each was sent), polled until `until`."""
+
+    def counts(records: list[Any]) -> Counter[str]:
+        return Counter(str(e.event_id) for r in records for e in decode(r.value))
+
+    records = asyncio.run(
+        _read_all(
+            settings,
+            topic_name("triggers", settings),
+            lambda rs: until(counts(rs)),
+            timeout_s,
+            on_idle,
+        )
+    )
+    return counts(records)
+
+
+async def _read_to_end(settings: KafkaSettings, topic: str) -> list[Any]:
+    consumer = AIOKafkaConsumer(bootstrap_servers=settings.bootstrap, enable_auto_commit=False)
+    await consumer.start()
+    try:
+        partitions = [TopicPartition(topic, p) for p in range(JOB_PARTITIONS)]
+        consumer.assign(partitions)
+        await consumer.seek_to_beginning(*partitions)
+        end = await consumer.end_offsets(partitions)
+        records: list[Any] = []
+        while any([await consumer.position(tp) < end[tp] for tp in partitions]):
+            for messages in (await consumer.getmany(timeout_ms=300)).values():
+                records.extend(messages)
+        return records
+    finally:
+        await consumer.stop()
+
+
+def table_contents(app_id: str, table: str, settings: KafkaSettings) -> dict[str, Any]:
+    """The latest value per key in a table's changelog (what a restarted worker restores)."""
+    records = asyncio.run(_read_to_end(settings, f"{app_id}-{table}-changelog"))
+    return {r.key.decode(): orjson.loads(r.value) for r in records if r.value is not None}

@@ -1,0 +1,252 @@
+"""A real local Slurm cluster (Debian's slurm-wlm) for integration tests.
+
+One `slurmctld` and one `slurmd -N nodeK` per node run on this host, all on loopback with their
+own ports, under a private state directory; `auth/none` (no munge daemon to manage). Every node
+has fake GPUs (`gres/gpu`, character devices made by mknod), so `--gres=gpu:N` works. The
+daemons are started in the foreground by the fixture, and `stop()` cancels every job and ends only
+those daemons (and the job steps they spawned). Nothing is installed here: `.ci/run` installs
+`slurmctld slurmd slurm-client munge`.
+
+Clients reach the cluster through `SLURM_CONF`: use `cluster.env()` for subprocesses, or
+`cluster.adapter_env()` for the `CENTRALITY_SLURM_*` settings of the Slurm adapter.
+
+    from tests.support.slurm import SlurmCluster, slurm_cluster_fixture  # noqa: F401
+
+    def test_x(slurm_cluster: SlurmCluster) -> None:
+        job = slurm_cluster.sbatch("--wrap", "hostname")
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from centrality.stack.process import ManagedProcess, ServiceError, port_open
+
+_BINARIES = ("slurmctld", "slurmd", "scontrol", "sbatch")
+# The prolog the project ships: requeued jobs see CENTRALITY_RESUME_FROM through it.
+TASK_PROLOG = Path(__file__).resolve().parents[2] / "infra" / "slurm" / "task-prolog.sh"
+
+
+def free_port() -> int:
+    """A loopback port free right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class SlurmCluster:
+    """`nodes` nodes named node1..nodeN with `gpus_per_node` fake GPUs each, in `run_dir`."""
+
+    run_dir: Path
+    name: str = "ctest"
+    nodes: int = 3
+    gpus_per_node: int = 2
+    cpus_per_node: int = 2
+    start_timeout_s: float = 5.0
+    _ctld_port: int = field(default_factory=free_port)
+    _node_ports: list[int] = field(default_factory=list)
+
+    @property
+    def conf(self) -> Path:
+        return self.run_dir / "slurm.conf"
+
+    @property
+    def node_names(self) -> list[str]:
+        return [f"node{i}" for i in range(1, self.nodes + 1)]
+
+    @property
+    def output_dir(self) -> Path:
+        """Where tests and the adapter put job output (the 'shared filesystem')."""
+        return self.run_dir / "out"
+
+    def env(self) -> dict[str, str]:
+        return {**os.environ, "SLURM_CONF": str(self.conf)}
+
+    def adapter_env(self) -> dict[str, str]:
+        return {
+            "CENTRALITY_SLURM_CLUSTER": self.name,
+            "CENTRALITY_SLURM_CONF": str(self.conf),
+            "CENTRALITY_SLURM_OUTPUT_DIR": str(self.output_dir),
+        }
+
+    def start(self) -> None:
+        missing = [d for d in _BINARIES if shutil.which(d) is None]
+        if missing:
+            raise ServiceError(
+                f"Slurm is not installed ({', '.join(missing)} missing): run .ci/run or "
+                "apt-get install slurmctld slurmd slurm-client munge"
+            )
+        self._node_ports = [free_port() for _ in self.node_names]
+        for sub in ("state", "spool", "log", "dev", "out"):
+            (self.run_dir / sub).mkdir(parents=True, exist_ok=True)
+        self._make_gpus()
+        self.conf.write_text(self._slurm_conf())
+        (self.run_dir / "gres.conf").write_text(self._gres_conf())
+        self._ctld().start(["slurmctld", "-D", "-i", "-f", str(self.conf)], env=self.env())
+        self._ctld().wait_until(lambda: port_open("127.0.0.1", self._ctld_port), 5.0)
+        for node, port in zip(self.node_names, self._node_ports, strict=True):
+            daemon = self._slurmd(node)
+            daemon.start(["slurmd", "-D", "-N", node, "-f", str(self.conf)], env=self.env())
+            daemon.wait_until(lambda port=port: port_open("127.0.0.1", port), 5.0)
+        self._ctld().wait_until(self._all_idle, self.start_timeout_s)
+
+    def stop(self) -> None:
+        if self._ctld().pid() is not None:
+            subprocess.run(
+                ["scancel", "--full", f"--clusters={self.name}", "--user=root"],
+                env=self.env(),
+                capture_output=True,
+                timeout=10,
+                check=False,
+            )
+            deadline = time.monotonic() + 10
+            while self.squeue("%i") and time.monotonic() < deadline:
+                time.sleep(0.2)
+        for node in self.node_names:
+            self._slurmd(node).stop(timeout_s=10)
+        self._ctld().stop(timeout_s=10)
+
+    def scontrol(self, *args: str) -> str:
+        return self._run("scontrol", *args)
+
+    def sbatch(self, *args: str, env: dict[str, str] | None = None) -> str:
+        """Submit; returns the numeric job id."""
+        return self._run("sbatch", "--parsable", *args, env=env).strip().split(";")[0]
+
+    def squeue(self, fmt: str, job_id: str | None = None) -> list[str]:
+        args = ["-h", "-o", fmt] + (["-j", job_id] if job_id else [])
+        return self._run("squeue", *args).splitlines()
+
+    def job_state(self, job_id: str) -> str:
+        """The job's state from `scontrol show job` (still known after it ends)."""
+        return self.job_field(job_id, "JobState")
+
+    def job_field(self, job_id: str, key: str) -> str:
+        for token in self.scontrol("show", "job", job_id).split():
+            name, _, value = token.partition("=")
+            if name == key:
+                return value
+        raise KeyError(key)
+
+    def node_field(self, node: str, fmt: str) -> str:
+        """One `sinfo -N -n node -o fmt` value (e.g. %T state, %E reason, %f features)."""
+        return self._run("sinfo", "-h", "-N", "-n", node, "-o", fmt).strip()
+
+    def wait_job(self, job_id: str, states: set[str], timeout_s: float = 30.0) -> str:
+        deadline = time.monotonic() + timeout_s
+        state = ""
+        while time.monotonic() < deadline:
+            state = self.job_state(job_id)
+            if state in states:
+                return state
+            time.sleep(0.2)
+        raise AssertionError(f"job {job_id} stayed {state}, wanted one of {sorted(states)}")
+
+    def _run(self, *argv: str, env: dict[str, str] | None = None) -> str:
+        done = subprocess.run(
+            list(argv),
+            env={**self.env(), **(env or {})},
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+        if done.returncode != 0:
+            raise ServiceError(f"{' '.join(argv)} failed ({done.returncode}): {done.stderr}")
+        return done.stdout
+
+    def _all_idle(self) -> bool:
+        done = subprocess.run(
+            ["sinfo", "-h", "-N", "-o", "%N %T"],
+            env=self.env(),
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=False,
+        )
+        states = dict(line.split() for line in done.stdout.splitlines() if line.strip())
+        return all(states.get(n) == "idle" for n in self.node_names)
+
+    def _ctld(self) -> ManagedProcess:
+        return ManagedProcess("slurmctld", self.run_dir / "log")
+
+    def _slurmd(self, node: str) -> ManagedProcess:
+        return ManagedProcess(f"slurmd-{node}", self.run_dir / "log")
+
+    def _make_gpus(self) -> None:
+        for i in range(self.gpus_per_node):
+            dev = self.run_dir / "dev" / f"nvidia{i}"
+            if not dev.exists():
+                # gres/gpu rejects plain files; a char device with NVIDIA's major looks real.
+                os.mknod(dev, 0o600 | 0o020000, os.makedev(195, i))
+
+    def _slurm_conf(self) -> str:
+        d = self.run_dir
+        host = socket.gethostname().split(".")[0]
+        nodes = "\n".join(
+            f"NodeName={n} NodeAddr=127.0.0.1 NodeHostname={host} Port={p} "
+            f"CPUs={self.cpus_per_node} Gres=gpu:{self.gpus_per_node} State=UNKNOWN"
+            for n, p in zip(self.node_names, self._node_ports, strict=True)
+        )
+        return f"""\
+ClusterName={self.name}
+SlurmctldHost={host}(127.0.0.1)
+SlurmctldPort={self._ctld_port}
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/none
+CredType=cred/none
+CommunicationParameters=NoInAddrAny,NoCtldInAddrAny
+StateSaveLocation={d}/state
+SlurmdSpoolDir={d}/spool/%n
+SlurmctldPidFile={d}/log/slurmctld.pidfile
+SlurmdPidFile={d}/log/slurmd-%n.pidfile
+SlurmctldLogFile={d}/log/slurmctld.daemon.log
+SlurmdLogFile={d}/log/slurmd-%n.daemon.log
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SwitchType=switch/none
+MpiDefault=none
+MailProg=/bin/true
+SchedulerType=sched/builtin
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+SlurmdParameters=config_overrides
+GresTypes=gpu
+JobRequeue=1
+ReturnToService=2
+SlurmdTimeout=10
+InactiveLimit=0
+KillWait=2
+MinJobAge=600
+JobCompType=jobcomp/filetxt
+JobCompLoc={d}/log/jobcomp.txt
+TaskProlog={TASK_PROLOG}
+{nodes}
+PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
+"""
+
+    def _gres_conf(self) -> str:
+        last = self.gpus_per_node - 1
+        return f"AutoDetect=off\nName=gpu File={self.run_dir}/dev/nvidia[0-{last}]\n"
+
+
+@pytest.fixture(scope="session", name="slurm_cluster")
+def slurm_cluster_fixture(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmCluster]:
+    """One 3-node cluster for the session; tests must not leave nodes drained."""
+    cluster = SlurmCluster(tmp_path_factory.mktemp("slurm"))
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.stop()

@@ -1,0 +1,52 @@
+"""Triggers for action tests, built the way rules build them (deterministic ids)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from schemas.events import JobExited, Notify, QuarantineNodes, RestartJob, RunBenchmark
+from tests.factories import exited
+
+
+def cause(subject: str = "slurm/test/42", cluster: str = "test") -> JobExited:
+    return exited(subject=subject).model_copy(update={"cluster": cluster})
+
+
+def restart(subject: str = "slurm/test/42", window: str = "attempt-1", **kw: Any) -> RestartJob:
+    return RestartJob.decide(
+        cause=cause(subject, kw.pop("cluster", "test")),
+        source="test",
+        rule="restart_incomplete_exit",
+        window=window,
+        reason="exited without Training Complete",
+        checkpoint_uri="s3://ckpt/step-1200",
+        attempt=1,
+        **kw,
+    )
+
+
+def quarantine(
+    nodes: tuple[str, ...], window: str = "w1", cluster: str = "test"
+) -> QuarantineNodes:
+    return QuarantineNodes.decide(
+        cause=cause(cluster=cluster),
+        source="test",
+        rule="repeat_failures",
+        window=window,
+        reason="5 failures on the same nodes",
+        nodes=nodes,
+    )
+
+
+def benchmark(nodes: tuple[str, ...], window: str = "w1") -> RunBenchmark:
+    return RunBenchmark.decide(
+        cause=cause(), source="test", rule="repeat_failures", window=window,
+        reason="suspect nodes", nodes=nodes,
+    )  # fmt: skip
+
+
+def notify(incident: str, window: str) -> Notify:
+    return Notify.decide(
+        cause=cause(), source="test", rule="repeat_failures", window=window,
+        reason="5 failures", title="Job keeps failing", incident=incident,
+    )  # fmt: skip

@@ -1,0 +1,57 @@
+"""Benchmark verdicts and parsing with fake results; the real runner here (no GPU → no-gpu)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import uuid
+
+from actions.benchmark.parse import parse_reports
+from actions.benchmark.runner import KIND, verdict
+
+GOOD = {"gpu": 0, "matmul_tflops": 700.0, "memory_bandwidth_gbps": 3000.0}
+
+
+def test_verdicts_against_thresholds() -> None:
+    assert verdict([], None, {"min_tflops": 1}) == ("no-gpu", [])
+    assert verdict([GOOD], 400.0, {"min_tflops": 600, "min_busbw_gbps": 300}) == ("pass", [])
+    slow = {**GOOD, "gpu": 1, "matmul_tflops": 200.0}
+    result, reasons = verdict([GOOD, slow], 100.0, {"min_tflops": 600, "min_busbw_gbps": 300})
+    assert result == "fail"
+    assert reasons == ["gpu 1: matmul TFLOP/s 200.0 < 600", "NCCL bus GB/s 100.0 < 300"]
+    broken = {"gpu": 2, "error": "CUDA error: ECC"}
+    assert verdict([broken], None, {}) == ("fail", ["gpu 2: CUDA error: ECC"])
+
+
+def report(node: str, **kw: object) -> str:
+    doc = {"kind": KIND, "node": node, "gpus": [GOOD], "verdict": "pass", **kw}
+    return json.dumps(doc)
+
+
+def test_parse_one_result_per_requested_node() -> None:
+    tid = uuid.uuid4()
+    stdout = "\n".join(
+        ["srun: noise", report("n1"), '{"not": "ours"}', report("n3", verdict="bogus"), "{bad"]
+    )
+    n1, n2, n3 = parse_reports(stdout, ["n1", "n2", "n3"], tid)
+    assert (n1.node, n1.verdict, n1.trigger_id, n1.gpus[0].matmul_tflops) == (
+        "n1",
+        "pass",
+        tid,
+        700,
+    )
+    assert (n2.verdict, n2.reasons) == ("error", ("the node printed no benchmark report",))
+    assert n3.verdict == "error" and n3.reasons[0].startswith("unreadable report")
+
+
+def test_real_runner_without_gpu_reports_no_gpu() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "actions.benchmark.runner", "--json", "--node", "n9",
+         "--min-tflops", "600"],
+        capture_output=True, text=True, check=True, timeout=60,
+    ).stdout  # fmt: skip
+    [parsed] = parse_reports(out, ["n9"])
+    assert parsed.verdict == "no-gpu"
+    assert parsed.thresholds == {"min_tflops": 600.0}
+    assert parsed.reasons and parsed.gpus == ()

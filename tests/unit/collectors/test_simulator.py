@@ -1,0 +1,86 @@
+from collections import Counter
+from datetime import UTC, datetime
+
+from collectors.simulate.config import SimConfig
+from collectors.simulate.runner import group, simulate
+from collectors.sink import RecordingSink
+from schemas.codec import decode, encode_batch
+from schemas.events import (
+    GpuSampled,
+    GpuXidObserved,
+    JobExited,
+    JobState,
+    LogSignalDetected,
+    NcclSampled,
+    NodeHeartbeat,
+)
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+FAULTY = SimConfig(
+    nodes=24,
+    gpus=4,
+    jobs=6,
+    seed=7,
+    nodes_per_job=(1, 2),
+    job_duration_s=(300.0, 600.0),
+    xid_nodes=1,
+    xid_every_s=120.0,
+    crash_jobs=1,
+    preempt_jobs=1,
+    slow_nccl_jobs=1,
+    lost_heartbeat_nodes=1,
+    lost_heartbeat_at_s=100.0,
+)
+
+
+async def run(config: SimConfig, duration_s: float) -> RecordingSink:
+    sink = RecordingSink()
+    await simulate(config, sink, duration_s=duration_s, start=T0)
+    return sink
+
+
+async def test_same_seed_same_story_other_seed_other_story() -> None:
+    a, b = await run(FAULTY, 900), await run(FAULTY, 900)
+    dump = lambda s: [e.model_dump(exclude={"observed_at"}) for e in s.events]  # noqa: E731
+    assert dump(a) == dump(b)
+    c = await run(FAULTY.model_copy(update={"seed": 8}), 900)
+    assert dump(a) != dump(c)
+
+
+async def test_faults_are_injected() -> None:
+    sink = await run(FAULTY, 900)
+    exits = Counter(e.payload.state for e in sink.of_type(JobExited))
+    assert exits[JobState.FAILED] >= 1 and exits[JobState.PREEMPTED] == 1
+    assert exits[JobState.SUCCEEDED] >= 1
+    completed = {e.subject for e in sink.of_type(LogSignalDetected)}
+    failed = {e.subject for e in sink.of_type(JobExited) if e.payload.state != JobState.SUCCEEDED}
+    assert not completed & failed  # crashed jobs never logged Training Complete
+    xids = sink.of_type(GpuXidObserved)
+    assert len(xids) >= 5 and len({e.subject for e in xids}) == 1  # one node, recurring
+    slow = [e.payload.busbw_gbps for e in sink.of_type(NcclSampled) if e.payload.busbw_gbps < 100]
+    assert slow
+    beats = Counter(e.subject for e in sink.of_type(NodeHeartbeat))
+    last_beat = {e.subject: e.occurred_at for e in sink.of_type(NodeHeartbeat)}
+    silent = [n for n, at in last_beat.items() if (at - T0).total_seconds() < 100]
+    assert len(silent) == 1 and beats[silent[0]] < min(beats.values()) + 1
+
+
+async def test_batches_are_one_subject_one_topic_and_decode() -> None:
+    sink = await run(FAULTY, 60)
+    for batch in group(sink.events):
+        assert len({(e.topic, e.subject) for e in batch}) == 1
+        assert decode(encode_batch(batch)) == batch
+    gpu = [b for b in sink.batches if isinstance(b[0], GpuSampled)]
+    assert gpu and all(sum(isinstance(e, GpuSampled) for e in b) == FAULTY.gpus for b in gpu)
+
+
+async def test_drives_a_thousand_node_cluster() -> None:
+    sink = RecordingSink(keep=False)
+    config = SimConfig(nodes=1000, gpus=8, jobs=120, seed=1, xid_nodes=3, lost_heartbeat_nodes=2)
+    stats = await simulate(config, sink, duration_s=20, start=T0)
+    assert stats.ticks == 3
+    assert sink.by_type["GpuSampled"] == 3 * 1000 * 8
+    assert sink.by_type["NodeHeartbeat"] == 1000
+    assert sink.by_type["JobSubmitted"] >= 120  # plus replacements of jobs an XID killed
+    assert stats.messages == sink.messages < stats.events / 5  # batched

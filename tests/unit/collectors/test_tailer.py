@@ -1,0 +1,186 @@
+import os
+from pathlib import Path
+
+import pytest
+
+from collectors.logs.settings import TailSettings
+from collectors.logs.tailer import LogTailer
+from collectors.sink import RecordingSink
+from schemas.envelope import Event
+from schemas.events import LogLinesObserved, LogSignalDetected
+from schemas.events.logs import LogSignal
+
+
+def tail_settings(tmp_path: Path, **kw: object) -> TailSettings:
+    base: dict[str, object] = {
+        "paths": (str(tmp_path / "logs" / "*.out"),),
+        "state_file": tmp_path / "state" / "offsets.json",
+        "cluster": "c1",
+        "node": "n1",
+    }
+    return TailSettings.model_validate({**base, **kw})
+
+
+def lines_of(sink: RecordingSink) -> list[str]:
+    return [line.line for e in sink.of_type(LogLinesObserved) for line in e.payload.lines]
+
+
+def signals_of(sink: RecordingSink) -> list[tuple[str, LogSignal]]:
+    return [(e.subject, e.payload.signal) for e in sink.of_type(LogSignalDetected)]
+
+
+@pytest.fixture
+def logs(tmp_path: Path) -> Path:
+    (tmp_path / "logs").mkdir()
+    return tmp_path / "logs"
+
+
+def append(path: Path, *lines: str) -> None:
+    with path.open("a") as f:
+        f.write("".join(f"{line}\n" for line in lines))
+
+
+async def test_lines_per_job_and_signals_at_the_edge(tmp_path: Path, logs: Path) -> None:
+    append(
+        logs / "slurm-123.out",
+        "step 10 loss 2.1",
+        "[rank3]:Traceback (most recent call last):",
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
+        "gpu7:1:2 [0] NCCL WARN NET/IB : Got completion from peer with error 12",
+        "[E ProcessGroupNCCL.cpp:475] Watchdog caught collective operation timeout: WorkNCCL",
+        "RuntimeError: CUDA error: an illegal memory access was encountered",
+        "Training Complete",
+    )
+    append(logs / "slurm-124.out", "hello")
+    (logs / "ignored.log").write_text("Training Complete\n")
+    sink = RecordingSink()
+    assert await LogTailer(tail_settings(tmp_path), sink).poll_once() == 8
+    by_job = {e.subject: e for e in sink.of_type(LogLinesObserved)}
+    assert set(by_job) == {"slurm/c1/123", "slurm/c1/124"}
+    assert len(by_job["slurm/c1/123"].payload.lines) == 7
+    assert by_job["slurm/c1/123"].payload.lines[1].rank == 3
+    assert signals_of(sink) == [
+        ("slurm/c1/123", LogSignal.TRACEBACK),
+        ("slurm/c1/123", LogSignal.OOM),
+        ("slurm/c1/123", LogSignal.NCCL_ERROR),
+        ("slurm/c1/123", LogSignal.NCCL_TIMEOUT),
+        ("slurm/c1/123", LogSignal.CUDA_ERROR),
+        ("slurm/c1/123", LogSignal.TRAINING_COMPLETE),
+    ]
+
+
+async def test_resumes_at_the_saved_offset_after_a_restart(tmp_path: Path, logs: Path) -> None:
+    log = logs / "slurm-7.out"
+    append(log, "a", "b")
+    first = RecordingSink()
+    tailer = LogTailer(tail_settings(tmp_path), first)
+    await tailer.poll_once()
+    tailer.close()
+    append(log, "c", "partial")
+    with log.open("a") as f:
+        f.write("no newline yet")
+    second = RecordingSink()
+    tailer = LogTailer(tail_settings(tmp_path), second)
+    await tailer.poll_once()
+    assert lines_of(first) == ["a", "b"]
+    assert lines_of(second) == ["c", "partial"]
+    with log.open("a") as f:
+        f.write(" - now\n")
+    await tailer.poll_once()
+    assert lines_of(second) == ["c", "partial", "no newline yet - now"]
+
+
+async def test_truncation_and_rewrite_start_over(tmp_path: Path, logs: Path) -> None:
+    log = logs / "slurm-8.out"
+    append(log, "one", "two", "three")
+    sink = RecordingSink()
+    tailer = LogTailer(tail_settings(tmp_path), sink)
+    await tailer.poll_once()
+    log.write_text("new\n")  # truncated in place (same inode)
+    await tailer.poll_once()
+    assert lines_of(sink) == ["one", "two", "three", "new"]
+    tailer.close()
+    # Rewritten in place with different, longer content while the tailer was down.
+    log.write_text("another file entirely\nwith more lines than before\n")
+    restarted = RecordingSink()
+    await LogTailer(tail_settings(tmp_path), restarted).poll_once()
+    assert lines_of(restarted) == ["another file entirely", "with more lines than before"]
+
+
+async def test_rotation_loses_nothing_and_repeats_nothing(tmp_path: Path, logs: Path) -> None:
+    log = logs / "slurm-9.out"
+    append(log, "before")
+    sink = RecordingSink()
+    tailer = LogTailer(tail_settings(tmp_path), sink)
+    await tailer.poll_once()
+    append(log, "written just before rotation")
+    os.rename(log, logs / "slurm-9.out.1")  # no longer matches the glob
+    append(log, "after rotation")
+    await tailer.poll_once()
+    await tailer.poll_once()
+    assert sorted(lines_of(sink)) == sorted(
+        ["before", "written just before rotation", "after rotation"]
+    )
+    assert len(tailer.files) == 1
+
+
+async def test_custom_patterns_win_and_defaults_can_be_off(tmp_path: Path, logs: Path) -> None:
+    append(logs / "slurm-5.out", "loss is nan at step 77", "Training Complete")
+    settings = tail_settings(
+        tmp_path,
+        patterns=[{"regex": r"loss is nan", "name": "nan_loss"}],
+        default_patterns=False,
+    )
+    sink = RecordingSink()
+    await LogTailer(settings, sink).poll_once()
+    [signal] = sink.of_type(LogSignalDetected)
+    assert (signal.payload.signal, signal.payload.pattern) == (LogSignal.CUSTOM, "nan_loss")
+
+
+async def test_memory_is_bounded_long_lines_cut_big_files_read_in_chunks(
+    tmp_path: Path, logs: Path
+) -> None:
+    log = logs / "slurm-6.out"
+    append(log, "x" * 5000, *[f"line {i}" for i in range(3000)])
+    settings = tail_settings(
+        tmp_path, max_line_bytes=1000, read_chunk_bytes=8192, max_lines_per_event=500
+    )
+    sink = RecordingSink()
+    tailer = LogTailer(settings, sink)
+    polls = 0
+    while polls < 100:
+        polls += 1
+        if await tailer.poll_once() == 0:
+            break
+    got = lines_of(sink)
+    assert got[0] == "x" * 1000 and got[-1] == "line 2999" and len(got) == 3001
+    assert polls > 3  # several chunks, each sent before the next is read
+    assert max(len(e.payload.lines) for e in sink.of_type(LogLinesObserved)) <= 500
+
+
+async def test_nothing_is_lost_when_sending_fails(tmp_path: Path, logs: Path) -> None:
+    class Down(RecordingSink):
+        down = True
+
+        async def emit_batch(self, events: list[Event]) -> None:  # type: ignore[override]
+            if self.down:
+                raise ConnectionError("kafka away")
+            await super().emit_batch(events)
+
+    append(logs / "slurm-3.out", "precious")
+    sink = Down()
+    tailer = LogTailer(tail_settings(tmp_path), sink)
+    with pytest.raises(ConnectionError):
+        await tailer.poll_once()
+    sink.down = False
+    await tailer.poll_once()
+    assert lines_of(sink) == ["precious"]
+
+
+def test_job_template_and_fallback_subject(tmp_path: Path) -> None:
+    settings = tail_settings(
+        tmp_path, job_pattern=r"/jobs/(?P<job>[\w-]+)/", job_template="k8s/default/{job}"
+    )
+    tailer = LogTailer(settings, RecordingSink())
+    assert tailer._job_of("/var/jobs/llama-7b/rank0.log") == "k8s/default/llama-7b"
+    assert tailer._job_of("/tmp/other.log") == "file/n1/tmp/other.log"

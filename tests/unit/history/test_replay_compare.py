@@ -1,0 +1,61 @@
+"""Replay's pure parts: deterministic re-decision, the then/now comparison, time parsing."""
+
+from __future__ import annotations
+
+import random
+from datetime import UTC, datetime, timedelta
+
+from centrality.bench.history_data import incident
+from centrality.history_cli import parse_time
+from schemas.events import RestartJob, Trigger
+from streams.replay.rerun import compare, current_brain, rerun
+from tests.factories import checkpoint, exited
+
+NOW = datetime(2026, 3, 1, 12, tzinfo=UTC)
+
+
+def test_rerun_is_deterministic_whatever_the_input_order() -> None:
+    events = incident(NOW)
+    shuffled = list(events)
+    random.Random(1).shuffle(shuffled)
+    first = rerun(events, current_brain(), 5.0)
+    again = rerun(shuffled, current_brain(), 5.0)
+
+    def dump(triggers: list[Trigger]) -> list[dict[str, object]]:
+        return [t.model_dump(exclude={"observed_at"}) for t in triggers]
+
+    assert first and dump(first) == dump(again)
+
+
+def test_compare_matches_by_trigger_id() -> None:
+    events = [checkpoint(100, at_s=0), exited("FAILED", attempt=1, at_s=10)]
+    events += [exited("FAILED", attempt=2, at_s=20)]
+    now = rerun(events, current_brain(), 5.0)
+    restarts = [t for t in now if isinstance(t, RestartJob)]
+    assert len(restarts) == 2
+    first, second = restarts
+    changed = second.model_copy(
+        update={"payload": second.payload.model_copy(update={"reason": "other"})}
+    )
+    gone: Trigger = RestartJob.decide(
+        cause=events[0],
+        source="rule/old",
+        rule="old_rule",
+        window="w",
+        reason="an older rule",
+        checkpoint_uri=None,
+        attempt=1,
+    )
+    decisions = {d.trigger_id: d.status for d in compare(now, [first, changed, gone])}
+    assert decisions[str(first.event_id)] == "same"
+    assert decisions[str(second.event_id)] == "changed"
+    assert decisions[str(gone.event_id)] == "missing"
+    assert set(decisions.values()) <= {"same", "changed", "missing", "new"}
+    assert [d.status for d in compare(now, [])] == ["new"] * len(now)
+
+
+def test_parse_time() -> None:
+    assert parse_time("now", NOW) == NOW
+    assert parse_time("90m", NOW) == NOW - timedelta(minutes=90)
+    assert parse_time("2d", NOW) == NOW - timedelta(days=2)
+    assert parse_time("2026-03-01T10:00:00", NOW) == datetime(2026, 3, 1, 10, tzinfo=UTC)

@@ -1,0 +1,70 @@
+"""Builders of node and job events for the streams tests (on top of tests.factories)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from schemas.events import (
+    BenchmarkCompleted,
+    GpuSampled,
+    GpuXidObserved,
+    JobExited,
+    JobStateChanged,
+    NodeHealthChecked,
+    NodeHeartbeat,
+)
+from tests.factories import envelope
+
+NODES = ("n1", "n2")
+
+
+def running(
+    job: str, attempt: int = 1, at_s: float = 0.0, nodes: tuple[str, ...] = NODES
+) -> JobStateChanged:
+    return JobStateChanged(
+        **envelope(job, at_s),
+        payload={"state": "RUNNING", "raw_state": "RUNNING", "attempt": attempt, "nodes": nodes},
+    )
+
+
+def ended(
+    job: str,
+    state: str = "FAILED",
+    attempt: int = 1,
+    at_s: float = 0.0,
+    nodes: tuple[str, ...] = NODES,
+    exit_code: int | None = 1,
+) -> JobExited:
+    return JobExited(
+        **envelope(job, at_s),
+        payload={"state": state, "exit_code": exit_code, "attempt": attempt, "nodes": nodes},
+    )
+
+
+def heartbeat(node: str = "n1", at_s: float = 0.0) -> NodeHeartbeat:
+    return NodeHeartbeat(
+        **envelope(node, at_s), payload={"agent_version": "t", "gpus": 8, "interval_s": 10}
+    )
+
+
+def health(node: str, check: str, status: str, at_s: float = 0.0) -> NodeHealthChecked:
+    return NodeHealthChecked(**envelope(node, at_s), payload={"check": check, "status": status})
+
+
+def xid(node: str = "n1", code: int = 79, at_s: float = 0.0, gpu: int = 0) -> GpuXidObserved:
+    return GpuXidObserved(**envelope(node, at_s), payload={"gpu": gpu, "xid": code})
+
+
+def sample(node: str = "n1", gpu: int = 0, at_s: float = 0.0, **counters: Any) -> GpuSampled:
+    return GpuSampled(**envelope(node, at_s), payload={"gpu": gpu, **counters})
+
+
+def benchmark(node: str = "n1", verdict: str = "pass", at_s: float = 0.0) -> BenchmarkCompleted:
+    return BenchmarkCompleted(
+        **envelope(node, at_s),
+        payload={
+            "node": node,
+            "verdict": verdict,
+            "reasons": () if verdict == "pass" else ("slow",),
+        },
+    )

@@ -1,0 +1,188 @@
+"""Every built-in rule, through the pure Brain (what live, tests and replay all run)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import timedelta
+from typing import Any
+
+from schemas.envelope import Event
+from schemas.events import Trigger
+from streams.process import Brain
+from streams.rules.registry import RuleEngine
+from streams.settings import StreamsSettings
+from tests.factories import T0, checkpoint, completed
+from tests.unit.streams.builders import benchmark, ended, heartbeat, running, sample, xid
+
+
+def brain(**config: dict[str, Any]) -> Brain:
+    return Brain(RuleEngine.load(StreamsSettings().rule_modules, config))
+
+
+def feed(b: Brain, *events: Event) -> list[Trigger]:
+    return [t for e in events for t in b.handle(e)]
+
+
+def kinds(triggers: list[Trigger]) -> Counter[tuple[str, str]]:
+    return Counter((t.payload.rule, t.type) for t in triggers)
+
+
+def failing_jobs(n: int, nodes: tuple[str, ...] = ("n1", "n2"), every_s: float = 60) -> list[Event]:
+    out: list[Event] = []
+    for i in range(n):
+        job = f"slurm/t/{i}"
+        out += [
+            running(job, at_s=i * every_s, nodes=nodes),
+            ended(job, at_s=i * every_s + 30, nodes=nodes),
+        ]
+    return out
+
+
+# restart_incomplete_exit -------------------------------------------------------------------
+
+
+def test_restart_waits_out_the_backoff_and_respects_max_restarts() -> None:
+    b = brain(restart_incomplete_exit={"backoff_s": 100, "max_restarts": 3})
+    job = "slurm/t/r"
+    first = feed(b, running(job, 1), checkpoint(5, job, at_s=10), ended(job, attempt=1, at_s=20))
+    assert [t.type for t in first] == ["RestartJob"]
+    assert first[0].payload.checkpoint_uri == "s3://ckpt/step-5"
+    # attempt 2 dies 30 s after the restart: inside the backoff, left alone
+    assert feed(b, running(job, 2, at_s=25), ended(job, attempt=2, at_s=50)) == []
+    # attempt 3 dies long after: restarted; attempt 4 is beyond max_restarts
+    assert len(feed(b, running(job, 3, at_s=300), ended(job, attempt=3, at_s=400))) == 1
+    assert feed(b, running(job, 4, at_s=600), ended(job, attempt=4, at_s=700)) == []
+    assert b.jobs[job].restarts_requested == 2
+
+
+def test_restart_is_decided_once_under_redelivery() -> None:
+    b = brain()
+    events = [running("slurm/t/x"), ended("slurm/t/x", at_s=5)]
+    assert len(feed(b, *events)) == 1
+    assert feed(b, *events) == []
+
+
+def test_completed_or_cancelled_jobs_are_not_restarted() -> None:
+    b = brain()
+    assert feed(b, running("a"), completed("a", at_s=1), ended("a", "SUCCEEDED", at_s=2)) == []
+    assert feed(b, running("c"), ended("c", "CANCELLED", at_s=2)) == []
+
+
+# repeated_failures_on_node_set ---------------------------------------------------------------
+
+
+def test_five_failures_on_the_same_nodes_quarantine_benchmark_and_notify_once() -> None:
+    b = brain()
+    triggers = feed(b, *failing_jobs(7))
+    rule = "repeated_failures_on_node_set"
+    node_set = [t for t in triggers if t.payload.rule == rule]
+    assert sorted(t.type for t in node_set) == ["Notify", "QuarantineNodes", "RunBenchmark"]
+    assert all(t.payload.nodes == ("n1", "n2") for t in node_set)
+    assert len(node_set[0].payload.caused_by) == 5
+    assert b.nodes["n1"].quarantined and b.nodes["n2"].quarantined
+    assert b.node_sets["nodeset:n1,n2"].quarantines == 1
+
+
+def test_preemptions_and_cancellations_are_not_failures() -> None:
+    b = brain()
+    events: list[Event] = []
+    for i in range(6):
+        state = "PREEMPTED" if i % 2 else "CANCELLED"
+        events += [running(f"p{i}", at_s=i * 10), ended(f"p{i}", state, at_s=i * 10 + 5)]
+    assert not [t for t in feed(b, *events) if t.type == "QuarantineNodes"]
+    assert b.nodes["n1"].failures == ()
+
+
+def test_failures_on_other_node_sets_or_outside_the_window_do_not_add_up() -> None:
+    b = brain(repeated_failures_on_node_set={"window": {"window_s": 600}})
+    mixed = failing_jobs(3, ("n1", "n2")) + failing_jobs(3, ("n1", "n3"))
+    assert not [t for t in feed(b, *mixed) if t.type == "QuarantineNodes"]
+    b = brain(repeated_failures_on_node_set={"window": {"window_s": 600}})
+    slow = failing_jobs(6, every_s=200)  # never 5 within 600 s
+    assert not [t for t in feed(b, *slow) if t.type == "QuarantineNodes"]
+    assert len(b.nodes["n1"].failures) == 6  # the per-node failure list still holds them all
+
+
+def test_threshold_and_hopping_window_are_configurable() -> None:
+    b = brain(
+        repeated_failures_on_node_set={"threshold": 2, "window": {"window_s": 600, "hop_s": 60}}
+    )
+    triggers = feed(b, *failing_jobs(2, every_s=100))
+    assert kinds(triggers)[("repeated_failures_on_node_set", "QuarantineNodes")] == 1
+
+
+# fatal_xid and ecc_double_bit ----------------------------------------------------------------
+
+
+def test_fatal_xid_quarantines_and_benchmarks_once_per_episode() -> None:
+    b = brain()
+    assert feed(b, xid(code=13)) == []  # an application error, not the GPU
+    first = feed(b, xid(code=79, at_s=1), xid(code=48, at_s=2))
+    assert sorted(t.type for t in first) == ["QuarantineNodes", "RunBenchmark"]
+    assert first[0].payload.nodes == ("n1",)
+    assert b.nodes["n1"].quarantined
+
+
+def test_fatal_xid_set_is_configurable() -> None:
+    b = brain(fatal_xid={"xids": [13]})
+    assert len(feed(b, xid(code=13))) == 2
+    assert feed(brain(fatal_xid={"xids": [13]}), xid(code=79)) == []
+
+
+def test_double_bit_ecc_quarantines_when_the_counter_rises_only() -> None:
+    b = brain()
+    assert feed(b, sample(at_s=0, ecc_single_bit=9, ecc_double_bit=0)) == []
+    rose = feed(b, sample(at_s=1, ecc_double_bit=1))
+    assert sorted(t.type for t in rose) == ["QuarantineNodes", "RunBenchmark"]
+    # released after a good benchmark: the same old count must not quarantine again
+    assert [t.type for t in feed(b, benchmark(at_s=2))] == ["ReleaseNodes"]
+    assert feed(b, sample(at_s=3, ecc_double_bit=1)) == []
+    again = feed(b, sample(at_s=4, ecc_double_bit=2))
+    assert {t.payload.window for t in again} == {"q1/quarantine", "q1/benchmark"}
+
+
+# benchmark_verdict ---------------------------------------------------------------------------
+
+
+def test_benchmark_fail_keeps_quarantine_and_pass_releases() -> None:
+    b = brain()
+    feed(b, xid(code=79))
+    failed = feed(b, benchmark(verdict="fail", at_s=5))
+    assert [t.type for t in failed] == ["Notify"] and b.nodes["n1"].quarantined
+    released = feed(b, benchmark(verdict="pass", at_s=9))
+    assert [t.type for t in released] == ["ReleaseNodes"] and not b.nodes["n1"].quarantined
+    assert feed(b, benchmark(verdict="pass", at_s=10)) == []  # not quarantined: nothing to do
+
+
+# heartbeat_lost and checkpoint_stall (clock ticks) ---------------------------------------------
+
+
+def at(s: float) -> Any:
+    return T0 + timedelta(seconds=s)
+
+
+def test_heartbeat_lost_notifies_once_per_silence() -> None:
+    b = brain(heartbeat_lost={"limit_s": 60})
+    feed(b, heartbeat(at_s=0))
+    assert b.tick(at(50)) == []
+    [lost] = b.tick(at(70))
+    assert lost.type == "Notify" and lost.payload.nodes == ("n1",)
+    assert b.tick(at(80)) == []
+    feed(b, heartbeat(at_s=90))
+    assert len(b.tick(at(200))) == 1  # a new silence is a new incident
+
+
+def test_checkpoint_stall_notifies_running_jobs_only() -> None:
+    b = brain(checkpoint_stall={"limit_s": 100})
+    feed(b, running("s", at_s=0), checkpoint(1, "s", at_s=50), running("done", at_s=0))
+    feed(b, ended("done", "CANCELLED", at_s=10))
+    assert b.tick(at(120)) == []
+    [stall] = [t for t in b.tick(at(151)) if t.payload.rule == "checkpoint_stall"]
+    assert stall.payload.job_id == "s"
+    assert b.tick(at(160)) == []
+
+
+def test_replay_gives_the_same_decisions_as_live() -> None:
+    events = [*failing_jobs(6), xid("n9", 79, at_s=5), heartbeat("n9", at_s=0)]
+    ids = [{t.event_id for t in feed(brain(), *events) + brain().tick(at(1000))} for _ in range(2)]
+    assert ids[0] == ids[1] and len(ids[0]) > 5
