@@ -127,6 +127,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "centrality.bench.cli",
     "centrality.history_cli",
     "centrality.collectors_cli",
+    "centrality.contract_cli",
 )
 
 for _module in COMMAND_MODULES:

@@ -9,11 +9,12 @@ import orjson
 from pydantic import ValidationError
 
 from schemas.envelope import Event
-from schemas.registry import UnknownEventType, event_class
+from schemas.registry import UnknownEventType, event_class, union_adapters
 from schemas.upcasters import upcast
 
 MAX_MESSAGE_BYTES = 1024 * 1024
 WIRE_REQUIRED = ("event_id", "observed_at")
+_WIRE_FIELDS = frozenset(WIRE_REQUIRED)
 
 
 class DecodeError(ValueError):
@@ -43,6 +44,28 @@ def decode(raw: bytes) -> list[Event]:
     """Bytes → events, upcasting old schema versions. Raises DecodeError, never anything else."""
     if len(raw) > MAX_MESSAGE_BYTES:
         raise DecodeError("oversized", f"{len(raw)} bytes > {MAX_MESSAGE_BYTES}")
+    fast = _decode_current(raw)
+    return fast if fast is not None else _decode_slow(raw)
+
+
+def _decode_current(raw: bytes) -> list[Event] | None:
+    """The common case in one pass of pydantic-core over the bytes: current schema versions, all
+    wire fields present. Anything else returns None and takes the slow path, which upcasts old
+    versions and says precisely what is wrong."""
+    one, many = union_adapters()
+    try:
+        events: list[Event] = (
+            many.validate_json(raw) if raw[:1] == b"[" else [one.validate_json(raw)]
+        )
+    except ValidationError:
+        return None
+    for e in events:
+        if e.schema_version != e.current_version or not e.model_fields_set >= _WIRE_FIELDS:
+            return None
+    return events or None
+
+
+def _decode_slow(raw: bytes) -> list[Event]:
     try:
         doc = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar, Union
+
+from pydantic import Field, TypeAdapter
 
 from schemas.envelope import Event
 
@@ -31,6 +33,21 @@ def event(topic: str) -> Callable[[E], E]:
 
 def event_types() -> dict[str, type[Event]]:
     return dict(_EVENTS)
+
+
+def union_adapters() -> tuple[TypeAdapter[Any], TypeAdapter[Any]]:
+    """Validators for one event and for a batch, over every registered type (cached until the
+    registry changes): pydantic-core parses and validates the JSON in one pass."""
+    key = tuple(_EVENTS.items())
+    cached = _ADAPTERS.get(key)
+    if cached is None:
+        _ADAPTERS.clear()
+        one: Any = Annotated[Union[tuple(_EVENTS.values())], Field(discriminator="type")]  # noqa: UP007
+        cached = _ADAPTERS[key] = (TypeAdapter(one), TypeAdapter(list[one]))
+    return cached
+
+
+_ADAPTERS: dict[tuple[tuple[str, type[Event]], ...], tuple[TypeAdapter[Any], TypeAdapter[Any]]] = {}
 
 
 def event_class(type_name: str) -> type[Event]:

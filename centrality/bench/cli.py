@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import importlib
 
+import orjson
 import typer
+from rich.console import Console
+from rich.table import Table
 
 bench_app = typer.Typer(
     help="Benchmarks; each prints a rich table, or one JSON line with --json.", no_args_is_help=True
@@ -12,6 +15,7 @@ bench_app = typer.Typer(
 
 # One module per benchmark, each decorating a function with `@bench_app.command("<name>")`.
 BENCH_MODULES: tuple[str, ...] = (
+    "centrality.bench.codec",
     "centrality.bench.sink",
     "centrality.bench.replay",
     "centrality.bench.agent",
@@ -23,3 +27,13 @@ def register(app: typer.Typer) -> None:
     for module in BENCH_MODULES:
         importlib.import_module(module)
     app.add_typer(bench_app, name="bench")
+
+
+def report(title: str, result: dict[str, object], *, json: bool) -> None:
+    """One JSON line for machines, or a one-row rich table for people."""
+    if json:
+        print(orjson.dumps(result).decode())
+        return
+    table = Table(*result, title=title)
+    table.add_row(*(str(v) for v in result.values()))
+    Console().print(table)

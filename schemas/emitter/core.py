@@ -49,6 +49,7 @@ class Emitter:
         self._tasks: list[asyncio.Task[None]] = []
         self._drainer: asyncio.Task[None] | None = None
         self._spool_warned = False
+        self._orphans: list[Spool] = []
 
     async def __aenter__(self) -> Self:
         await self.start()
@@ -69,7 +70,14 @@ class Emitter:
         if self._producer is None:
             log.warning("kafka_unreachable_at_start", bootstrap=self.settings.bootstrap)
         self._tasks.append(asyncio.create_task(self._linger()))
-        if not self.spool.empty:
+        # Left behind by producers that died: older than anything we send, so they go first
+        # (events of one key split across a dead producer and us may interleave).
+        for orphan in self.spool.orphans():
+            if orphan.empty:
+                orphan.close(remove_if_empty=True)
+            else:
+                self._orphans.append(orphan)
+        if self._orphans or not self.spool.empty:
             self._kick_drain()
 
     async def stop(self, drain_timeout_s: float = 5.0) -> None:
@@ -83,6 +91,8 @@ class Emitter:
             self._drainer.cancel()
         if not self.spool.empty:
             log.warning("spool_left_on_disk", dir=str(self.spool.directory))
+        for spool in (*self._orphans, self.spool):
+            spool.close(remove_if_empty=True)
         await self._disconnect()
 
     async def emit(self, event: Event) -> None:
@@ -148,11 +158,17 @@ class Emitter:
             self._drainer = asyncio.create_task(self._drain())
 
     async def _drain(self) -> None:
-        """Redeliver the spool in order, in chunks, backing off while Kafka stays away."""
+        """Redeliver adopted spools, then ours, in order and in chunks, backing off meanwhile."""
+        while self._orphans:
+            await self._drain_one(self._orphans[0])
+            self._orphans.pop(0).close(remove_if_empty=True)
+        await self._drain_one(self.spool)
+
+    async def _drain_one(self, spool: Spool) -> None:
         backoff_s = 0.2
         while True:
             async with self._lock:
-                chunk = _take(self.spool, _DRAIN_CHUNK)
+                chunk = _take(spool, _DRAIN_CHUNK)
             if not chunk:
                 return
             try:
@@ -173,9 +189,9 @@ class Emitter:
                 backoff_s = min(backoff_s * 2, self.options.retry_backoff_max_s)
                 continue
             async with self._lock:
-                self.spool.ack(chunk[-1][0])
-                if self.spool.empty:
-                    log.info("spool_drained")
+                spool.ack(chunk[-1][0])
+                if spool.empty:
+                    log.info("spool_drained", dir=str(spool.directory))
                     self._spool_warned = False
             backoff_s = 0.2
 

@@ -5,8 +5,11 @@ the Emitter accepted survives a broker outage and a crash of the producing proce
 
 from __future__ import annotations
 
+import fcntl
 import os
+import shutil
 import struct
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -61,14 +64,43 @@ class SpooledRecord:
 
 
 class Spool:
-    """Segments `NNNNNNNN.seg` of length-prefixed records; `ack` advances a durable cursor."""
+    """Segments `NNNNNNNN.seg` of length-prefixed records; `ack` advances a durable cursor.
 
-    def __init__(self, directory: Path, max_bytes: int) -> None:
+    One writer per directory, enforced by a lock: a second process (or Emitter) that finds the
+    directory taken spools into a private subdirectory instead, which the next owner of the main
+    directory adopts and drains if its writer died (see `orphans`).
+    """
+
+    def __init__(self, directory: Path, max_bytes: int, *, lock: int | None = None) -> None:
+        directory.mkdir(parents=True, exist_ok=True)
+        self._lock = lock if lock is not None else _try_lock(directory)
+        if self._lock is None:
+            directory = directory / "instances" / f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
+            directory.mkdir(parents=True)
+            self._lock = _try_lock(directory)
+            assert self._lock is not None
         self.directory = directory
         self.max_bytes = max_bytes
-        directory.mkdir(parents=True, exist_ok=True)
         self._cursor_file = directory / "cursor"
         self._segment, self._offset = self._read_cursor()
+
+    def orphans(self) -> list[Spool]:
+        """Private spools of writers that are gone (their lock is free), now owned by us."""
+        found: list[Spool] = []
+        if self.directory.parent.name == "instances":
+            return found  # only the owner of the main directory adopts
+        for path in sorted((self.directory / "instances").glob("*")):
+            lock = _try_lock(path)
+            if lock is not None:
+                found.append(Spool(path, self.max_bytes, lock=lock))
+        return found
+
+    def close(self, *, remove_if_empty: bool = False) -> None:
+        if remove_if_empty and self.empty and self.directory.parent.name == "instances":
+            shutil.rmtree(self.directory, ignore_errors=True)
+        if self._lock is not None:
+            os.close(self._lock)
+            self._lock = None
 
     def __len__(self) -> int:
         return sum(1 for _ in self.pending())
@@ -141,3 +173,13 @@ class Spool:
         except (FileNotFoundError, ValueError):
             segments = self._segments()
             return (int(segments[0].stem) if segments else 1), 0
+
+
+def _try_lock(directory: Path) -> int | None:
+    fd = os.open(directory / ".lock", os.O_CREAT | os.O_RDWR, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    return fd
