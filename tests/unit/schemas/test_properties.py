@@ -11,7 +11,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from schemas.codec import DecodeError, decode, encode, encode_batch
+from schemas.codec import (
+    DecodeError,
+    _decode_current,
+    _decode_slow,
+    decode,
+    encode,
+    encode_batch,
+)
 from schemas.jsonschema import event_schema
 from schemas.registry import event_types
 from tests.jsonschema_strategy import from_schema
@@ -34,7 +41,10 @@ def test_documents_valid_per_json_schema_decode_and_round_trip(name: str) -> Non
     @FAST
     @given(doc=strategy(name))
     def check(doc: dict[str, Any]) -> None:
-        [event] = decode(orjson.dumps(doc))
+        raw = orjson.dumps(doc)
+        [event] = decode(raw)
+        # The one-pass fast path and plain pydantic build the very same event.
+        assert _decode_current(raw) == [event] == [event_types()[name].model_validate(doc)]
         assert event.type == name
         again = encode(event)
         assert decode(again) == [event]
@@ -93,6 +103,9 @@ def test_mangled_documents_fail_with_decode_error_only(
     for raw in (orjson.dumps(doc), orjson.dumps([doc, doc])):
         with contextlib.suppress(DecodeError):
             decode(raw)
+        fast = _decode_current(raw)
+        if fast is not None:  # never accept what pydantic would refuse, or read it differently
+            assert fast == _decode_slow(raw)
 
 
 def test_batch_of_schema_documents_decodes_in_order() -> None:
