@@ -1,4 +1,4 @@
-"""Collector commands: `agent`, `tail`, `checkpoints`, `nccl`, `simulate` (and `watch …`)."""
+"""Collector commands: `agent`, `tail`, `checkpoints`, `nccl`, `simulate`, `watch …`."""
 
 from __future__ import annotations
 
@@ -209,7 +209,43 @@ def simulate(
     run_until_signalled(main)
 
 
+watch_app = typer.Typer(
+    help="Scheduler watchers: job lifecycle and node state.", no_args_is_help=True
+)
+
+
+@watch_app.command("slurm")
+def watch_slurm(dry_run: bool = DRY_RUN) -> None:
+    """squeue/sinfo --json, completions from sacct -c (CENTRALITY_SLURM_WATCH_*)."""
+    from collectors.watchers.slurm.settings import SlurmWatchSettings
+    from collectors.watchers.slurm.watcher import SlurmWatcher
+
+    settings = SlurmWatchSettings()
+    _serve(dry_run, lambda sink: SlurmWatcher(settings, sink).run)
+
+
+@watch_app.command("ray")
+def watch_ray(dry_run: bool = DRY_RUN) -> None:
+    """The Ray Jobs API, driver logs and node deaths (CENTRALITY_RAY_WATCH_*)."""
+    from collectors.watchers.ray.settings import RayWatchSettings
+    from collectors.watchers.ray.watcher import RayWatcher
+
+    settings = RayWatchSettings()
+    _serve(dry_run, lambda sink: RayWatcher(settings, sink).run)
+
+
+@watch_app.command("k8s")
+def watch_k8s(dry_run: bool = DRY_RUN) -> None:
+    """Jobs, PyTorchJobs, their Pods, and Nodes (CENTRALITY_K8S_WATCH_*)."""
+    from collectors.watchers.k8s.settings import K8sWatchSettings
+    from collectors.watchers.k8s.watcher import K8sWatcher
+
+    settings = K8sWatchSettings()
+    _serve(dry_run, lambda sink: K8sWatcher(settings, sink).run)
+
+
 def register(app: typer.Typer) -> None:
+    app.add_typer(watch_app, name="watch")
     app.command("agent")(agent)
     app.command("tail")(tail)
     app.command("checkpoints")(checkpoints)

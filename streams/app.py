@@ -21,6 +21,7 @@ import asyncio
 import logging
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import faust
@@ -35,10 +36,12 @@ from schemas.settings import KafkaSettings
 from schemas.topics import JOB_PARTITIONS, NODE_PARTITIONS, topic_name
 from schemas.tracing import inject_headers
 from streams import faust_transport
+from streams.clean_start import guard
 from streams.entities import JOBS, KINDS, NODES, Kind, kind_of, step
 from streams.rules.registry import RuleEngine
 from streams.settings import StreamsSettings
 from streams.state.internal import decode_internal, tick
+from streams.state_cache import StateCache
 
 log = structlog.get_logger("streams")
 # aiokafka logs at debug level on every send and fetch; building those records costs ~7% of the
@@ -111,13 +114,17 @@ ticks_topics = {
     NODES.table: app.topic(NODE_TICKS, schema=raw(), partitions=PARTITIONS, internal=True),
 }
 
-# Values are JSON documents: readable in the changelog by any tool.
+cache = StateCache(settings.state_cache_entries)
+
+# Values are the entity's JSON document, serialized by pydantic (bytes in, bytes out): readable
+# in the changelog by any tool, and no second serialization by Faust.
 tables = {
     kind.table: app.Table(
         kind.table,
         default=None,
-        key_type=bytes,  # the store decodes keys by this, not by the schema
-        schema=faust.Schema(key_type=bytes, key_serializer="raw", value_serializer="json"),
+        key_type=bytes,  # the store decodes keys and values by these, not by the schema
+        value_type=bytes,
+        schema=raw(),
         partitions=PARTITIONS,
     )
     for kind in KINDS
@@ -131,12 +138,8 @@ def _decode_forward(value: bytes) -> list[Event]:
         raise DecodeError("invalid-internal", str(exc)) from None
 
 
-DECODERS: dict[str, Callable[[bytes], list[Event]]] = {
-    _catalog("jobs"): decode,
-    _catalog("nodes"): decode,
-    _catalog("gpu"): decode,
-    FORWARD: _decode_forward,
-}
+# Every topic but our internal ones carries contract events.
+DECODERS: dict[str, Callable[[bytes], list[Event]]] = {FORWARD: _decode_forward}
 TICKS = {JOB_TICKS: JOBS, NODE_TICKS: NODES}
 
 
@@ -160,7 +163,7 @@ async def handle_message(message: Any) -> None:
             log.exception("tick_failed", topic=message.topic, partition=message.partition)
         return
     try:
-        events = DECODERS[message.topic](message.value)
+        events = DECODERS.get(message.topic, decode)(message.value)
     except DecodeError as exc:
         await _dead_letter(exc.reason, exc.detail, message)
         return
@@ -177,10 +180,16 @@ async def handle_message(message: Any) -> None:
             await _dead_letter("processing-error", f"{type(exc).__name__}: {exc}", message)
 
 
+def load(kind: Kind, key: str) -> Any:
+    state = cache.get(kind.table, key)
+    if state is None:
+        stored = tables[kind.table].get(key.encode())
+        state = kind.model.model_validate_json(stored) if stored is not None else None
+    return state
+
+
 async def handle_events(kind: Kind, key: str, events: Sequence[Event]) -> None:
-    table = tables[kind.table]
-    stored = table.get(key.encode())
-    state = kind.model.model_validate(stored) if stored is not None else None
+    state = load(kind, key)
     result = step(kind, state, events, engine)
     for derived in result.forwards:
         await forward_topic.send(key=derived.key, value=encode(derived))
@@ -194,7 +203,21 @@ async def handle_events(kind: Kind, key: str, events: Sequence[Event]) -> None:
     await asyncio.gather(*decisions)
     for trigger in result.triggers:
         log.info("trigger", type=trigger.type, id=str(trigger.event_id), subject=trigger.subject)
-    table[key.encode()] = result.state.model_dump(mode="json")
+    if result.changed:  # most GPU samples change nothing: no table write, no changelog record
+        tables[kind.table][key.encode()] = result.state.__pydantic_serializer__.to_json(
+            result.state
+        )
+        cache.put(kind.table, key, result.state)
+
+
+@app.on_partitions_revoked.connect  # type: ignore[arg-type]  # Faust's stub wants sync
+async def forget_states(sender: Any, *args: Any, **kwargs: Any) -> None:
+    cache.clear()
+
+
+@app.on_worker_init.connect  # type: ignore[arg-type]  # the stub misreads `signal`
+def trust_only_clean_stores(sender: Any, **kwargs: Any) -> None:
+    guard(Path(app.conf.tabledir))
 
 
 def partition_of(key: bytes) -> int:
@@ -207,10 +230,9 @@ async def handle_tick(kind: Kind, message: Any) -> None:
     assert kind.tick is not None
     now = datetime.fromisoformat(orjson.loads(message.value)["now"])
     table = tables[kind.table]
-    for raw_key in [k for k in table if partition_of(k) == message.partition]:
-        state: Any = kind.model.model_validate(table[raw_key])
+    for key in [k.decode() for k in table if partition_of(k) == message.partition]:
+        state = load(kind, key)
         if getattr(state, "ticks", True):
-            key = raw_key.decode()
             await handle_events(kind, key, [tick(kind.tick, key, state.cluster, now)])
 
 

@@ -88,6 +88,7 @@ class Step:
     state: Any
     triggers: list[Trigger] = field(default_factory=list)
     forwards: list[Event] = field(default_factory=list)
+    changed: bool = False  # False: the state is the very one given, nothing to write
 
 
 def step(kind: Kind, state: Any, events: Sequence[Event], engine: RuleEngine) -> Step:
@@ -110,6 +111,7 @@ def step(kind: Kind, state: Any, events: Sequence[Event], engine: RuleEngine) ->
         for derived in _derived(event, decided):
             mine = derived.subject == _key(out.state) and kind_of(derived) is kind
             (queue if mine else out.forwards).append(derived)
+    out.changed = out.state is not state
     return out
 
 

@@ -54,11 +54,17 @@ class StreamsSettings(BaseSettings):
         ge=0,
         description="Longest a consumer fetch waits for data (Faust hard-codes 1500 ms).",
     )
+    state_cache_entries: int = Field(
+        default=100_000, ge=0, description="Decoded job/node states kept in memory per worker."
+    )
     commit_interval_s: float = Field(
         default=2.8, gt=0, description="How often consumed offsets are committed."
     )
     producer_linger_s: float = Field(
-        default=0.005, ge=0, description="Producer linger: batches changelog and trigger writes."
+        default=0.02,
+        ge=0,
+        description="Producer linger: batches changelog writes into fewer produce requests "
+        "(the biggest per-message cost); each decision waits about this long for its ack.",
     )
 
     @property

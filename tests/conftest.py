@@ -23,6 +23,9 @@ from streams.history.migrations import migrate
 from streams.history.settings import ClickHouseSettings
 from tests.ports import free_ports
 
+# Scheduler test clusters, session-scoped: registered once here so every test shares one of each.
+pytest_plugins = ["tests.support.slurm", "tests.support.ray", "tests.support.kube"]
+
 
 @pytest.fixture(scope="session")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:

@@ -13,3 +13,7 @@ def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
         for sock in socks:
             sock.bind((host, 0))
         return [int(sock.getsockname()[1]) for sock in socks]
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    return free_ports(1, host)[0]

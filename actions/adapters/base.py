@@ -84,7 +84,12 @@ def adapter(name: str) -> Callable[[A], A]:
 
 def make_adapter(name: str) -> SchedulerAdapter:
     if name not in _ADAPTERS and name in _MODULES:
-        importlib.import_module(_MODULES[name])
+        try:
+            importlib.import_module(_MODULES[name])
+        except ImportError as exc:
+            raise ValueError(
+                f"scheduler adapter {name!r} needs {exc.name!r}: pip install 'centrality[{name}]'"
+            ) from exc
     try:
         return _ADAPTERS[name]()
     except KeyError:

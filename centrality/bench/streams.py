@@ -5,6 +5,7 @@ latency under a steady background load."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import random
 import shutil
@@ -183,7 +184,7 @@ async def latency(kafka: KafkaSettings, duration_s: float, background_eps: int) 
     await triggers.seek_to_end()
     producer = AIOKafkaProducer(bootstrap_servers=kafka.bootstrap, linger_ms=5)
     await producer.start()
-    stop = asyncio.Event()
+    stop, sending_done, all_received = asyncio.Event(), asyncio.Event(), asyncio.Event()
 
     async def receive() -> None:
         while not stop.is_set():
@@ -193,6 +194,8 @@ async def latency(kafka: KafkaSettings, duration_s: float, background_eps: int) 
                     for event in decode(record.value):
                         if event.type == "RestartJob" and event.subject in sent:
                             got.setdefault(event.subject, at)
+            if sending_done.is_set() and len(got) >= len(sent):
+                all_received.set()
 
     receiver = asyncio.create_task(receive())
     background = _background(64)
@@ -209,10 +212,10 @@ async def latency(kafka: KafkaSettings, duration_s: float, background_eps: int) 
             sent[probe.subject] = time.perf_counter()
             await producer.send(jobs, encode(probe), key=probe.key)
         await asyncio.sleep(max(0.0, started + (i + 1) * tick_s - time.perf_counter()))
+    sending_done.set()
     await producer.flush()
-    deadline = time.perf_counter() + 15
-    while len(got) < len(sent) and time.perf_counter() < deadline:
-        await asyncio.sleep(0.1)
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(all_received.wait(), 15)
     stop.set()
     await receiver
     await producer.stop()

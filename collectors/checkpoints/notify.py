@@ -14,6 +14,8 @@ from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
+import orjson
+
 from collectors.checkpoints.settings import CheckpointSettings
 from collectors.events import Stamp
 from collectors.sink import EventSink
@@ -31,8 +33,11 @@ def current_job_id(cluster: str | None = None) -> str | None:
         if "SLURM_ARRAY_TASK_ID" in env:
             job = f"{job}_{env['SLURM_ARRAY_TASK_ID']}"
         return f"slurm/{env.get('SLURM_CLUSTER_NAME', cluster or 'default')}/{job}"
-    if "RAY_JOB_ID" in env:
-        return f"ray/{env['RAY_JOB_ID']}"
+    if "RAY_JOB_CONFIG_JSON_ENV_VAR" in env:
+        # A Ray Jobs driver: the watcher names jobs by submission id, found in the job config.
+        metadata = orjson.loads(env["RAY_JOB_CONFIG_JSON_ENV_VAR"]).get("metadata") or {}
+        if metadata.get("job_submission_id"):
+            return f"ray/{metadata['job_submission_id']}"
     if "CENTRALITY_K8S_JOB" in env and "CENTRALITY_K8S_NAMESPACE" in env:
         return f"k8s/{env['CENTRALITY_K8S_NAMESPACE']}/{env['CENTRALITY_K8S_JOB']}"
     return None

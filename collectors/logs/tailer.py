@@ -68,9 +68,10 @@ class LogTailer:
                 self._open(key, path)
         sent = 0
         for f in list(self.files.values()):
-            n, more = await self._read(f)
+            rotated_away = f.key not in matched
+            n, more = await self._read(f, final=rotated_away)
             sent += n
-            if not more and f.key not in matched:
+            if not more and rotated_away:
                 os.close(f.fd)  # rotated away and fully read
                 del self.files[f.key]
         self.store.forget_gone(set(self.files))
@@ -102,8 +103,9 @@ class LogTailer:
             return f"file/{self.settings.node}{os.path.abspath(path)}"
         return self.settings.job_template.format(cluster=self.settings.cluster, job=m["job"])
 
-    async def _read(self, f: Followed) -> tuple[int, bool]:
-        """One chunk of a file; returns (lines sent, whether more may be waiting)."""
+    async def _read(self, f: Followed, *, final: bool = False) -> tuple[int, bool]:
+        """One chunk of a file; returns (lines sent, whether more may be waiting). `final`: the
+        file was rotated away, so a last line without a newline will not get one."""
         size = os.fstat(f.fd).st_size
         if size < f.offset:
             log.info("tail_truncated", path=f.path, offset=f.offset, size=size)
@@ -113,7 +115,7 @@ class LogTailer:
         data = os.pread(f.fd, self.settings.read_chunk_bytes, f.offset)
         end = data.rfind(b"\n") + 1
         if end == 0:
-            if len(data) < self.settings.max_line_bytes:
+            if len(data) < self.settings.max_line_bytes and not final:
                 return 0, False  # a partial line: wait for its end
             end = len(data)
         raw_lines = data[:end].split(b"\n")

@@ -69,14 +69,19 @@ class JobTracker:
         self, cls: type[Event], subject: str, entry: dict[str, Any], payload: Any, at: datetime
     ) -> Event:
         entry["seq"] = entry.get("seq", 0) + 1
-        return self.stamp.make(cls, subject, payload, at, observation_id(subject, entry["seq"]))
+        event_id = observation_id(
+            self.stamp.cluster, entry["incarnation"], subject, entry["seq"], cls.__name__
+        )
+        return self.stamp.make(cls, subject, payload, at, event_id)
 
     def observe(
         self, job: str, seen: Observation, submitted: JobSubmittedPayload
     ) -> tuple[list[Event], dict[str, Any] | None]:
         """Events this observation adds, and the ledger entry to store once they are sent."""
         old = self.ledger.get(job)
-        entry: dict[str, Any] = dict(old) if old else {"raw": None, "attempt": 1, "exited": 0}
+        # A reused job id (a reset Slurm) is another job: its submit time tells them apart.
+        fresh = {"raw": None, "attempt": 1, "exited": 0, "incarnation": seen.submitted_at}
+        entry: dict[str, Any] = dict(old) if old else fresh
         out: list[Event] = []
         if old is None:
             out.append(self.make(JobSubmitted, job, entry, submitted, when(seen.submitted_at)))
@@ -124,14 +129,20 @@ class JobTracker:
         return out, (entry if entry != old else None)
 
     def node_state(
-        self, node: str, check: str, status: HealthStatus, message: str, details: dict[str, Any]
+        self,
+        key: str,
+        node: str,
+        check: str,
+        status: HealthStatus,
+        message: str,
+        details: dict[str, Any],
     ) -> tuple[list[Event], dict[str, Any] | None]:
-        """NodeHealthChecked `check` when a node's scheduler state changes (drain, down, dead)."""
-        key = f"node:{node}"
+        """NodeHealthChecked `check` when a node's scheduler state changes (drain, down, dead);
+        `key` is the scheduler's own node identity (names may repeat, e.g. Ray's IPs)."""
         old = self.ledger.get(key)
         if old is not None and old["status"] == status.value and old["message"] == message:
             return [], None
-        entry = {**(old or {}), "status": status.value, "message": message}
+        entry = {**(old or {"incarnation": key}), "status": status.value, "message": message}
         payload = NodeHealthCheckedPayload(
             check=check, status=status, message=message, details=details
         )
@@ -144,3 +155,14 @@ class JobTracker:
             for job, entry in self.ledger.entries.items()
             if job.startswith(prefix) and job not in present and entry["exited"] < entry["attempt"]
         ]
+
+    def forget_ended(self, prefix: str, present: set[str]) -> None:
+        """Drop jobs the scheduler no longer lists and whose end was sent: keeps the ledger
+        bounded (a job id that is gone for good does not come back)."""
+        for job, entry in list(self.ledger.entries.items()):
+            if (
+                job.startswith(prefix)
+                and job not in present
+                and entry["exited"] >= entry["attempt"]
+            ):
+                self.ledger.drop(job)

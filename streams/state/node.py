@@ -14,7 +14,7 @@ import uuid
 from datetime import datetime
 from functools import singledispatch
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from schemas.envelope import Event
 from schemas.events import (
@@ -26,7 +26,7 @@ from schemas.events import (
     NodeHeartbeat,
 )
 from streams.state.internal import NodeJobObserved, QuarantineChanged
-from streams.state.memo import RuleMemo
+from streams.state.stamp import Entity, stamped
 from streams.state.windows import Failure, record
 
 XIDS_KEPT = 32
@@ -62,27 +62,25 @@ class XidSeen(BaseModel):
     event_id: uuid.UUID
 
 
-class Node(BaseModel):
+class Node(Entity):
     model_config = ConfigDict(frozen=True)
 
     node_id: str
     cluster: str
-    health: dict[str, Health] = {}
+    health: dict[str, Health] = Field(default_factory=dict)
     last_heartbeat_at: datetime | None = None
     heartbeat_interval_s: float | None = None
-    gpus: dict[int, GpuCounters] = {}
+    gpus: dict[int, GpuCounters] = Field(default_factory=dict)  # GPUs with any error seen
     xids: tuple[XidSeen, ...] = ()
-    xid_counts: dict[int, int] = {}
+    xid_counts: dict[int, int] = Field(default_factory=dict)
     quarantined: bool = False
     quarantined_at: datetime | None = None
     quarantine_reason: str | None = None
     releases: int = 0  # completed quarantine episodes: names the current one
     last_benchmark_verdict: str | None = None
     last_benchmark_at: datetime | None = None
-    jobs: dict[str, int] = {}  # job id → attempt currently running here
+    jobs: dict[str, int] = Field(default_factory=dict)  # job id → attempt currently running here
     failures: tuple[Failure, ...] = ()  # failed attempts that ran here, event time
-    rule_memo: RuleMemo = RuleMemo()
-    updated_at: datetime | None = None
 
     @classmethod
     def new(cls, event: Event) -> Node:
@@ -100,9 +98,7 @@ class Node(BaseModel):
 
 def apply(state: Node | None, event: Event) -> Node:
     current = state or Node.new(event)
-    folded = _fold(event, current)
-    latest = max(filter(None, (current.updated_at, event.occurred_at)))
-    return folded.model_copy(update={"updated_at": latest})
+    return stamped(state, current, _fold(event, current), event)
 
 
 @singledispatch

@@ -5,16 +5,16 @@ from __future__ import annotations
 from datetime import datetime
 from functools import singledispatch
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 
 from schemas.envelope import Event
 from schemas.events import QuarantineNodes
 from streams.state.internal import NodeSetFailed
-from streams.state.memo import RuleMemo
+from streams.state.stamp import Entity, stamped
 from streams.state.windows import Failure, record
 
 
-class NodeSet(BaseModel):
+class NodeSet(Entity):
     model_config = ConfigDict(frozen=True)
 
     key: str
@@ -23,8 +23,6 @@ class NodeSet(BaseModel):
     failures: tuple[Failure, ...] = ()
     quarantines: int = 0
     last_quarantine_at: datetime | None = None
-    rule_memo: RuleMemo = RuleMemo()
-    updated_at: datetime | None = None
 
     @classmethod
     def new(cls, event: Event) -> NodeSet:
@@ -33,9 +31,7 @@ class NodeSet(BaseModel):
 
 def apply(state: NodeSet | None, event: Event) -> NodeSet:
     current = state or NodeSet.new(event)
-    folded = _fold(event, current)
-    latest = max(filter(None, (current.updated_at, event.occurred_at)))
-    return folded.model_copy(update={"updated_at": latest})
+    return stamped(state, current, _fold(event, current), event)
 
 
 @singledispatch

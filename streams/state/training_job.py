@@ -25,7 +25,7 @@ from schemas.events import (
     LogSignalDetected,
     RestartJob,
 )
-from streams.state.memo import RuleMemo
+from streams.state.stamp import Entity, stamped
 
 TERMINAL = frozenset({JobState.SUCCEEDED, JobState.FAILED, JobState.PREEMPTED, JobState.CANCELLED})
 
@@ -58,7 +58,7 @@ class RestartRecord(BaseModel):
     trigger_id: uuid.UUID
 
 
-class TrainingJob(BaseModel):
+class TrainingJob(Entity):
     """One job across all its attempts.
 
     Goodput accounting, in event time, over the attempts seen running:
@@ -97,8 +97,6 @@ class TrainingJob(BaseModel):
     progress_at: datetime | None = None
     productive_s: float = 0.0
     lost_s: float = 0.0
-    rule_memo: RuleMemo = RuleMemo()
-    updated_at: datetime | None = None
 
     @classmethod
     def new(cls, event: Event) -> TrainingJob:
@@ -135,9 +133,7 @@ class TrainingJob(BaseModel):
 def apply(state: TrainingJob | None, event: Event) -> TrainingJob:
     """Fold one event into the job; events this fold does not know leave it unchanged."""
     current = state or TrainingJob.new(event)
-    folded = _fold(event, current)
-    latest = max(filter(None, (current.updated_at, event.occurred_at)))
-    return folded.model_copy(update={"updated_at": latest})
+    return stamped(state, current, _fold(event, current), event)
 
 
 def _seconds(start: datetime | None, end: datetime) -> float:

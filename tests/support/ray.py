@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from centrality.stack.process import ManagedProcess, ServiceError
-from tests.support.slurm import free_port
+from tests.ports import free_port
 
 
 class RayHead:

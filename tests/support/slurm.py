@@ -30,17 +30,11 @@ from pathlib import Path
 import pytest
 
 from centrality.stack.process import ManagedProcess, ServiceError, port_open
+from tests.ports import free_port
 
 _BINARIES = ("slurmctld", "slurmd", "scontrol", "sbatch")
 # The prolog the project ships: requeued jobs see CENTRALITY_RESUME_FROM through it.
 TASK_PROLOG = Path(__file__).resolve().parents[2] / "infra" / "slurm" / "task-prolog.sh"
-
-
-def free_port() -> int:
-    """A loopback port free right now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass

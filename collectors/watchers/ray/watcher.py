@@ -76,11 +76,9 @@ class RayWatcher:
             )
             details = {"node_id": node["node_id"], "is_head_node": bool(node.get("is_head_node"))}
             status = HealthStatus.CRITICAL if dead else HealthStatus.OK
-            sent += await self.tracker.commit(
-                self.sink,
-                f"node:{name}",
-                *self.tracker.node_state(name, NODE_CHECK, status, message, details),
-            )
+            key = f"node:{node['node_id']}"
+            events, entry = self.tracker.node_state(key, name, NODE_CHECK, status, message, details)
+            sent += await self.tracker.commit(self.sink, key, events, entry)
         self.ledger.save()
         return sent
 

@@ -68,6 +68,7 @@ class SlurmWatcher:
             present.add(jid)
             sent += await self.tracker.commit(self.sink, jid, *self._job_events(jid, job))
         sent += await self._vanished(present)
+        self.tracker.forget_ended(f"slurm/{self.settings.cluster}/", present)
         for node in (await self._json("sinfo", "--json"))["nodes"]:
             sent += await self.tracker.commit(
                 self.sink, f"node:{node['name']}", *self._node_events(node)
@@ -158,6 +159,7 @@ class SlurmWatcher:
         reason = str(node.get("reason") or "")
         words = " ".join([state, *flags]).lower()
         return self.tracker.node_state(
+            f"node:{node['name']}",
             node["name"],
             NODE_CHECK,
             node_health(state, flags),

@@ -12,7 +12,7 @@ import requests
 from actions.adapters.kubernetes import KubernetesAdapter
 from actions.adapters.settings import KubernetesSettings
 from actions.errors import PermanentError, TemporaryError
-from tests.support.kube import KubeApi, kube_fixture  # noqa: F401
+from tests.support.kube import KubeApi
 
 pytestmark = pytest.mark.integration
 

@@ -10,7 +10,7 @@ from ray.job_submission import JobSubmissionClient
 from actions.adapters.ray import RayAdapter
 from actions.adapters.settings import RaySettings
 from actions.errors import PermanentError, TemporaryError
-from tests.support.ray import RayHead, ray_head_fixture  # noqa: F401
+from tests.support.ray import RayHead
 
 pytestmark = pytest.mark.integration
 

@@ -10,7 +10,7 @@ from actions.adapters.base import make_adapter
 from actions.adapters.settings import SlurmSettings
 from actions.adapters.slurm import SlurmAdapter
 from actions.errors import PermanentError, TemporaryError
-from tests.support.slurm import SlurmCluster, slurm_cluster_fixture  # noqa: F401
+from tests.support.slurm import SlurmCluster
 
 pytestmark = pytest.mark.integration
 

@@ -1,6 +1,7 @@
 """The Ray watcher against a real local Ray head (Jobs API, logs, node death)."""
 
 import asyncio
+import sys
 import time
 from pathlib import Path
 
@@ -11,13 +12,14 @@ from collectors.sink import RecordingSink
 from collectors.watchers.ray.settings import RayWatchSettings
 from collectors.watchers.ray.watcher import RayWatcher
 from schemas.envelope import Event
-from schemas.events import JobExited, LogSignalDetected, NodeHealthChecked
+from schemas.events import JobExited, LogSignalDetected
 from schemas.events.jobs import JobState
 from schemas.events.logs import LogSignal
-from schemas.events.nodes import HealthStatus
 from tests.support.ray import RayHead
 
 pytestmark = pytest.mark.integration
+
+REPO = Path(__file__).resolve().parents[3]
 
 
 def settings(head: RayHead, tmp_path: Path) -> RayWatchSettings:
@@ -78,29 +80,16 @@ async def test_jobs_their_driver_node_exit_and_log_signals(
     assert of(again.events, ok) == [] and of(again.events, bad) == []
 
 
-async def test_a_dead_node_is_reported(
-    ray_head: RayHead, ray_worker: object, tmp_path: Path
+async def test_training_code_in_a_ray_job_names_the_job_as_the_watcher_does(
+    ray_head: RayHead,
 ) -> None:
-    sink = RecordingSink()
-    watcher = RayWatcher(settings(ray_head, tmp_path), sink)
-    deadline = time.monotonic() + 60
-    while len(sink.of_type(NodeHealthChecked)) < 2 and time.monotonic() < deadline:
-        await watcher.poll_once()
-        await asyncio.sleep(0.5)
-    alive = sink.of_type(NodeHealthChecked)
-    assert len(alive) == 2 and {e.payload.status for e in alive} == {HealthStatus.OK}
-    worker_ids = {
-        e.payload.details["node_id"] for e in alive if not e.payload.details["is_head_node"]
-    }
-    ray_worker.kill()  # type: ignore[attr-defined]
-    dead: list[NodeHealthChecked] = []
-    deadline = time.monotonic() + 90
-    while not dead and time.monotonic() < deadline:
-        await watcher.poll_once()
-        dead = [
-            e for e in sink.of_type(NodeHealthChecked) if e.payload.status == HealthStatus.CRITICAL
-        ]
-        await asyncio.sleep(0.5)
-    assert dead, "the worker's death was not reported within 90 s"
-    assert dead[0].payload.details["node_id"] in worker_ids
-    assert dead[0].payload.message.startswith("dead")
+    client = JobSubmissionClient(ray_head.address)
+    code = (
+        "from collectors.checkpoints import current_job_id; print('JOB=' + str(current_job_id()))"
+    )
+    sid = client.submit_job(
+        entrypoint=f'{sys.executable} -c "{code}"',
+        runtime_env={"env_vars": {"PYTHONPATH": str(REPO)}},
+    )
+    await finished(client, sid)
+    assert f"JOB=ray/{sid}" in client.get_job_logs(sid)

@@ -139,6 +139,7 @@ def test_kill_9_mid_stream_loses_no_state_and_no_decision(
         assert len(seen) < len(expected), "the kill came too late to be mid-stream"
         worker.start()
         counts = run_until(worker, kafka_settings, expected)
+        assert "unclean_stop_restoring_from_changelog" in worker.process.log_file.read_text()
         assert_tables_match(brain, worker_env["CENTRALITY_STREAMS_APP_ID"], kafka_settings)
     finally:
         worker.stop()

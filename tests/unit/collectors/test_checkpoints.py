@@ -41,11 +41,13 @@ def test_a_notifier_that_cannot_connect_raises_at_once() -> None:
 
 
 def test_job_id_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    for var in ("SLURM_JOB_ID", "SLURM_ARRAY_JOB_ID", "SLURM_ARRAY_TASK_ID", "RAY_JOB_ID"):
+    for var in ("SLURM_JOB_ID", "SLURM_ARRAY_JOB_ID", "SLURM_ARRAY_TASK_ID"):
         monkeypatch.delenv(var, raising=False)
+    monkeypatch.delenv("RAY_JOB_CONFIG_JSON_ENV_VAR", raising=False)
     assert current_job_id("c1") is None
-    monkeypatch.setenv("RAY_JOB_ID", "02000000")
-    assert current_job_id() == "ray/02000000"
+    ray_config = '{"runtime_env": {}, "metadata": {"job_submission_id": "raysubmit_Ab12"}}'
+    monkeypatch.setenv("RAY_JOB_CONFIG_JSON_ENV_VAR", ray_config)  # what Ray gives a driver
+    assert current_job_id() == "ray/raysubmit_Ab12"
     monkeypatch.setenv("SLURM_JOB_ID", "77")
     monkeypatch.setenv("SLURM_CLUSTER_NAME", "dgx")
     assert current_job_id() == "slurm/dgx/77"

@@ -114,12 +114,14 @@ async def test_rotation_loses_nothing_and_repeats_nothing(tmp_path: Path, logs: 
     tailer = LogTailer(tail_settings(tmp_path), sink)
     await tailer.poll_once()
     append(log, "written just before rotation")
+    with log.open("a") as f:
+        f.write("last words without a newline")
     os.rename(log, logs / "slurm-9.out.1")  # no longer matches the glob
     append(log, "after rotation")
     await tailer.poll_once()
     await tailer.poll_once()
     assert sorted(lines_of(sink)) == sorted(
-        ["before", "written just before rotation", "after rotation"]
+        ["before", "written just before rotation", "last words without a newline", "after rotation"]
     )
     assert len(tailer.files) == 1
 

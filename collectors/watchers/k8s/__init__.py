@@ -1,0 +1,1 @@
+"""Kubernetes watcher: batch Jobs and Kubeflow PyTorchJobs, their Pods, and Nodes."""

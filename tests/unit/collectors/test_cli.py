@@ -1,0 +1,33 @@
+from pathlib import Path
+
+import orjson
+from typer.testing import CliRunner
+
+from centrality.cli import app
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def test_simulate_dry_run_prints_one_json_line() -> None:
+    result = CliRunner().invoke(
+        app, ["simulate", "--nodes", "50", "--duration-s", "30", "--dry-run", "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    doc = orjson.loads(result.stdout.strip().splitlines()[-1])
+    assert doc["ticks"] == 4 and doc["by_type"]["GpuSampled"] == 4 * 50 * 8
+    assert doc["events_per_s"] > 0
+
+
+def test_nccl_file_summary() -> None:
+    path = FIXTURES / "all_reduce_perf_2x8.txt"
+    result = CliRunner().invoke(app, ["nccl", str(path), "--node", "n1", "--dry-run", "--json"])
+    assert result.exit_code == 0, result.output
+    doc = orjson.loads(result.stdout.strip().splitlines()[-1])
+    assert (doc["rows"], doc["ranks"], doc["max_busbw_gbps"]) == (8, 16, 177.35)
+
+
+def test_every_collector_command_is_registered() -> None:
+    names = {c.name for c in app.registered_commands}
+    assert {"agent", "tail", "checkpoints", "nccl", "simulate"} <= names
+    groups = {g.name for g in app.registered_groups}
+    assert {"watch", "bench"} <= groups

@@ -1,0 +1,89 @@
+"""The Faust agents through `test_context()`: a thin shell around the pure step."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import orjson
+import pytest
+
+from schemas.codec import decode, encode, encode_batch
+from tests.factories import checkpoint
+from tests.unit.streams.builders import ended, sample
+
+
+@pytest.fixture(scope="module")
+def app_module(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ModuleType]:
+    patch = pytest.MonkeyPatch()
+    patch.setenv("CENTRALITY_STREAMS_STORE", "memory://")
+    patch.setenv("CENTRALITY_STREAMS_DATA_DIR", str(tmp_path_factory.mktemp("streams")))
+    yield importlib.import_module("streams.app")
+    patch.undo()
+
+
+class Sent:
+    """Stands in for `Topic.send`: records, and is acknowledged at once."""
+
+    def __init__(self) -> None:
+        self.values: list[bytes] = []
+
+    async def __call__(self, *, value: bytes, **kwargs: Any) -> asyncio.Future[None]:
+        self.values.append(value)
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        done.set_result(None)
+        return done
+
+
+async def written(table: Any, key: bytes, field: str) -> Any:
+    """`put()` returns when the agent got the value, not when it is done with it."""
+    for _ in range(100):
+        raw = table.get(key)
+        value = orjson.loads(raw) if raw is not None else None
+        if value is not None and value[field]:
+            return value
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"{field} of {key!r} never written: {table.get(key)}")
+
+
+async def test_job_agent_folds_decides_and_forwards(
+    app_module: ModuleType, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    triggers, forwards = Sent(), Sent()
+    monkeypatch.setattr(app_module.triggers_topic, "send", triggers)
+    monkeypatch.setattr(app_module.forward_topic, "send", forwards)
+    job = "slurm/agent/1"
+    async with app_module.fold_jobs.test_context() as agent:
+        await agent.put(key=job.encode(), value=encode(checkpoint(7, job)))
+        await agent.put(key=job.encode(), value=encode(ended(job, at_s=5)))
+        stored = await written(app_module.tables["jobs"], job.encode(), "restarts")
+    [restart] = [e for v in triggers.values for e in decode(v)]
+    assert restart.type == "RestartJob" and restart.payload.checkpoint_step == 7
+    assert stored["last_checkpoint_step"] == 7 and stored["restarts"][0]["attempt"] == 1
+    # the exit concerns both nodes and their node set: three derived events to re-key
+    assert len(forwards.values) == 3
+
+
+async def test_node_agent_folds_a_gpu_batch_in_one_step(
+    app_module: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    triggers, forwards = Sent(), Sent()
+    monkeypatch.setattr(app_module.triggers_topic, "send", triggers)
+    monkeypatch.setattr(app_module.forward_topic, "send", forwards)
+    batch = [sample("g1", gpu=g, at_s=1, ecc_double_bit=int(g == 3)) for g in range(8)]
+    async with app_module.fold_nodes.test_context() as agent:
+        await agent.put(key=b"g1", value=encode_batch(batch))
+        stored = await written(app_module.tables["nodes"], b"g1", "quarantined")
+        await agent.put(key=b"g1", value=encode_batch(batch))  # redelivered: nothing new
+        await agent.put(key=b"g1", value=encode_batch([sample("g1", at_s=2)]))
+    assert sorted(e.type for v in triggers.values for e in decode(v)) == [
+        "QuarantineNodes",
+        "RunBenchmark",
+    ]
+    assert stored["gpus"] == {"3": stored["gpus"]["3"]}  # only GPUs with errors are kept
+    assert stored["gpus"]["3"]["ecc_double_bit"] == 1
+    assert forwards.values == []  # its own quarantine was applied inline, not re-keyed
