@@ -23,5 +23,6 @@ def configure_logging(*, json: bool | None = None, level: str = "INFO") -> None:
         ],
         wrapper_class=structlog.make_filtering_bound_logger(logging.getLevelName(level)),
         logger_factory=structlog.PrintLoggerFactory(sys.stderr),
-        cache_logger_on_first_use=True,
+        # Not cached: tests that run commands in-process must still be able to capture logs.
+        cache_logger_on_first_use=False,
     )
