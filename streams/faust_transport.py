@@ -1,14 +1,20 @@
-"""Faust's aiokafka transport with a configurable consumer fetch wait.
+"""Faust's aiokafka transport with two small, documented fixes. Select it with the broker URL
+scheme `centrality-kafka://host:port` (see `install`).
 
-faust-streaming 0.15 hard-codes `fetch_max_wait_ms=1500` in its worker consumer, with no
-setting: on a quiet partition every message can wait up to 1.5 s before Faust sees it. This
-transport is the stock one except that the consumer it builds waits at most
-`FETCH_MAX_WAIT_MS` (set from `CENTRALITY_STREAMS_FETCH_MAX_WAIT_MS` before the app starts).
-Select it with the broker URL scheme `centrality-kafka://host:port`.
+1. Fetch wait. faust-streaming 0.15 hard-codes `fetch_max_wait_ms=1500` in its worker consumer,
+   with no setting: on a quiet partition every message can wait up to 1.5 s before Faust sees it.
+   Our consumer waits at most `FETCH_MAX_WAIT_MS` (`CENTRALITY_STREAMS_FETCH_MAX_WAIT_MS`).
+
+2. Flush before commit. Table changelog records first go to Faust's own producer buffer. Before
+   committing offsets Faust flushes the producer, but its buffer flush gives up after 0.1 s
+   without progress even if records are still waiting; offsets can then be committed ahead of
+   the changelog, and a worker killed at that moment loses table state for good. Our producer's
+   flush drains that buffer completely before flushing aiokafka.
 """
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from faust.transport import drivers
@@ -31,8 +37,17 @@ class _Consumer(driver.Consumer):
         return _ConsumerThread(self, loop=self.loop, beacon=self.beacon)
 
 
+class _Producer(driver.Producer):
+    async def flush(self) -> None:
+        while self.buffer.size:
+            await self.buffer.flush()
+            await asyncio.sleep(0)  # let the buffer's sender hand its last record to aiokafka
+        await super().flush()
+
+
 class Transport(driver.Transport):
     Consumer = _Consumer
+    Producer = _Producer
 
 
 def install(fetch_max_wait_ms: int) -> str:

@@ -268,10 +268,9 @@ def bench_streams(
     except Exception:
         progress.log(f"streams worker log {worker.log_file}:\n{worker.log_tail(20)}")
         raise
-    else:
-        shutil.rmtree(data_dir, ignore_errors=True)
     finally:
-        worker.stop()
+        worker.stop()  # before removing data_dir: its pid file lives there
+    shutil.rmtree(data_dir, ignore_errors=True)
     events, raw_rate = asyncio.run(raw_loop(kafka, ends))
     result = {
         "events": events,
