@@ -10,6 +10,11 @@ scheme `centrality-kafka://host:port` (see `install`).
    without progress even if records are still waiting; offsets can then be committed ahead of
    the changelog, and a worker killed at that moment loses table state for good. Our producer's
    flush drains that buffer completely before flushing aiokafka.
+
+3. A sender that survives errors. The buffer's one sender task ends at the first failed send
+   (a broker hiccup while the worker rejoins after a restart, say), and from then on every table
+   change stays in the buffer and never reaches the changelog, while direct sends still work.
+   Ours retries the same record with backoff, so order holds and nothing is dropped.
 """
 
 from __future__ import annotations
@@ -17,8 +22,13 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import structlog
 from faust.transport import drivers
 from faust.transport.drivers import aiokafka as driver
+from faust.transport.producer import ProducerBuffer
+from mode import Service
+
+log = structlog.get_logger("streams")
 
 SCHEME = "centrality-kafka"
 FETCH_MAX_WAIT_MS = 20
@@ -37,7 +47,32 @@ class _Consumer(driver.Consumer):
         return _ConsumerThread(self, loop=self.loop, beacon=self.beacon)
 
 
+class _Buffer(ProducerBuffer):
+    @Service.task
+    async def _handle_pending(self) -> None:
+        while not self.should_stop:
+            message = await self.pending.get()
+            backoff_s = 0.1
+            while True:
+                try:
+                    await self._send_pending(message)
+                    break
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:
+                    log.warning("changelog_send_retry", error=repr(exc), retry_in_s=backoff_s)
+                    await asyncio.sleep(backoff_s)
+                    backoff_s = min(backoff_s * 2, 5.0)
+            self.message_sent.set()
+
+
 class _Producer(driver.Producer):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        buffer = _Buffer(loop=self.loop, beacon=self.beacon)
+        buffer.app, buffer.threaded_producer = self.app, self.threaded_producer
+        self.buffer = buffer
+
     async def flush(self) -> None:
         while self.buffer.size:
             await self.buffer.flush()
