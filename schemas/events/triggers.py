@@ -13,9 +13,10 @@ from schemas.registry import event
 _TRIGGER_NAMESPACE = uuid.UUID("6f0b5a57-3c57-4c3e-9a55-2c0f4a0c7e11")
 
 
-def trigger_id(rule: str, subject: str, window: str) -> uuid.UUID:
-    """Same rule, subject and window → same id, across redelivery, restarts and replay."""
-    return uuid.uuid5(_TRIGGER_NAMESPACE, f"{rule}\x1f{subject}\x1f{window}")
+def trigger_id(trigger_type: str, rule: str, subject: str, window: str) -> uuid.UUID:
+    """Same decision → same id, across redelivery, restarts and replay. The trigger type is part
+    of it because one decision often yields several triggers (quarantine, benchmark, notify)."""
+    return uuid.uuid5(_TRIGGER_NAMESPACE, f"{trigger_type}\x1f{rule}\x1f{subject}\x1f{window}")
 
 
 class TriggerPayload(Payload):
@@ -37,7 +38,9 @@ class Trigger(Event):
         body = p(caused_by=payload.pop("caused_by", (cause.event_id,)), **payload)
         return cls.model_validate(
             {
-                "event_id": trigger_id(body.rule, cause.subject, body.window),
+                "event_id": trigger_id(
+                    cls.model_fields["type"].default, body.rule, cause.subject, body.window
+                ),
                 "source": source,
                 "cluster": cause.cluster,
                 "subject": cause.subject,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -16,12 +15,6 @@ from actions.slack.settings import SlackSettings
 from tests.support.slack_stub import SlackStub
 
 TOKEN = "xoxb-very-secret-token"
-
-
-@pytest.fixture
-def slack() -> Iterator[SlackStub]:
-    with SlackStub() as stub:
-        yield stub
 
 
 def settings(stub: SlackStub, **kw: Any) -> SlackSettings:

@@ -4,7 +4,7 @@ import orjson
 import pytest
 
 from schemas.codec import MAX_MESSAGE_BYTES, DecodeError, decode, encode, encode_batch
-from schemas.events import RestartJob
+from schemas.events import Notify, RestartJob
 from schemas.events.triggers import trigger_id
 from tests.factories import checkpoint, exited
 
@@ -63,6 +63,9 @@ def test_trigger_id_is_deterministic() -> None:
     b = RestartJob.decide(
         cause=exited(), source="t", rule="r", window="w", reason="y", checkpoint_uri=None, attempt=1
     )
-    assert a.event_id == b.event_id == trigger_id("r", cause.subject, "w")
-    assert a.event_id != trigger_id("r", cause.subject, "w2")
+    assert a.event_id == b.event_id == trigger_id("RestartJob", "r", cause.subject, "w")
+    assert a.event_id != trigger_id("RestartJob", "r", cause.subject, "w2")
+    notify = Notify.decide(cause=cause, source="t", rule="r", window="w", reason="x",
+                           title="t", incident="i")  # fmt: skip
+    assert notify.event_id != a.event_id  # one decision, several triggers: distinct ids
     assert isinstance(a.event_id, uuid.UUID)

@@ -1,0 +1,12 @@
+from collections.abc import Iterator
+
+import pytest
+
+from tests.support.slack_stub import SlackStub
+
+
+@pytest.fixture
+def slack() -> Iterator[SlackStub]:
+    """A local Slack Web API that records what was posted."""
+    with SlackStub() as stub:
+        yield stub

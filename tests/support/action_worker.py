@@ -1,0 +1,73 @@
+"""Running the action worker in a test's own process, and reading what it emitted."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+from aiokafka import AIOKafkaConsumer
+from pydantic import SecretStr
+
+from actions.adapters.base import SchedulerAdapter
+from actions.settings import ActionsSettings
+from actions.slack.notifier import SlackNotifier
+from actions.slack.settings import SlackSettings
+from actions.worker import ActionWorker
+from schemas.codec import decode
+from schemas.emitter import Emitter
+from schemas.envelope import Event
+from schemas.events import Trigger
+from schemas.settings import KafkaSettings
+from schemas.topics import topic_name
+from tests.support.slack_stub import SlackStub
+
+
+@asynccontextmanager
+async def worker(
+    kafka: KafkaSettings, adapter: SchedulerAdapter, slack: SlackStub, **settings: Any
+) -> AsyncIterator[None]:
+    """A worker as `centrality actions` runs it, in this process so the adapter can be read."""
+    notifier = SlackNotifier(SlackSettings(token=SecretStr("xoxb-t"), base_url=slack.base_url))
+    stop = asyncio.Event()
+    w = ActionWorker(
+        kafka, ActionsSettings(group_id=f"g-{uuid.uuid4().hex[:8]}", **settings), adapter, notifier
+    )
+    task = asyncio.create_task(w.run(stop))
+    try:
+        yield
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 30)
+
+
+async def send(kafka: KafkaSettings, *triggers: Trigger) -> None:
+    async with Emitter(kafka) as emitter:
+        for t in triggers:
+            await emitter.emit(t)
+
+
+async def wait_for(
+    kafka: KafkaSettings, done: Callable[[list[Event]], bool], timeout_s: float = 60
+) -> list[Event]:
+    """Every action result so far, once `done` says enough arrived."""
+    consumer = AIOKafkaConsumer(
+        topic_name("actions", kafka), bootstrap_servers=kafka.bootstrap,
+        auto_offset_reset="earliest", enable_auto_commit=False,
+    )  # fmt: skip
+    seen: list[Event] = []
+    await consumer.start()
+    try:
+        async with asyncio.timeout(timeout_s):
+            while not done(seen):
+                for records in (await consumer.getmany(timeout_ms=300)).values():
+                    seen += [e for r in records for e in decode(r.value or b"")]
+    finally:
+        await consumer.stop()
+    return seen
+
+
+def count(events: list[Event], cls: type[Event], trigger: Trigger) -> int:
+    return sum(isinstance(e, cls) and e.payload.trigger_id == trigger.event_id for e in events)
