@@ -24,6 +24,12 @@ app = typer.Typer(
 console = Console(stderr=True)
 
 
+@app.callback()
+def _logging() -> None:
+    # Logs go to stderr (JSON unless a person is watching): stdout is for `--json` output.
+    configure_logging()
+
+
 @app.command()
 def up(
     json: bool = typer.Option(False, "--json", help="Print the result as one JSON line."),
@@ -100,7 +106,6 @@ def actions() -> None:
     """Run the action worker (triggers → scheduler adapters → action results)."""
     from actions.worker import ActionWorker
 
-    configure_logging()
     run_until_signalled(ActionWorker().run)
 
 
@@ -109,7 +114,6 @@ def sink() -> None:
     """Run the history sink (every topic → ClickHouse)."""
     from streams.history.sink import HistorySink
 
-    configure_logging()
     run_until_signalled(HistorySink().run)
 
 
