@@ -22,7 +22,8 @@ def configure_logging(*, json: bool | None = None, level: str = "INFO") -> None:
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(logging.getLevelName(level)),
-        logger_factory=structlog.PrintLoggerFactory(sys.stderr),
+        # Looked up at each use, not bound once: whoever swaps sys.stderr (pytest does) is obeyed.
+        logger_factory=lambda *_: structlog.PrintLogger(sys.stderr),
         # Not cached: tests that run commands in-process must still be able to capture logs.
         cache_logger_on_first_use=False,
     )
