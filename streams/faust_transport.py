@@ -15,6 +15,11 @@ scheme `centrality-kafka://host:port` (see `install`).
    (a broker hiccup while the worker rejoins after a restart, say), and from then on every table
    change stays in the buffer and never reaches the changelog, while direct sends still work.
    Ours retries the same record with backoff, so order holds and nothing is dropped.
+
+4. Drain before stopping. On a clean stop Faust stops the aiokafka producer first and the
+   buffer after it, so table changes still in the buffer were dropped (their offsets may be
+   committed by then): the last moments before every SIGTERM were lost from the changelog. Our
+   producer drains the buffer while it can still send.
 """
 
 from __future__ import annotations
@@ -72,6 +77,10 @@ class _Producer(driver.Producer):
         buffer = _Buffer(loop=self.loop, beacon=self.beacon)
         buffer.app, buffer.threaded_producer = self.app, self.threaded_producer
         self.buffer = buffer
+
+    async def on_stop(self) -> None:
+        await self.flush()
+        await super().on_stop()
 
     async def flush(self) -> None:
         while self.buffer.size:
