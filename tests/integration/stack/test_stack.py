@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -30,6 +31,15 @@ def test_up_status_down_leaves_nothing_behind(tmp_path: Path) -> None:
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run([CLI, *args], env=env, capture_output=True, text=True, timeout=180)
 
+    try:
+        check_lifecycle(cli, kafka, clickhouse)
+    finally:
+        cli("down")  # whatever failed above, leave nothing running
+
+
+def check_lifecycle(
+    cli: Callable[..., subprocess.CompletedProcess[str]], kafka: int, clickhouse: int
+) -> None:
     up = cli("up", "--json")
     assert up.returncode == 0, up.stderr
     report = json.loads(up.stdout)
