@@ -82,12 +82,16 @@ def _timeline(
     _print_events(f"{kind} {subject}: {len(events)} events", events)
 
 
+TIMELINE_SINCE = typer.Option("7d", help="Start: ISO time or an age (30m, 2h, 7d).")
+ALL = typer.Option(False, "--all", help="Include telemetry (samples, heartbeats).")
+
+
 @history_app.command("job")
 def history_job(
     job_id: str,
-    since: str = typer.Option("7d", help="Start: ISO time or an age (30m, 2h, 7d)."),
+    since: str = TIMELINE_SINCE,
     until: str = UNTIL,
-    all_: bool = typer.Option(False, "--all", help="Include telemetry (samples, heartbeats)."),
+    all_: bool = ALL,
     json: bool = JSON,
 ) -> None:
     """A job's events, triggers and actions in time order."""
@@ -97,9 +101,9 @@ def history_job(
 @history_app.command("node")
 def history_node(
     node: str,
-    since: str = typer.Option("7d", help="Start: ISO time or an age (30m, 2h, 7d)."),
+    since: str = TIMELINE_SINCE,
     until: str = UNTIL,
-    all_: bool = typer.Option(False, "--all", help="Include telemetry (samples, heartbeats)."),
+    all_: bool = ALL,
     json: bool = JSON,
 ) -> None:
     """A node's events, the jobs that ran on it, triggers naming it and actions on them."""

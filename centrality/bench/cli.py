@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+from collections.abc import Mapping
 
 import orjson
 import typer
@@ -29,7 +30,7 @@ def register(app: typer.Typer) -> None:
     app.add_typer(bench_app, name="bench")
 
 
-def report(title: str, result: dict[str, object], *, json: bool) -> None:
+def report(title: str, result: Mapping[str, object], *, json: bool) -> None:
     """One JSON line for machines, or a one-row rich table for people."""
     if json:
         print(orjson.dumps(result).decode())

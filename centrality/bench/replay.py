@@ -6,12 +6,9 @@ import time
 import uuid
 from datetime import UTC, datetime, timedelta
 
-import orjson
 import typer
-from rich.console import Console
-from rich.table import Table
 
-from centrality.bench.cli import bench_app
+from centrality.bench.cli import bench_app, report
 from centrality.bench.history_data import day_of_history, insert_events, with_decisions
 from streams.history.client import connect
 from streams.history.migrations import migrate
@@ -52,9 +49,4 @@ def bench_replay(
         "decisions": len(decisions),
         "same": same,
     }
-    if json:
-        print(orjson.dumps(result).decode())
-        return
-    table = Table(*result, title="bench replay (one simulated day)")
-    table.add_row(*(str(v) for v in result.values()))
-    Console().print(table)
+    report("bench replay (one simulated day)", result, json=json)

@@ -8,13 +8,10 @@ import time
 import uuid
 from datetime import UTC, datetime, timedelta
 
-import orjson
 import typer
 from aiokafka import AIOKafkaProducer
-from rich.console import Console
-from rich.table import Table
 
-from centrality.bench.cli import bench_app
+from centrality.bench.cli import bench_app, report
 from centrality.bench.history_data import node_telemetry
 from schemas.admin import ensure_topics
 from schemas.codec import encode_batch
@@ -116,9 +113,4 @@ def bench_sink(
         "bare_rate_eps": round(bare),
         "ratio": round(rate / bare, 3),
     }
-    if json:
-        print(orjson.dumps(result).decode())
-        return
-    table = Table("events", "sink events/s", "bare insert events/s", "ratio", title="bench sink")
-    table.add_row(*(str(v) for v in result.values()))
-    Console().print(table)
+    report("bench sink", result, json=json)

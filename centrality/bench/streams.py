@@ -18,15 +18,13 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import orjson
 import typer
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.partitioner import murmur2
 from rich.console import Console
-from rich.table import Table
 
-from centrality.bench.cli import bench_app
+from centrality.bench.cli import bench_app, report
 from centrality.bench.history_data import job_run, node_telemetry
 from centrality.stack.process import ManagedProcess
 from schemas.admin import ensure_topics
@@ -283,12 +281,7 @@ def bench_streams(
         "probes": len(lat),
         "background_eps": background_eps,
     }
-    if json:
-        print(orjson.dumps(result).decode())
-        return
-    table = Table(*result, title="bench streams")
-    table.add_row(*(str(v) for v in result.values()))
-    Console().print(table)
+    report("bench streams", result, json=json)
 
 
 def _partition(key: bytes) -> int:
