@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from centrality.stack.process import ManagedProcess, ServiceError
-from tests.ports import free_port
+from tests.ports import free_port, free_ports
 
 
 class RayHead:
@@ -31,7 +31,8 @@ class RayHead:
         self.run_dir = run_dir
         # Ray puts unix sockets under its temp dir: keep the path short (108-byte limit).
         self.temp_dir = Path(tempfile.mkdtemp(prefix="ray-", dir="/tmp"))
-        self.dashboard_port = free_port()
+        # Drawn together, so no two components get the same port.
+        self.dashboard_port, *self._ports = free_ports(9)
         self.start_timeout_s = start_timeout_s
         self._process = ManagedProcess("ray-head", run_dir)
 
@@ -44,7 +45,20 @@ class RayHead:
         binary = str(ray) if ray.is_file() else shutil.which("ray")
         if binary is None:
             raise ServiceError("ray is not installed: pip install -e '.[test]'")
-        worker_low = free_port()
+        gcs, client, node_manager, objects, metrics, agent, agent_grpc, runtime_env = self._ports
+        worker_low = _worker_range_clear_of(
+            [
+                self.dashboard_port,
+                gcs,
+                client,
+                node_manager,
+                objects,
+                metrics,
+                agent,
+                agent_grpc,
+                runtime_env,
+            ]
+        )
         argv = [
             binary,
             "start",
@@ -53,17 +67,17 @@ class RayHead:
             "--disable-usage-stats",
             "--node-ip-address=127.0.0.1",
             "--dashboard-host=127.0.0.1",
-            f"--port={free_port()}",
+            f"--port={gcs}",
             f"--dashboard-port={self.dashboard_port}",
-            f"--ray-client-server-port={free_port()}",
-            f"--node-manager-port={free_port()}",
-            f"--object-manager-port={free_port()}",
-            f"--metrics-export-port={free_port()}",
-            f"--dashboard-agent-listen-port={free_port()}",
-            f"--dashboard-agent-grpc-port={free_port()}",
-            f"--runtime-env-agent-port={free_port()}",
+            f"--ray-client-server-port={client}",
+            f"--node-manager-port={node_manager}",
+            f"--object-manager-port={objects}",
+            f"--metrics-export-port={metrics}",
+            f"--dashboard-agent-listen-port={agent}",
+            f"--dashboard-agent-grpc-port={agent_grpc}",
+            f"--runtime-env-agent-port={runtime_env}",
             f"--min-worker-port={worker_low}",
-            f"--max-worker-port={worker_low + 200}",
+            f"--max-worker-port={worker_low + _WORKER_PORTS}",
             "--num-cpus=2",
             "--num-gpus=0",
             "--object-store-memory=100000000",
@@ -119,3 +133,15 @@ def ray_head_fixture(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RayHe
         yield head
     finally:
         head.stop()
+
+
+_WORKER_PORTS = 200
+
+
+def _worker_range_clear_of(taken: list[int]) -> int:
+    """A start for Ray's worker port range that holds none of the component ports: Ray refuses
+    to start when they overlap, and separately drawn free ports sometimes did."""
+    while True:
+        low = free_port()
+        if low + _WORKER_PORTS < 65535 and not any(low <= p <= low + _WORKER_PORTS for p in taken):
+            return low
