@@ -42,9 +42,21 @@ class Batcher:
             return self._open.pop(key)
         return None
 
-    def drain(self) -> list[PendingBatch]:
-        batches, self._open = list(self._open.values()), {}
-        return batches
+    def pop(self) -> PendingBatch | None:
+        """The oldest open batch, taken out; None when there is none."""
+        if not self._open:
+            return None
+        key = next(iter(self._open))
+        return self._open.pop(key)
+
+    def restore(self, batch: PendingBatch) -> None:
+        """Put back a batch whose send did not complete, ahead of anything added since."""
+        key = (batch.topic, batch.key)
+        newer = self._open.pop(key, None)
+        if newer is not None:
+            batch.encoded += newer.encoded
+            batch.size_bytes += newer.size_bytes - 2
+        self._open = {key: batch, **self._open}
 
     def __len__(self) -> int:
         return sum(len(b.encoded) for b in self._open.values())

@@ -50,6 +50,7 @@ class Emitter:
         self._drainer: asyncio.Task[None] | None = None
         self._spool_warned = False
         self._orphans: list[Spool] = []
+        self._stopping = asyncio.Event()
 
     async def __aenter__(self) -> Self:
         await self.start()
@@ -82,8 +83,11 @@ class Emitter:
 
     async def stop(self, drain_timeout_s: float = 5.0) -> None:
         """Flush open batches; give the spool a moment to drain; what is left stays on disk."""
-        for task in self._tasks:
-            task.cancel()
+        # The linger task is asked, not cancelled: cancelled mid-flush, it would drop the batch
+        # it was sending.
+        self._stopping.set()
+        await asyncio.gather(*self._tasks)
+        self._tasks.clear()
         await self.flush()
         if self._drainer is not None:
             with contextlib.suppress(TimeoutError, asyncio.CancelledError):
@@ -110,9 +114,14 @@ class Emitter:
         await self._deliver(topic_name(first.topic, self.settings), first.key, encode_batch(events))
 
     async def flush(self) -> None:
-        """Send every open batch."""
-        for batch in self._batcher.drain():
-            await self._deliver(batch.topic, batch.key, batch.value())
+        """Send every open batch. A batch leaves the batcher only once it is delivered (or
+        spooled): a flush that fails or is cancelled puts its batch back."""
+        while (batch := self._batcher.pop()) is not None:
+            try:
+                await self._deliver(batch.topic, batch.key, batch.value())
+            except BaseException:
+                self._batcher.restore(batch)
+                raise
 
     async def dead_letter(self, letter: DeadLetter) -> None:
         """Park a message no consumer could decode, keyed by its source topic."""
@@ -196,9 +205,13 @@ class Emitter:
             backoff_s = 0.2
 
     async def _linger(self) -> None:
-        while True:
-            await asyncio.sleep(self.options.batch_linger_ms / 1000)
-            await self.flush()
+        while not self._stopping.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stopping.wait(), self.options.batch_linger_ms / 1000)
+            try:
+                await self.flush()
+            except Exception:  # a full spool, say: the batch is back in the batcher, try later
+                log.exception("batch_flush_failed")
 
     async def _connect(self) -> None:
         producer = AIOKafkaProducer(

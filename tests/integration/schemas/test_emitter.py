@@ -92,3 +92,21 @@ def test_sync_emitter(kafka_settings: KafkaSettings, tmp_path: Path) -> None:
 
     got = asyncio.run(read_events(kafka_settings, "jobs"))
     assert [e.event_id for e in got] == [e.event_id for e in events]
+
+
+async def test_stopping_while_the_linger_flushes_loses_no_batch(
+    kafka_settings: KafkaSettings, tmp_path: Path
+) -> None:
+    """Unbatched events are awaited one by one, so a 1 ms linger gets to flush between them and
+    `stop()` lands in the middle of a flush: the batches it had taken must still go out."""
+    sent = []
+    for run in range(5):
+        async with Emitter(kafka_settings, options(tmp_path, batch_linger_ms=1)) as emitter:
+            for n in range(20):
+                samples = [gpu_sample(f"node-{run}-{n}", gpu) for gpu in range(8)]
+                for s in samples:
+                    await emitter.emit(s)
+                await emitter.emit(exited(attempt=1, subject=f"slurm/t/{run}-{n}"))
+                sent += samples
+    got = {e.event_id for m in await read_messages(kafka_settings, "gpu") for e in decode(m)}
+    assert len(got) == len(sent)
