@@ -1,4 +1,4 @@
-"""Faust's aiokafka transport with two small, documented fixes. Select it with the broker URL
+"""Faust's aiokafka transport with small, documented fixes. Select it with the broker URL
 scheme `centrality-kafka://host:port` (see `install`).
 
 1. Fetch wait. faust-streaming 0.15 hard-codes `fetch_max_wait_ms=1500` in its worker consumer,
@@ -9,22 +9,46 @@ scheme `centrality-kafka://host:port` (see `install`).
    committing offsets Faust flushes the producer, but its buffer flush gives up after 0.1 s
    without progress even if records are still waiting; offsets can then be committed ahead of
    the changelog, and a worker killed at that moment loses table state for good. Our producer's
-   flush drains that buffer completely before flushing aiokafka.
+   flush drains that buffer completely before flushing aiokafka, including the record the
+   buffer's sender has taken off its queue but not yet handed to aiokafka (that hand-over awaits,
+   e.g. for room in a full aiokafka batch; a flush that looked only at the queue committed
+   offsets past that record).
 
 3. A sender that survives errors. The buffer's one sender task ends at the first failed send
    (a broker hiccup while the worker rejoins after a restart, say), and from then on every table
    change stays in the buffer and never reaches the changelog, while direct sends still work.
    Ours retries the same record with backoff, so order holds and nothing is dropped.
 
-4. Drain before stopping. On a clean stop Faust stops the aiokafka producer first and the
+4. Seek with the fetcher held still. After a rebalance Faust resumes the stream partitions and
+   then seeks them back to their committed offsets while its fetcher is running. Records fetched
+   before the seek keep flowing after it, and Faust's read-offset bookkeeping takes the ones it
+   delivered meanwhile for a gap in the partition: it commits past them as if processed, before
+   they are (a worker killed then loses them), and records fetched again are dropped as already
+   read. Seen as jobs, forwards and node updates missing after a `kill -9` and restart. Our
+   consumer stops the flow, waits until the fetcher has let go of the record in hand, seeks,
+   and resumes: records delivered before the seek are delivered once more after it, which the
+   folds absorb (redelivered events change nothing).
+
+5. Drain before stopping. On a clean stop Faust stops the aiokafka producer first and the
    buffer after it, so table changes still in the buffer were dropped (their offsets may be
    committed by then): the last moments before every SIGTERM were lost from the changelog. Our
    producer drains the buffer while it can still send.
+
+6. Hand-over without tasks. The consumer's drain loop delivers each fetched message through
+   `wait_first(callback(message), suspend_flow.wait())`, which makes four tasks per message and
+   cancels three: the largest per-message cost of the worker (about 4x its rate when removed).
+   Our consumer runs the callback's first step inline (`streams.eager`); the callback nearly
+   always completes there (the event goes onto a stream's queue). One that must wait (a full
+   queue, flow stopped for a rebalance) continues in a task raced against `suspend_flow`,
+   exactly as before, so a rebalance still interrupts it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from functools import cached_property
 from typing import Any
 
 import structlog
@@ -32,6 +56,9 @@ from faust.transport import drivers
 from faust.transport.drivers import aiokafka as driver
 from faust.transport.producer import ProducerBuffer
 from mode import Service
+from mode.services import WaitResults
+
+from streams import eager
 
 log = structlog.get_logger("streams")
 
@@ -51,24 +78,102 @@ class _Consumer(driver.Consumer):
     def _new_consumer_thread(self) -> driver.AIOKafkaConsumerThread:
         return _ConsumerThread(self, loop=self.loop, beacon=self.beacon)
 
+    @cached_property
+    def _hand_free(self) -> asyncio.Event:
+        """Clear while Faust's fetcher holds a record of ours and has not asked for the next."""
+        free = asyncio.Event()
+        free.set()
+        return free
+
+    async def getmany(self, timeout: float) -> AsyncIterator[tuple[Any, Any]]:  # noqa: ASYNC109  # Faust's signature
+        async for tp, message in super().getmany(timeout):
+            self._hand_free.clear()
+            try:
+                yield tp, message
+            finally:
+                # Back here only once the fetcher delivered it and recorded its read offset.
+                self._hand_free.set()
+
+    async def perform_seek(self) -> None:
+        resume = self.flow_active
+        self.stop_flow()  # the fetcher stops at its next record and waits for the flow
+        await self._hand_free.wait()
+        try:
+            await super().perform_seek()
+        finally:
+            if resume:
+                self.resume_flow()
+
+    async def wait_first(
+        self,
+        *coros: Any,
+        timeout: Any = None,  # noqa: ASYNC109  # mode's signature, overridden
+    ) -> WaitResults:
+        # The drain loop hands every message over as `wait_first(callback(message),
+        # suspend_flow.wait())`: four tasks and a dozen loop callbacks per message, though the
+        # callback almost never waits (it puts the event on a stream's queue). Run its first
+        # step inline; only a callback that does wait (full queue, flow stopped) races the
+        # other waits in tasks, as before.
+        drain_call = len(coros) == 2 and timeout is None and asyncio.iscoroutine(coros[0])
+        if not drain_call or self._stopped.is_set() or self._crashed.is_set():
+            return await super().wait_first(*coros, timeout=timeout)
+        try:
+            started = eager.start(coros[0])
+        except BaseException:
+            _close(coros[1])
+            raise
+        if isinstance(started, eager.Finished):
+            _close(coros[1])
+            return WaitResults([coros[0]], [started.value], False)
+        return await super().wait_first(started, coros[1])
+
+
+def _close(waitable: Any) -> None:
+    if asyncio.iscoroutine(waitable):
+        waitable.close()  # never awaited: no "coroutine was never awaited" warning
+
 
 class _Buffer(ProducerBuffer):
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.in_hand = 0  # records taken off the queue and not yet handed to aiokafka
+
+    @property
+    def unsent(self) -> int:
+        return self.size + self.in_hand
+
     @Service.task
     async def _handle_pending(self) -> None:
         while not self.should_stop:
             message = await self.pending.get()
-            backoff_s = 0.1
-            while True:
-                try:
-                    await self._send_pending(message)
-                    break
-                except asyncio.CancelledError:
-                    raise
-                except Exception as exc:
-                    log.warning("changelog_send_retry", error=repr(exc), retry_in_s=backoff_s)
-                    await asyncio.sleep(backoff_s)
-                    backoff_s = min(backoff_s * 2, 5.0)
-            self.message_sent.set()
+            self.in_hand = 1
+            try:
+                await self._send_with_retry(message)
+            finally:
+                self.in_hand = 0
+                self.message_sent.set()
+
+    async def _send_with_retry(self, message: Any) -> None:
+        backoff_s = 0.1
+        while True:
+            try:
+                await self._send_pending(message)
+                return
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.warning("changelog_send_retry", error=repr(exc), retry_in_s=backoff_s)
+                await asyncio.sleep(backoff_s)
+                backoff_s = min(backoff_s * 2, 5.0)
+
+    async def drain(self) -> None:
+        """Until every record put so far is in aiokafka's hands (its flush covers the rest)."""
+        while self.unsent:
+            if self.should_stop:
+                raise RuntimeError(f"changelog buffer stopped with {self.unsent} records unsent")
+            self.message_sent.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.message_sent.wait(), timeout=1.0)
 
 
 class _Producer(driver.Producer):
@@ -76,16 +181,14 @@ class _Producer(driver.Producer):
         super().__init__(*args, **kwargs)
         buffer = _Buffer(loop=self.loop, beacon=self.beacon)
         buffer.app, buffer.threaded_producer = self.app, self.threaded_producer
-        self.buffer = buffer
+        self.buffer = self.ordered_buffer = buffer
 
     async def on_stop(self) -> None:
         await self.flush()
         await super().on_stop()
 
     async def flush(self) -> None:
-        while self.buffer.size:
-            await self.buffer.flush()
-            await asyncio.sleep(0)  # let the buffer's sender hand its last record to aiokafka
+        await self.ordered_buffer.drain()
         await super().flush()
 
 
