@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import re
 from datetime import UTC, datetime, timedelta
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import orjson
 import typer
@@ -17,11 +17,13 @@ from schemas.envelope import Event
 from schemas.events import Trigger
 from schemas.events.actions import ActionPayload
 
+if TYPE_CHECKING:
+    from streams.replay.source import Source
+
 history_app = typer.Typer(help="Timelines of jobs and nodes, and the sink's lag.")
 _RELATIVE = re.compile(r"^(\d+(?:\.\d+)?)([smhd])$")
 _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
-SINCE = typer.Option("1h", help="Start: ISO time, or an age like 30m, 2h, 7d.")
 UNTIL = typer.Option("now", help="End (exclusive): ISO time, an age, or now.")
 JSON = typer.Option(False, "--json", help="Print JSON instead of a table.")
 
@@ -128,9 +130,30 @@ def history_lag(json: bool = JSON) -> None:
     Console().print(table)
 
 
+KAFKA_HELP = (
+    "Read this Kafka offset range instead of ClickHouse: TOPIC:PARTITION:START-END, a catalog "
+    "topic (the topic prefix is added), END exclusive; repeatable. The range's event time runs "
+    "from its earliest to its latest event; warm-up comes from the same partitions before START, "
+    "and the triggers decided then from the triggers topic over that event time."
+)
+KAFKA = typer.Option(None, "--kafka", help=KAFKA_HELP)
+
+
 def replay(
-    since: str = SINCE,
-    until: str = UNTIL,
+    since: str | None = typer.Option(
+        None, help="Start: ISO time, or an age like 30m, 2h, 7d (default 1h; ClickHouse only)."
+    ),
+    until: str | None = typer.Option(
+        None, help="End (exclusive): ISO time, an age, or now (default now; ClickHouse only)."
+    ),
+    kafka: list[str] | None = KAFKA,
+    warmup_s: float | None = typer.Option(
+        None,
+        "--warmup-s",
+        min=0,
+        help="Seconds of history before the start folded into state first; what they decide is "
+        "neither shown nor compared. Default: the longest duration in the loaded rules' config.",
+    ),
     job: str | None = typer.Option(None, help="Only this job."),
     node: str | None = typer.Option(None, help="Only this node and the jobs that ran on it."),
     into: str | None = typer.Option(None, help="Also re-drive the events into this topic."),
@@ -139,36 +162,44 @@ def replay(
 ) -> None:
     """Re-decide a range of history with the current rules, next to what was decided then."""
     from schemas.settings import KafkaSettings
-    from streams.history.settings import ClickHouseSettings
     from streams.replay import explain as explaining
+    from streams.replay.kafka_source import OffsetsUnavailable
     from streams.replay.redrive import redrive
-    from streams.replay.rerun import compare, rerun_current
-    from streams.replay.scope import Scope, load
+    from streams.replay.rerun import compare, default_warmup_s, rerun_current
 
-    clickhouse = ClickHouseSettings()
-    scope = Scope(parse_time(since), parse_time(until), job=job, node=node)
-    history = load(clickhouse, scope)
-    now = rerun_current(history.inputs)
+    source = _source(since, until, kafka or [], job, node)
+    warmup = default_warmup_s() if warmup_s is None else warmup_s
+    try:
+        history = source.load(warmup)
+    except OffsetsUnavailable as exc:
+        Console(stderr=True).print(f"[red]{exc}[/]")
+        raise typer.Exit(2) from None
+    now = rerun_current([*history.warmup, *history.inputs], start=history.since)
     if into is not None:
         sent = asyncio.run(redrive(KafkaSettings(), into, history.inputs))
         Console(stderr=True).print(f"re-drove {sent} events into {into}")
     if explain is not None:
         known = {str(t.event_id): t for t in [*history.recorded, *now]}
         try:
-            found = explaining.explain(clickhouse, explain, known)
+            found = explaining.explain(source, explain, known)
         except explaining.UnknownTrigger as exc:
             Console(stderr=True).print(f"[red]{exc}[/]")
             raise typer.Exit(1) from None
         _print_explanation(found, json)
         return
     decisions = compare(now, history.recorded)
+    kind = "kafka" if kafka else "clickhouse"
     if json:
         print(
             orjson.dumps(
                 {
-                    "since": scope.since.isoformat(),
-                    "until": scope.until.isoformat(),
+                    "source": kind,
+                    "since": history.since.isoformat(),
+                    "until": history.until.isoformat(),
+                    "warmup_s": warmup,
+                    "warmup_events": len(history.warmup),
                     "events": len(history.inputs),
+                    "undecodable": history.undecodable,
                     "decisions": [
                         {
                             "trigger_id": d.trigger_id,
@@ -188,6 +219,7 @@ def replay(
         )
         return
     colour = {"same": "green", "changed": "yellow", "new": "cyan", "missing": "red"}
+    skipped = ", ".join(f"{n} {reason}" for reason, n in sorted(history.undecodable.items()))
     table = Table(
         "status",
         "trigger id",
@@ -196,8 +228,10 @@ def replay(
         "rule",
         "occurred at",
         "reason",
-        title=f"replay of {len(history.inputs)} events, {scope.since:%Y-%m-%d %H:%M:%S} → "
-        f"{scope.until:%Y-%m-%d %H:%M:%S} UTC",
+        title=f"replay of {len(history.inputs)} events from {kind}, "
+        f"{history.since:%Y-%m-%d %H:%M:%S} → {history.until:%Y-%m-%d %H:%M:%S} UTC",
+        caption=f"warm-up: {len(history.warmup)} events over {warmup:.0f} s"
+        + (f"; undecodable messages skipped: {skipped}" if skipped else ""),
     )
     for d in decisions:
         t = d.trigger
@@ -211,6 +245,28 @@ def replay(
             t.payload.reason,
         )
     Console().print(table)
+
+
+def _source(
+    since: str | None, until: str | None, kafka: list[str], job: str | None, node: str | None
+) -> Source:
+    """ClickHouse over a time range, or Kafka over offset ranges; both narrowed the same way."""
+    if not kafka:
+        from streams.history.settings import ClickHouseSettings
+        from streams.replay.clickhouse_source import ClickHouseSource, Scope
+
+        scope = Scope(parse_time(since or "1h"), parse_time(until or "now"), job=job, node=node)
+        return ClickHouseSource(ClickHouseSettings(), scope)
+    from schemas.settings import KafkaSettings
+    from streams.replay.kafka_source import KafkaSource, OffsetRange
+
+    if since is not None or until is not None:
+        raise typer.BadParameter("--since/--until select ClickHouse history; --kafka offsets do")
+    try:
+        ranges = [OffsetRange.parse(text) for text in kafka]
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--kafka") from None
+    return KafkaSource(KafkaSettings(), ranges, job=job, node=node)
 
 
 def _cause_json(cause: Any) -> dict[str, Any]:

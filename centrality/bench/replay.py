@@ -13,8 +13,8 @@ from centrality.bench.history_data import day_of_history, insert_events, with_de
 from streams.history.client import connect
 from streams.history.migrations import migrate
 from streams.history.settings import ClickHouseSettings
-from streams.replay.rerun import compare, rerun_current
-from streams.replay.scope import Scope, load
+from streams.replay.clickhouse_source import ClickHouseSource, Scope
+from streams.replay.rerun import compare, default_warmup_s, rerun_current
 
 
 @bench_app.command("replay")
@@ -33,9 +33,11 @@ def bench_replay(
         with connect(db) as client:
             insert_events(client, history)
         started = time.perf_counter()
-        loaded = load(db, Scope(now - timedelta(days=1, minutes=1), now + timedelta(minutes=1)))
+        scope = Scope(now - timedelta(days=1, minutes=1), now + timedelta(minutes=1))
+        loaded = ClickHouseSource(db, scope).load(default_warmup_s())
         read_s = time.perf_counter() - started
-        decisions = compare(rerun_current(loaded.inputs), loaded.recorded)
+        now_decided = rerun_current([*loaded.warmup, *loaded.inputs], start=loaded.since)
+        decisions = compare(now_decided, loaded.recorded)
         total_s = time.perf_counter() - started
     finally:
         with connect(base, database="default") as client:

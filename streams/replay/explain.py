@@ -6,8 +6,7 @@ from dataclasses import dataclass, field
 
 from schemas.envelope import Event
 from schemas.events import Trigger
-from streams.history.query import action_results_for, events_by_id
-from streams.history.settings import ClickHouseSettings
+from streams.replay.source import Source
 
 
 @dataclass
@@ -29,16 +28,16 @@ class UnknownTrigger(LookupError):
 
 
 def explain(
-    settings: ClickHouseSettings, trigger_id: str, known: dict[str, Trigger] | None = None
+    source: Source, trigger_id: str, known: dict[str, Trigger] | None = None
 ) -> Explanation:
     """`known` lets a trigger decided only by a replay (status new) be explained too."""
-    trigger = (known or {}).get(trigger_id) or _as_trigger(events_by_id(settings, [trigger_id]))
+    trigger = (known or {}).get(trigger_id) or _as_trigger(source.events_by_id([trigger_id]))
     if trigger is None:
         raise UnknownTrigger(f"no trigger {trigger_id} in history or in this replay")
     return Explanation(
         trigger=trigger,
-        causes=_causes(settings, trigger, seen={trigger_id}),
-        results=action_results_for(settings, [trigger_id]),
+        causes=_causes(source, trigger, seen={trigger_id}),
+        results=source.action_results_for([trigger_id]),
     )
 
 
@@ -47,15 +46,15 @@ def _as_trigger(found: dict[str, Event]) -> Trigger | None:
     return event if isinstance(event, Trigger) else None
 
 
-def _causes(settings: ClickHouseSettings, trigger: Trigger, seen: set[str]) -> list[Cause]:
+def _causes(source: Source, trigger: Trigger, seen: set[str]) -> list[Cause]:
     ids = [str(i) for i in trigger.payload.caused_by]
-    found = events_by_id(settings, ids)
+    found = source.events_by_id(ids)
     out = []
     for eid in ids:
         event = found.get(eid)
         cause = Cause(eid, event)
         # A trigger may be caused by other triggers; `seen` guards against a cycle in bad data.
         if isinstance(event, Trigger) and eid not in seen:
-            cause.causes = _causes(settings, event, seen | {eid})
+            cause.causes = _causes(source, event, seen | {eid})
         out.append(cause)
     return out

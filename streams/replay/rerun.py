@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Literal
 
+from pydantic import BaseModel
+
 from schemas.envelope import Event
 from schemas.events import Trigger
 from streams.history.query import event_time_key
@@ -24,30 +26,58 @@ def current_brain(settings: StreamsSettings | None = None) -> Brain:
 
 
 def rerun_current(
-    events: Iterable[Event], settings: StreamsSettings | None = None
+    events: Iterable[Event], settings: StreamsSettings | None = None, start: datetime | None = None
 ) -> list[Trigger]:
     """`rerun` with the live worker's rules and clock."""
     settings = settings or StreamsSettings()
-    return rerun(events, current_brain(settings), settings.tick_interval_s)
+    return rerun(events, current_brain(settings), settings.tick_interval_s, start)
 
 
-def rerun(events: Iterable[Event], brain: Brain, tick_interval_s: float) -> list[Trigger]:
+def default_warmup_s(settings: StreamsSettings | None = None) -> float:
+    """The longest duration (any `*_s` setting, windows included) in the loaded rules' config.
+
+    State older than that can no longer change a decision of these rules (a window, a silence
+    limit, a cooldown), so folding that much history before a range decides its start as live.
+    """
+    engine = current_brain(settings).engine
+    return max((_longest_s(bound.config) for bound in engine.rules), default=0.0)
+
+
+def _longest_s(config: BaseModel) -> float:
+    found = 0.0
+    for name, value in config:
+        if isinstance(value, BaseModel):
+            found = max(found, _longest_s(value))
+        elif name.endswith("_s") and isinstance(value, int | float):
+            found = max(found, float(value))
+    return found
+
+
+def rerun(
+    events: Iterable[Event], brain: Brain, tick_interval_s: float, start: datetime | None = None
+) -> list[Trigger]:
     """Feed events in event-time order, so the same range always decides the same.
 
     The clock ticks at every multiple of `tick_interval_s` (since the epoch) of event time, as
     the live worker's timer would have, up to the last event: past it, silence would only mean
-    that the range ended.
+    that the range ended. Events and ticks before `start` are the warm-up: they build state,
+    and what they decide is dropped (it belongs to the range before).
     """
     triggers: list[Trigger] = []
     next_tick: float | None = None
+    begin = start.timestamp() if start is not None else float("-inf")
     for event in sorted(events, key=event_time_key):
         at = event.occurred_at.timestamp()
         if next_tick is None:
             next_tick = (at // tick_interval_s + 1) * tick_interval_s
         while next_tick <= at:
-            triggers.extend(brain.tick(datetime.fromtimestamp(next_tick, UTC)))
+            ticked = brain.tick(datetime.fromtimestamp(next_tick, UTC))
+            if next_tick >= begin:
+                triggers.extend(ticked)
             next_tick += tick_interval_s
-        triggers.extend(brain.handle(event))
+        decided = brain.handle(event)
+        if at >= begin:
+            triggers.extend(decided)
     return triggers
 
 
