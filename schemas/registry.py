@@ -26,6 +26,7 @@ def event(topic: str) -> Callable[[E], E]:
             raise ValueError(f"event type {type_name!r} is registered twice")
         cls.topic = topic
         _EVENTS[type_name] = cls
+        _ADAPTERS.clear()
         return cls
 
     return register
@@ -36,18 +37,17 @@ def event_types() -> dict[str, type[Event]]:
 
 
 def union_adapters() -> tuple[TypeAdapter[Any], TypeAdapter[Any]]:
-    """Validators for one event and for a batch, over every registered type (cached until the
-    registry changes): pydantic-core parses and validates the JSON in one pass."""
-    key = tuple(_EVENTS.items())
-    cached = _ADAPTERS.get(key)
+    """Validators for one event and for a batch, over every registered type (built again after
+    a registration): pydantic-core parses and validates the JSON in one pass."""
+    cached = _ADAPTERS.get("union")
     if cached is None:
-        _ADAPTERS.clear()
         one: Any = Annotated[Union[tuple(_EVENTS.values())], Field(discriminator="type")]  # noqa: UP007
-        cached = _ADAPTERS[key] = (TypeAdapter(one), TypeAdapter(list[one]))
+        cached = _ADAPTERS["union"] = (TypeAdapter(one), TypeAdapter(list[one]))
     return cached
 
 
-_ADAPTERS: dict[tuple[tuple[str, type[Event]], ...], tuple[TypeAdapter[Any], TypeAdapter[Any]]] = {}
+# On the decode path of every message: a lookup, not a comparison of the whole registry.
+_ADAPTERS: dict[str, tuple[TypeAdapter[Any], TypeAdapter[Any]]] = {}
 
 
 def event_class(type_name: str) -> type[Event]:

@@ -26,9 +26,11 @@ async def group_lag(kafka: KafkaSettings, group_id: str, topics: list[str]) -> l
     await consumer.start()
     try:
         committed = await admin.list_consumer_group_offsets(group_id)
-        await consumer.topics()  # loads the metadata partitions_for_topic reads
+        # The admin client, not the consumer: a consumer knows partitions of its own topics only.
         partitions = [
-            TopicPartition(t, p) for t in topics for p in consumer.partitions_for_topic(t) or ()
+            TopicPartition(t["topic"], p["partition"])
+            for t in await admin.describe_topics(topics)
+            for p in t["partitions"]
         ]
         ends = await consumer.end_offsets(partitions) if partitions else {}
     finally:

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
-
-from aiokafka import ConsumerRecord
+from typing import Any, NamedTuple, Protocol
 
 from schemas.codec import DecodeError, decode
-from schemas.deadletter import DeadLetter, count_dead_letter
+from schemas.deadletter import DeadLetter
 from schemas.envelope import Event, utcnow
 
 EVENT_COLUMNS = (
@@ -37,12 +35,45 @@ DEAD_LETTER_COLUMNS = (
     "dead_lettered_at",
 )
 SINK_CONSUMER = "history-sink"
+# Every event on the wire carries this key (`WIRE_REQUIRED`), and inside a JSON string a quote is
+# escaped, so the count of it is the number of events a message holds (more only if a payload
+# has a key of that name). The sink sizes batches with it before decoding, in another process.
+_EVENT_KEY = b'"event_id":'
+
+
+class RecordLike(Protocol):
+    @property
+    def topic(self) -> str: ...
+    @property
+    def partition(self) -> int: ...
+    @property
+    def offset(self) -> int: ...
+    @property
+    def key(self) -> bytes | None: ...
+    @property
+    def value(self) -> bytes | None: ...
+
+
+class Record(NamedTuple):
+    """What the sink keeps of a Kafka record: cheap to hand to an insert process."""
+
+    topic: str
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+
+
+def estimated_rows(record: RecordLike) -> int:
+    return max(1, (record.value or b"").count(_EVENT_KEY))
 
 
 @dataclass
 class Rows:
     events: list[list[Any]] = field(default_factory=list)
     dead_letters: list[list[Any]] = field(default_factory=list)
+    rejected: list[DeadLetter] = field(default_factory=list)
+    """The dead letters the sink made itself (undecodable records), to be counted and logged."""
 
     def __len__(self) -> int:
         return len(self.events) + len(self.dead_letters)
@@ -79,7 +110,7 @@ def dead_letter_row(letter: DeadLetter) -> list[Any]:
     ]
 
 
-def add_record(rows: Rows, record: ConsumerRecord[bytes, bytes], deadletter_topic: str) -> None:
+def add_record(rows: Rows, record: RecordLike, deadletter_topic: str) -> None:
     """Append the rows of one record; what the sink cannot decode becomes a dead letter itself."""
     raw = record.value or b""
     try:
@@ -99,7 +130,7 @@ def add_record(rows: Rows, record: ConsumerRecord[bytes, bytes], deadletter_topi
             raw=raw,
             dead_lettered_at=utcnow(),
         )
-        count_dead_letter(letter)
+        rows.rejected.append(letter)
         rows.dead_letters.append(dead_letter_row(letter))
         return
     rows.events.extend(event_row(e, record.topic, record.partition, record.offset) for e in events)

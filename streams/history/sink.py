@@ -4,16 +4,28 @@ A raw aiokafka loop, not Faust: it does no stateful work, and the per-message co
 make it the slowest consumer of the system. Events go to `events` (the typed tables and the
 dashboard aggregates follow by materialized views), dead letters to `dead_letters`.
 
+Decoding and inserting happen in a pool of processes (`streams.history.writer`), several batches
+at once; this process only fetches, sizes batches, and commits them in order.
+
 Exactly-once into ClickHouse, by two layers: each batch's insert carries a deduplication token
 derived from its offset ranges, so a retried insert is dropped by the server; and every table is a
 ReplacingMergeTree keyed on event_id, which collapses rows re-inserted after a restart (read with
-FINAL). Offsets are committed only after ClickHouse took the batch.
+FINAL). Offsets are committed only after ClickHouse took the batch and every batch before it.
+
+While ClickHouse is down the oldest batch is retried with backoff and fetching is paused
+(back-pressure); the lag (end offsets minus committed) keeps being logged as `sink_progress`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import multiprocessing
+import os
 import time
+from collections import deque
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,14 +34,16 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from schemas.deadletter import count_dead_letter
 from schemas.settings import KafkaSettings
 from schemas.topics import CATALOG, topic_name
-from streams.history.client import connect
+from streams.history import writer
 from streams.history.migrations import migrate
-from streams.history.rows import DEAD_LETTER_COLUMNS, EVENT_COLUMNS, SINK_CONSUMER, Rows, add_record
+from streams.history.rows import Record, estimated_rows
 from streams.history.settings import ClickHouseSettings
 
 log = structlog.get_logger("sink")
+_INSERT_POLL_MS = 20
 
 
 class SinkSettings(BaseSettings):
@@ -37,10 +51,13 @@ class SinkSettings(BaseSettings):
 
     group_id: str = Field(default="centrality-sink", description="Consumer group of the sink.")
     batch_max_rows: int = Field(
-        default=20_000, ge=1, description="Insert when this many rows wait."
+        default=20_000, ge=1, description="Insert when this many rows wait (at most this many)."
     )
     batch_max_ms: int = Field(
         default=500, ge=10, description="…or when the oldest waited this long."
+    )
+    insert_processes: int = Field(
+        default=2, ge=1, description="Processes decoding and inserting batches side by side."
     )
     retry_backoff_max_s: float = Field(default=30.0, description="Longest wait between retries.")
     lag_log_interval_s: float = Field(
@@ -50,7 +67,9 @@ class SinkSettings(BaseSettings):
 
 @dataclass
 class Batch:
-    rows: Rows = field(default_factory=Rows)
+    records: list[Record] = field(default_factory=list)
+    rows: int = 0
+    """Estimated before decoding (`estimated_rows`); the insert process counts exactly."""
     first: dict[TopicPartition, int] = field(default_factory=dict)
     last: dict[TopicPartition, int] = field(default_factory=dict)
 
@@ -63,6 +82,9 @@ class Batch:
 
 
 class HistorySink:
+    """Its insert processes are spawned: a script that runs a sink in-process needs the usual
+    `if __name__ == "__main__":` guard (the `centrality` and pytest entry points have it)."""
+
     def __init__(
         self,
         kafka: KafkaSettings | None = None,
@@ -72,11 +94,15 @@ class HistorySink:
         self.kafka = kafka or KafkaSettings()
         self.clickhouse = clickhouse or ClickHouseSettings()
         self.settings = settings or SinkSettings()
+        self.records_fetched = 0
         self.rows_written = 0
+        self.lag_messages: int | None = None
+        """Messages not yet committed, as of the last `sink_progress` (None before the first)."""
         self.deadletter_topic = topic_name("deadletter", self.kafka)
         self._lag_logged_at = 0.0
-        self._next: dict[TopicPartition, int] = {}
+        self._rows_seen = 0
         self._paused = False
+        self._pool: ProcessPoolExecutor | None = None
 
     def topics(self) -> list[str]:
         """Every event topic plus the dead letters; the action ledger is the workers' own."""
@@ -87,7 +113,7 @@ class HistorySink:
     async def run(self, stop: asyncio.Event | None = None) -> None:
         stop = stop or asyncio.Event()
         await self._retrying("migrate", lambda: migrate(self.clickhouse), stop)
-        client = connect(self.clickhouse)
+        self._pool = self._start_pool()
         consumer = AIOKafkaConsumer(
             *self.topics(),
             bootstrap_servers=self.kafka.bootstrap,
@@ -97,66 +123,109 @@ class HistorySink:
             auto_offset_reset="earliest",
             max_poll_records=self.settings.batch_max_rows,
         )
-        await consumer.start()
-        log.info("sink_started", topics=self.topics(), database=self.clickhouse.database)
-        # One insert in flight while the next batch is fetched and decoded: the two overlap, and
-        # a stuck insert holds back at most one more batch (then nothing more is fetched).
-        pending: tuple[asyncio.Task[None], Batch] | None = None
+        # Batches handed to the pool, oldest first; committed strictly in this order.
+        inflight: deque[tuple[Future[writer.Written], Batch]] = deque()
         try:
+            await asyncio.gather(
+                *(
+                    asyncio.wrap_future(self._pool.submit(writer.ready))
+                    for _ in range(self.settings.insert_processes)
+                )
+            )
+            await consumer.start()
+            log.info("sink_started", topics=self.topics(), database=self.clickhouse.database)
             while True:
-                batch = await self._collect(consumer, stop)
-                if pending is not None:
-                    await self._settle(consumer, *pending)
-                    pending = None
-                if batch.last:
-                    pending = (asyncio.create_task(self._write(client, consumer, batch)), batch)
+                batch = await self._collect(consumer, stop, inflight)
+                if batch.records:
+                    inflight.append((self._submit(batch), batch))
+                # One batch more than processes may wait, so each process has the next at hand.
+                while inflight and (
+                    inflight[0][0].done()
+                    or len(inflight) > self.settings.insert_processes
+                    or stop.is_set()
+                ):
+                    if not await self._settle(consumer, *inflight.popleft(), stop):
+                        return  # stopped while ClickHouse was down: uncommitted, read again later
                 if stop.is_set():
-                    break
-            if pending is not None:
-                await self._settle(consumer, *pending)
+                    return
+                await self._log_progress(consumer)
         finally:
-            if pending is not None:
-                pending[0].cancel()
+            for write, _ in inflight:
+                write.cancel()
+            self._pool.shutdown(wait=False, cancel_futures=True)
             await consumer.stop()
-            client.close()
 
-    async def _collect(self, consumer: AIOKafkaConsumer, stop: asyncio.Event) -> Batch:
+    def _start_pool(self) -> ProcessPoolExecutor:
+        # spawn, not fork: this process runs an event loop and the Kafka client's threads.
+        return ProcessPoolExecutor(
+            self.settings.insert_processes,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=writer.start,
+            initargs=(self.clickhouse, os.getpid()),
+        )
+
+    def _submit(self, batch: Batch) -> Future[writer.Written]:
+        assert self._pool is not None
+        args = (batch.records, batch.token, self.deadletter_topic, self.settings.batch_max_rows)
+        try:
+            return self._pool.submit(writer.write_batch, *args)
+        except BrokenProcessPool:  # a process died (OOM, kill): its batch is retried on a new pool
+            log.warning("insert_pool_restarted")
+            self._pool = self._start_pool()
+            return self._pool.submit(writer.write_batch, *args)
+
+    async def _collect(
+        self,
+        consumer: AIOKafkaConsumer,
+        stop: asyncio.Event,
+        inflight: deque[tuple[Future[writer.Written], Batch]],
+    ) -> Batch:
         batch = Batch()
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.settings.batch_max_ms / 1000
-        while len(batch.rows) < self.settings.batch_max_rows and not stop.is_set():
+        limit = self.settings.batch_max_rows
+        while batch.rows < limit and not stop.is_set():
             wait_ms = int((deadline - loop.time()) * 1000)
             if wait_ms <= 0:
                 break
-            fetched = await consumer.getmany(
-                timeout_ms=wait_ms, max_records=self.settings.batch_max_rows - len(batch.rows)
-            )
+            # As many records as should fill the batch at the rows per record seen so far; the
+            # very first fetch takes one record, to learn that before a batch overshoots.
+            max_records = 1
+            if self.records_fetched:
+                per_record = self._rows_seen / self.records_fetched
+                max_records = max(1, int((limit - batch.rows) / per_record))
+            # An insert that finished waits to be committed: no waiting for more records then.
+            insert_done = bool(inflight) and inflight[0][0].done()
+            if inflight:
+                wait_ms = 0 if insert_done else min(wait_ms, _INSERT_POLL_MS)
+            fetched = await consumer.getmany(timeout_ms=wait_ms, max_records=max_records)
+            if not fetched and insert_done:
+                break
             for tp, records in fetched.items():
-                for record in records:
-                    add_record(batch.rows, record, self.deadletter_topic)
+                for r in records:
+                    record = Record(r.topic, r.partition, r.offset, r.key, r.value)
+                    rows = estimated_rows(record)
+                    batch.records.append(record)
+                    batch.rows += rows
+                    self._rows_seen += rows
+                self.records_fetched += len(records)
                 batch.first.setdefault(tp, records[0].offset)
                 batch.last[tp] = records[-1].offset
         return batch
 
     async def _settle(
-        self, consumer: AIOKafkaConsumer, write: asyncio.Task[None], batch: Batch
-    ) -> None:
-        """Wait for a batch's insert, then commit its offsets: never before ClickHouse took it."""
-        while not write.done():
-            await asyncio.wait([write], timeout=0.5)
-            if self._paused:
-                # Partitions are paused, so this fetches nothing; it keeps us in the group.
-                await consumer.getmany(timeout_ms=0)
-        write.result()
-        await consumer.commit({tp: o + 1 for tp, o in batch.last.items()})
-        self._log_progress(consumer, batch)
-
-    async def _write(self, client: Any, consumer: AIOKafkaConsumer, batch: Batch) -> None:
-        """Retry until ClickHouse takes the batch; fetching is paused meanwhile (back-pressure)."""
+        self,
+        consumer: AIOKafkaConsumer,
+        write: Future[writer.Written],
+        batch: Batch,
+        stop: asyncio.Event,
+    ) -> bool:
+        """Wait for a batch's insert, retrying it until ClickHouse takes it, then commit its
+        offsets: never before. False if stopped first."""
         backoff_s = 0.5
         while True:
             try:
-                await asyncio.to_thread(self._insert, client, batch)
+                written = await asyncio.wrap_future(write)
                 break
             except Exception as exc:  # any failure of the store: keep the batch, back off, retry
                 if not self._paused:
@@ -165,49 +234,65 @@ class HistorySink:
                 log.warning(
                     "insert_failed",
                     error=str(exc)[:300],
-                    rows=len(batch.rows),
+                    rows=batch.rows,
                     retry_in_s=backoff_s,
                 )
-                await asyncio.sleep(backoff_s)
+                if not await self._back_off(consumer, backoff_s, stop):
+                    return False
                 backoff_s = min(backoff_s * 2, self.settings.retry_backoff_max_s)
+                write = self._submit(batch)
         if self._paused:
             consumer.resume(*consumer.assignment())
             self._paused = False
-        self.rows_written += len(batch.rows)
-
-    @staticmethod
-    def _insert(client: Any, batch: Batch) -> None:
-        token = batch.token
-        if batch.rows.events:
-            client.insert(
-                "events",
-                batch.rows.events,
-                column_names=EVENT_COLUMNS,
-                settings={"insert_deduplication_token": token},
+        await consumer.commit({tp: o + 1 for tp, o in batch.last.items()})
+        self.rows_written += written.rows
+        for letter in written.rejected:
+            count_dead_letter(letter)
+            log.warning(
+                "dead_letter", topic=letter.topic, offset=letter.offset, reason=letter.reason
             )
-        if batch.rows.dead_letters:
-            client.insert(
-                "dead_letters",
-                batch.rows.dead_letters,
-                column_names=DEAD_LETTER_COLUMNS,
-                settings={"insert_deduplication_token": f"{token}:dead_letters"},
-            )
+        return True
 
-    def _log_progress(self, consumer: AIOKafkaConsumer, batch: Batch) -> None:
-        self._next.update({tp: o + 1 for tp, o in batch.last.items()})
-        for row in batch.rows.dead_letters:
-            if row[0] == SINK_CONSUMER:
-                log.warning("dead_letter", topic=row[3], offset=row[5], reason=row[1])
+    async def _back_off(
+        self, consumer: AIOKafkaConsumer, delay_s: float, stop: asyncio.Event
+    ) -> bool:
+        """Sleep `delay_s` unless stopped, logging the growing lag. Partitions are paused, so
+        `getmany` fetches nothing: it only keeps this consumer in its group meanwhile."""
+        loop = asyncio.get_running_loop()
+        until = loop.time() + delay_s
+        while not stop.is_set() and loop.time() < until:
+            await consumer.getmany(timeout_ms=0)
+            await self._log_progress(consumer)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), min(1.0, max(0.0, until - loop.time())))
+        return not stop.is_set()
+
+    async def lag(self, consumer: AIOKafkaConsumer) -> int:
+        """Messages on the assigned partitions that are not committed yet (written or not)."""
+        partitions = list(consumer.assignment())
+        if not partitions:
+            return 0
+        ends = await consumer.end_offsets(partitions)
+        starts = await consumer.beginning_offsets(partitions)
+        lag = 0
+        for tp in partitions:
+            committed = await consumer.committed(tp)  # cached for assigned partitions
+            lag += max(0, ends[tp] - (starts[tp] if committed is None else committed))
+        return lag
+
+    async def _log_progress(self, consumer: AIOKafkaConsumer) -> None:
         now = time.monotonic()
         if now - self._lag_logged_at < self.settings.lag_log_interval_s:
             return
         self._lag_logged_at = now
-        lag = 0
-        for tp in consumer.assignment():
-            high = consumer.highwater(tp)
-            if high is not None and tp in self._next:
-                lag += max(0, high - self._next[tp])
-        log.info("sink_progress", rows_written=self.rows_written, lag_messages=lag)
+        self.lag_messages = await self.lag(consumer)
+        log.info(
+            "sink_progress",
+            records_fetched=self.records_fetched,
+            rows_written=self.rows_written,
+            lag_messages=self.lag_messages,
+            blocked=self._paused,
+        )
 
     async def _retrying(self, what: str, fn: Any, stop: asyncio.Event) -> None:
         backoff_s = 0.5

@@ -11,7 +11,7 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from aiokafka import AIOKafkaProducer, ConsumerRecord, TopicPartition
+from aiokafka import AIOKafkaProducer
 
 from centrality.bench.history_data import incident, node_telemetry
 from schemas.codec import encode, encode_batch
@@ -19,10 +19,11 @@ from schemas.deadletter import DeadLetter
 from schemas.envelope import Event
 from schemas.settings import KafkaSettings
 from schemas.topics import topic_name
+from streams.history import writer
 from streams.history.client import connect
-from streams.history.rows import Rows, add_record
+from streams.history.rows import Record, Rows
 from streams.history.settings import ClickHouseSettings
-from streams.history.sink import Batch, HistorySink, SinkSettings
+from streams.history.sink import HistorySink, SinkSettings
 
 
 async def produce(settings: KafkaSettings, messages: list[tuple[str, bytes, bytes]]) -> None:
@@ -103,21 +104,19 @@ async def test_retried_batch_is_dropped_by_its_dedup_token(
     kafka_settings: KafkaSettings, clickhouse_settings: ClickHouseSettings
 ) -> None:
     events = incident(datetime.now(UTC))[:500]
-    batch = Batch(Rows())
-    for i, e in enumerate(events):
-        add_record(
-            batch.rows,
-            ConsumerRecord(
-                topic_name(e.topic, kafka_settings), 0, i, 0, 0, e.key, encode(e), None, 0, 0, []
-            ),
-            "none",
-        )
-    tp = TopicPartition("t", 0)
-    batch.first[tp], batch.last[tp] = 0, len(events) - 1
+    records = [
+        Record(topic_name(e.topic, kafka_settings), i % 3, i, e.key, encode(e))
+        for i, e in enumerate(events)
+    ]
+    rows = writer.rows_of(records, "-")
+    # The same records fetched in another order, as after a restart: the same inserts.
+    assert writer.rows_of(records[::-1], "-") == rows
     with connect(clickhouse_settings) as client:
-        HistorySink._insert(client, batch)
-        HistorySink._insert(client, batch)  # the response was lost: the same batch again
-    # No FINAL: the second insert never reached the table, nor the views behind it.
+        # The second insert of rows 200-399 failed, then the whole batch was retried.
+        writer.insert(client, Rows(rows.events[:200]), "t:0:0-499", max_rows=200)
+        writer.insert(client, rows, "t:0:0-499", max_rows=200)
+        writer.insert(client, rows, "t:0:0-499", max_rows=200)  # the response was lost: again
+    # No FINAL: the repeated inserts never reached the table, nor the views behind it.
     assert scalar(clickhouse_settings, "SELECT count() FROM events") == len(events)
     assert scalar(clickhouse_settings, "SELECT count() FROM gpu_samples") == sum(
         e.type == "GpuSampled" for e in events

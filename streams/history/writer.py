@@ -1,0 +1,96 @@
+"""One batch of records → validated rows → ClickHouse: the work of the sink's insert processes.
+
+Decoding every event with the contract is the sink's largest cost, and it holds the interpreter
+lock like clickhouse-connect's row serialization does; done in several processes it overlaps
+with the other batches' decoding and with the server's work. Only the raw records travel to a
+process and only a count and the sink's own dead letters travel back: rows never cross.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from schemas.deadletter import DeadLetter
+from streams.history.client import connect
+from streams.history.rows import DEAD_LETTER_COLUMNS, EVENT_COLUMNS, Record, Rows, add_record
+from streams.history.settings import ClickHouseSettings
+
+_settings: ClickHouseSettings | None = None
+_client: Any = None
+
+
+@dataclass(frozen=True)
+class Written:
+    rows: int
+    rejected: list[DeadLetter]
+
+
+def start(settings: ClickHouseSettings, parent_pid: int) -> None:
+    """Process initializer. A sink killed with SIGKILL cannot stop its pool: exit with it."""
+    global _settings
+    _settings = settings
+
+    def orphaned() -> None:
+        while os.getppid() == parent_pid:
+            time.sleep(1.0)
+        os._exit(0)
+
+    threading.Thread(target=orphaned, name="parent-watch", daemon=True).start()
+
+
+def ready() -> None:
+    """Submitted once per process at start, so the first batch does not wait for imports:
+    clickhouse-connect imports pandas (seconds of CPU) at a process's first insert."""
+    from clickhouse_connect.driver import options
+
+    options.pd  # noqa: B018  (resolved lazily on first access)
+
+
+def write_batch(records: list[Record], token: str, deadletter_topic: str, max_rows: int) -> Written:
+    global _client
+    rows = rows_of(records, deadletter_topic)
+    try:
+        if _client is None:
+            assert _settings is not None, "write_batch runs in a process started by start()"
+            _client = connect(_settings)
+        insert(_client, rows, token, max_rows)
+    except Exception:
+        # After an outage the pooled connections are dead: the retry opens fresh ones.
+        if _client is not None:
+            _client.close()
+            _client = None
+        raise
+    return Written(len(rows), rows.rejected)
+
+
+def rows_of(records: list[Record], deadletter_topic: str) -> Rows:
+    """Rows in offset order per partition, whatever order the fetches interleaved partitions in:
+    a batch re-read after a crash must split into the same inserts, or a token would name
+    different rows than the first time and the server would drop them as a duplicate."""
+    rows = Rows()
+    for record in sorted(records):
+        add_record(rows, record, deadletter_topic)
+    return rows
+
+
+def insert(client: Any, rows: Rows, token: str, max_rows: int) -> None:
+    """Inserts of at most `max_rows`, each with a token of its own: the same records always give
+    the same inserts and tokens, so a retried batch is dropped by the server, part for part."""
+    for start_row in range(0, len(rows.events), max_rows):
+        client.insert(
+            "events",
+            rows.events[start_row : start_row + max_rows],
+            column_names=EVENT_COLUMNS,
+            settings={"insert_deduplication_token": f"{token}:{start_row}"},
+        )
+    if rows.dead_letters:
+        client.insert(
+            "dead_letters",
+            rows.dead_letters,
+            column_names=DEAD_LETTER_COLUMNS,
+            settings={"insert_deduplication_token": f"{token}:dead_letters"},
+        )
