@@ -192,11 +192,10 @@ class LocalKafka:
         """Stable per state dir, so a re-format after a lost data dir keeps the same identity."""
         path = self.home / "cluster.id"
         existing = _read(path)
-        if existing:
+        if existing and not existing.startswith("-"):
             return existing
         self.home.mkdir(parents=True, exist_ok=True)
-        # Kafka's Uuid text form: 16 random bytes, URL-safe base64 without padding.
-        new = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        new = _new_cluster_id()
         path.write_text(new)
         return new
 
@@ -380,6 +379,16 @@ def _read(path: Path) -> str | None:
         return path.read_text().strip() or None
     except FileNotFoundError:
         return None
+
+
+def _new_cluster_id() -> str:
+    """Kafka's Uuid text form: 16 random bytes, URL-safe base64 without padding. Like Kafka's
+    own `Uuid.randomUuid`, never one that starts with "-": the storage tool would read
+    `-t -xyz…` as two options and refuse to format (one start in 64 failed so)."""
+    while True:
+        new = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        if not new.startswith("-"):
+            return new
 
 
 def _tail(path: Path, lines: int = 30) -> str:
