@@ -41,7 +41,9 @@ async def ensure_topics(
             response = await admin.create_topics(new)
             for name, code, *rest in response.topic_errors:
                 if code == TopicAlreadyExistsError.errno:
-                    continue  # a concurrent `up` won the race; drift is checked next time
+                    # Created meanwhile, or too new for the topic list we read: compare it too.
+                    existing.add(name)
+                    continue
                 if code != 0:
                     message = rest[0] if rest else ""
                     raise TopicCatalogError(f"cannot create topic {name}: error {code} {message}")

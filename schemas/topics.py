@@ -25,10 +25,10 @@ class TopicSpec:
 
     @property
     def configs(self) -> dict[str, str]:
-        return {
-            "cleanup.policy": "compact" if self.compacted else "delete",
-            "retention.ms": str(self.retention_ms),
-        }
+        policy = "delete"
+        if self.compacted:  # a compacted topic with a retention also forgets keys that old
+            policy = "compact,delete" if self.retention_ms > 0 else "compact"
+        return {"cleanup.policy": policy, "retention.ms": str(self.retention_ms)}
 
 
 # Job-keyed topics share a partition count: the TrainingJob table is co-partitioned with them.
@@ -72,11 +72,14 @@ CATALOG: tuple[TopicSpec, ...] = (
     TopicSpec(
         "actions", "subject", JOB_PARTITIONS, 90 * DAY_MS, "What action workers did about triggers."
     ),
+    # A ledger entry matters while its trigger can still be delivered (the triggers topic keeps
+    # them 90 days) and breakers look back hours, not months: kept as long, so the ledger every
+    # worker reads back on start does not grow with every trigger ever decided.
     TopicSpec(
         "action-ledger",
         "trigger id",
         JOB_PARTITIONS,
-        -1,
+        90 * DAY_MS,
         "What action workers did per trigger id; compacted, read back on start.",
         compacted=True,
         carries_events=False,

@@ -64,6 +64,7 @@ log = structlog.get_logger("streams")
 
 SCHEME = "centrality-kafka"
 FETCH_MAX_WAIT_MS = 20
+_LET_GO_TIMEOUT_S = 5.0
 
 
 class _ConsumerThread(driver.AIOKafkaConsumerThread):
@@ -97,7 +98,10 @@ class _Consumer(driver.Consumer):
     async def perform_seek(self) -> None:
         resume = self.flow_active
         self.stop_flow()  # the fetcher stops at its next record and waits for the flow
-        await self._hand_free.wait()
+        try:  # milliseconds normally; bounded in case the fetcher was torn down holding one
+            await asyncio.wait_for(self._hand_free.wait(), _LET_GO_TIMEOUT_S)
+        except TimeoutError:
+            log.warning("seek_without_fetcher_letting_go", waited_s=_LET_GO_TIMEOUT_S)
         try:
             await super().perform_seek()
         finally:
