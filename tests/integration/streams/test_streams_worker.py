@@ -4,6 +4,7 @@ and a `kill -9` mid-stream. The pure Brain over the same events is the oracle.""
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -44,10 +45,14 @@ def oracle(events: list[Event]) -> tuple[set[str], Brain]:
     return ids, brain
 
 
-async def emit(settings: KafkaSettings, events: list[Event]) -> None:
+async def emit(
+    settings: KafkaSettings, events: list[Event], pause_every: int = 0, pause_s: float = 0.0
+) -> None:
     async with Emitter(settings) as emitter:
-        for event in events:
+        for n, event in enumerate(events, 1):
             await emitter.emit(event)
+            if pause_every and n % pause_every == 0:
+                await asyncio.sleep(pause_s)
 
 
 def _order_free(table: str, value: dict[str, Any]) -> dict[str, Any]:
@@ -161,3 +166,40 @@ def test_kill_9_mid_stream_loses_no_state_and_no_decision(
     # Redelivery after the kill may resend a decision whose state write was lost with the
     # process (same id, deduplicated downstream); it never invents or drops one.
     assert sum(counts.values()) - len(counts) <= 4
+
+
+def test_a_second_worker_joining_mid_stream_loses_no_state_and_no_decision(
+    kafka_settings: KafkaSettings, worker_env: dict[str, str], unique: str, tmp_path: Path
+) -> None:
+    """Scaling out: partitions move to the new worker while events keep coming; it restores
+    their tables from the changelog and goes on from the committed offsets."""
+    before, during = scenario(unique, 6), scenario(unique, 150, first=6)
+    expected, brain = oracle(before + during)
+    expected_before, _ = oracle(before)
+    first = StreamsWorker(worker_env, tmp_path / "first")
+    second_env = {**worker_env, "CENTRALITY_STREAMS_DATA_DIR": str(tmp_path / "second-data")}
+    second = StreamsWorker(second_env, tmp_path / "second")
+
+    def both_alive() -> None:
+        first.check()
+        second.check()
+
+    first.start()
+    try:
+        asyncio.run(emit(kafka_settings, before))
+        run_until(first, kafka_settings, expected_before)
+        second.start()
+        # 10 jobs a second for 15 s: the second worker joins while they arrive.
+        producer = threading.Thread(
+            target=lambda: asyncio.run(emit(kafka_settings, during, pause_every=50, pause_s=1.0))
+        )
+        producer.start()
+        counts = trigger_counts(kafka_settings, lambda c: set(c) >= expected, 120, both_alive)
+        producer.join()
+        tables_match_eventually(brain, worker_env["CENTRALITY_STREAMS_APP_ID"], kafka_settings)
+    finally:
+        second.stop()
+        first.stop()
+    assert set(counts) == expected
+    assert sum(counts.values()) - len(counts) <= 4
+    assert "type=RestartJob" in second.process.log_file.read_text(), "it never took partitions"
