@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
@@ -10,6 +13,8 @@ from aiokafka.errors import TopicAlreadyExistsError
 
 from schemas.settings import KafkaSettings
 from schemas.topics import CATALOG, TopicSpec
+
+_DESCRIBE_SETTLE_S = 10.0
 
 
 class TopicCatalogError(RuntimeError):
@@ -63,13 +68,7 @@ async def _check_drift(
     report: CatalogReport,
 ) -> None:
     names = [s.full_name(settings) for s in specs]
-    described = {t["topic"]: t for t in await admin.describe_topics(names)}
-    resources = [ConfigResource(ConfigResourceType.TOPIC, n) for n in names]
-    configs: dict[str, dict[str, str]] = {}
-    for response in await admin.describe_configs(resources):
-        for res in response.resources:
-            # (error_code, error_message, resource_type, resource_name, config_entries)
-            configs[res[3]] = {entry[0]: entry[1] for entry in res[4]}
+    described, configs = await _describe(admin, names)
     for s, name in zip(specs, names, strict=True):
         problems: list[str] = []
         partitions = len(described.get(name, {}).get("partitions", []))
@@ -83,3 +82,24 @@ async def _check_drift(
             report.drift[name] = problems
         else:
             report.unchanged.append(name)
+
+
+async def _describe(
+    admin: AIOKafkaAdminClient, names: list[str]
+) -> tuple[dict[str, Any], dict[str, dict[str, str]]]:
+    """Partitions and configs of topics. A topic created a moment ago can still be described
+    without partitions or configs (the broker's metadata catches up asynchronously): ask again
+    for a while rather than report drift that is not there."""
+    deadline = time.monotonic() + _DESCRIBE_SETTLE_S
+    while True:
+        described = {t["topic"]: t for t in await admin.describe_topics(names)}
+        resources = [ConfigResource(ConfigResourceType.TOPIC, n) for n in names]
+        configs: dict[str, dict[str, str]] = {}
+        for response in await admin.describe_configs(resources):
+            for res in response.resources:
+                # (error_code, error_message, resource_type, resource_name, config_entries)
+                configs[res[3]] = {entry[0]: entry[1] for entry in res[4]}
+        settled = all(described.get(n, {}).get("partitions") and configs.get(n) for n in names)
+        if settled or time.monotonic() > deadline:
+            return described, configs
+        await asyncio.sleep(0.2)
