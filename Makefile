@@ -33,11 +33,8 @@ demo: install ## Run the main job: the walking skeleton on the local stack, narr
 test: install ## Run the whole test suite (starts its own Kafka and ClickHouse)
 	$(BIN)/pytest
 
-test-known-gaps: install ## Run the tests of known open defects (expected to fail sometimes)
-	$(BIN)/pytest -m known_gap
-
 lint: install ## ruff and mypy (strict on our packages)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 
-.PHONY: help install up down status demo test test-known-gaps lint
+.PHONY: help install up down status demo test lint

@@ -71,6 +71,7 @@ app = faust.App(
     producer_linger=settings.producer_linger_s,
     producer_max_batch_size=256 * 1024,
     stream_buffer_maxsize=16384,
+    consumer_auto_offset_reset="earliest",  # streams.faust_transport relies on it (fix 7)
 )
 
 

@@ -41,13 +41,23 @@ scheme `centrality-kafka://host:port` (see `install`).
    always completes there (the event goes onto a stream's queue). One that must wait (a full
    queue, flow stopped for a rebalance) continues in a task raced against `suspend_flow`,
    exactly as before, so a rebalance still interrupts it.
+
+7. Seek back even where nothing was committed yet. Whenever its flow stops (every rebalance,
+   and each seek of fix 4) Faust drops the batch it had just fetched, whose records aiokafka
+   already counts as consumed, and relies on the seek back to the committed offsets to fetch
+   them again. aiokafka's `seek_to_committed` skips a partition with no committed offset (or
+   offset 0), so such a partition stayed past the dropped records for good: after a long pause
+   (a stalled worker losing its session, a restart after `kill -9`) a worker went on from the
+   end of every partition it had not committed yet, and the records in between were never
+   processed. Seen as jobs missing from the tables, while their offsets got committed. Our seek
+   puts those partitions where a new consumer starts: the earliest offset.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from functools import cached_property
 from typing import Any
 
@@ -107,6 +117,20 @@ class _Consumer(driver.Consumer):
         finally:
             if resume:
                 self.resume_flow()
+
+    async def seek_to_committed(self) -> Mapping[Any, int]:
+        committed = await super().seek_to_committed()
+        # Changelogs are never committed: table recovery positions them.
+        unset = [
+            tp for tp, offset in committed.items() if not offset and not self._is_changelog_tp(tp)
+        ]
+        for tp in unset:
+            if committed[tp] == 0:  # committed, but aiokafka seeks only to offsets above 0
+                self._thread.seek(tp, 0)
+        never = [tp for tp in unset if committed[tp] is None]
+        if never:  # where a new consumer starts; the app reads from the earliest offset
+            await self._thread.seek_to_beginning(*never)
+        return committed
 
     async def wait_first(
         self,

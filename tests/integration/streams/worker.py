@@ -20,13 +20,15 @@ from schemas.codec import decode
 from schemas.settings import KafkaSettings
 from schemas.topics import JOB_PARTITIONS, topic_name
 
+SESSION_TIMEOUT_S = 6
+
 
 class StreamsWorker:
     def __init__(self, env: dict[str, str], run_dir: Path) -> None:
         self.env = {
             **env,
             "CENTRALITY_STREAMS_TICK_INTERVAL_S": "3600",  # no wall-clock ticks in these tests
-            "CENTRALITY_STREAMS_SESSION_TIMEOUT_S": "6",
+            "CENTRALITY_STREAMS_SESSION_TIMEOUT_S": str(SESSION_TIMEOUT_S),
         }
         self.process = ManagedProcess("streams", run_dir)
 
@@ -40,6 +42,16 @@ class StreamsWorker:
         os.killpg(pid, signal.SIGKILL)
         while self.process.pid() is not None:
             time.sleep(0.05)
+
+    def freeze(self, duration_s: float) -> None:
+        """Stop the worker dead (SIGSTOP) for `duration_s`, then let it go on (SIGCONT)."""
+        pid = self.process.pid()
+        assert pid is not None, self.process.log_tail()
+        os.killpg(pid, signal.SIGSTOP)
+        try:
+            time.sleep(duration_s)
+        finally:
+            os.killpg(pid, signal.SIGCONT)
 
     def stop(self) -> None:
         self.process.stop()
