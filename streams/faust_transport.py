@@ -46,11 +46,12 @@ scheme `centrality-kafka://host:port` (see `install`).
    and each seek of fix 4) Faust drops the batch it had just fetched, whose records aiokafka
    already counts as consumed, and relies on the seek back to the committed offsets to fetch
    them again. aiokafka's `seek_to_committed` skips a partition with no committed offset (or
-   offset 0), so such a partition stayed past the dropped records for good: after a long pause
-   (a stalled worker losing its session, a restart after `kill -9`) a worker went on from the
-   end of every partition it had not committed yet, and the records in between were never
-   processed. Seen as jobs missing from the tables, while their offsets got committed. Our seek
-   puts those partitions where a new consumer starts: the earliest offset.
+   offset 0), so such a partition stayed past the dropped records for good. A worker that
+   stalled past its session timeout, or was rebalanced again soon after starting, went on
+   from the end of every partition it had not committed yet; the records in between were never
+   processed, and later commits went past them. Seen as jobs missing from the tables (traced
+   record by record). Our seek puts those partitions where a new consumer starts: the earliest
+   offset.
 """
 
 from __future__ import annotations
