@@ -1,13 +1,17 @@
-"""The real streams worker on the real broker: decisions once, state intact, through redelivery
-and a `kill -9` mid-stream. The pure Brain over the same events is the oracle."""
+"""The real streams worker on the real broker: decisions once, state intact, through redelivery,
+a `kill -9` or a stall mid-stream, and a second worker joining. The pure Brain over the same
+events is the oracle."""
 
 from __future__ import annotations
 
 import asyncio
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from schemas.emitter import Emitter
 from schemas.envelope import Event
@@ -160,40 +164,34 @@ def test_redelivered_events_change_nothing_and_decide_nothing_again(
     assert set(counts.values()) == {1}
 
 
-def test_a_worker_stalled_past_its_session_rejoins_and_loses_nothing(
-    kafka_settings: KafkaSettings, worker_env: dict[str, str], unique: str, tmp_path: Path
-) -> None:
-    """A worker frozen for longer than its session timeout (a long GC pause, a starved CPU) is
-    dropped from the group, rejoins and goes on; events kept coming meanwhile. It lost the
-    records it had fetched for partitions with nothing committed yet, before fix 7 in
-    streams/faust_transport.py (test_faust_transport.py shows that step deterministically)."""
-    before, during = scenario(unique, 6), scenario(unique, 150, first=6)
-    expected, brain = oracle(before + during)
-    expected_before, _ = oracle(before)
-    producer = paced_producer(kafka_settings, during)
-    worker = StreamsWorker(worker_env, tmp_path / "run")
+def kill_9_and_restart(worker: StreamsWorker) -> None:
+    worker.kill9()
     worker.start()
-    try:
-        asyncio.run(emit(kafka_settings, before))
-        run_until(worker, kafka_settings, expected_before)
-        producer.start()
-        trigger_counts(
-            kafka_settings, lambda c: len(c) >= len(expected_before) + 10, 60, worker.check
-        )
-        worker.freeze(STALL_S)
-        counts = run_until(worker, kafka_settings, expected)
-        assert "Heartbeat session expired" in worker.process.log_file.read_text()
-        tables_match_eventually(brain, worker_env["CENTRALITY_STREAMS_APP_ID"], kafka_settings)
-    finally:
-        worker.stop()
-        if producer.is_alive():
-            producer.join()
-    assert set(counts) == expected
-    assert sum(counts.values()) - len(counts) <= 4
 
 
-def test_kill_9_mid_stream_loses_no_state_and_no_decision(
-    kafka_settings: KafkaSettings, worker_env: dict[str, str], unique: str, tmp_path: Path
+def stall_past_its_session(worker: StreamsWorker) -> None:
+    worker.freeze(STALL_S)
+
+
+@pytest.mark.parametrize(
+    ("disrupt", "seen_in_log"),
+    [
+        pytest.param(
+            kill_9_and_restart, "unclean_stop_restoring_from_changelog", id="kill-9-and-restart"
+        ),
+        # A long GC pause or a starved CPU: the worker is dropped from the group and rejoins.
+        # It lost the records it had fetched for partitions with nothing committed yet, before
+        # fix 7 in streams/faust_transport.py (test_faust_transport.py shows that step alone).
+        pytest.param(stall_past_its_session, "Heartbeat session expired", id="stalled"),
+    ],
+)
+def test_a_worker_disrupted_mid_stream_loses_no_state_and_no_decision(
+    kafka_settings: KafkaSettings,
+    worker_env: dict[str, str],
+    unique: str,
+    tmp_path: Path,
+    disrupt: Callable[[StreamsWorker], None],
+    seen_in_log: str,
 ) -> None:
     before, during = scenario(unique, 6), scenario(unique, 150, first=6)
     expected, brain = oracle(before + during)
@@ -204,23 +202,22 @@ def test_kill_9_mid_stream_loses_no_state_and_no_decision(
     try:
         asyncio.run(emit(kafka_settings, before))
         run_until(worker, kafka_settings, expected_before)
-        producer.start()  # they keep coming while no worker runs
+        producer.start()  # they keep coming while the worker is down
         seen = trigger_counts(
             kafka_settings, lambda c: len(c) >= len(expected_before) + 20, 60, worker.check
         )
-        worker.kill9()
-        assert len(seen) < len(expected), "the kill came too late to be mid-stream"
-        worker.start()
+        disrupt(worker)
+        assert len(seen) < len(expected), "the disruption came too late to be mid-stream"
         counts = run_until(worker, kafka_settings, expected)
-        assert "unclean_stop_restoring_from_changelog" in worker.process.log_file.read_text()
+        assert seen_in_log in worker.process.log_file.read_text()
         tables_match_eventually(brain, worker_env["CENTRALITY_STREAMS_APP_ID"], kafka_settings)
     finally:
         worker.stop()
         if producer.is_alive():
             producer.join()
     assert set(counts) == expected
-    # Redelivery after the kill may resend a decision whose state write was lost with the
-    # process (same id, deduplicated downstream); it never invents or drops one.
+    # Redelivery after the disruption may resend a decision whose state write was lost with
+    # the process (same id, deduplicated downstream); it never invents or drops one.
     assert sum(counts.values()) - len(counts) <= 4
 
 
