@@ -11,7 +11,13 @@ from schemas.events.checkpoints import CheckpointSaved
 from schemas.events.gpus import GpuSampled, GpuXidObserved, NcclSampled
 from schemas.events.jobs import JobExited, JobExitedPayload, JobState, JobStateChanged, JobSubmitted
 from schemas.events.logs import LogLine, LogLinesObserved, LogSignal, LogSignalDetected
-from schemas.events.nodes import HealthStatus, NodeHealthChecked, NodeHeartbeat
+from schemas.events.nodes import (
+    HealthStatus,
+    NodeHealthChecked,
+    NodeHeartbeat,
+    NodeStateObserved,
+    SchedulerNodeState,
+)
 from schemas.events.triggers import (
     Notify,
     QuarantineNodes,
@@ -44,11 +50,13 @@ __all__ = [
     "NcclSampled",
     "NodeHealthChecked",
     "NodeHeartbeat",
+    "NodeStateObserved",
     "Notify",
     "QuarantineNodes",
     "ReleaseNodes",
     "RestartJob",
     "RunBenchmark",
+    "SchedulerNodeState",
     "Trigger",
     "trigger_id",
 ]

@@ -41,3 +41,29 @@ class NodeHealthCheckedPayload(Payload):
 class NodeHealthChecked(Event):
     type: Literal["NodeHealthChecked"] = "NodeHealthChecked"
     payload: NodeHealthCheckedPayload
+
+
+class SchedulerNodeState(StrEnum):
+    """A node as its scheduler sees it, in scheduler-agnostic words."""
+
+    AVAILABLE = "AVAILABLE"  # takes work (idle, allocated, mixed, Ready)
+    DRAINING = "DRAINING"  # takes no new work, jobs still running there
+    DRAINED = "DRAINED"  # takes no work (drained, cordoned)
+    DOWN = "DOWN"  # not responding, failed, removed
+    UNKNOWN = "UNKNOWN"
+
+
+class NodeStateObservedPayload(Payload):
+    state: SchedulerNodeState
+    raw_state: str = Field(max_length=256, description="The scheduler's words, e.g. IDLE+DRAIN.")
+    reason: str | None = Field(default=None, max_length=1024, description="Why, as it says.")
+    scheduler: str = Field(min_length=1, max_length=64, description="slurm, kubernetes, ray.")
+
+
+@event(topic="nodes")
+class NodeStateObserved(Event):
+    """What a scheduler reports about a node (drained or down by anyone, Centrality included):
+    node state follows this, not what a rule asked for."""
+
+    type: Literal["NodeStateObserved"] = "NodeStateObserved"
+    payload: NodeStateObservedPayload

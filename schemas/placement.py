@@ -1,0 +1,54 @@
+"""Where a message must be: the catalog topic of its events' type, the partition of its key.
+
+Producers in other languages may pick another partitioner (librdkafka's default is CRC32, not
+Java's murmur2), another key, or the wrong topic. Folding such a message would update a table
+shard that does not own the subject, so every consumer that keeps state per key checks this and
+dead-letters what is misplaced, counted by reason, never folding it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from aiokafka.partitioner import murmur2
+
+from schemas.codec import DecodeError
+from schemas.envelope import Event
+
+
+def partition_for(key: bytes, partitions: int) -> int:
+    """Kafka's default partitioner (Java's murmur2), as the Emitter and aiokafka use it."""
+    return int(murmur2(key) & 0x7FFFFFFF) % partitions
+
+
+def misplaced(
+    events: Sequence[Event],
+    *,
+    topic: str,
+    key: bytes | None,
+    partition: int | None = None,
+    partitions: int | None = None,
+) -> DecodeError | None:
+    """Why these events (one decoded message) must not be folded where they were read, or None.
+
+    `topic` is the catalog name (`jobs`, `nodes`, ...), not the prefixed Kafka name. Pass
+    `partition` and `partitions` where state is sharded by partition.
+    """
+    subjects = {e.subject for e in events}
+    if len(subjects) > 1:
+        return DecodeError("mixed-subjects", f"one message carries {len(subjects)} subjects")
+    wrong = sorted({e.type for e in events if e.topic != topic})
+    if wrong:
+        return DecodeError("wrong-topic", f"{', '.join(wrong)} belong(s) elsewhere, not on {topic}")
+    subject = next(iter(subjects)).encode() if subjects else b""
+    if key != subject:
+        shown = key[:64].decode(errors="replace") if key is not None else None
+        return DecodeError("wrong-key", f"key {shown!r} is not the subject")
+    if partition is not None and partitions:
+        want = partition_for(subject, partitions)
+        if want != partition:
+            return DecodeError(
+                "wrong-partition",
+                f"key belongs on partition {want} of {partitions} (murmur2), read from {partition}",
+            )
+    return None
