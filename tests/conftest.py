@@ -84,3 +84,19 @@ def worker_env(
         "CENTRALITY_SINK_GROUP_ID": f"sink-{unique}",
         "CENTRALITY_SINK_BATCH_MAX_MS": "200",
     }
+
+
+_LAYER_MARKS = {"integration": pytest.mark.integration, "e2e": pytest.mark.e2e}
+_LAYERS = ("unit", *_LAYER_MARKS)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test carries the marker of its layer, so `-m 'not integration and not e2e'` is the
+    fast, service-free run; a test outside the three layers is a mistake, not a new layer."""
+    root = Path(__file__).parent
+    for item in items:
+        layer = item.path.relative_to(root).parts[0] if item.path.is_relative_to(root) else ""
+        if layer not in _LAYERS:
+            raise pytest.UsageError(f"{item.nodeid}: tests live in {', '.join(_LAYERS)}/")
+        if layer in _LAYER_MARKS:
+            item.add_marker(_LAYER_MARKS[layer])
