@@ -30,6 +30,12 @@ class PlanningAdapter:
     def requeue(self, job_id: str, *, checkpoint_uri: str | None) -> dict[str, Any]:
         return self.plan.add("requeue", job_id=job_id, checkpoint_uri=checkpoint_uri)
 
+    def cancel(self, job_id: str, *, reason: str) -> dict[str, Any]:
+        return self.plan.add("cancel", job_id=job_id, reason=reason)
+
+    def release(self, job_id: str) -> dict[str, Any]:
+        return self.plan.add("release", job_id=job_id)
+
     def drain(self, nodes: Sequence[str], *, reason: str) -> dict[str, Any]:
         return self.plan.add("drain", nodes=list(nodes), reason=reason)
 

@@ -31,6 +31,14 @@ class SchedulerAdapter(Protocol):
         """Run the job again, resuming from `checkpoint_uri`."""
         ...
 
+    def cancel(self, job_id: str, *, reason: str) -> dict[str, Any]:
+        """End the job for good (no requeue); a job already over is not an error."""
+        ...
+
+    def release(self, job_id: str) -> dict[str, Any]:
+        """Let a job that is held (submitted, waiting for a follow-up's go) start."""
+        ...
+
     def drain(self, nodes: Sequence[str], *, reason: str) -> dict[str, Any]:
         """Stop new work landing on `nodes` (running work may finish)."""
         ...

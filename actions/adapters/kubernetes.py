@@ -95,6 +95,25 @@ class KubernetesAdapter:
             "action": "recreated",
         }
 
+    def cancel(self, job_id: str, *, reason: str) -> dict[str, Any]:
+        ns, name = parse_job_id(job_id, "k8s", 2)
+        if not_found(self.batch.read_namespaced_job, name, ns) is None:
+            return {"scheduler": self.name, "job_id": job_id, "action": "already gone"}
+        call(
+            "delete job",
+            self.batch.delete_namespaced_job,
+            name,
+            ns,
+            propagation_policy="Background",
+        )
+        return {"scheduler": self.name, "job_id": job_id, "action": "deleted", "reason": reason}
+
+    def release(self, job_id: str) -> dict[str, Any]:
+        # A held Kubernetes Job is a suspended one (`spec.suspend: true`).
+        ns, name = parse_job_id(job_id, "k8s", 2)
+        call("resume job", self.batch.patch_namespaced_job, name, ns, {"spec": {"suspend": False}})
+        return {"scheduler": self.name, "job_id": job_id, "action": "unsuspended"}
+
     def drain(self, nodes: Sequence[str], *, reason: str) -> dict[str, Any]:
         for node in nodes:
             self._patch_node(

@@ -21,6 +21,8 @@ class InMemoryAdapter:
 
     def __init__(self) -> None:
         self.requeued: list[tuple[str, str | None]] = []
+        self.cancelled: dict[str, str] = {}
+        self.released: list[str] = []
         self.drained: dict[str, str] = {}
         self.taints: dict[str, set[str]] = {}
         self.runs: list[tuple[tuple[str, ...], tuple[str, ...]]] = []
@@ -47,6 +49,16 @@ class InMemoryAdapter:
             "checkpoint_uri": checkpoint_uri,
             "requeued": len(self.requeued),
         }
+
+    def cancel(self, job_id: str, *, reason: str) -> dict[str, Any]:
+        self._call("cancel")
+        self.cancelled[job_id] = reason
+        return {"scheduler": self.name, "job_id": job_id, "action": "cancelled"}
+
+    def release(self, job_id: str) -> dict[str, Any]:
+        self._call("release")
+        self.released.append(job_id)
+        return {"scheduler": self.name, "job_id": job_id, "action": "released"}
 
     def drain(self, nodes: Sequence[str], *, reason: str) -> dict[str, Any]:
         self._call("drain")

@@ -83,6 +83,19 @@ class RayAdapter:
             "action": "resubmitted",
         }
 
+    def cancel(self, job_id: str, *, reason: str) -> dict[str, Any]:
+        (submission,) = parse_job_id(job_id, "ray", 1)
+        stopped = self._call("stop job", self._client().stop_job, submission)
+        return {
+            "scheduler": self.name,
+            "job_id": job_id,
+            "action": "stopped",
+            "was_running": stopped,
+        }
+
+    def release(self, job_id: str) -> dict[str, Any]:
+        raise PermanentError("Ray jobs cannot be held, so there is nothing to release")
+
     def drain(self, nodes: Sequence[str], *, reason: str) -> dict[str, Any]:
         raise PermanentError("the Ray adapter cannot drain nodes (no Job API for it)")
 

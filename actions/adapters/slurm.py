@@ -71,6 +71,17 @@ class SlurmAdapter:
             "action": "requeued",
         }
 
+    def cancel(self, job_id: str, *, reason: str) -> dict[str, Any]:
+        job = self._local_id(job_id)
+        # scancel of a job already over answers "already completing or completed": done anyway.
+        self.cli.run("scancel", job)
+        return {"scheduler": self.name, "job_id": job_id, "action": "cancelled", "reason": reason}
+
+    def release(self, job_id: str) -> dict[str, Any]:
+        job = self._local_id(job_id)
+        self.cli.run("scontrol", "release", job)
+        return {"scheduler": self.name, "job_id": job_id, "action": "released"}
+
     def drain(self, nodes: Sequence[str], *, reason: str) -> dict[str, Any]:
         if not reason.strip():
             raise PermanentError("Slurm needs a reason to drain")

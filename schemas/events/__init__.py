@@ -19,8 +19,10 @@ from schemas.events.nodes import (
     SchedulerNodeState,
 )
 from schemas.events.triggers import (
+    CancelJob,
     Notify,
     QuarantineNodes,
+    ReleaseJob,
     ReleaseNodes,
     RestartJob,
     RunBenchmark,
@@ -33,6 +35,7 @@ __all__ = [
     "ActionStarted",
     "ActionSucceeded",
     "BenchmarkCompleted",
+    "CancelJob",
     "CheckpointSaved",
     "GpuBenchmark",
     "GpuSampled",
@@ -53,6 +56,7 @@ __all__ = [
     "NodeStateObserved",
     "Notify",
     "QuarantineNodes",
+    "ReleaseJob",
     "ReleaseNodes",
     "RestartJob",
     "RunBenchmark",

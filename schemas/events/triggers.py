@@ -31,19 +31,26 @@ class Trigger(Event):
     payload: TriggerPayload
 
     @classmethod
-    def decide(cls, *, cause: Event, source: str, **payload: Any) -> Self:
-        """Build the trigger `cause` led to; the id derives from rule, subject and window."""
+    def decide(
+        cls, *, cause: Event, source: str, subject: str | None = None, **payload: Any
+    ) -> Self:
+        """Build the trigger `cause` led to; the id derives from rule, subject and window.
+
+        `subject` defaults to the cause's; a rule deciding about another entity (a node's rule
+        about the job running there) names it, so the action and its results are keyed by it.
+        """
         p = cls.model_fields["payload"].annotation
         assert isinstance(p, type) and issubclass(p, TriggerPayload)
         body = p(caused_by=payload.pop("caused_by", (cause.event_id,)), **payload)
+        subject = subject or cause.subject
         return cls.model_validate(
             {
                 "event_id": trigger_id(
-                    cls.model_fields["type"].default, body.rule, cause.subject, body.window
+                    cls.model_fields["type"].default, body.rule, subject, body.window
                 ),
                 "source": source,
                 "cluster": cause.cluster,
-                "subject": cause.subject,
+                "subject": subject,
                 "occurred_at": cause.occurred_at,
                 "payload": body,
             }
@@ -107,3 +114,27 @@ class NotifyPayload(TriggerPayload):
 class Notify(Trigger):
     type: Literal["Notify"] = "Notify"
     payload: NotifyPayload
+
+
+class CancelJobPayload(TriggerPayload):
+    pass
+
+
+@event(topic="triggers")
+class CancelJob(Trigger):
+    """End the job that is the subject (e.g. an allocation idling on its GPUs)."""
+
+    type: Literal["CancelJob"] = "CancelJob"
+    payload: CancelJobPayload
+
+
+class ReleaseJobPayload(TriggerPayload):
+    after: str = Field(description="The job whose completion this release follows.")
+
+
+@event(topic="triggers")
+class ReleaseJob(Trigger):
+    """Let the held job that is the subject start (a completion hook of `after`)."""
+
+    type: Literal["ReleaseJob"] = "ReleaseJob"
+    payload: ReleaseJobPayload
