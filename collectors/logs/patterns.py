@@ -41,7 +41,7 @@ DEFAULT_PATTERNS: tuple[PatternSpec, ...] = (
         regex=r"`Trainer\.fit` stopped: `max_(?:epochs|steps)=-?\d+` reached"  # Lightning, NeMo
         r"|^\[after training is done\]"  # Megatron-LM
         r"|\bdone training in \d+(?:\.\d+)? seconds"  # fairseq
-        r"|^Training completed after \d+ iterations? at "  # Ray Train
+        r"|^Training completed (?:training )?after \d+ iterations? at "  # Ray Train
         rf"|{_HEADER_END}(?i:training (?:is )?(?:complete|completed|finished|done))"
         r"(?:[.!]|[ \t]*$)",  # HF Trainer, torchtitan, and the plain "Training Complete"
         name="training_complete",
@@ -81,7 +81,7 @@ DEFAULT_PATTERNS: tuple[PatternSpec, ...] = (
         signal=LogSignal.WORKER_FAILED,
         regex=r"ChildFailedError|\bfailed \(exitcode: -?\d+\) local_rank"
         r"|^\s*exitcode\s*: -?\d+ \(pid"
-        r"|Signal \d+ \(SIG\w+\) received by PID"
+        r"|Signal \d+ \(SIG\w+\) received by PID|\] Worker group FAILED\b"
         r"|srun: error: \S+: tasks? [\d,-]+: (?:Exited with exit code|Killed|Terminated)"
         r"|Primary job\s+terminated normally, but \d+ process"
         r"|\b(?:RayTaskError|RayActorError|ActorDiedError|TrainingFailedError)\b",
