@@ -3,9 +3,9 @@
 A line is read with two compiled regexes. The first skips what launchers put in front of a
 line (torchrun's `[rank3]:` and `--tee`'s `[default0]:`, srun `--label`'s `0: `, mpirun
 `--tag-output`'s `[1,0]<stderr>:`, Ray's `(RayTrainWorker pid=…, ip=…)`, timestamps), keeping
-the rank where one is given. The second tries every built-in pattern on the rest in one call:
-each is a lookahead from the start of the line, tried in order, so the first that matches wins
-exactly as if they were tried one by one.
+the rank where one is given. The second looks for the keywords every built-in pattern needs,
+all at once; most lines have none and end there. Only the patterns whose keywords a line has
+are then tried, in order, and the first that matches wins.
 """
 
 from __future__ import annotations
@@ -33,64 +33,106 @@ _LAUNCHER_PREFIX = re.compile(
 # is a per-iteration line, never the end of a job.
 _HEADER_END = r"(?:^|[\]|:>)-][ \t]*|\b(?:INFO|NOTICE)\b:?[ \t]+)"
 
+
+@dataclass(frozen=True)
+class Builtin:
+    spec: PatternSpec
+    keywords: tuple[str, ...]  # lower case; the regex matches no line that lacks them all
+
+
 # Order matters: the first match wins, so the specific precedes the general (an out-of-memory
 # CUDA error is OOM, not CUDA_ERROR; a segfault reported by srun is a crash, not a task exit).
-DEFAULT_PATTERNS: tuple[PatternSpec, ...] = (
-    PatternSpec(
-        signal=LogSignal.TRAINING_COMPLETE,
-        regex=r"`Trainer\.fit` stopped: `max_(?:epochs|steps)=-?\d+` reached"  # Lightning, NeMo
-        r"|^\[after training is done\]"  # Megatron-LM
-        r"|\bdone training in \d+(?:\.\d+)? seconds"  # fairseq
-        r"|^Training completed (?:training )?after \d+ iterations? at "  # Ray Train
-        rf"|{_HEADER_END}(?i:training (?:is )?(?:complete|completed|finished|done))"
-        r"(?:[.!]|[ \t]*$)",  # HF Trainer, torchtitan, and the plain "Training Complete"
-        name="training_complete",
+DEFAULT_PATTERNS: tuple[Builtin, ...] = (
+    Builtin(
+        PatternSpec(
+            signal=LogSignal.TRAINING_COMPLETE,
+            regex=r"`Trainer\.fit` stopped: `max_(?:epochs|steps)=-?\d+` reached"  # Lightning
+            r"|^\[after training is done\]"  # Megatron-LM
+            r"|\bdone training in \d+(?:\.\d+)? seconds"  # fairseq
+            r"|^Training completed (?:training )?after \d+ iterations? at "  # Ray Train
+            rf"|{_HEADER_END}(?:[Tt]raining|TRAINING) (?:is )?(?:[Cc]ompleted?|[Ff]inished|[Dd]one"
+            r"|COMPLETED?|FINISHED|DONE)"
+            r"(?:[.!]|[ \t]*$)",  # HF Trainer, torchtitan, and the plain "Training Complete"
+            name="training_complete",
+        ),
+        ("training", "trainer.fit"),
     ),
-    PatternSpec(
-        signal=LogSignal.NCCL_TIMEOUT,
-        regex=r"Watchdog caught collective operation timeout|NCCL.*\bTime(?:d ?)?out\b"
-        r"|ProcessGroupNCCL.*[Tt]imeout",
-        name="nccl_timeout",
+    Builtin(
+        PatternSpec(
+            signal=LogSignal.NCCL_TIMEOUT,
+            regex=r"Watchdog caught collective operation timeout|NCCL.*\bTime(?:d ?)?out\b"
+            r"|ProcessGroupNCCL.*[Tt]imeout",
+            name="nccl_timeout",
+        ),
+        ("nccl", "watchdog"),
     ),
-    PatternSpec(
-        signal=LogSignal.OOM,
-        regex=r"(?i:\bout of memory\b)|OutOfMemoryError|\b(?:CUBLAS|CUDNN)_STATUS_ALLOC_FAILED\b"
-        r"|cudaErrorMemoryAllocation|can't allocate memory|\boom[-_]kill|OOMKilled",
-        name="oom",
+    Builtin(
+        PatternSpec(
+            signal=LogSignal.OOM,
+            regex=r"\b[Oo]ut [Oo]f [Mm]emory\b|OUT OF MEMORY|OutOfMemoryError"
+            r"|\b(?:CUBLAS|CUDNN)_STATUS_ALLOC_FAILED\b|cudaErrorMemoryAllocation"
+            r"|can't allocate memory|\boom[-_]kill|OOMKilled",
+            name="oom",
+        ),
+        ("memory", "oom", "alloc"),
     ),
-    PatternSpec(
-        signal=LogSignal.NCCL_ERROR,
-        regex=r"NCCL WARN|NCCL error|nccl(?:InternalError|UnhandledCudaError|SystemError"
-        r"|RemoteError|InvalidUsage)",
-        name="nccl_error",
+    Builtin(
+        PatternSpec(
+            signal=LogSignal.NCCL_ERROR,
+            regex=r"NCCL WARN|NCCL error|nccl(?:InternalError|UnhandledCudaError|SystemError"
+            r"|RemoteError|InvalidUsage)",
+            name="nccl_error",
+        ),
+        ("nccl",),
     ),
-    PatternSpec(
-        signal=LogSignal.CUDA_ERROR,
-        regex=r"CUDA error|cudaError\w+|CUBLAS_STATUS_\w+|CUDNN_STATUS_\w+|cuda runtime error"
-        r"|illegal memory access|device-side assert",
-        name="cuda_error",
+    Builtin(
+        PatternSpec(
+            signal=LogSignal.CUDA_ERROR,
+            regex=r"CUDA error|cudaError\w+|CUBLAS_STATUS_\w+|CUDNN_STATUS_\w+"
+            r"|cuda runtime error|illegal memory access|device-side assert",
+            name="cuda_error",
+        ),
+        ("cuda", "cublas", "cudnn", "illegal memory", "device-side"),
     ),
-    PatternSpec(
-        signal=LogSignal.NATIVE_CRASH,
-        regex=r"Segmentation fault|\bSIG(?:SEGV|BUS|ILL|FPE|ABRT)\b|Fatal Python error"
-        r"|\bBus error\b|\(core dumped\)|exited on signal \d+|Caught signal \d+"
-        r"|\bexitcode\s*:\s*-(?:4|6|7|8|11)\b",
-        name="native_crash",
+    Builtin(
+        PatternSpec(
+            signal=LogSignal.NATIVE_CRASH,
+            regex=r"Segmentation fault|\bSIG(?:SEGV|BUS|ILL|FPE|ABRT)\b|Fatal Python error"
+            r"|\bBus error\b|\(core dumped\)|exited on signal \d+|Caught signal \d+"
+            r"|\bexitcode\s*:\s*-(?:4|6|7|8|11)\b",
+            name="native_crash",
+        ),
+        ("segmentation", "sig", "fatal python", "bus error", "core dumped", "exitcode"),
     ),
-    PatternSpec(
-        signal=LogSignal.WORKER_FAILED,
-        regex=r"ChildFailedError|\bfailed \(exitcode: -?\d+\) local_rank"
-        r"|^\s*exitcode\s*: -?\d+ \(pid"
-        r"|Signal \d+ \(SIG\w+\) received by PID|\] Worker group FAILED\b"
-        r"|srun: error: \S+: tasks? [\d,-]+: (?:Exited with exit code|Killed|Terminated)"
-        r"|Primary job\s+terminated normally, but \d+ process"
-        r"|\b(?:RayTaskError|RayActorError|ActorDiedError|TrainingFailedError)\b",
-        name="worker_failed",
+    Builtin(
+        PatternSpec(
+            signal=LogSignal.WORKER_FAILED,
+            regex=r"ChildFailedError|\bfailed \(exitcode: -?\d+\) local_rank"
+            r"|^\s*exitcode\s*: -?\d+ \(pid"
+            r"|Signal \d+ \(SIG\w+\) received by PID|\] Worker group FAILED\b"
+            r"|srun: error: \S+: tasks? [\d,-]+: (?:Exited with exit code|Killed|Terminated)"
+            r"|Primary job\s+terminated normally, but \d+ process"
+            r"|\b(?:RayTaskError|RayActorError|ActorDiedError|TrainingFailedError)\b",
+            name="worker_failed",
+        ),
+        (
+            "failed",
+            "exitcode",
+            "received by pid",
+            "srun: error",
+            "primary job",
+            "raytaskerror",
+            "rayactorerror",
+            "actordiederror",
+        ),
     ),
-    PatternSpec(
-        signal=LogSignal.TRACEBACK,
-        regex=r"^Traceback \(most recent call last\):",
-        name="traceback",
+    Builtin(
+        PatternSpec(
+            signal=LogSignal.TRACEBACK,
+            regex=r"^Traceback \(most recent call last\):",
+            name="traceback",
+        ),
+        ("traceback",),
     ),
 )
 
@@ -113,11 +155,6 @@ def split_prefix(line: str) -> tuple[int | None, str]:
     return (int(rank) if rank is not None else None), line[m.end() :]
 
 
-def _union(specs: list[tuple[str, PatternSpec]]) -> re.Pattern[str]:
-    alternatives = "|".join(f"(?=.*?(?P<{key}>{spec.regex}))" for key, spec in specs)
-    return re.compile(f"^(?:{alternatives})" if specs else r"(?!)")
-
-
 class Matcher:
     """Custom patterns first (the user knows their job), then the built-ins.
 
@@ -130,24 +167,27 @@ class Matcher:
             (re.compile(s.regex), Pattern(s.signal, s.name or s.signal.value.lower()))
             for s in custom
         ]
-        keyed = [(f"p{i}", s) for i, s in enumerate(DEFAULT_PATTERNS if defaults else ())]
-        self._by_key = {key: Pattern(s.signal, s.name or s.signal.value) for key, s in keyed}
-        self._builtins = _union(keyed)
-        self._builtins_but_completion = _union(
-            [(k, s) for k, s in keyed if s.signal is not LogSignal.TRAINING_COMPLETE]
-        )
+        builtins = DEFAULT_PATTERNS if defaults else ()
+        self.builtins = [
+            (re.compile(b.spec.regex), b.keywords, Pattern(b.spec.signal, b.spec.name or ""))
+            for b in builtins
+        ]
+        keywords = sorted({k for b in builtins for k in b.keywords}, key=len, reverse=True)
+        self._any_keyword = re.compile("|".join(map(re.escape, keywords)) or r"(?!)")
 
     def match(self, body: str, *, completion_marker: str | None = None) -> Pattern | None:
         """The first pattern matching `body` (a line after its launcher prefixes)."""
         for regex, pattern in self.custom:
             if regex.search(body):
                 return pattern
-        if completion_marker is not None:
-            if completion_marker in body:
-                return JOB_MARKER
-            m = self._builtins_but_completion.match(body)
-        else:
-            m = self._builtins.match(body)
-        if m is None or m.lastgroup is None:
+        if completion_marker is not None and completion_marker in body:
+            return JOB_MARKER
+        lowered = body.lower()
+        if self._any_keyword.search(lowered) is None:
             return None
-        return self._by_key[m.lastgroup]
+        for regex, keywords, pattern in self.builtins:
+            if completion_marker is not None and pattern.signal is LogSignal.TRAINING_COMPLETE:
+                continue
+            if any(k in lowered for k in keywords) and regex.search(body):
+                return pattern
+        return None
