@@ -37,7 +37,7 @@ _HEADER_END = r"(?:^|[\]|:>)-][ \t]*|\b(?:INFO|NOTICE)\b:?[ \t]+)"
 @dataclass(frozen=True)
 class Builtin:
     spec: PatternSpec
-    keywords: tuple[str, ...]  # lower case; the regex matches no line that lacks them all
+    keywords: tuple[str, ...]  # lower case; any line the regex matches contains one of them
 
 
 # Order matters: the first match wins, so the specific precedes the general (an out-of-memory

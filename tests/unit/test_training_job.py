@@ -82,3 +82,8 @@ def _two_attempts(completion_in: int) -> list[Event]:
     if completion_in == 2:
         events.append(completed())
     return [*events, exited("FAILED", attempt=2)]
+
+
+def test_a_completion_whose_exit_never_came_does_not_pass_to_the_next_attempt() -> None:
+    job = fold(running(JOB, 1), completed(), running(JOB, 2), exited("FAILED", attempt=2))
+    assert not job.completed(2) and job.completion_attempt is None
