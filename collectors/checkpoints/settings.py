@@ -18,9 +18,10 @@ class CheckpointSettings(BaseSettings):
     timeout_s: float = Field(default=10.0, gt=0, description="How long notify_checkpoint waits.")
     roots: tuple[str, ...] = Field(default=(), description="Globs of checkpoint directories.")
     job: str | None = Field(default=None, description="Job the watched checkpoints belong to.")
-    step_pattern: str = Field(
-        default=r"(?:checkpoint|step|ckpt|iter|global_step)[-_]?(\d+)",
-        description="Regex on an entry's name; group 1 is the step.",
+    step_pattern: str | None = Field(
+        default=None,
+        description="Regex on an entry's name, group 1 the step; by default the names of "
+        "Lightning, NeMo, Hugging Face, torch DCP, Megatron-LM, DeepSpeed and Ray Train.",
     )
     require_sentinel: bool = Field(
         default=False, description="Only `<name>.COMPLETE` sentinels count, not settled dirs."

@@ -1,5 +1,10 @@
-"""Watches checkpoint directories: a settled `step-N` directory or a `*.COMPLETE` sentinel
-becomes CheckpointSaved, once (what was announced is kept on disk across restarts)."""
+"""Watches checkpoint directories: a complete checkpoint becomes CheckpointSaved, once (what
+was announced is kept on disk across restarts).
+
+Complete means, in this order: a `<name>.COMPLETE` sentinel; for Megatron-LM, the iteration
+its tracker file names; not while NeMo's `-unfinished` marker is there; for torch DCP, its
+`.metadata` written; otherwise a checkpoint that stopped changing between two polls.
+"""
 
 from __future__ import annotations
 
@@ -13,6 +18,7 @@ from dataclasses import dataclass
 import orjson
 import structlog
 
+from collectors.checkpoints import names
 from collectors.checkpoints.settings import CheckpointSettings
 from collectors.events import Stamp
 from collectors.loop import poll_forever
@@ -37,8 +43,8 @@ def snapshot(path: str) -> Snapshot:
         st = os.stat(path)
         return Snapshot(1, st.st_size, st.st_mtime_ns)
     files = size = newest = 0
-    for root, _, names in os.walk(path):
-        for name in names:
+    for root, _, files_here in os.walk(path):
+        for name in files_here:
             with contextlib.suppress(OSError):
                 st = os.stat(os.path.join(root, name))
                 files += 1
@@ -55,7 +61,7 @@ class CheckpointWatcher:
         self.job = settings.job
         self.sink = sink
         self.stamp = Stamp(source=settings.source, cluster=settings.cluster)
-        self._step = re.compile(settings.step_pattern)
+        self._pattern = re.compile(settings.step_pattern) if settings.step_pattern else None
         self._pending: dict[str, Snapshot] = {}
         self.announced: set[str] = set()
         if settings.state_file.exists():
@@ -84,26 +90,42 @@ class CheckpointWatcher:
             sent.append(event)
         return sent
 
+    def _step_of(self, name: str) -> int | None:
+        if self._pattern is None:
+            return names.step_of(name)
+        m = self._pattern.search(name)
+        return int(m.group(1)) if m else None
+
     def _ready_in(self, base: str) -> list[tuple[str, int]]:
         ready = []
+        tracked = names.megatron_tracked(base)
         for name in sorted(os.listdir(base)):
             path = os.path.join(base, name)
             if name.endswith(SENTINEL):
                 target = path[: -len(SENTINEL)]
-                step = self._step.search(os.path.basename(target))
-                if step and target not in self.announced:
-                    ready.append((target, int(step.group(1))))
+                step = self._step_of(os.path.basename(target))
+                if step is not None and target not in self.announced:
+                    ready.append((target, step))
                 continue
-            step = self._step.search(name)
+            step = self._step_of(name)
             if step is None or path in self.announced or self.settings.require_sentinel:
                 continue
-            if os.path.exists(path + SENTINEL):
-                continue  # the sentinel branch above handles it
-            # Without a sentinel, a checkpoint counts once it stopped changing between polls.
+            if os.path.exists(path + SENTINEL) or names.unfinished(path):
+                continue  # the sentinel branch handles it, or NeMo is still writing it
+            if tracked is not None and names.is_megatron(name):
+                if name == tracked:  # Megatron writes its tracker once the save is done
+                    ready.append((path, step))
+                continue
+            complete = names.dcp_state(path)
+            if complete is not None:
+                if complete:
+                    ready.append((path, step))
+                continue
+            # Otherwise a checkpoint counts once it stopped changing between polls.
             snap = snapshot(path)
             if snap.files and self._pending.get(path) == snap:
                 del self._pending[path]
-                ready.append((path, int(step.group(1))))
+                ready.append((path, step))
             else:
                 self._pending[path] = snap
         return ready

@@ -1,4 +1,12 @@
-"""Signals found in log lines at the edge, so rules never grep raw lines."""
+"""Signals found in log lines at the edge, so rules never grep raw lines.
+
+A line is read with two compiled regexes. The first skips what launchers put in front of a
+line (torchrun's `[rank3]:` and `--tee`'s `[default0]:`, srun `--label`'s `0: `, mpirun
+`--tag-output`'s `[1,0]<stderr>:`, Ray's `(RayTrainWorker pid=…, ip=…)`, timestamps), keeping
+the rank where one is given. The second looks for the keywords every built-in pattern needs,
+all at once; most lines have none and end there. Only the patterns whose keywords a line has
+are then tried, in order, and the first that matches wins.
+"""
 
 from __future__ import annotations
 
@@ -9,72 +17,177 @@ from dataclasses import dataclass
 from collectors.logs.settings import PatternSpec
 from schemas.events.logs import LogSignal
 
-# Order matters: the first match wins, so the specific (timeout) precedes the general (error).
-DEFAULT_PATTERNS: tuple[PatternSpec, ...] = (
-    PatternSpec(
-        signal=LogSignal.TRAINING_COMPLETE,
-        regex=r"(?i)\btraining (?:complete|completed|finished)\b",
-        name="training_complete",
-    ),
-    PatternSpec(
-        signal=LogSignal.NCCL_TIMEOUT,
-        regex=r"Watchdog caught collective operation timeout|NCCL.*\bTime(?:d ?)?out\b"
-        r"|ProcessGroupNCCL.*[Tt]imeout",
-        name="nccl_timeout",
-    ),
-    PatternSpec(
-        signal=LogSignal.NCCL_ERROR,
-        regex=r"NCCL WARN|NCCL error|nccl(?:InternalError|UnhandledCudaError|SystemError"
-        r"|RemoteError|InvalidUsage)",
-        name="nccl_error",
-    ),
-    PatternSpec(
-        signal=LogSignal.OOM,
-        regex=r"CUDA out of memory|OutOfMemoryError|oom-kill|Out Of Memory|oom_kill",
-        name="oom",
-    ),
-    PatternSpec(
-        signal=LogSignal.CUDA_ERROR,
-        regex=r"CUDA error|cudaError\w+|CUBLAS_STATUS_\w+|CUDNN_STATUS_\w+"
-        r"|illegal memory access|device-side assert",
-        name="cuda_error",
-    ),
-    PatternSpec(
-        signal=LogSignal.TRACEBACK,
-        regex=r"^(?:\[rank\d+\]:\s*|\d+:\s*)?Traceback \(most recent call last\):",
-        name="traceback",
-    ),
+_LAUNCHER_PREFIX = re.compile(
+    r"(?:"
+    r"\[(?:rank|default)(?P<torch>\d+)\]:[ ]?"  # torchrun (`--tee`: role + local rank)
+    r"|\[(?:[\w.-]+@)?\d+,(?P<mpi>\d+)\]<std(?:out|err)>:[ ]?"  # mpirun/prterun --tag-output
+    r"|\[(?P<horovod>\d+)\]<std(?:out|err)>:[ ]?"  # horovodrun
+    r"|\((?:[\w.]+ )?pid=\d+(?:, ip=[\w.:-]+)?\)[ ]?"  # Ray actor and worker prefixes
+    r"|[ ]*(?P<srun>\d+): "  # srun --label
+    r"|\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]?[ ]"  # time
+    r")+"
 )
 
-_RANK = re.compile(r"^\[rank(\d+)\]:|^(\d+): ")
+# What may stand right before a bare "Training complete": the start of the line or the end of
+# a log header. Anything else ("epoch 3 training finished", "Training finished iteration 3")
+# is a per-iteration line, never the end of a job.
+_HEADER_END = r"(?:^|[\]|:>)-][ \t]*|\b(?:INFO|NOTICE)\b:?[ \t]+)"
+
+
+@dataclass(frozen=True)
+class Builtin:
+    spec: PatternSpec
+    keywords: tuple[str, ...]  # lower case; any line the regex matches contains one of them
+
+
+# Order matters: the first match wins, so the specific precedes the general (an out-of-memory
+# CUDA error is OOM, not CUDA_ERROR; a segfault reported by srun is a crash, not a task exit).
+DEFAULT_PATTERNS: tuple[Builtin, ...] = (
+    Builtin(
+        PatternSpec(
+            signal=LogSignal.TRAINING_COMPLETE,
+            regex=r"`Trainer\.fit` stopped: `max_(?:epochs|steps)=-?\d+` reached"  # Lightning
+            r"|^\[after training is done\]"  # Megatron-LM
+            r"|\bdone training in \d+(?:\.\d+)? seconds"  # fairseq
+            r"|^Training completed (?:training )?after \d+ iterations? at "  # Ray Train
+            rf"|{_HEADER_END}(?:[Tt]raining|TRAINING) (?:is )?(?:[Cc]ompleted?|[Ff]inished|[Dd]one"
+            r"|COMPLETED?|FINISHED|DONE)"
+            r"(?:[.!]|[ \t]*$)",  # HF Trainer, torchtitan, and the plain "Training Complete"
+            name="training_complete",
+        ),
+        ("training", "trainer.fit"),
+    ),
+    Builtin(
+        PatternSpec(
+            signal=LogSignal.NCCL_TIMEOUT,
+            regex=r"Watchdog caught collective operation timeout|NCCL.*\bTime(?:d ?)?out\b"
+            r"|ProcessGroupNCCL.*[Tt]imeout",
+            name="nccl_timeout",
+        ),
+        ("nccl", "watchdog"),
+    ),
+    Builtin(
+        PatternSpec(
+            signal=LogSignal.OOM,
+            regex=r"\b[Oo]ut [Oo]f [Mm]emory\b|OUT OF MEMORY|OutOfMemoryError"
+            r"|\b(?:CUBLAS|CUDNN)_STATUS_ALLOC_FAILED\b|cudaErrorMemoryAllocation"
+            r"|can't allocate memory|\boom[-_]kill|OOMKilled",
+            name="oom",
+        ),
+        ("memory", "oom", "alloc"),
+    ),
+    Builtin(
+        PatternSpec(
+            signal=LogSignal.NCCL_ERROR,
+            regex=r"NCCL WARN|NCCL error|nccl(?:InternalError|UnhandledCudaError|SystemError"
+            r"|RemoteError|InvalidUsage)",
+            name="nccl_error",
+        ),
+        ("nccl",),
+    ),
+    Builtin(
+        PatternSpec(
+            signal=LogSignal.CUDA_ERROR,
+            regex=r"CUDA error|cudaError\w+|CUBLAS_STATUS_\w+|CUDNN_STATUS_\w+"
+            r"|cuda runtime error|illegal memory access|device-side assert",
+            name="cuda_error",
+        ),
+        ("cuda", "cublas", "cudnn", "illegal memory", "device-side"),
+    ),
+    Builtin(
+        PatternSpec(
+            signal=LogSignal.NATIVE_CRASH,
+            regex=r"Segmentation fault|\bSIG(?:SEGV|BUS|ILL|FPE|ABRT)\b|Fatal Python error"
+            r"|\bBus error\b|\(core dumped\)|exited on signal \d+|Caught signal \d+"
+            r"|\bexitcode\s*:\s*-(?:4|6|7|8|11)\b",
+            name="native_crash",
+        ),
+        ("segmentation", "sig", "fatal python", "bus error", "core dumped", "exitcode"),
+    ),
+    Builtin(
+        PatternSpec(
+            signal=LogSignal.WORKER_FAILED,
+            regex=r"ChildFailedError|\bfailed \(exitcode: -?\d+\) local_rank"
+            r"|^\s*exitcode\s*: -?\d+ \(pid"
+            r"|Signal \d+ \(SIG\w+\) received by PID|\] Worker group FAILED\b"
+            r"|srun: error: \S+: tasks? [\d,-]+: (?:Exited with exit code|Killed|Terminated)"
+            r"|Primary job\s+terminated normally, but \d+ process"
+            r"|\b(?:RayTaskError|RayActorError|ActorDiedError|TrainingFailedError)\b",
+            name="worker_failed",
+        ),
+        (
+            "failed",
+            "exitcode",
+            "received by pid",
+            "srun: error",
+            "primary job",
+            "raytaskerror",
+            "rayactorerror",
+            "actordiederror",
+        ),
+    ),
+    Builtin(
+        PatternSpec(
+            signal=LogSignal.TRACEBACK,
+            regex=r"^Traceback \(most recent call last\):",
+            name="traceback",
+        ),
+        ("traceback",),
+    ),
+)
 
 
 @dataclass(frozen=True)
 class Pattern:
     signal: LogSignal
-    regex: re.Pattern[str]
     name: str
 
 
+JOB_MARKER = Pattern(LogSignal.TRAINING_COMPLETE, "job_marker")
+
+
+def split_prefix(line: str) -> tuple[int | None, str]:
+    """The rank a launcher prefix names (None where none does) and the line after prefixes."""
+    m = _LAUNCHER_PREFIX.match(line)
+    if m is None:
+        return None, line
+    rank = m["torch"] or m["mpi"] or m["horovod"] or m["srun"]
+    return (int(rank) if rank is not None else None), line[m.end() :]
+
+
 class Matcher:
-    """Custom patterns first (the user knows their job), then the built-ins."""
+    """Custom patterns first (the user knows their job), then the built-ins.
+
+    A job that declares its own completion marker is complete when a line contains it, and
+    only then: the built-in completion patterns do not apply to it.
+    """
 
     def __init__(self, custom: Iterable[PatternSpec], *, defaults: bool = True) -> None:
-        specs = [*custom, *(DEFAULT_PATTERNS if defaults else ())]
-        self.patterns = [
-            Pattern(s.signal, re.compile(s.regex), s.name or s.signal.value.lower()) for s in specs
+        self.custom = [
+            (re.compile(s.regex), Pattern(s.signal, s.name or s.signal.value.lower()))
+            for s in custom
         ]
+        builtins = DEFAULT_PATTERNS if defaults else ()
+        self.builtins = [
+            (re.compile(b.spec.regex), b.keywords, Pattern(b.spec.signal, b.spec.name or ""))
+            for b in builtins
+        ]
+        keywords = sorted({k for b in builtins for k in b.keywords}, key=len, reverse=True)
+        self._any_keyword = re.compile("|".join(map(re.escape, keywords)) or r"(?!)")
 
-    def match(self, line: str) -> Pattern | None:
-        for pattern in self.patterns:
-            if pattern.regex.search(line):
+    def match(self, body: str, *, completion_marker: str | None = None) -> Pattern | None:
+        """The first pattern matching `body` (a line after its launcher prefixes)."""
+        for regex, pattern in self.custom:
+            if regex.search(body):
+                return pattern
+        if completion_marker is not None and completion_marker in body:
+            return JOB_MARKER
+        lowered = body.lower()
+        if self._any_keyword.search(lowered) is None:
+            return None
+        for regex, keywords, pattern in self.builtins:
+            if completion_marker is not None and pattern.signal is LogSignal.TRAINING_COMPLETE:
+                continue
+            if any(k in lowered for k in keywords) and regex.search(body):
                 return pattern
         return None
-
-
-def rank_of(line: str) -> int | None:
-    """torchrun's `[rankN]:` or srun --label's `N: ` prefix."""
-    m = _RANK.match(line)
-    if m is None:
-        return None
-    return int(m.group(1) or m.group(2))

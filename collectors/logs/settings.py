@@ -35,6 +35,11 @@ class TailSettings(BaseSettings):
     job_template: str = Field(
         default="slurm/{cluster}/{job}", description="Job id made from the `job` group."
     )
+    marker_dir: Path | None = Field(
+        default=None,
+        description="Per-job completion markers: the file named by a job's `job` group holds "
+        "the text that marks that job complete (written by a Slurm prolog or the job itself).",
+    )
     default_patterns: bool = Field(default=True, description="Use the built-in signal patterns.")
     patterns: tuple[PatternSpec, ...] = Field(default=(), description="Extra patterns (JSON).")
     read_chunk_bytes: int = Field(default=256 * 1024, gt=0, description="Read per file per poll.")

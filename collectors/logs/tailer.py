@@ -18,7 +18,7 @@ import structlog
 
 from collectors.events import Stamp
 from collectors.logs.offsets import OffsetStore, identity
-from collectors.logs.patterns import Matcher, rank_of
+from collectors.logs.patterns import Matcher, split_prefix
 from collectors.logs.settings import TailSettings
 from collectors.loop import poll_forever
 from collectors.sink import EventSink
@@ -28,6 +28,9 @@ from schemas.events.logs import LogLine, LogLinesObservedPayload, LogSignalDetec
 log = structlog.get_logger(__name__)
 
 
+MARKER_MAX_CHARS = 200
+
+
 @dataclass
 class Followed:
     key: str
@@ -35,6 +38,8 @@ class Followed:
     fd: int
     offset: int
     job: str
+    marker_name: str | None  # the job's file in `marker_dir`, None where it has none
+    marker: str | None = None
 
 
 class LogTailer:
@@ -94,14 +99,29 @@ class LogTailer:
             return
         size = os.fstat(fd).st_size
         offset = self.store.resume_offset(key, fd, size)
-        self.files[key] = Followed(key, path, fd, offset, self._job_of(path))
-        log.info("tail_following", path=path, offset=offset, job=self.files[key].job)
+        m = self._job_re.search(path)
+        job = self._job_of(path)
+        self.files[key] = Followed(key, path, fd, offset, job, m["job"] if m else None)
+        log.info("tail_following", path=path, offset=offset, job=job)
 
     def _job_of(self, path: str) -> str:
         m = self._job_re.search(path)
         if m is None:
             return f"file/{self.settings.node}{os.path.abspath(path)}"
         return self.settings.job_template.format(cluster=self.settings.cluster, job=m["job"])
+
+    def _marker_of(self, f: Followed) -> str | None:
+        """The job's own completion marker, looked up until found (its file may come late)."""
+        if f.marker is None and f.marker_name and self.settings.marker_dir is not None:
+            try:
+                text = (self.settings.marker_dir / f.marker_name).read_text(errors="replace")
+            except OSError:
+                return None
+            first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+            if first:
+                f.marker = first[:MARKER_MAX_CHARS]
+                log.info("tail_completion_marker", job=f.job, marker=f.marker)
+        return f.marker
 
     async def _read(self, f: Followed, *, final: bool = False) -> tuple[int, bool]:
         """One chunk of a file; returns (lines sent, whether more may be waiting). `final`: the
@@ -133,12 +153,13 @@ class LogTailer:
     async def _emit(self, f: Followed, lines: list[str]) -> None:
         stream = "stderr" if f.path.endswith(".err") else "stdout"
         node = self.settings.node
+        marker = self._marker_of(f)
         signals = []
         records = []
         for line in lines:
-            rank = rank_of(line)
+            rank, body = split_prefix(line)
             records.append(LogLine(line=line, node=node, rank=rank, stream=stream))
-            pattern = self.matcher.match(line)
+            pattern = self.matcher.match(body, completion_marker=marker)
             if pattern is not None:
                 signals.append(
                     LogSignalDetectedPayload(

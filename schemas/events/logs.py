@@ -37,6 +37,8 @@ class LogSignal(StrEnum):
     CUDA_ERROR = "CUDA_ERROR"
     OOM = "OOM"
     TRACEBACK = "TRACEBACK"
+    NATIVE_CRASH = "NATIVE_CRASH"  # SIGSEGV and kin, "Fatal Python error"
+    WORKER_FAILED = "WORKER_FAILED"  # a launcher's summary: ChildFailedError, srun task exits
     CUSTOM = "CUSTOM"
 
 

@@ -46,6 +46,7 @@ class Attempt(BaseModel):
     nodes: tuple[str, ...]
     ended_at: datetime
     started_at: datetime | None = None
+    completed: bool = False  # the attempt logged its completion line
 
 
 class RestartRecord(BaseModel):
@@ -65,7 +66,7 @@ class TrainingJob(Entity):
 
     - *productive* time is running time whose work survived: from an attempt's start (or its
       previous checkpoint) to each checkpoint saved, and to the end of an attempt that logged
-      `Training Complete`;
+      its completion;
     - *lost* time is running time whose work was thrown away — from the last checkpoint (or
       the start) to the end of an attempt that failed, was preempted or exited without
       completing — plus the gap between an attempt's end and the next attempt's start;
@@ -80,7 +81,9 @@ class TrainingJob(Entity):
     state: JobState | None = None
     attempt: int = 0
     nodes: tuple[str, ...] = ()
-    completion_seen: bool = False
+    # Completion is per attempt: a completion line seen in the attempt now running (0: before
+    # any attempt was reported) waits here for that attempt's exit, which takes it.
+    completion_attempt: int | None = None
     last_checkpoint_uri: str | None = None
     last_checkpoint_step: int | None = None
     last_checkpoint_at: datetime | None = None
@@ -114,6 +117,18 @@ class TrainingJob(Entity):
     def ticks(self) -> bool:
         """Clock ticks concern running jobs only (what did not happen while they ran)."""
         return self.running
+
+    @property
+    def completion_seen(self) -> bool:
+        """The current attempt logged its completion (still running, or ended so)."""
+        if self.completion_attempt is not None:
+            return True
+        last = self.attempts[-1] if self.attempts else None
+        return last is not None and last.completed and last.number >= self.attempt
+
+    def completed(self, attempt: int) -> bool:
+        """Attempt `attempt` ended after logging its completion."""
+        return any(a.number == attempt and a.completed for a in self.attempts)
 
     @property
     def restarts_requested(self) -> int:
@@ -194,9 +209,19 @@ def _(event: CheckpointSaved, state: TrainingJob) -> TrainingJob:
 
 @_fold.register
 def _(event: LogSignalDetected, state: TrainingJob) -> TrainingJob:
-    if event.payload.signal is LogSignal.TRAINING_COMPLETE:
-        return state.model_copy(update={"completion_seen": True})
-    return state
+    if event.payload.signal is not LogSignal.TRAINING_COMPLETE:
+        return state
+    # Lines come from the attempt last seen running; a line read after that attempt's exit
+    # (the tailer is behind) still belongs to it, never to the next attempt.
+    current = state.attempts_started or state.attempt
+    ended = [a for a in state.attempts if a.number == current]
+    if current and ended:
+        attempts = tuple(
+            a.model_copy(update={"completed": True}) if a is ended[0] else a
+            for a in state.attempts
+        )
+        return state.model_copy(update={"attempts": attempts})
+    return state.model_copy(update={"completion_attempt": current})
 
 
 @_fold.register
@@ -206,6 +231,8 @@ def _(event: JobExited, state: TrainingJob) -> TrainingJob:
         return state  # redelivered exit of an attempt already folded
     t = event.occurred_at
     same_attempt = p.attempt == state.attempts_started
+    pending = state.completion_attempt
+    completed = pending is not None and pending in (0, p.attempt)
     attempt = Attempt(
         number=p.attempt,
         state=p.state,
@@ -213,10 +240,14 @@ def _(event: JobExited, state: TrainingJob) -> TrainingJob:
         nodes=p.nodes or state.nodes,
         started_at=state.running_since if same_attempt else None,
         ended_at=t,
+        completed=completed,
     )
+    # A completion of an older attempt whose exit was never reported is dropped; one of a
+    # later attempt (this exit is a late report) keeps waiting for its own exit.
+    still_pending = pending if pending is not None and pending > p.attempt else None
     tail = _seconds(state.progress_at, t) if same_attempt else 0.0
     productive, lost = state.productive_s, state.lost_s
-    if state.completion_seen:
+    if completed:
         productive += tail
     elif p.state is not JobState.CANCELLED:
         lost += tail
@@ -234,6 +265,7 @@ def _(event: JobExited, state: TrainingJob) -> TrainingJob:
             "ended_at": t,
             "productive_s": productive,
             "lost_s": lost,
+            "completion_attempt": still_pending,
         }
     )
 

@@ -7,7 +7,8 @@ from streams.rules.builtin.restart_incomplete import (
 )
 from streams.rules.registry import RuleConfigError, RuleEngine
 from streams.state.training_job import apply
-from tests.factories import checkpoint, completed, exited
+from tests.factories import JOB, checkpoint, completed, exited
+from tests.unit.streams.builders import running
 
 CONFIG = RestartIncompleteConfig()
 
@@ -35,9 +36,49 @@ def test_cancelled_job_is_left_alone() -> None:
     assert decide(checkpoint(1), exited("CANCELLED")) == []
 
 
-def test_clean_exit_without_completion_is_restarted() -> None:
-    # Exit 0 without the completion line is how silent data-loader deaths look.
-    assert len(decide(exited("SUCCEEDED", exit_code=0))) == 1
+def test_clean_exit_without_completion_is_left_alone_by_default() -> None:
+    # Most trainers print their own last line; restarting a finished job redoes its work.
+    assert decide(checkpoint(5), exited("SUCCEEDED", exit_code=0)) == []
+    assert decide(exited("UNKNOWN", exit_code=0)) == []
+
+
+def test_clean_exit_without_completion_is_restarted_when_configured() -> None:
+    # Where exit 0 without the completion line is how silent data-loader deaths look.
+    config = RestartIncompleteConfig(on_success_without_marker="restart")
+    [trigger] = decide(checkpoint(5), exited("SUCCEEDED", exit_code=0), config=config)
+    assert trigger.payload.checkpoint_step == 5
+    assert "SUCCEEDED" in trigger.payload.reason
+
+
+def test_a_crash_is_restarted_whatever_the_success_policy() -> None:
+    assert len(decide(exited("FAILED", exit_code=1))) == 1
+    assert len(decide(exited("UNKNOWN", exit_code=137))) == 1
+
+
+def test_completion_of_an_earlier_attempt_does_not_spare_a_later_crash() -> None:
+    events = [
+        running(JOB, 1),
+        completed(),
+        exited("FAILED", attempt=1),
+        running(JOB, 2),
+        checkpoint(300),
+        exited("FAILED", attempt=2),
+    ]
+    [trigger] = decide(*events)
+    assert (trigger.payload.attempt, trigger.payload.checkpoint_step) == (2, 300)
+
+
+def test_completion_of_the_attempt_itself_spares_its_odd_exit() -> None:
+    assert (
+        decide(
+            running(JOB, 1),
+            exited("FAILED", attempt=1),
+            running(JOB, 2),
+            completed(),
+            exited("FAILED", attempt=2),
+        )
+        == []
+    )
 
 
 def test_no_checkpoint_restarts_from_scratch() -> None:
@@ -66,6 +107,8 @@ def test_engine_loads_modules_and_validates_config() -> None:
     )
     state = apply(None, exited(attempt=1))
     assert engine.evaluate(state, exited(attempt=1)) == []
+    with pytest.raises(RuleConfigError, match="on_success_without_marker"):
+        RuleEngine.load([], {"restart_incomplete_exit": {"on_success_without_marker": "maybe"}})
     with pytest.raises(RuleConfigError, match="max_restarts"):
         RuleEngine.load([], {"restart_incomplete_exit": {"max_restarts": -1}})
     with pytest.raises(RuleConfigError, match="unknown rules"):

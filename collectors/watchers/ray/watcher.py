@@ -17,7 +17,7 @@ import orjson
 import structlog
 
 from collectors.events import Stamp
-from collectors.logs.patterns import Matcher, rank_of
+from collectors.logs.patterns import Matcher, split_prefix
 from collectors.loop import poll_forever
 from collectors.sink import EventSink
 from collectors.watchers.ledger import Ledger
@@ -125,14 +125,15 @@ class RayWatcher:
         for line in text[-self.settings.max_log_bytes :].splitlines():
             if line.startswith(_ENTRYPOINT_ECHO):
                 continue  # Ray echoes the command line, which may well mention the patterns
-            pattern = self.matcher.match(line)
+            rank, body = split_prefix(line)
+            pattern = self.matcher.match(body)
             if pattern is None:
                 continue
             payload = LogSignalDetectedPayload(
                 signal=pattern.signal,
                 line=line[:2000],
                 node=nodes[0] if nodes else None,
-                rank=rank_of(line),
+                rank=rank,
                 pattern=pattern.name,
             )
             at = when(_seconds(job.get("end_time")))

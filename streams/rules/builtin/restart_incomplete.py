@@ -1,15 +1,21 @@
-"""A job that ended without saying `Training Complete`, and was not cancelled, is restarted
-from its last checkpoint — at most `max_restarts` times, and not again within `backoff_s` of
+"""An attempt that ended without logging its completion, and was not cancelled, is restarted
+from the last checkpoint — at most `max_restarts` times, and not again within `backoff_s` of
 the previous restart (a job crashing right after each restart is left for a person).
+
+Completion is per attempt: a completion line of an earlier attempt does not spare a later
+attempt's crash. An attempt that ended SUCCEEDED (exit 0) without its completion line is left
+alone by default: its trainer may simply print another line, and restarting it would redo
+finished work. `on_success_without_marker: restart` treats it as a silent death instead.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Literal
 
 from pydantic import Field
 
-from schemas.events import JobExited, JobState, RestartJob
+from schemas.events import JobExited, JobExitedPayload, JobState, RestartJob
 from streams.rules.registry import RuleConfig, rule
 from streams.state.training_job import TrainingJob
 
@@ -21,6 +27,15 @@ class RestartIncompleteConfig(RuleConfig):
     backoff_s: float = Field(
         default=0.0, ge=0, description="No restart within this long after the previous one."
     )
+    on_success_without_marker: Literal["leave", "restart"] = Field(
+        default="leave",
+        description="An attempt that ended SUCCEEDED (exit 0) without its completion line: "
+        "leave it (it probably finished) or restart it (it probably died quietly).",
+    )
+
+
+def _succeeded(p: JobExitedPayload) -> bool:
+    return p.state is JobState.SUCCEEDED or (p.state is JobState.UNKNOWN and p.exit_code == 0)
 
 
 @rule(NAME, on=(JobExited,), config=RestartIncompleteConfig)
@@ -28,7 +43,9 @@ def restart_incomplete_exit(
     job: TrainingJob, event: JobExited, config: RestartIncompleteConfig
 ) -> Iterator[RestartJob]:
     p = event.payload
-    if p.state is JobState.CANCELLED or job.completion_seen:
+    if p.state is JobState.CANCELLED or job.completed(p.attempt):
+        return
+    if _succeeded(p) and config.on_success_without_marker == "leave":
         return
     if p.attempt > config.max_restarts:
         return
@@ -46,7 +63,7 @@ def restart_incomplete_exit(
         rule=NAME,
         window=f"attempt-{p.attempt}",
         reason=f"attempt {p.attempt} ended {p.state.value} (exit {p.exit_code}) without "
-        f"'Training Complete'; restart from {where}",
+        f"its completion line; restart from {where}",
         severity=config.severity,
         checkpoint_uri=job.last_checkpoint_uri,
         checkpoint_step=job.last_checkpoint_step,

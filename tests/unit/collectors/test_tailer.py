@@ -186,3 +186,32 @@ def test_job_template_and_fallback_subject(tmp_path: Path) -> None:
     tailer = LogTailer(settings, RecordingSink())
     assert tailer._job_of("/var/jobs/llama-7b/rank0.log") == "k8s/default/llama-7b"
     assert tailer._job_of("/tmp/other.log") == "file/n1/tmp/other.log"
+
+
+async def test_a_job_declared_completion_marker_replaces_the_builtin_lines(
+    tmp_path: Path, logs: Path
+) -> None:
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    (markers / "123").write_text("\nALL EPOCHS DONE\n")  # as a Slurm prolog writes it
+    per_epoch = "Training complete."  # this trainer prints it after every epoch
+    append(logs / "slurm-123.out", per_epoch, "[rank0]: 2024-01-01 INFO ALL EPOCHS DONE")
+    append(logs / "slurm-124.out", per_epoch)
+    append(logs / "slurm-125.out", per_epoch)
+    sink = RecordingSink()
+    tailer = LogTailer(tail_settings(tmp_path, marker_dir=markers), sink)
+    await tailer.poll_once()
+    found = sorted(
+        (e.subject, e.payload.pattern, e.payload.rank) for e in sink.of_type(LogSignalDetected)
+    )
+    assert found == [
+        ("slurm/c1/123", "job_marker", 0),
+        ("slurm/c1/124", "training_complete", None),
+        ("slurm/c1/125", "training_complete", None),
+    ]
+    # A marker written after the log was first read applies from then on.
+    (markers / "125").write_text("FIN")
+    append(logs / "slurm-125.out", per_epoch, "FIN")
+    await tailer.poll_once()
+    later = [(e.subject, e.payload.pattern) for e in sink.of_type(LogSignalDetected)][3:]
+    assert later == [("slurm/c1/125", "job_marker")]

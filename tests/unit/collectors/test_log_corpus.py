@@ -1,0 +1,45 @@
+"""The log tailer's signal extraction on lines from real public sources.
+
+Each case in tests/fixtures/realworld/logs/cases.yaml carries the signal and rank written by
+hand; PROVENANCE.md beside it says where every line comes from.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from collectors.logs.patterns import Matcher, split_prefix
+
+CORPUS = Path(__file__).parents[2] / "fixtures" / "realworld" / "logs"
+CASES: list[dict[str, Any]] = yaml.safe_load((CORPUS / "cases.yaml").read_text())
+MATCHER = Matcher(())
+
+
+def test_the_corpus_is_large_and_every_source_is_documented() -> None:
+    provenance = (CORPUS / "PROVENANCE.md").read_text()
+    assert len(CASES) >= 45
+    for case in CASES:
+        for source in case["source"].split("+"):
+            assert f"`{source}`" in provenance, source
+
+
+@pytest.mark.parametrize("case", CASES, ids=[f"{i}-{c['source']}" for i, c in enumerate(CASES)])
+def test_signal_and_rank_of_a_real_line(case: dict[str, Any]) -> None:
+    rank, body = split_prefix(case["line"])
+    found = MATCHER.match(body)
+    assert (found.signal.value if found else None, rank) == (case["signal"], case["rank"])
+
+
+def test_a_declared_marker_replaces_the_builtin_completion_lines() -> None:
+    # A trainer that prints a built-in-looking line per epoch declares its own marker instead.
+    marker = "ALL EPOCHS DONE"
+    per_epoch = "`Trainer.fit` stopped: `max_epochs=1` reached."
+    assert MATCHER.match(per_epoch, completion_marker=marker) is None
+    found = MATCHER.match(f"2024-01-01 00:00:00 INFO {marker}", completion_marker=marker)
+    assert found is not None and found.name == "job_marker"
+    oom = MATCHER.match("torch.OutOfMemoryError: CUDA out of memory.", completion_marker=marker)
+    assert oom is not None and oom.signal.value == "OOM"
