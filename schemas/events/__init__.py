@@ -9,7 +9,14 @@ from schemas.events.actions import (
 )
 from schemas.events.checkpoints import CheckpointSaved
 from schemas.events.gpus import GpuSampled, GpuXidObserved, NcclSampled
-from schemas.events.jobs import JobExited, JobExitedPayload, JobState, JobStateChanged, JobSubmitted
+from schemas.events.jobs import (
+    CompletionHook,
+    JobExited,
+    JobExitedPayload,
+    JobState,
+    JobStateChanged,
+    JobSubmitted,
+)
 from schemas.events.logs import LogLine, LogLinesObserved, LogSignal, LogSignalDetected
 from schemas.events.nodes import (
     HealthStatus,
@@ -37,6 +44,7 @@ __all__ = [
     "BenchmarkCompleted",
     "CancelJob",
     "CheckpointSaved",
+    "CompletionHook",
     "GpuBenchmark",
     "GpuSampled",
     "GpuXidObserved",

@@ -19,6 +19,19 @@ class JobState(StrEnum):
     UNKNOWN = "UNKNOWN"
 
 
+class CompletionHook(Payload):
+    """A follow-up the job declares: release a held job when this one ends so."""
+
+    when: Literal["succeeded", "failed", "ended"] = Field(
+        default="succeeded",
+        description="succeeded: an attempt exits SUCCEEDED; failed: an attempt fails; ended: an "
+        "attempt ends any way but preempted.",
+    )
+    release: str = Field(
+        min_length=1, max_length=512, description="Scheduler-qualified id of a held job."
+    )
+
+
 class JobSubmittedPayload(Payload):
     name: str | None = None
     user: str | None = None
@@ -27,6 +40,9 @@ class JobSubmittedPayload(Payload):
     gpus_requested: int | None = Field(default=None, ge=0)
     command: str | None = None
     raw: dict[str, str] = Field(default_factory=dict, description="Scheduler-specific extras.")
+    hooks: tuple[CompletionHook, ...] = Field(
+        default=(), max_length=16, description="Follow-ups to release when the job ends."
+    )
 
 
 @event(topic="jobs")

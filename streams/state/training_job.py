@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict
 from schemas.envelope import Event
 from schemas.events import (
     CheckpointSaved,
+    CompletionHook,
     JobExited,
     JobExitedPayload,
     JobState,
@@ -100,6 +101,7 @@ class TrainingJob(Entity):
     progress_at: datetime | None = None
     productive_s: float = 0.0
     lost_s: float = 0.0
+    hooks: tuple[CompletionHook, ...] = ()
 
     @classmethod
     def new(cls, event: Event) -> TrainingJob:
@@ -166,6 +168,7 @@ def _(event: JobSubmitted, state: TrainingJob) -> TrainingJob:
         update={
             "submitted_at": state.submitted_at or event.occurred_at,
             "state": state.state or JobState.PENDING,
+            "hooks": event.payload.hooks or state.hooks,
         }
     )
 
@@ -217,8 +220,7 @@ def _(event: LogSignalDetected, state: TrainingJob) -> TrainingJob:
     ended = [a for a in state.attempts if a.number == current]
     if current and ended:
         attempts = tuple(
-            a.model_copy(update={"completed": True}) if a is ended[0] else a
-            for a in state.attempts
+            a.model_copy(update={"completed": True}) if a is ended[0] else a for a in state.attempts
         )
         return state.model_copy(update={"attempts": attempts})
     return state.model_copy(update={"completion_attempt": current})

@@ -10,6 +10,7 @@ that. Several idle nodes of one job decide the same trigger ids, which actions d
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 from pydantic import Field
 
@@ -44,7 +45,7 @@ def idle_allocation(
             f"every GPU of {node.node_id} at ≤{IDLE_UTILIZATION_PCT:g}% utilisation for "
             f"{idle_s / 60:.0f} min while {job} (attempt {attempt}) holds it"
         )
-        common = {
+        common: dict[str, Any] = {
             "cause": event,
             "source": f"rule/{NAME}",
             "subject": job,
