@@ -16,6 +16,8 @@ BUILTIN_RULES = ",".join(
         "heartbeat_lost",
         "checkpoint_stall",
         "benchmark_verdict",
+        "completion_hooks",
+        "idle_allocation",
     )
 )
 

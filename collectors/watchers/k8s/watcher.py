@@ -17,6 +17,7 @@ from kubernetes.client.exceptions import ApiException
 from collectors.events import Stamp
 from collectors.loop import poll_forever
 from collectors.sink import EventSink
+from collectors.watchers.hooks import ANNOTATION, parse_hooks
 from collectors.watchers.k8s.objects import (
     JOB_NAME_LABELS,
     PYTORCHJOB_LABELS,
@@ -97,6 +98,9 @@ class K8sWatcher:
             name=meta["name"],
             queue=meta.get("namespace", "default"),
             raw={"kind": kind, "uid": str(meta.get("uid") or "")},
+            hooks=parse_hooks(
+                (meta.get("annotations") or {}).get(ANNOTATION), job=str(meta["name"])
+            ),
         )
 
     async def _node(self, node: dict[str, Any]) -> list[Event]:

@@ -20,6 +20,7 @@ from collectors.events import Stamp
 from collectors.logs.patterns import Matcher, split_prefix
 from collectors.loop import poll_forever
 from collectors.sink import EventSink
+from collectors.watchers.hooks import METADATA_KEY, parse_hooks
 from collectors.watchers.ledger import Ledger
 from collectors.watchers.lifecycle import TERMINAL, JobTracker, Observation, when
 from collectors.watchers.ray.settings import RayWatchSettings
@@ -104,6 +105,7 @@ class RayWatcher:
             queue=self.settings.cluster,
             command=job.get("entrypoint"),
             raw={"type": str(job.get("type")), "job_id": str(job.get("job_id"))},
+            hooks=parse_hooks((job.get("metadata") or {}).get(METADATA_KEY), job=jid),
         )
         events, entry = self.tracker.observe(jid, seen, submitted)
         ends = [i for i, e in enumerate(events) if isinstance(e, JobExited)]
