@@ -31,7 +31,7 @@ from schemas.events import (
     NodeHeartbeat,
 )
 from schemas.events.gpus import GpuXidObservedPayload
-from schemas.events.nodes import NodeHealthCheckedPayload, NodeHeartbeatPayload
+from schemas.events.nodes import HealthStatus, NodeHealthCheckedPayload, NodeHeartbeatPayload
 
 log = structlog.get_logger(__name__)
 
@@ -85,7 +85,11 @@ class NodeAgent:
             *load_checks(settings.checks),
             *(
                 executable_checks(
-                    settings.checks_dir, settings.exec_interval_s, settings.exec_timeout_s
+                    settings.checks_dir,
+                    settings.exec_interval_s,
+                    settings.exec_timeout_s,
+                    {k: HealthStatus(v) for k, v in settings.exec_severity_by_check.items()},
+                    HealthStatus(settings.exec_severity),
                 )
                 if settings.checks_dir
                 else []

@@ -30,6 +30,12 @@ class AgentSettings(BaseSettings):
     checks_dir: Path | None = Field(default=None, description="Executable checks directory.")
     exec_interval_s: float = Field(default=60.0, gt=0, description="Executable check interval.")
     exec_timeout_s: float = Field(default=10.0, gt=0, description="Executable check timeout.")
+    exec_severity: Literal["WARN", "CRITICAL"] = Field(
+        default="CRITICAL", description="Status of an executable check's exit 1 (NPD's NonOK)."
+    )
+    exec_severity_by_check: dict[str, Literal["WARN", "CRITICAL"]] = Field(
+        default_factory=dict, description='Per-check override, JSON: {"check_ntp": "WARN"}.'
+    )
     check_concurrency: int = Field(default=4, ge=1, description="Checks running at once.")
     check_resend_s: float = Field(default=300.0, gt=0, description="Re-send unchanged results.")
     expected_gpus: int | None = Field(default=None, ge=0, description="GPUs the node should have.")
