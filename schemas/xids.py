@@ -354,4 +354,4 @@ def is_fatal(code: int, message: str | None = None, fatal: frozenset[int] = FATA
 
 def describe(code: int) -> str:
     info = XID_CATALOG.get(code)
-    return f"Xid {code}: {info.description}" if info else f"Xid {code}: not in NVIDIA's catalog"
+    return f"Xid {code} ({info.description})" if info else f"Xid {code} (not in NVIDIA's catalog)"

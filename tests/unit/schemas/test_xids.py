@@ -110,3 +110,9 @@ def test_the_agent_check_and_the_rule_agree_on_every_code(code: int) -> None:
     event = xid_event("n1", code)
     decided = list(fatal_xid(Node.new(event), event, FatalXidConfig()))
     assert (check.status == HealthStatus.CRITICAL) == bool(decided) == (code in FATAL_XIDS)
+
+
+def test_the_rule_says_what_the_xid_is_in_its_reason() -> None:
+    event = xid_event("n1", 79)
+    [quarantine, _] = fatal_xid(Node.new(event), event, FatalXidConfig())
+    assert quarantine.payload.reason == "Xid 79 (GPU has fallen off the bus) on GPU 0"
