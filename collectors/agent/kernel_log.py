@@ -55,6 +55,7 @@ class FollowedFile:
             try:
                 st = self.path.stat()
             except FileNotFoundError:
+                first = False  # a file that appears later is read from its start
                 await _pause(stop, self.poll_s)
                 continue
             if st.st_ino != inode or st.st_size < offset:

@@ -152,3 +152,24 @@ def test_gpu_index_exact_then_sysfs_order_then_sorted_place() -> None:
     assert index.of("PCI:0000:86:00") == 1
     assert index.of("0000:af:00") == 1  # sysfs order
     assert index.of("0000:99:00") == 2  # known to neither: its place among all known
+
+
+async def test_a_log_file_that_appears_later_is_read_from_its_start(tmp_path: Path) -> None:
+    log = tmp_path / "kern.log"
+    stop = asyncio.Event()
+    got: list[str] = []
+
+    async def collect() -> None:
+        async for line in FollowedFile(log, 0.02).lines(stop):
+            got.append(line)
+
+    task = asyncio.create_task(collect())
+    await asyncio.wait([task], timeout=0.1)
+    log.write_text("first\nsecond\n")
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 5
+    while len(got) < 2 and loop.time() < deadline:
+        await asyncio.wait([task], timeout=0.02)
+    stop.set()
+    await asyncio.wait_for(task, 5)
+    assert got == ["first", "second"]
