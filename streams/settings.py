@@ -12,6 +12,7 @@ BUILTIN_RULES = ",".join(
         "restart_incomplete",
         "repeated_failures",
         "fatal_xid",
+        "repeated_health_failures",
         "ecc_double_bit",
         "heartbeat_lost",
         "checkpoint_stall",

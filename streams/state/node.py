@@ -30,6 +30,7 @@ from streams.state.stamp import Entity, stamped
 from streams.state.windows import Failure, record
 
 XIDS_KEPT = 32
+HEALTH_FAILURES_KEPT = 64
 
 
 class Health(BaseModel):
@@ -53,6 +54,16 @@ class GpuCounters(BaseModel):
     ecc_double_bit_rose_at: datetime | None = None  # the sample where double-bit errors last rose
 
 
+class HealthFailure(BaseModel):
+    """A CRITICAL health-check result, kept for the repeated_health_failures rule."""
+
+    model_config = ConfigDict(frozen=True)
+
+    check: str
+    at: datetime
+    event_id: uuid.UUID
+
+
 class XidSeen(BaseModel):
     model_config = ConfigDict(frozen=True)
 
@@ -68,6 +79,7 @@ class Node(Entity):
     node_id: str
     cluster: str
     health: dict[str, Health] = Field(default_factory=dict)
+    health_failures: tuple[HealthFailure, ...] = ()  # CRITICAL results, event time, bounded
     last_heartbeat_at: datetime | None = None
     heartbeat_interval_s: float | None = None
     gpus: dict[int, GpuCounters] = Field(default_factory=dict)  # GPUs with any error seen
@@ -121,11 +133,18 @@ def _(event: NodeHeartbeat, state: Node) -> Node:
 @_fold.register
 def _(event: NodeHealthChecked, state: Node) -> Node:
     p = event.payload
+    update: dict[str, object] = {}
     seen = state.health.get(p.check)
-    if seen is not None and seen.at > event.occurred_at:
-        return state
-    health = Health(status=p.status, message=p.message, at=event.occurred_at)
-    return state.model_copy(update={"health": {**state.health, p.check: health}})
+    if seen is None or seen.at <= event.occurred_at:
+        health = Health(status=p.status, message=p.message, at=event.occurred_at)
+        update["health"] = {**state.health, p.check: health}
+    if p.status == HealthStatus.CRITICAL and all(
+        f.event_id != event.event_id for f in state.health_failures
+    ):
+        failure = HealthFailure(check=p.check, at=event.occurred_at, event_id=event.event_id)
+        kept = sorted((*state.health_failures, failure), key=lambda f: f.at)
+        update["health_failures"] = tuple(kept[-HEALTH_FAILURES_KEPT:])
+    return state.model_copy(update=update) if update else state
 
 
 def _max(seen: int, sample: int | None) -> int:
