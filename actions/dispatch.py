@@ -181,8 +181,11 @@ class Dispatcher:
         if notify:
             message = incident_message(trigger, headline=f"{spec.name} not done", error=why)
             detail["notified"] = await self._notify(ctx, message)
+        refused = outcome == "skipped"  # in doubt, it may have acted: that is no refusal
         await self.emit(
-            self._result(ActionFailed, spec, trigger, ctx, 1, error=why, permanent=True)
+            self._result(
+                ActionFailed, spec, trigger, ctx, 1, error=why, permanent=True, refused=refused
+            )
         )
         await self._record(spec, trigger, ctx, outcome, 0, error=why, detail=detail)
 
@@ -244,6 +247,7 @@ class Dispatcher:
                     "action": spec.name,
                     "attempt": attempt,
                     "dry_run": ctx.dry_run,
+                    "nodes": tuple(getattr(trigger.payload, "nodes", ())),
                     **payload,
                 },
             }

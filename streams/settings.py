@@ -16,6 +16,7 @@ BUILTIN_RULES = ",".join(
         "heartbeat_lost",
         "checkpoint_stall",
         "benchmark_verdict",
+        "quarantine_story",
     )
 )
 

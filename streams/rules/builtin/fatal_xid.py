@@ -1,4 +1,5 @@
-"""A fatal XID on a GPU → quarantine the node and benchmark it (once per quarantine episode)."""
+"""A fatal XID on a GPU → ask for the node's quarantine (once per quarantine episode); the
+benchmark follows once the drain succeeded (`quarantine_story`)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from collections.abc import Iterator
 from pydantic import Field
 
 from schemas.events import GpuXidObserved, Trigger
-from streams.rules.builtin.quarantine import quarantine_and_benchmark
+from streams.rules.builtin.quarantine import quarantine
 from streams.rules.registry import RuleConfig, Severity, rule
 from streams.state.node import Node
 
@@ -25,9 +26,9 @@ class FatalXidConfig(RuleConfig):
 @rule(NAME, on=(GpuXidObserved,), config=FatalXidConfig)
 def fatal_xid(node: Node, event: GpuXidObserved, config: FatalXidConfig) -> Iterator[Trigger]:
     p = event.payload
-    if p.xid not in config.xids or node.quarantined:
+    if p.xid not in config.xids or not node.may_quarantine:
         return
-    yield from quarantine_and_benchmark(
+    yield quarantine(
         rule=NAME,
         cause=event,
         nodes=(node.node_id,),
