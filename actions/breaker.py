@@ -1,8 +1,9 @@
 """Circuit breakers: guards a handler declares; they read the ledger, so they survive restarts.
 
-A guard returns why the action must not run now, or None. Fleet sizes come from settings
-(`CENTRALITY_ACTIONS_FLEET_SIZE`), not from the scheduler: a breaker must still hold when the
-scheduler is what misbehaves, and a cluster without a configured size is never quarantined.
+A guard returns why the action must not run now, or None. A cluster's fleet size is
+`CENTRALITY_ACTIONS_FLEET_SIZE` where configured, else the nodes observed heartbeating (see
+`actions.fleet`), never what the scheduler says: a breaker must still hold when the scheduler is
+what misbehaves. A cluster with no node seen is never quarantined.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
+from actions.fleet import FleetSizes
 from actions.ledger import LedgerEntry
 from actions.settings import ActionsSettings
 from schemas.events import QuarantineNodes, RestartJob
@@ -37,10 +39,14 @@ def quarantine_share(
     history: Sequence[LedgerEntry],
     settings: ActionsSettings,
     now: datetime,
+    fleets: FleetSizes,
 ) -> str | None:
-    fleet = settings.fleet_size.get(trigger.cluster)
+    fleet, counted = fleets.size(trigger.cluster, now)
     if not fleet:
-        return f"fleet size of cluster {trigger.cluster!r} is not configured"
+        return (
+            f"no fleet known for cluster {trigger.cluster!r}: no {counted}, and "
+            "CENTRALITY_ACTIONS_FLEET_SIZE does not name it"
+        )
     since = now - timedelta(seconds=settings.quarantine_window_s)
     quarantined: set[str] = set()
     events = _recent(history, trigger.cluster, "quarantine_nodes", since)
@@ -54,7 +60,7 @@ def quarantine_share(
     limit = settings.quarantine_max_share * fleet
     if len(wanted) > limit:
         return (
-            f"quarantining {len(wanted)} of {fleet} nodes exceeds "
+            f"quarantining {len(wanted)} of {fleet} nodes ({counted}) exceeds "
             f"{settings.quarantine_max_share:.0%} within {settings.quarantine_window_s:g}s"
         )
     return None
@@ -65,6 +71,7 @@ def restart_rate(
     history: Sequence[LedgerEntry],
     settings: ActionsSettings,
     now: datetime,
+    fleets: FleetSizes,
 ) -> str | None:
     since = now - timedelta(seconds=settings.restart_window_s)
     done = [

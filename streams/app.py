@@ -38,8 +38,7 @@ from schemas.topics import JOB_PARTITIONS, NODE_PARTITIONS, topic_name
 from schemas.tracing import inject_headers
 from streams import faust_transport
 from streams.clean_start import guard
-from streams.entities import JOBS, KINDS, NODES, Kind, kind_of, step
-from streams.forwards import forwards
+from streams.entities import JOBS, KINDS, NODES, Kind, forwarded, kind_of, step
 from streams.rules.registry import RuleEngine
 from streams.settings import StreamsSettings
 from streams.state.internal import decode_internal, tick
@@ -177,7 +176,7 @@ async def handle_message(message: Any) -> None:
         if kind is not None:
             by_kind.setdefault((kind.table, event.subject), (kind, []))[1].append(event)
         else:  # e.g. an action result: no table here, but it concerns the nodes it names
-            for derived in forwards(event):
+            for derived in forwarded(event):
                 await forward_topic.send(key=derived.key, value=encode(derived))
     for (_, key), (kind, batch) in by_kind.items():
         try:

@@ -88,6 +88,12 @@ def kind_of(event: Event) -> Kind | None:
     return _KIND_OF.get(type(event))
 
 
+def forwarded(event: Event) -> list[Event]:
+    """What an event with no table of its own (an action result) means for those that have one.
+    A trigger from outside is not the brain's own decision: it means nothing here."""
+    return [] if isinstance(event, Trigger) else forwards(event)
+
+
 @dataclass
 class Step:
     state: Any

@@ -12,7 +12,14 @@ from schemas.envelope import utcnow
 from schemas.events import BenchmarkCompleted, RunBenchmark
 
 
-@handles(RunBenchmark, name="run_benchmark", retries=1, timeout_s=1800.0)
+@handles(
+    RunBenchmark,
+    name="run_benchmark",
+    retries=1,
+    timeout_s=1800.0,
+    done="Benchmarked {nodes}",
+    not_done="{nodes} not benchmarked",
+)
 def run_benchmark(trigger: RunBenchmark, ctx: ActionContext) -> dict[str, Any]:
     p = trigger.payload
     command = [

@@ -130,9 +130,7 @@ def tick(cls: type[Event], subject: str, cluster: str, now: datetime) -> Event:
 
 _INTERNAL: dict[str, type[Event]] = {
     cls.model_fields["type"].default: cls
-    for cls in (
-        NodeJobObserved, NodeSetFailed, NodeDecided, NodeActionReported, JobTick, NodeTick
-    )
+    for cls in (NodeJobObserved, NodeSetFailed, NodeDecided, NodeActionReported, JobTick, NodeTick)
 }
 
 

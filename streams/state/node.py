@@ -264,7 +264,7 @@ def _(event: NodeActionReported, state: Node) -> Node:
     p, story, at = event.payload, state.story, event.occurred_at
     if story is None or p.trigger_id not in story.triggers:
         return state  # not about this story: an old episode's, or a redelivery after it ended
-    ended = {"story": None, "episodes": state.episodes + 1}
+    ended: dict[str, object] = {"story": None, "episodes": state.episodes + 1}
     update: dict[str, object] | None = None
     match p.trigger_type, p.succeeded, story.stage:
         case "QuarantineNodes", True, Stage.DRAIN_REQUESTED | Stage.DRAIN_FAILED:

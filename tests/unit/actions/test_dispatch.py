@@ -63,7 +63,8 @@ async def test_quarantine_drains_and_taints(slack: SlackStub) -> None:
     [done] = rig.of(ActionSucceeded)
     assert done.payload.detail["drain"]["drained"] == ["n1"]
     [post] = slack.posts  # success of a quarantine is told in the incident's thread
-    assert "quarantine_nodes done" in post["text"]
+    assert post["text"].startswith("Drained n1: ")
+    assert done.payload.nodes == ("n1",)  # so the streams can tell each node what happened
 
 
 async def test_breaker_trips_notifies_and_does_not_act(slack: SlackStub) -> None:
@@ -73,10 +74,11 @@ async def test_breaker_trips_notifies_and_does_not_act(slack: SlackStub) -> None
     assert set(rig.adapter.drained) == {"n1", "n2"}
     [failed] = rig.of(ActionFailed)
     assert failed.payload.error.startswith("circuit breaker: quarantining 3 of 10 nodes")
-    assert failed.payload.permanent
+    assert failed.payload.permanent and failed.payload.refused
+    assert failed.payload.nodes == ("n3",)
     tripped = slack.posts[-1]
-    assert "not done" in tripped["text"]
-    assert "circuit breaker" in json_text(tripped)
+    assert tripped["text"].startswith("n3 not drained: ")
+    assert "nothing — refused: circuit breaker" in json_text(tripped)
     assert rig.ledger.get(quarantine(("n3",), window="b").event_id).outcome == "skipped"  # type: ignore[union-attr]
 
 
@@ -109,7 +111,9 @@ async def test_failing_adapter_retries_then_fails_and_notifies(slack: SlackStub)
     assert (failed.payload.attempt, failed.payload.permanent) == (4, False)
     assert "slurmctld busy" in failed.payload.error
     [post] = slack.posts
-    assert "restart_job failed" in post["text"] and "slurmctld busy" in json_text(post)
+    assert post["text"].startswith("slurm/test/42 not requeued")
+    assert "it failed — TemporaryError: slurmctld busy" in json_text(post)
+    assert not failed.payload.refused
     await rig.dispatcher.handle(restart())  # redelivered after failing: still nothing more
     assert len(rig.adapter.calls) == 4
 
@@ -172,7 +176,7 @@ async def test_benchmark_per_node_results_and_slack_table(slack: SlackStub) -> N
 
 
 def json_text(post: dict[str, Any]) -> str:
-    return json.dumps(post.get("blocks", []))
+    return json.dumps(post.get("blocks", []), ensure_ascii=False)
 
 
 async def test_real_runner_on_each_node_reaches_slack(slack: SlackStub) -> None:
@@ -183,3 +187,18 @@ async def test_real_runner_on_each_node_reaches_slack(slack: SlackStub) -> None:
     assert results == {"gpu-a": "no-gpu", "gpu-b": "no-gpu"}  # this machine has no GPU
     table = json_text(slack.posts[-1])
     assert "gpu-a" in table and "gpu-b" in table and "no-gpu" in table
+
+
+async def test_memory_adapter_benchmark_is_a_report_the_runner_parser_accepts(
+    slack: SlackStub,
+) -> None:
+    rig = Rig(slack)
+    rig.adapter.unhealthy = {"n2": "gpu 3: matmul TFLOP/s 180.0 < 600"}
+    await rig.dispatcher.handle(benchmark(("n1", "n2")))
+    results = {e.subject: e.payload for e in rig.of(BenchmarkCompleted)}
+    assert {n: r.verdict for n, r in results.items()} == {"n1": "pass", "n2": "fail"}
+    assert len(results["n1"].gpus) == 8 and results["n1"].gpus[0].matmul_tflops == 720.0
+    assert results["n2"].reasons == ("gpu 3: matmul TFLOP/s 180.0 < 600",)
+    [done] = rig.of(ActionSucceeded)
+    assert done.payload.detail["verdicts"] == {"n1": "pass", "n2": "fail"}
+    assert slack.posts[-1]["text"].startswith("Benchmarked n1, n2: ")
