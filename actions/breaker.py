@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 from actions.fleet import FleetSizes
 from actions.ledger import LedgerEntry
 from actions.settings import ActionsSettings
-from schemas.events import QuarantineNodes, RestartJob
+from schemas.events import QuarantineNodes, RestartJob, RunBenchmark
 
 # `started` is an action in doubt: count it, as it may have happened.
 _ACTED = ("succeeded", "started", "dry_run")
@@ -84,4 +84,33 @@ def restart_rate(
             f"job {trigger.subject} was restarted {len(done)} times within "
             f"{settings.restart_window_s:g}s (limit {settings.restart_max_per_window})"
         )
+    return None
+
+
+def drained_first(
+    trigger: RunBenchmark,
+    history: Sequence[LedgerEntry],
+    settings: ActionsSettings,
+    now: datetime,
+    fleets: FleetSizes,
+) -> str | None:
+    """A benchmark runs only on nodes this worker's ledger shows drained and not yet released:
+    never on a node still in service, whatever asked for it."""
+    drained: set[str] = set()
+    moves = [
+        e
+        for e in history
+        if e.cluster == trigger.cluster
+        and e.action in ("quarantine_nodes", "release_nodes")
+        and e.outcome in ("succeeded", "dry_run")  # in doubt is not drained
+        and e.error is None
+    ]
+    for entry in sorted(moves, key=lambda e: e.recorded_at):
+        if entry.action == "quarantine_nodes":
+            drained |= set(entry.nodes)
+        else:
+            drained -= set(entry.nodes)
+    missing = [n for n in trigger.payload.nodes if n not in drained]
+    if missing:
+        return f"{', '.join(missing)} not drained: a benchmark runs only on drained nodes"
     return None

@@ -77,14 +77,22 @@ class Dispatcher:
             why = f"action {spec.name} is not enabled on cluster {trigger.cluster}"
             await self._refuse(spec, trigger, ctx, why, notify=False)
             return
-        if spec.guard and (
-            tripped := spec.guard(
-                trigger, self._history(), self.settings, self.clock(), self.fleets
-            )
-        ):
+        if tripped := await self._tripped(spec, trigger):
             await self._refuse(spec, trigger, ctx, f"circuit breaker: {tripped}", notify=True)
             return
         await self._act(spec, trigger, ctx)
+
+    async def _tripped(self, spec: HandlerSpec, trigger: Trigger) -> str | None:
+        guard = spec.guard
+        if guard is None:
+            return None
+        tripped = guard(trigger, self._history(), self.settings, self.clock(), self.fleets)
+        if tripped is not None:
+            # Triggers and the ledger are not co-partitioned: another worker may have acted
+            # (drained, released) since this one read the ledger. Read again before refusing.
+            await self.ledger.refresh()
+            tripped = guard(trigger, self._history(), self.settings, self.clock(), self.fleets)
+        return tripped
 
     def _context(self, trigger: Trigger) -> ActionContext:
         incident = incident_of(trigger)

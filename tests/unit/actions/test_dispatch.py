@@ -21,7 +21,7 @@ from actions.slack.settings import SlackSettings
 from schemas.envelope import Event
 from schemas.events import ActionFailed, ActionStarted, ActionSucceeded, BenchmarkCompleted
 from tests.support.slack_stub import SlackStub
-from tests.support.triggers import benchmark, quarantine, restart
+from tests.support.triggers import benchmark, notify, quarantine, release, restart
 
 
 @pytest.fixture
@@ -159,8 +159,31 @@ async def test_action_in_doubt_is_reported_not_repeated(slack: SlackStub) -> Non
     assert rig.ledger.get(trigger.event_id).outcome == "failed"  # type: ignore[union-attr]
 
 
+async def drained(rig: Rig, *nodes: str) -> None:
+    """Benchmarks run only on drained nodes: drain them first, as the quarantine story does."""
+    await rig.dispatcher.handle(quarantine(nodes, window="drain-first"))
+    assert set(nodes) <= set(rig.adapter.drained)
+
+
+async def test_a_benchmark_never_runs_on_a_node_still_in_service(slack: SlackStub) -> None:
+    rig = Rig(slack, quarantine_max_share=0.5)
+    await drained(rig, "n1")
+    await rig.dispatcher.handle(benchmark(("n1", "n2")))
+    assert "run_on_nodes" not in rig.adapter.calls
+    [refused] = rig.of(ActionFailed)
+    assert refused.payload.refused and refused.payload.error == (
+        "circuit breaker: n2 not drained: a benchmark runs only on drained nodes"
+    )
+    assert slack.posts[-1]["text"].startswith("n1, n2 not benchmarked: ")
+    # Released nodes are in service again: no benchmark there either.
+    await rig.dispatcher.handle(release(("n1",)))
+    await rig.dispatcher.handle(benchmark(("n1",), window="w2"))
+    assert "run_on_nodes" not in rig.adapter.calls
+
+
 async def test_benchmark_per_node_results_and_slack_table(slack: SlackStub) -> None:
-    rig = Rig(slack)
+    rig = Rig(slack, quarantine_max_share=0.5)
+    await drained(rig, "n1", "n2")
     rig.adapter.run_stdout = (
         '{"kind": "centrality-benchmark", "node": "n1", "verdict": "pass", "gpus": '
         '[{"gpu": 0, "matmul_tflops": 712.5, "memory_bandwidth_gbps": 3900.0}]}\n'
@@ -180,8 +203,13 @@ def json_text(post: dict[str, Any]) -> str:
 
 
 async def test_real_runner_on_each_node_reaches_slack(slack: SlackStub) -> None:
-    rig = Rig(slack, benchmark_command=[sys.executable, "-m", "actions.benchmark.runner"])
+    rig = Rig(
+        slack,
+        benchmark_command=[sys.executable, "-m", "actions.benchmark.runner"],
+        quarantine_max_share=0.5,
+    )
     rig.adapter.execute_runs = True
+    await drained(rig, "gpu-a", "gpu-b")
     await rig.dispatcher.handle(benchmark(("gpu-a", "gpu-b")))
     results = {e.subject: e.payload.verdict for e in rig.of(BenchmarkCompleted)}
     assert results == {"gpu-a": "no-gpu", "gpu-b": "no-gpu"}  # this machine has no GPU
@@ -192,13 +220,30 @@ async def test_real_runner_on_each_node_reaches_slack(slack: SlackStub) -> None:
 async def test_memory_adapter_benchmark_is_a_report_the_runner_parser_accepts(
     slack: SlackStub,
 ) -> None:
-    rig = Rig(slack)
+    rig = Rig(slack, quarantine_max_share=0.5)
+    await drained(rig, "n1", "n2")
     rig.adapter.unhealthy = {"n2": "gpu 3: matmul TFLOP/s 180.0 < 600"}
     await rig.dispatcher.handle(benchmark(("n1", "n2")))
     results = {e.subject: e.payload for e in rig.of(BenchmarkCompleted)}
     assert {n: r.verdict for n, r in results.items()} == {"n1": "pass", "n2": "fail"}
     assert len(results["n1"].gpus) == 8 and results["n1"].gpus[0].matmul_tflops == 720.0
     assert results["n2"].reasons == ("gpu 3: matmul TFLOP/s 180.0 < 600",)
-    [done] = rig.of(ActionSucceeded)
+    [done] = [e for e in rig.of(ActionSucceeded) if e.payload.trigger_type == "RunBenchmark"]
     assert done.payload.detail["verdicts"] == {"n1": "pass", "n2": "fail"}
     assert slack.posts[-1]["text"].startswith("Benchmarked n1, n2: ")
+
+
+async def test_a_notice_says_its_text_and_claims_no_action(slack: SlackStub) -> None:
+    rig = Rig(slack)
+    told = notify("test/n1", "w").model_copy(
+        update={
+            "payload": notify("test/n1", "w").payload.model_copy(
+                update={"title": "Node n1 not quarantined: drain was refused", "text": "It stays."}
+            )
+        }
+    )
+    await rig.dispatcher.handle(told)
+    [post] = slack.posts
+    assert post["text"].startswith("Node n1 not quarantined: drain was refused: ")
+    blocks = json_text(post)
+    assert "It stays." in blocks and "What was done" not in blocks
