@@ -90,7 +90,11 @@ class Dispatcher:
         if tripped is not None:
             # Triggers and the ledger are not co-partitioned: another worker may have acted
             # (drained, released) since this one read the ledger. Read again before refusing.
-            await self.ledger.refresh()
+            try:
+                await self.ledger.refresh()
+            except Exception as exc:  # unread, the ledger still holds what this worker knows
+                log.warning("ledger_refresh_failed", error=f"{type(exc).__name__}: {exc}")
+                return tripped
             tripped = guard(trigger, self._history(), self.settings, self.clock(), self.fleets)
         return tripped
 

@@ -264,7 +264,6 @@ def _(event: NodeActionReported, state: Node) -> Node:
     p, story, at = event.payload, state.story, event.occurred_at
     if story is None or p.trigger_id not in story.triggers:
         return state  # not about this story: an old episode's, or a redelivery after it ended
-    ended: dict[str, object] = {"story": None, "episodes": state.episodes + 1}
     update: dict[str, object] | None = None
     match p.trigger_type, p.succeeded, story.stage:
         case "QuarantineNodes", True, Stage.DRAIN_REQUESTED | Stage.DRAIN_FAILED:
@@ -277,7 +276,7 @@ def _(event: NodeActionReported, state: Node) -> Node:
         case "RunBenchmark", False, Stage.BENCHMARKING:
             update = {"story": story.to(Stage.BENCHMARK_FAILED, at, problem=p.error)}
         case "ReleaseNodes", True, Stage.RELEASING | Stage.RELEASE_FAILED:
-            update = ended
+            update = {"story": None, "episodes": state.episodes + 1}  # back in service
         case "ReleaseNodes", False, Stage.RELEASING:
             update = {"story": story.to(Stage.RELEASE_FAILED, at, problem=p.error)}
     return state if update is None else state.model_copy(update=update)
