@@ -247,3 +247,29 @@ async def test_a_notice_says_its_text_and_claims_no_action(slack: SlackStub) -> 
     assert post["text"].startswith("Node n1 not quarantined: drain was refused: ")
     blocks = json_text(post)
     assert "It stays." in blocks and "What was done" not in blocks
+
+
+class PeerLedger(Ledger):
+    """A ledger that, asked to catch up, reads what another worker recorded (as Kafka would)."""
+
+    def __init__(self, peer: Ledger) -> None:
+        super().__init__()
+        self.peer = peer
+        self.refreshed = 0
+
+    async def refresh(self) -> None:
+        self.refreshed += 1
+        self._apply(self.peer.entries())
+
+
+async def test_a_tripped_guard_reads_what_other_workers_did_before_refusing(
+    slack: SlackStub,
+) -> None:
+    drainer = Rig(slack, quarantine_max_share=0.5)
+    await drained(drainer, "n1")  # another worker drained n1: this one has not read it yet
+    rig = Rig(slack)
+    rig.ledger = PeerLedger(drainer.ledger)
+    rig.dispatcher.ledger = rig.ledger
+    await rig.dispatcher.handle(benchmark(("n1",)))
+    assert rig.ledger.refreshed == 1 and rig.adapter.calls == ["run_on_nodes"]
+    assert not rig.of(ActionFailed)
