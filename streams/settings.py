@@ -17,6 +17,7 @@ BUILTIN_RULES = ",".join(
         "heartbeat_lost",
         "checkpoint_stall",
         "benchmark_verdict",
+        "quarantine_story",
     )
 )
 

@@ -1,11 +1,10 @@
 """The Node: what the stream knows about one node, folded purely from node events and from
-what the brain forwards to it (job attempts seen there, its own quarantine decisions).
+what the brain forwards to it (job attempts seen there, decisions about it, action results).
 
-Quarantine state follows the brain's own decisions: a `QuarantineNodes` trigger marks its nodes
-quarantined and a `ReleaseNodes` trigger clears them (both reach the node as
-`QuarantineChanged`). `BenchmarkCompleted` is recorded as the last verdict; the
-`benchmark_verdict` rule turns a pass into `ReleaseNodes`. So the state says what Centrality
-decided, the same live and in replay, not what an action worker later managed to do.
+State follows outcomes, not decisions: a rule's `QuarantineNodes` makes the node `suspect`
+(drain requested); it is `quarantined` only once the drain's `ActionSucceeded` comes back, and in
+service again once a release succeeded (see `streams.state.story`). What the scheduler reports
+(`NodeStateObserved`) is kept beside it: a node drained or down by someone else.
 """
 
 from __future__ import annotations
@@ -24,9 +23,12 @@ from schemas.events import (
     HealthStatus,
     NodeHealthChecked,
     NodeHeartbeat,
+    NodeStateObserved,
+    SchedulerNodeState,
 )
-from streams.state.internal import NodeJobObserved, QuarantineChanged
+from streams.state.internal import NodeActionReported, NodeDecided, NodeJobObserved
 from streams.state.stamp import Entity, stamped
+from streams.state.story import VERDICT_STAGES, NodeStatus, Stage, Story
 from streams.state.windows import Failure, record
 
 XIDS_KEPT = 32
@@ -73,6 +75,22 @@ class XidSeen(BaseModel):
     event_id: uuid.UUID
 
 
+class SchedulerView(BaseModel):
+    """The node as its scheduler last reported it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    state: SchedulerNodeState
+    raw_state: str
+    reason: str | None = None
+    at: datetime
+
+
+OUT_OF_SERVICE = frozenset(
+    {SchedulerNodeState.DRAINING, SchedulerNodeState.DRAINED, SchedulerNodeState.DOWN}
+)
+
+
 class Node(Entity):
     model_config = ConfigDict(frozen=True)
 
@@ -85,10 +103,9 @@ class Node(Entity):
     gpus: dict[int, GpuCounters] = Field(default_factory=dict)  # GPUs with any error seen
     xids: tuple[XidSeen, ...] = ()
     xid_counts: dict[int, int] = Field(default_factory=dict)
-    quarantined: bool = False
-    quarantined_at: datetime | None = None
-    quarantine_reason: str | None = None
-    releases: int = 0  # completed quarantine episodes: names the current one
+    story: Story | None = None  # the current (or last unfinished) quarantine story
+    episodes: int = 0  # quarantine stories that ended (released, resumed or drain failed)
+    scheduler: SchedulerView | None = None
     last_benchmark_verdict: str | None = None
     last_benchmark_at: datetime | None = None
     jobs: dict[str, int] = Field(default_factory=dict)  # job id → attempt currently running here
@@ -105,7 +122,26 @@ class Node(Entity):
     @property
     def episode(self) -> str:
         """Names the current (or next) quarantine episode: one decision of each kind per episode."""
-        return f"q{self.releases}"
+        return f"q{self.episodes}"
+
+    @property
+    def status(self) -> NodeStatus:
+        return NodeStatus.IN_SERVICE if self.story is None else self.story.status
+
+    @property
+    def quarantined(self) -> bool:
+        """Drained by Centrality (the drain succeeded), until a release succeeds."""
+        return self.status is NodeStatus.QUARANTINED
+
+    @property
+    def may_quarantine(self) -> bool:
+        """A rule may start a quarantine story: none is under way (a failed drain ended one)."""
+        return self.story is None or self.story.stage is Stage.DRAIN_FAILED
+
+    @property
+    def out_of_service_by_scheduler(self) -> bool:
+        """Drained or down by someone else, as far as the scheduler says."""
+        return self.scheduler is not None and self.scheduler.state in OUT_OF_SERVICE
 
 
 def apply(state: Node | None, event: Event) -> Node:
@@ -183,16 +219,6 @@ def _(event: GpuXidObserved, state: Node) -> Node:
 
 
 @_fold.register
-def _(event: BenchmarkCompleted, state: Node) -> Node:
-    return state.model_copy(
-        update={
-            "last_benchmark_verdict": event.payload.verdict,
-            "last_benchmark_at": event.occurred_at,
-        }
-    )
-
-
-@_fold.register
 def _(event: NodeJobObserved, state: Node) -> Node:
     p = event.payload
     jobs = dict(state.jobs)
@@ -209,21 +235,87 @@ def _(event: NodeJobObserved, state: Node) -> Node:
 
 
 @_fold.register
-def _(event: QuarantineChanged, state: Node) -> Node:
+def _(event: BenchmarkCompleted, state: Node) -> Node:
     p = event.payload
-    if p.quarantined == state.quarantined:
+    update: dict[str, object] = {
+        "last_benchmark_verdict": p.verdict,
+        "last_benchmark_at": event.occurred_at,
+    }
+    story = state.story
+    if (
+        story is not None
+        and story.stage in VERDICT_STAGES
+        and (p.trigger_id is None or p.trigger_id in story.triggers)
+    ):
+        stage = Stage.PASSED if p.verdict == "pass" else Stage.KEPT
+        problem = None if p.verdict == "pass" else "; ".join(p.reasons) or p.verdict
+        update["story"] = story.to(stage, event.occurred_at, verdict=p.verdict, problem=problem)
+    return state.model_copy(update=update)
+
+
+@_fold.register
+def _(event: NodeDecided, state: Node) -> Node:
+    p, story, at = event.payload, state.story, event.occurred_at
+    if p.trigger_type == "QuarantineNodes":
+        if state.may_quarantine:
+            story = Story(
+                stage=Stage.DRAIN_REQUESTED,
+                reason=p.reason,
+                decided_at=at,
+                since=at,
+                triggers=(p.trigger_id,),
+            )
+        elif story is not None and story.stage is Stage.DRAIN_REQUESTED:
+            story = story.asked(p.trigger_id)  # another rule asks too: either outcome counts
+    elif story is None or story.status is not NodeStatus.QUARANTINED:
+        return state  # benchmark and release only ever concern a drained node
+    elif p.trigger_type == "RunBenchmark" and story.stage is not Stage.RELEASING:
+        story = story.asked(p.trigger_id).to(Stage.BENCHMARKING, at, problem=None)
+    elif p.trigger_type == "ReleaseNodes":
+        story = story.asked(p.trigger_id).to(Stage.RELEASING, at)
+    if story is state.story:
         return state
-    if p.quarantined:
-        update: dict[str, object] = {
-            "quarantined": True,
-            "quarantined_at": event.occurred_at,
-            "quarantine_reason": p.reason,
-        }
-    else:
-        update = {
-            "quarantined": False,
-            "quarantined_at": None,
-            "quarantine_reason": None,
-            "releases": state.releases + 1,
-        }
+    return state.model_copy(update={"story": story})
+
+
+@_fold.register
+def _(event: NodeActionReported, state: Node) -> Node:
+    p, story, at = event.payload, state.story, event.occurred_at
+    if story is None or p.trigger_id not in story.triggers:
+        return state  # not about this story: an old episode's, or a redelivery after it ended
+    update: dict[str, object] | None = None
+    match p.trigger_type, p.succeeded, story.stage:
+        case "QuarantineNodes", True, Stage.DRAIN_REQUESTED | Stage.DRAIN_FAILED:
+            update = {"story": story.to(Stage.DRAINED, at, problem=None)}
+        case "QuarantineNodes", False, Stage.DRAIN_REQUESTED:
+            update = {
+                "story": story.to(Stage.DRAIN_FAILED, at, problem=p.error),
+                "episodes": state.episodes + 1,
+            }
+        case "RunBenchmark", False, Stage.BENCHMARKING:
+            update = {"story": story.to(Stage.BENCHMARK_FAILED, at, problem=p.error)}
+        case "ReleaseNodes", True, Stage.RELEASING | Stage.RELEASE_FAILED:
+            update = {"story": None, "episodes": state.episodes + 1}  # back in service
+        case "ReleaseNodes", False, Stage.RELEASING:
+            update = {"story": story.to(Stage.RELEASE_FAILED, at, problem=p.error)}
+    return state if update is None else state.model_copy(update=update)
+
+
+@_fold.register
+def _(event: NodeStateObserved, state: Node) -> Node:
+    p = event.payload
+    if state.scheduler is not None and event.occurred_at <= state.scheduler.at:
+        return state
+    at = event.occurred_at
+    view = SchedulerView(state=p.state, raw_state=p.raw_state, reason=p.reason, at=at)
+    update: dict[str, object] = {"scheduler": view}
+    story = state.story
+    if (
+        story is not None
+        and story.status is NodeStatus.QUARANTINED
+        and p.state is SchedulerNodeState.AVAILABLE
+        and at > story.since
+    ):
+        # Someone returned the node to service after our drain: the story is over.
+        update |= {"story": None, "episodes": state.episodes + 1}
     return state.model_copy(update=update)

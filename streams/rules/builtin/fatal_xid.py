@@ -1,4 +1,5 @@
-"""A fatal XID on a GPU → quarantine the node and benchmark it (once per quarantine episode)."""
+"""A fatal XID on a GPU → ask for the node's quarantine (once per quarantine episode); the
+benchmark follows once the drain succeeded (`quarantine_story`)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pydantic import Field
 
 from schemas.events import GpuXidObserved, Trigger
 from schemas.xids import FATAL_XIDS, describe, is_fatal
-from streams.rules.builtin.quarantine import quarantine_and_benchmark
+from streams.rules.builtin.quarantine import quarantine
 from streams.rules.registry import RuleConfig, Severity, rule
 from streams.state.node import Node
 
@@ -27,9 +28,9 @@ class FatalXidConfig(RuleConfig):
 @rule(NAME, on=(GpuXidObserved,), config=FatalXidConfig)
 def fatal_xid(node: Node, event: GpuXidObserved, config: FatalXidConfig) -> Iterator[Trigger]:
     p = event.payload
-    if node.quarantined or not is_fatal(p.xid, p.message, config.xids):
+    if not node.may_quarantine or not is_fatal(p.xid, p.message, config.xids):
         return
-    yield from quarantine_and_benchmark(
+    yield quarantine(
         rule=NAME,
         cause=event,
         nodes=(node.node_id,),

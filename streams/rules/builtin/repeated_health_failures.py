@@ -18,7 +18,7 @@ from datetime import timedelta
 from pydantic import Field
 
 from schemas.events import HealthStatus, NodeHealthChecked, Trigger
-from streams.rules.builtin.quarantine import quarantine_and_benchmark
+from streams.rules.builtin.quarantine import quarantine
 from streams.rules.registry import RuleConfig, Severity, rule
 from streams.state.node import Node
 
@@ -39,7 +39,7 @@ def repeated_health_failures(
     node: Node, event: NodeHealthChecked, config: RepeatedHealthFailuresConfig
 ) -> Iterator[Trigger]:
     p = event.payload
-    if p.status != HealthStatus.CRITICAL or node.quarantined:
+    if p.status != HealthStatus.CRITICAL or not node.may_quarantine:
         return
     if config.checks and p.check not in config.checks:
         return
@@ -59,7 +59,7 @@ def repeated_health_failures(
         f"{config.window_s:.0f} s ({', '.join(checks)}); last: {p.check}"
         + (f": {p.message}" if p.message else "")
     )
-    yield from quarantine_and_benchmark(
+    yield quarantine(
         rule=NAME,
         cause=event,
         nodes=(node.node_id,),

@@ -114,5 +114,5 @@ def test_the_agent_check_and_the_rule_agree_on_every_code(code: int) -> None:
 
 def test_the_rule_says_what_the_xid_is_in_its_reason() -> None:
     event = xid_event("n1", 79)
-    [quarantine, _] = fatal_xid(Node.new(event), event, FatalXidConfig())
+    [quarantine] = fatal_xid(Node.new(event), event, FatalXidConfig())
     assert quarantine.payload.reason == "Xid 79 (GPU has fallen off the bus) on GPU 0"
