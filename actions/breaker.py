@@ -1,8 +1,9 @@
 """Circuit breakers: guards a handler declares; they read the ledger, so they survive restarts.
 
-A guard returns why the action must not run now, or None. Fleet sizes come from settings
-(`CENTRALITY_ACTIONS_FLEET_SIZE`), not from the scheduler: a breaker must still hold when the
-scheduler is what misbehaves, and a cluster without a configured size is never quarantined.
+A guard returns why the action must not run now, or None. A cluster's fleet size is
+`CENTRALITY_ACTIONS_FLEET_SIZE` where configured, else the nodes observed heartbeating (see
+`actions.fleet`), never what the scheduler says: a breaker must still hold when the scheduler is
+what misbehaves. A cluster with no node seen is never quarantined.
 """
 
 from __future__ import annotations
@@ -10,9 +11,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
+from actions.fleet import FleetSizes
 from actions.ledger import LedgerEntry
 from actions.settings import ActionsSettings
-from schemas.events import QuarantineNodes, RestartJob
+from schemas.events import QuarantineNodes, RestartJob, RunBenchmark
 
 # `started` is an action in doubt: count it, as it may have happened.
 _ACTED = ("succeeded", "started", "dry_run")
@@ -37,10 +39,14 @@ def quarantine_share(
     history: Sequence[LedgerEntry],
     settings: ActionsSettings,
     now: datetime,
+    fleets: FleetSizes,
 ) -> str | None:
-    fleet = settings.fleet_size.get(trigger.cluster)
+    fleet, counted = fleets.size(trigger.cluster, now)
     if not fleet:
-        return f"fleet size of cluster {trigger.cluster!r} is not configured"
+        return (
+            f"no fleet known for cluster {trigger.cluster!r}: no {counted}, and "
+            "CENTRALITY_ACTIONS_FLEET_SIZE does not name it"
+        )
     since = now - timedelta(seconds=settings.quarantine_window_s)
     quarantined: set[str] = set()
     events = _recent(history, trigger.cluster, "quarantine_nodes", since)
@@ -54,7 +60,7 @@ def quarantine_share(
     limit = settings.quarantine_max_share * fleet
     if len(wanted) > limit:
         return (
-            f"quarantining {len(wanted)} of {fleet} nodes exceeds "
+            f"quarantining {len(wanted)} of {fleet} nodes ({counted}) exceeds "
             f"{settings.quarantine_max_share:.0%} within {settings.quarantine_window_s:g}s"
         )
     return None
@@ -65,6 +71,7 @@ def restart_rate(
     history: Sequence[LedgerEntry],
     settings: ActionsSettings,
     now: datetime,
+    fleets: FleetSizes,
 ) -> str | None:
     since = now - timedelta(seconds=settings.restart_window_s)
     done = [
@@ -77,4 +84,33 @@ def restart_rate(
             f"job {trigger.subject} was restarted {len(done)} times within "
             f"{settings.restart_window_s:g}s (limit {settings.restart_max_per_window})"
         )
+    return None
+
+
+def drained_first(
+    trigger: RunBenchmark,
+    history: Sequence[LedgerEntry],
+    settings: ActionsSettings,
+    now: datetime,
+    fleets: FleetSizes,
+) -> str | None:
+    """A benchmark runs only on nodes this worker's ledger shows drained and not yet released:
+    never on a node still in service, whatever asked for it."""
+    drained: set[str] = set()
+    moves = [
+        e
+        for e in history
+        if e.cluster == trigger.cluster
+        and e.action in ("quarantine_nodes", "release_nodes")
+        and e.outcome in ("succeeded", "dry_run")  # in doubt is not drained
+        and e.error is None
+    ]
+    for entry in sorted(moves, key=lambda e: e.recorded_at):
+        if entry.action == "quarantine_nodes":
+            drained |= set(entry.nodes)
+        else:
+            drained -= set(entry.nodes)
+    missing = [n for n in trigger.payload.nodes if n not in drained]
+    if missing:
+        return f"{', '.join(missing)} not drained: a benchmark runs only on drained nodes"
     return None

@@ -18,6 +18,7 @@ from actions.adapters.base import SchedulerAdapter
 from actions.context import ActionContext
 from actions.dryrun import Plan, PlanningAdapter, PlanningNotifier
 from actions.errors import PermanentError, TemporaryError
+from actions.fleet import FleetSizes, ObservedFleet
 from actions.ledger import Ledger, LedgerEntry, Outcome
 from actions.registry import HandlerSpec, handler_for
 from actions.settings import ActionsSettings
@@ -45,6 +46,7 @@ class Dispatcher:
         ledger: Ledger,
         emit: Emit,
         clock: Callable[[], datetime] = utcnow,
+        fleet: ObservedFleet | None = None,
     ) -> None:
         self.settings = settings
         self.adapter = adapter
@@ -52,6 +54,10 @@ class Dispatcher:
         self.ledger = ledger
         self.emit = emit
         self.clock = clock
+        # Without a watcher (tests, one-off runs) only configured fleet sizes count.
+        self.fleets = FleetSizes(
+            settings.fleet_size, fleet or ObservedFleet(settings.fleet_window_s)
+        )
 
     async def handle(self, trigger: Trigger) -> None:
         spec = handler_for(trigger)
@@ -71,12 +77,26 @@ class Dispatcher:
             why = f"action {spec.name} is not enabled on cluster {trigger.cluster}"
             await self._refuse(spec, trigger, ctx, why, notify=False)
             return
-        if spec.guard and (
-            tripped := spec.guard(trigger, self._history(), self.settings, self.clock())
-        ):
+        if tripped := await self._tripped(spec, trigger):
             await self._refuse(spec, trigger, ctx, f"circuit breaker: {tripped}", notify=True)
             return
         await self._act(spec, trigger, ctx)
+
+    async def _tripped(self, spec: HandlerSpec, trigger: Trigger) -> str | None:
+        guard = spec.guard
+        if guard is None:
+            return None
+        tripped = guard(trigger, self._history(), self.settings, self.clock(), self.fleets)
+        if tripped is not None:
+            # Triggers and the ledger are not co-partitioned: another worker may have acted
+            # (drained, released) since this one read the ledger. Read again before refusing.
+            try:
+                await self.ledger.refresh()
+            except Exception as exc:  # unread, the ledger still holds what this worker knows
+                log.warning("ledger_refresh_failed", error=f"{type(exc).__name__}: {exc}")
+                return tripped
+            tripped = guard(trigger, self._history(), self.settings, self.clock(), self.fleets)
+        return tripped
 
     def _context(self, trigger: Trigger) -> ActionContext:
         incident = incident_of(trigger)
@@ -135,7 +155,10 @@ class Dispatcher:
         if spec.name in self.settings.notify_on_success and not ctx.dry_run:
             benchmarks = [e.payload for e in ctx.outbox if isinstance(e, BenchmarkCompleted)]
             message = incident_message(
-                trigger, headline=f"{spec.name} done", done=detail, benchmarks=benchmarks
+                trigger,
+                headline=spec.headline(trigger, succeeded=True),
+                done=detail,
+                benchmarks=benchmarks,
             )
             detail = {**detail, "notified": await self._notify(ctx, message)}
         log.info("action_succeeded", action=spec.name, subject=trigger.subject, dry_run=ctx.dry_run)
@@ -154,7 +177,9 @@ class Dispatcher:
     ) -> None:
         error = f"{type(exc).__name__}: {exc}"
         log.error("action_failed", action=spec.name, error=error, permanent=permanent)
-        message = incident_message(trigger, headline=f"{spec.name} failed", error=error)
+        message = incident_message(
+            trigger, headline=spec.headline(trigger, succeeded=False), error=error
+        )
         notified = await self._notify(ctx, message)
         await self.emit(
             self._result(
@@ -178,11 +203,19 @@ class Dispatcher:
         """Not acting is recorded like acting: an ActionFailed with the reason, maybe a message."""
         log.warning("action_refused", action=spec.name, id=str(trigger.event_id), why=why)
         detail: dict[str, Any] = {}
+        refused = outcome == "skipped"  # in doubt, it may have acted: that is no refusal
         if notify:
-            message = incident_message(trigger, headline=f"{spec.name} not done", error=why)
+            message = incident_message(
+                trigger,
+                headline=spec.headline(trigger, succeeded=False),
+                error=why,
+                refused=refused,
+            )
             detail["notified"] = await self._notify(ctx, message)
         await self.emit(
-            self._result(ActionFailed, spec, trigger, ctx, 1, error=why, permanent=True)
+            self._result(
+                ActionFailed, spec, trigger, ctx, 1, error=why, permanent=True, refused=refused
+            )
         )
         await self._record(spec, trigger, ctx, outcome, 0, error=why, detail=detail)
 
@@ -244,6 +277,7 @@ class Dispatcher:
                     "action": spec.name,
                     "attempt": attempt,
                     "dry_run": ctx.dry_run,
+                    "nodes": tuple(getattr(trigger.payload, "nodes", ())),
                     **payload,
                 },
             }

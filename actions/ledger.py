@@ -86,6 +86,9 @@ class Ledger:
     async def record(self, entry: LedgerEntry) -> None:
         self._entries[entry.trigger_id] = entry
 
+    async def refresh(self) -> None:
+        """Catch up with what other workers recorded (nothing to do for one in memory)."""
+
     def _apply(self, entries: Iterable[LedgerEntry]) -> None:
         for entry in entries:
             self._entries[entry.trigger_id] = entry
@@ -118,6 +121,9 @@ class KafkaLedger(Ledger):
             self.topic, value=entry.to_bytes(), key=str(entry.trigger_id).encode()
         )
         await super().record(entry)
+
+    async def refresh(self) -> None:
+        await self.load()
 
     async def load(self) -> None:
         """Read the whole topic up to its current end (triggers and ledger are not co-partitioned,

@@ -11,12 +11,15 @@ from schemas.events import Trigger
 
 if TYPE_CHECKING:
     from actions.context import ActionContext
+    from actions.fleet import FleetSizes
     from actions.ledger import LedgerEntry
     from actions.settings import ActionsSettings
 
 Handler = Callable[[Any, "ActionContext"], dict[str, Any]]
 # A guard (circuit breaker) returns why the action must not run now, or None.
-Guard = Callable[[Any, "Sequence[LedgerEntry]", "ActionsSettings", datetime], str | None]
+Guard = Callable[
+    [Any, "Sequence[LedgerEntry]", "ActionsSettings", datetime, "FleetSizes"], str | None
+]
 H = TypeVar("H", bound=Handler)
 
 
@@ -29,6 +32,13 @@ class HandlerSpec:
     backoff_s: float
     timeout_s: float
     guard: Guard | None
+    done: str  # what a success means, for people: `{nodes}` and `{subject}` are filled in
+    not_done: str
+
+    def headline(self, trigger: Trigger, *, succeeded: bool) -> str:
+        nodes = ", ".join(getattr(trigger.payload, "nodes", ())) or trigger.subject
+        words = self.done if succeeded else self.not_done
+        return words.format(nodes=nodes, subject=trigger.subject)
 
 
 _HANDLERS: dict[type[Trigger], HandlerSpec] = {}
@@ -42,17 +52,30 @@ def handles(
     backoff_s: float = 1.0,
     timeout_s: float = 120.0,
     guard: Guard | None = None,
+    done: str | None = None,
+    not_done: str | None = None,
 ) -> Callable[[H], H]:
     """Register `fn(trigger, ctx) -> detail` for one trigger type; returns it unchanged.
 
     `TemporaryError` is retried `retries` times, waiting `backoff_s * 2**n`; `PermanentError`,
-    any other exception and running past `timeout_s` fail at once.
+    any other exception and running past `timeout_s` fail at once. `done` and `not_done` are
+    the headlines people read when it succeeded or did not (`{nodes}`, `{subject}` filled in).
     """
 
     def register(fn: H) -> H:
         if trigger in _HANDLERS and _HANDLERS[trigger].fn is not fn:
             raise ValueError(f"{trigger.__name__} already has a handler")
-        _HANDLERS[trigger] = HandlerSpec(name, trigger, fn, retries, backoff_s, timeout_s, guard)
+        _HANDLERS[trigger] = HandlerSpec(
+            name,
+            trigger,
+            fn,
+            retries,
+            backoff_s,
+            timeout_s,
+            guard,
+            done or f"{name} done",
+            not_done or f"{name} not done",
+        )
         return fn
 
     return register

@@ -21,7 +21,18 @@ class ActionsSettings(BaseSettings):
     )
     fleet_size: dict[str, int] = Field(
         default_factory=dict,
-        description="Nodes per cluster; quarantine is refused on a cluster missing here.",
+        description="Nodes per cluster the quarantine breaker counts against; a cluster missing "
+        "here counts the nodes observed (heartbeat within `fleet_window_s`).",
+    )
+    fleet_window_s: float = Field(
+        default=900.0,
+        gt=0,
+        description="A node is in the observed fleet if it sent a heartbeat within this window.",
+    )
+    fleet_seed_timeout_s: float = Field(
+        default=30.0,
+        gt=0,
+        description="On start, longest wait for the last window of heartbeats before acting.",
     )
     quarantine_max_share: float = Field(default=0.1, ge=0, le=1)
     quarantine_window_s: float = Field(default=3600.0, gt=0)

@@ -9,6 +9,7 @@ from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
 
 from actions.adapters.base import SchedulerAdapter, make_adapter
 from actions.dispatch import Dispatcher
+from actions.fleet import FleetWatcher, ObservedFleet
 from actions.ledger import KafkaLedger
 from actions.settings import ActionsSettings
 from actions.slack.notifier import Notifier, make_notifier
@@ -46,11 +47,21 @@ class ActionWorker:
             auto_offset_reset="earliest",
         )
         consumer.subscribe([topic_name("triggers", self.kafka)])
+        fleet = FleetWatcher(
+            self.kafka,
+            ObservedFleet(self.settings.fleet_window_s),
+            seed_timeout_s=self.settings.fleet_seed_timeout_s,
+        )
         await ledger.start()
         try:
-            async with Emitter(self.kafka) as emitter:
+            async with Emitter(self.kafka) as emitter, fleet.running() as observed:
                 dispatcher = Dispatcher(
-                    self.settings, self.adapter, self.notifier, ledger, emitter.emit
+                    self.settings,
+                    self.adapter,
+                    self.notifier,
+                    ledger,
+                    emitter.emit,
+                    fleet=observed,
                 )
                 await consumer.start()
                 log.info(

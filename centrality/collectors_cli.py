@@ -117,14 +117,18 @@ def nccl(
     json: bool = typer.Option(False, "--json", help="Print one JSON line."),
     dry_run: bool = DRY_RUN,
 ) -> None:
-    """Parse an NCCL output file and send its rows as NcclSampled (one message)."""
+    """Parse an NCCL output file and send its rows as NcclSampled (one message).
+
+    Runs that failed nccl-tests' correctness check are reported, never sent; the exit code is
+    1 when any did.
+    """
     from collectors.events import Stamp, hostname
-    from collectors.nccl.events import nccl_events
+    from collectors.nccl.events import nccl_events, rejected
     from collectors.nccl.parse import parse_nccl_output
 
-    run = parse_nccl_output(path.read_text(errors="replace").splitlines(), collective)
+    output = parse_nccl_output(path.read_text(errors="replace").splitlines(), collective)
     name = node or hostname()
-    events = nccl_events(run, Stamp(f"nccl@{name}", cluster), name, job)
+    events = nccl_events(output, Stamp(f"nccl@{name}", cluster), name, job)
 
     async def send() -> None:
         async with open_sink(dry_run) as sink:
@@ -132,17 +136,22 @@ def nccl(
                 await sink.emit_batch(events)
 
     asyncio.run(send())
+    failed = rejected(output)
     summary = {
-        "rows": len(run.rows),
-        "ranks": run.nranks,
-        "avg_busbw_gbps": run.avg_busbw_gbps,
-        "max_busbw_gbps": max((r.busbw_gbps for r in run.rows), default=None),
-        "warnings": run.warnings,
+        "rows": len(output.rows),
+        "sent": len(events),
+        "ranks": output.nranks,
+        "avg_busbw_gbps": [r.avg_busbw_gbps for r in output.runs],
+        "max_busbw_gbps": max((e.payload.busbw_gbps for e in events), default=None),
+        "invalid_runs": failed,
+        "warnings": output.warnings,
     }
     if json:
         print(orjson.dumps(summary).decode())
     else:
         console.print(summary)
+    if failed:
+        raise typer.Exit(1)
 
 
 def simulate(

@@ -8,9 +8,10 @@ delivered; a crash before the write re-decides on redelivery, with the same trig
 Topology (every topic has the same partition count, so tables are co-partitioned):
 
 - `jobs` (+ the job-ticks topic) → `fold_jobs` → `jobs` table;
-- `nodes`, `gpu` (batched), the forward topic and the node-ticks topic → `fold_nodes` → `nodes`
-  and `node_sets` tables. The forward topic (internal, `<app id>-forward`) carries what a job
-  event or a decision means for a node or a node set, keyed by that node or node set.
+- `nodes`, `gpu` (batched), `actions`, the forward topic and the node-ticks topic → `fold_nodes`
+  → `nodes` and `node_sets` tables. The forward topic (internal, `<app id>-forward`) carries what
+  a job event, a decision or an action result means for a node or a node set, keyed by that node
+  or node set. Action results have no table of their own: they are only forwarded.
 - a leader timer sends one tick per partition every `tick_interval_s`; the agent owning the
   partition ticks each of its entities, so rules can see silence (lost heartbeats, stalls).
 """
@@ -37,7 +38,7 @@ from schemas.topics import JOB_PARTITIONS, NODE_PARTITIONS, topic_name
 from schemas.tracing import inject_headers
 from streams import faust_transport
 from streams.clean_start import guard
-from streams.entities import JOBS, KINDS, NODES, Kind, kind_of, step
+from streams.entities import JOBS, KINDS, NODES, Kind, forwarded, kind_of, step
 from streams.rules.registry import RuleEngine
 from streams.settings import StreamsSettings
 from streams.state.internal import decode_internal, tick
@@ -101,6 +102,7 @@ jobs_topic = app.topic(
 nodes_topic = app.topic(
     _catalog("nodes"),
     _catalog("gpu"),
+    _catalog("actions"),
     FORWARD,
     NODE_TICKS,
     schema=raw(),
@@ -173,6 +175,9 @@ async def handle_message(message: Any) -> None:
         kind = kind_of(event)
         if kind is not None:
             by_kind.setdefault((kind.table, event.subject), (kind, []))[1].append(event)
+        else:  # e.g. an action result: no table here, but it concerns the nodes it names
+            for derived in forwarded(event):
+                await forward_topic.send(key=derived.key, value=encode(derived))
     for (_, key), (kind, batch) in by_kind.items():
         try:
             await handle_events(kind, key, batch)

@@ -26,6 +26,7 @@ from schemas.events import (
     LogSignalDetected,
     NodeHealthChecked,
     NodeHeartbeat,
+    NodeStateObserved,
     Trigger,
 )
 from streams.forwards import forwards
@@ -33,10 +34,11 @@ from streams.rules.registry import RuleEngine
 from streams.state import node, node_set, training_job
 from streams.state.internal import (
     JobTick,
+    NodeActionReported,
+    NodeDecided,
     NodeJobObserved,
     NodeSetFailed,
     NodeTick,
-    QuarantineChanged,
 )
 
 
@@ -65,9 +67,11 @@ NODES = Kind(
         NodeHealthChecked,
         GpuSampled,
         GpuXidObserved,
+        NodeStateObserved,
         BenchmarkCompleted,
         NodeJobObserved,
-        QuarantineChanged,
+        NodeDecided,
+        NodeActionReported,
         NodeTick,
     ),
     tick=NodeTick,
@@ -79,8 +83,15 @@ _KIND_OF: dict[type[Event], Kind] = {cls: kind for kind in KINDS for cls in kind
 
 
 def kind_of(event: Event) -> Kind | None:
-    """The entity an event is about; None for events no table keeps (raw logs, NCCL samples)."""
+    """The entity an event is about; None for events no table keeps (raw logs, NCCL samples,
+    action results: those only matter through what they mean for others, see `forwards`)."""
     return _KIND_OF.get(type(event))
+
+
+def forwarded(event: Event) -> list[Event]:
+    """What an event with no table of its own (an action result) means for those that have one.
+    A trigger from outside is not the brain's own decision: it means nothing here."""
+    return [] if isinstance(event, Trigger) else forwards(event)
 
 
 @dataclass

@@ -1,8 +1,10 @@
 """What an event or a decision means for *other* entities: re-keyed facts and feedback.
 
-A job attempt running or ending on nodes concerns those nodes and their node set; a quarantine
-or release decision concerns every node it names. The pure brain handles these derived events at
-once; the Faust app routes them through its internal topic to the partition owning the subject.
+A job attempt running or ending on nodes concerns those nodes and their node set; a decision
+about nodes (quarantine, benchmark, release) and the action result that answers it concern every
+node it names (results are keyed by the trigger's subject, which may be a node set). The pure
+brain handles these derived events at once; the Faust app routes them through its internal topic
+to the partition owning the subject.
 """
 
 from __future__ import annotations
@@ -11,16 +13,21 @@ from functools import singledispatch
 
 from schemas.envelope import Event
 from schemas.events import (
+    ActionFailed,
+    ActionSucceeded,
     JobExited,
     JobState,
     JobStateChanged,
     QuarantineNodes,
     ReleaseNodes,
+    RunBenchmark,
 )
+from schemas.events.actions import ActionFailedPayload
 from streams.state.internal import (
+    NodeActionReported,
+    NodeDecided,
     NodeJobObserved,
     NodeSetFailed,
-    QuarantineChanged,
     derived_id,
     node_set_key,
 )
@@ -82,17 +89,20 @@ def _(event: JobExited) -> list[Event]:
     return out
 
 
-def _quarantine(trigger: QuarantineNodes | ReleaseNodes, quarantined: bool) -> list[Event]:
+STORY_TRIGGERS = ("QuarantineNodes", "RunBenchmark", "ReleaseNodes")
+
+
+def _decided(trigger: QuarantineNodes | RunBenchmark | ReleaseNodes) -> list[Event]:
     return [
-        QuarantineChanged(
+        NodeDecided(
             event_id=derived_id(trigger.event_id, node),
             source="streams",
             cluster=trigger.cluster,
             subject=node,
             occurred_at=trigger.occurred_at,
             payload={
-                "quarantined": quarantined,
                 "trigger_id": trigger.event_id,
+                "trigger_type": trigger.type,
                 "reason": trigger.payload.reason,
             },
         )
@@ -100,11 +110,37 @@ def _quarantine(trigger: QuarantineNodes | ReleaseNodes, quarantined: bool) -> l
     ]
 
 
-@forwards.register
-def _(event: QuarantineNodes) -> list[Event]:
-    return _quarantine(event, True)
+forwards.register(QuarantineNodes, _decided)
+forwards.register(RunBenchmark, _decided)
+forwards.register(ReleaseNodes, _decided)
 
 
-@forwards.register
-def _(event: ReleaseNodes) -> list[Event]:
-    return _quarantine(event, False)
+def _reported(result: ActionSucceeded | ActionFailed) -> list[Event]:
+    p = result.payload
+    # A dry run did nothing: what was only planned must not move a node's state.
+    if p.dry_run or p.trigger_type not in STORY_TRIGGERS:
+        return []
+    failed = p if isinstance(p, ActionFailedPayload) else None
+    return [
+        NodeActionReported(
+            event_id=derived_id(result.event_id, node),
+            source="streams",
+            cluster=result.cluster,
+            subject=node,
+            occurred_at=result.occurred_at,
+            payload={
+                "trigger_id": p.trigger_id,
+                "trigger_type": p.trigger_type,
+                "action": p.action,
+                "succeeded": isinstance(result, ActionSucceeded),
+                "refused": failed is not None and failed.refused,
+                "error": failed.error if failed else None,
+                "cause": result.event_id,
+            },
+        )
+        for node in p.nodes
+    ]
+
+
+forwards.register(ActionSucceeded, _reported)
+forwards.register(ActionFailed, _reported)

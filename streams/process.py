@@ -13,7 +13,7 @@ from typing import Any
 
 from schemas.envelope import Event
 from schemas.events import Trigger
-from streams.entities import JOBS, KINDS, NODE_SETS, NODES, Kind, kind_of, step
+from streams.entities import JOBS, KINDS, NODE_SETS, NODES, Kind, forwarded, kind_of, step
 from streams.rules.registry import RuleEngine
 from streams.state.internal import tick
 from streams.state.node import Node
@@ -43,8 +43,8 @@ class Brain:
     def handle(self, event: Event) -> list[Trigger]:
         """Fold one event (and everything it implies for other entities); its triggers."""
         kind = kind_of(event)
-        if kind is None:
-            return []
+        if kind is None:  # no table of its own (an action result): only what it means for others
+            return [t for derived in forwarded(event) for t in self.handle(derived)]
         return self._step(kind, event)
 
     def tick(self, now: datetime) -> list[Trigger]:

@@ -1,25 +1,22 @@
 """Settings of the streams worker (`CENTRALITY_STREAMS_*`, plus `CENTRALITY_RULES`)."""
 
+import pkgutil
 from pathlib import Path
 from typing import Any
 
 from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-BUILTIN_RULES = ",".join(
-    f"streams.rules.builtin.{name}"
-    for name in (
-        "restart_incomplete",
-        "repeated_failures",
-        "fatal_xid",
-        "ecc_double_bit",
-        "heartbeat_lost",
-        "checkpoint_stall",
-        "benchmark_verdict",
-        "completion_hooks",
-        "idle_allocation",
-    )
-)
+
+def _builtin_rules() -> str:
+    """Every module of `streams.rules.builtin`: a new built-in rule is a new module, no list."""
+    import streams.rules.builtin as builtin
+
+    names = sorted(m.name for m in pkgutil.iter_modules(builtin.__path__))
+    return ",".join(f"{builtin.__name__}.{name}" for name in names if not name.startswith("_"))
+
+
+BUILTIN_RULES = _builtin_rules()
 
 
 class StreamsSettings(BaseSettings):

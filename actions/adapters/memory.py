@@ -2,17 +2,41 @@
 
 Tests script it: `fail("drain", TemporaryError(...))` makes the next drain calls raise, in order;
 `run_stdout` is what `run_on_nodes` answers, or with `execute_runs` it runs the command here once
-per node (with `CENTRALITY_NODE` set), as a scheduler would on each node.
+per node (with `CENTRALITY_NODE` set), as a scheduler would on each node. By default it answers
+what the benchmark runner prints for a healthy node (a `pass` report per node, figures of an
+H100), or a `fail` for nodes in `unhealthy`: so a demo on it goes drain → benchmark → verdict.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from actions.adapters.base import RunResult, adapter
+from actions.benchmark.runner import KIND
+
+GPUS = 8
+
+
+def simulated_report(node: str, problem: str | None = None) -> dict[str, Any]:
+    """A report as `actions.benchmark.runner` prints it, for a node nothing really runs on."""
+    tflops = 180.0 if problem else 720.0
+    return {
+        "kind": KIND,
+        "node": node,
+        "gpus": [
+            {"gpu": g, "matmul_tflops": tflops, "dtype": "bf16", "memory_bandwidth_gbps": 3000.0}
+            for g in range(GPUS)
+        ],
+        "nccl_busbw_gbps": 185.0,
+        "verdict": "fail" if problem else "pass",
+        "reasons": [problem] if problem else [],
+        "thresholds": {},
+        "duration_s": 0.0,
+    }
 
 
 @adapter("memory")
@@ -28,7 +52,8 @@ class InMemoryAdapter:
         self.runs: list[tuple[tuple[str, ...], tuple[str, ...]]] = []
         self.failures: dict[str, list[Exception]] = {}
         self.calls: list[str] = []
-        self.run_stdout = ""
+        self.run_stdout: str | None = None  # None: a simulated report per node
+        self.unhealthy: dict[str, str] = {}  # node → why its simulated benchmark fails
         self.execute_runs = False
 
     def fail(self, method: str, *errors: Exception) -> None:
@@ -93,8 +118,11 @@ class InMemoryAdapter:
     ) -> RunResult:
         self._call("run_on_nodes")
         self.runs.append((tuple(nodes), tuple(command)))
-        if not self.execute_runs:
+        if self.run_stdout is not None:
             return RunResult(exit_code=0, stdout=self.run_stdout)
+        if not self.execute_runs:
+            reports = [simulated_report(n, self.unhealthy.get(n)) for n in nodes]
+            return RunResult(exit_code=0, stdout="".join(json.dumps(r) + "\n" for r in reports))
         done = [
             subprocess.run(
                 list(command),

@@ -28,13 +28,20 @@ THRESHOLDS = {
 }
 
 
+class WrongResults(RuntimeError):
+    """nccl-tests' own check failed: the collective returned wrong data on this node."""
+
+
 def verdict(
-    gpus: list[dict[str, Any]], busbw: float | None, thresholds: dict[str, float]
+    gpus: list[dict[str, Any]],
+    busbw: float | None,
+    thresholds: dict[str, float],
+    wrong: str | None = None,
 ) -> tuple[str, list[str]]:
-    """pass/fail/no-gpu and why, against the thresholds that were given."""
+    """pass/fail/no-gpu and why, against the thresholds that were given; wrong data fails."""
     if not gpus:
         return "no-gpu", []
-    reasons: list[str] = []
+    reasons: list[str] = [wrong] if wrong else []
     for g in gpus:
         if g.get("error"):
             reasons.append(f"gpu {g['gpu']}: {g['error']}")
@@ -99,14 +106,19 @@ def _nccl_tests(ngpus: int, mib: int) -> float | None:
     exe = shutil.which("all_reduce_perf")
     if exe is None:
         return None
-    out = subprocess.run(
+    run = subprocess.run(
         [exe, "-b", f"{mib}M", "-e", f"{mib}M", "-g", str(ngpus)],
         capture_output=True,
         text=True,
         timeout=600,
-        check=True,
-    ).stdout
-    match = re.search(r"Avg bus bandwidth\s*:\s*([0-9.]+)", out)
+        check=False,
+    )
+    # A bandwidth measured on wrong results is no measurement: the node fails, not passes.
+    bad = re.search(r"Out of bounds values\s*:\s*(\d+)", run.stdout)
+    if bad and int(bad.group(1)) > 0:
+        raise WrongResults(f"all_reduce_perf: {bad.group(1)} out-of-bounds values (wrong data)")
+    run.check_returncode()
+    match = re.search(r"Avg bus bandwidth\s*:\s*([0-9.]+)", run.stdout)
     return float(match.group(1)) if match else None
 
 
@@ -149,6 +161,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     thresholds = {k: float(v) for k in THRESHOLDS if (v := getattr(args, k)) is not None}
     gpus: list[dict[str, Any]] = []
     busbw: float | None = None
+    wrong: str | None = None
     notes: list[str] = []
     torch: Any = None
     try:
@@ -164,9 +177,11 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         if "nccl" in args.suites:
             try:
                 busbw = nccl_busbw(torch, count, args.nccl_mib)
+            except WrongResults as exc:
+                wrong = str(exc)
             except Exception as exc:
                 notes.append(f"nccl: {type(exc).__name__}: {exc}"[:300])
-    result, reasons = verdict(gpus, busbw, thresholds)
+    result, reasons = verdict(gpus, busbw, thresholds, wrong)
     if result == "pass" and notes:
         result = "error"
     return {

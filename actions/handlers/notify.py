@@ -13,5 +13,6 @@ from schemas.events import Notify
 @handles(Notify, name="notify")
 def notify(trigger: Notify, ctx: ActionContext) -> dict[str, Any]:
     p = trigger.payload
-    done = {k: v for k, v in (("text", p.text), ("job", p.job_id)) if v}
-    return ctx.notifier.post(p.incident, incident_message(trigger, headline=p.title, done=done))
+    note = "\n".join(([p.text] if p.text else []) + ([f"*Job:* `{p.job_id}`"] if p.job_id else []))
+    message = incident_message(trigger, headline=p.title, note=note or None)
+    return ctx.notifier.post(p.incident, message)

@@ -10,7 +10,13 @@ from actions.registry import handles
 from schemas.events import QuarantineNodes
 
 
-@handles(QuarantineNodes, name="quarantine_nodes", guard=quarantine_share)
+@handles(
+    QuarantineNodes,
+    name="quarantine_nodes",
+    guard=quarantine_share,
+    done="Drained {nodes}",
+    not_done="{nodes} not drained",
+)
 def quarantine_nodes(trigger: QuarantineNodes, ctx: ActionContext) -> dict[str, Any]:
     p = trigger.payload
     reason = f"centrality: {p.reason}"

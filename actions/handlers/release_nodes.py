@@ -12,7 +12,12 @@ from schemas.events.triggers import QuarantineNodesPayload
 QUARANTINE_TAINT = str(QuarantineNodesPayload.model_fields["taint"].default)
 
 
-@handles(ReleaseNodes, name="release_nodes")
+@handles(
+    ReleaseNodes,
+    name="release_nodes",
+    done="{nodes} back in service",
+    not_done="{nodes} not returned to service",
+)
 def release_nodes(trigger: ReleaseNodes, ctx: ActionContext) -> dict[str, Any]:
     nodes = trigger.payload.nodes
     return {

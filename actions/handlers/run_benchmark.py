@@ -1,10 +1,12 @@
-"""RunBenchmark → the benchmark runner on exactly those nodes; one BenchmarkCompleted per node."""
+"""RunBenchmark → the benchmark runner on exactly those nodes, once drained; one BenchmarkCompleted
+per node."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from actions.benchmark.parse import parse_reports
+from actions.breaker import drained_first
 from actions.context import ActionContext
 from actions.errors import TemporaryError
 from actions.registry import handles
@@ -12,7 +14,15 @@ from schemas.envelope import utcnow
 from schemas.events import BenchmarkCompleted, RunBenchmark
 
 
-@handles(RunBenchmark, name="run_benchmark", retries=1, timeout_s=1800.0)
+@handles(
+    RunBenchmark,
+    name="run_benchmark",
+    retries=1,
+    timeout_s=1800.0,
+    guard=drained_first,
+    done="Benchmarked {nodes}",
+    not_done="{nodes} not benchmarked",
+)
 def run_benchmark(trigger: RunBenchmark, ctx: ActionContext) -> dict[str, Any]:
     p = trigger.payload
     command = [

@@ -46,25 +46,32 @@ def incident_message(
     trigger: Trigger,
     *,
     headline: str,
+    note: str | None = None,
     done: Mapping[str, Any] | None = None,
     error: str | None = None,
+    refused: bool = False,
     benchmarks: Sequence[BenchmarkCompletedPayload] = (),
 ) -> Message:
+    """`note`: what people are told (a Notify's text); `done`: what an action did; `error`: why
+    it did not, `refused` when nothing was even tried."""
     p = trigger.payload
     causes = ", ".join(f"`{c}`" for c in p.caused_by[:_MAX_CAUSES])
     more = f" (+{len(p.caused_by) - _MAX_CAUSES} more)" if len(p.caused_by) > _MAX_CAUSES else ""
     nodes = getattr(p, "nodes", ())
     blocks = [
         {"type": "header", "text": {"type": "plain_text", "text": headline[:150]}},
+        *([_section(note)] if note else []),
         _section(
-            f"*What happened:* `{trigger.type}` by rule `{p.rule}` on `{trigger.cluster}` / "
+            f"*Decided:* `{trigger.type}` by rule `{p.rule}` on `{trigger.cluster}` / "
             f"`{trigger.subject}` ({p.severity})"
             + (f"\n*Nodes:* {', '.join(f'`{n}`' for n in nodes)}" if nodes else "")
         ),
         _section(f"*Why:* {p.reason}\n*Caused by:* {causes or '-'}{more}"),
     ]
-    if error is not None:
-        blocks.append(_section(f"*What was done:* nothing succeeded — {error}"))
+    if error is not None and refused:
+        blocks.append(_section(f"*What was done:* nothing — refused: {error}"))
+    elif error is not None:
+        blocks.append(_section(f"*What was done:* it failed — {error}"))
     elif done:
         blocks.append(_section(f"*What was done:*\n{_done(done)}"))
     if benchmarks:

@@ -1,4 +1,8 @@
-"""The node agent: an asyncio program of four loops sharing one sink."""
+"""The node agent: an asyncio program of five loops sharing one sink.
+
+XIDs arrive two ways, NVML's event API and the kernel log (which also tells of GPUs falling off
+the bus without an XID); `XidDeduper` makes one XID seen both ways one event.
+"""
 
 from __future__ import annotations
 
@@ -9,9 +13,13 @@ from collections.abc import Awaitable, Callable
 
 import structlog
 
+from collectors.agent.kernel_log import KernelLogSource, kernel_log_source
 from collectors.agent.settings import AgentSettings
+from collectors.agent.xid_dedup import XidDeduper
 from collectors.events import Stamp
-from collectors.gpu.backend import BackendUnavailable, GpuBackend
+from collectors.gpu.backend import BackendUnavailable, GpuBackend, Xid
+from collectors.gpu.kernel_xids import KernelXidParser
+from collectors.gpu.pci import GpuIndex, sysfs_bus_ids
 from collectors.health.executable import executable_checks
 from collectors.health.registry import CheckContext, CheckResult, HealthCheck, load_checks
 from collectors.health.runner import HealthRunner
@@ -23,7 +31,7 @@ from schemas.events import (
     NodeHeartbeat,
 )
 from schemas.events.gpus import GpuXidObservedPayload
-from schemas.events.nodes import NodeHealthCheckedPayload, NodeHeartbeatPayload
+from schemas.events.nodes import HealthStatus, NodeHealthCheckedPayload, NodeHeartbeatPayload
 
 log = structlog.get_logger(__name__)
 
@@ -46,10 +54,21 @@ async def _every(
 
 
 class NodeAgent:
-    def __init__(self, settings: AgentSettings, backend: GpuBackend, sink: EventSink) -> None:
+    def __init__(
+        self,
+        settings: AgentSettings,
+        backend: GpuBackend,
+        sink: EventSink,
+        kernel_log: KernelLogSource | None = None,
+    ) -> None:
         self.settings = settings
         self.backend = backend
         self.sink = sink
+        self.kernel_log = kernel_log or kernel_log_source(
+            settings.kernel_log, settings.kernel_log_poll_s, settings.kernel_log_from_start
+        )
+        self.dedup = XidDeduper(settings.xid_dedup_s)
+        self.gpu_index = GpuIndex({}, [])
         self.stamp = Stamp(source=f"agent@{settings.node}", cluster=settings.cluster)
         self.gpus = 0
         self.started = time.monotonic()
@@ -66,7 +85,11 @@ class NodeAgent:
             *load_checks(settings.checks),
             *(
                 executable_checks(
-                    settings.checks_dir, settings.exec_interval_s, settings.exec_timeout_s
+                    settings.checks_dir,
+                    settings.exec_interval_s,
+                    settings.exec_timeout_s,
+                    {k: HealthStatus(v) for k, v in settings.exec_severity_by_check.items()},
+                    HealthStatus(settings.exec_severity),
                 )
                 if settings.checks_dir
                 else []
@@ -88,6 +111,8 @@ class NodeAgent:
             log.warning("gpu_backend_unavailable", backend=self.backend.name, error=str(exc))
         else:
             log.info("gpu_backend_open", backend=self.backend.name, gpus=self.gpus)
+        known = self.backend.pci_bus_ids() if self.gpus else {}
+        self.gpu_index = GpuIndex(known, sysfs_bus_ids(self.settings.pci_driver_dir))
 
     async def run(self, stop: asyncio.Event) -> None:
         self.open_backend()
@@ -99,6 +124,8 @@ class NodeAgent:
             async with asyncio.TaskGroup() as tg:
                 tg.create_task(_every(self.settings.heartbeat_interval_s, stop, self.heartbeat))
                 tg.create_task(self.health.run(stop))
+                if self.kernel_log is not None:
+                    tg.create_task(self._kernel_log_loop(self.kernel_log, stop))
                 if self.gpus:
                     tg.create_task(_every(self.settings.interval_s, stop, self.sample))
                     tg.create_task(self._xid_loop(stop))
@@ -135,19 +162,56 @@ class NodeAgent:
 
     async def poll_xids(self, timeout_s: float) -> int:
         xids = await asyncio.to_thread(self.backend.wait_xids, timeout_s)
-        now = time.monotonic()
+        sent = 0
         for xid in xids:
-            self.ctx.xids.append((now, xid))
-            await self.sink.emit(
-                self.stamp.make(
-                    GpuXidObserved,
-                    self.settings.node,
-                    GpuXidObservedPayload(
-                        gpu=xid.gpu, uuid=xid.uuid, xid=xid.xid, message=xid.message
-                    ),
-                )
+            sent += await self.observe_xid(xid, "nvml")
+        return sent
+
+    async def observe_xid(self, xid: Xid, channel: str, pci_bus_id: str | None = None) -> bool:
+        """Record and send an XID unless another channel already reported it."""
+        now = time.monotonic()
+        if not self.dedup.first_sighting(xid.gpu, xid.xid, channel, now):
+            return False
+        self.ctx.xids.append((now, xid))
+        await self.sink.emit(
+            self.stamp.make(
+                GpuXidObserved,
+                self.settings.node,
+                GpuXidObservedPayload(
+                    gpu=xid.gpu,
+                    uuid=xid.uuid,
+                    xid=xid.xid,
+                    message=xid.message,
+                    pci_bus_id=pci_bus_id,
+                    channel=channel,
+                ),
             )
-        return len(xids)
+        )
+        return True
+
+    async def read_kernel_log(self, source: KernelLogSource, stop: asyncio.Event) -> int:
+        """XIDs and fallen-off-the-bus GPUs from the kernel log, until `stop` or its end."""
+        parser = KernelXidParser()
+        sent = 0
+        async for line in source.lines(stop):
+            found = parser.feed(line)
+            if found is None:
+                continue
+            xid = Xid(gpu=self.gpu_index.of(found.bus_id), xid=found.xid, message=found.message)
+            channel = "kernel-inferred" if found.inferred else "kernel"
+            sent += await self.observe_xid(xid, channel, found.bus_id)
+        return sent
+
+    async def _kernel_log_loop(self, source: KernelLogSource, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            try:
+                await self.read_kernel_log(source, stop)
+            except OSError as exc:  # no access to /dev/kmsg, no journalctl: say so, keep going
+                log.warning("kernel_log_unreadable", source=source.name, error=str(exc))
+            except Exception as exc:
+                log.warning("kernel_log_failed", source=source.name, error=str(exc))
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), 30.0)
 
     async def _xid_loop(self, stop: asyncio.Event) -> None:
         while not stop.is_set():

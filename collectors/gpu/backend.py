@@ -33,6 +33,10 @@ class GpuBackend(Protocol):
 
     def sample(self, gpu: int) -> GpuSampledPayload: ...
 
+    def pci_bus_ids(self) -> dict[int, str]:
+        """GPU index → PCI bus id, for the GPUs the backend knows (the kernel log names bus ids)."""
+        ...
+
     def wait_xids(self, timeout_s: float) -> list[Xid]:
         """Block up to `timeout_s` for XID events; called from a worker thread."""
         ...

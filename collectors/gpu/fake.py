@@ -86,6 +86,10 @@ class FakeGpuBackend:
         self._xids_until_s = -1.0
         return self.gpus
 
+    def pci_bus_ids(self) -> dict[int, str]:
+        """Made-up bus ids, one bus per GPU in index order (as NVML numbers real ones)."""
+        return {gpu: f"00000000:{gpu + 0x10:02X}:00.0" for gpu in range(self.gpus)}
+
     def visible_gpus(self) -> int:
         lost = {f.gpu for f in self._active("lost")}
         return self.gpus - len(lost & set(range(self.gpus)))

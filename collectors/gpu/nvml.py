@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any, TypeVar
 
 import pynvml
@@ -119,6 +120,15 @@ class NvmlBackend:
             ),
             pcie_replay_errors=_try(lambda: int(pynvml.nvmlDeviceGetPcieReplayCounter(h))),
         )
+
+    def pci_bus_ids(self) -> dict[int, str]:
+        found: dict[int, str] = {}
+        for gpu, h in enumerate(self._handles):
+            info: Any = _try(partial(pynvml.nvmlDeviceGetPciInfo, h))
+            bus = getattr(info, "busId", None)
+            if bus is not None:
+                found[gpu] = bus.decode() if isinstance(bus, bytes) else str(bus)
+        return found
 
     def wait_xids(self, timeout_s: float) -> list[Xid]:
         if self._events is None:

@@ -15,6 +15,12 @@ class ActionPayload(Payload):
     action: str = Field(description="The handler that acted, e.g. `restart_job`.")
     attempt: int = Field(default=1, ge=1)
     dry_run: bool = False
+    nodes: tuple[str, ...] = Field(
+        default=(),
+        max_length=10_000,
+        description="The nodes the trigger named (empty for job actions): lets a consumer route "
+        "the result to each node's state, as the result itself is keyed by the trigger's subject.",
+    )
 
 
 class ActionStartedPayload(ActionPayload):
@@ -28,6 +34,11 @@ class ActionSucceededPayload(ActionPayload):
 class ActionFailedPayload(ActionPayload):
     error: str
     permanent: bool
+    refused: bool = Field(
+        default=False,
+        description="The worker did not act at all (circuit breaker, allowlist, in doubt); "
+        "`error` says why.",
+    )
 
 
 @event(topic="actions")

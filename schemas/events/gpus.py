@@ -41,10 +41,18 @@ class GpuSampled(Event):
 
 
 class GpuXidObservedPayload(Payload):
-    gpu: int = Field(ge=0)
+    gpu: int = Field(ge=0, description="NVML index; from the kernel log, see collectors/gpu/pci.")
     uuid: str | None = None
-    xid: int = Field(ge=0)
+    xid: int = Field(ge=0, description="NVIDIA's code; schemas.xids says what it means.")
     message: str | None = None
+    pci_bus_id: str | None = Field(
+        default=None, max_length=16, description="`0000:3b:00`, when the kernel log named it."
+    )
+    channel: Literal["nvml", "kernel", "kernel-inferred"] | None = Field(
+        default=None,
+        description="How it was seen: NVML's event API, an `NVRM: Xid` kernel line, or a "
+        "kernel line saying the GPU fell off the bus with no XID (reported as Xid 79).",
+    )
 
 
 @event(topic="nodes")

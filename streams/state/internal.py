@@ -1,4 +1,5 @@
-"""Events the brain derives for itself: re-keyed job facts, quarantine feedback, clock ticks.
+"""Events the brain derives for itself: re-keyed job facts and action results, decisions about
+nodes, clock ticks.
 
 They are not part of the contract (never on a catalog topic): the pure brain hands them to itself
 in memory; the Faust app sends them through its own internal topic so that the entity they are
@@ -60,17 +61,39 @@ class NodeSetFailed(Event):
     payload: NodeSetFailedPayload
 
 
-class QuarantineChangedPayload(Payload):
-    quarantined: bool
+# The node's quarantine story: what was decided for a node, and what the action workers report.
+StoryTrigger = Literal["QuarantineNodes", "RunBenchmark", "ReleaseNodes"]
+
+
+class NodeDecidedPayload(Payload):
     trigger_id: uuid.UUID
+    trigger_type: StoryTrigger
     reason: str
 
 
-class QuarantineChanged(Event):
-    """The brain decided to quarantine or release this node (`subject` is the node id)."""
+class NodeDecided(Event):
+    """The brain asked for an action on this node (`subject` is the node id); nothing is done
+    yet: the node's state moves on the action's result, not on this."""
 
-    type: Literal["QuarantineChanged"] = "QuarantineChanged"
-    payload: QuarantineChangedPayload
+    type: Literal["NodeDecided"] = "NodeDecided"
+    payload: NodeDecidedPayload
+
+
+class NodeActionReportedPayload(Payload):
+    trigger_id: uuid.UUID
+    trigger_type: StoryTrigger
+    action: str
+    succeeded: bool
+    refused: bool = False  # the worker did not act at all (breaker, allowlist)
+    error: str | None = None
+    cause: uuid.UUID
+
+
+class NodeActionReported(Event):
+    """An action worker reports the outcome of an action on this node (`subject`: node id)."""
+
+    type: Literal["NodeActionReported"] = "NodeActionReported"
+    payload: NodeActionReportedPayload
 
 
 class TickPayload(Payload):
@@ -107,7 +130,7 @@ def tick(cls: type[Event], subject: str, cluster: str, now: datetime) -> Event:
 
 _INTERNAL: dict[str, type[Event]] = {
     cls.model_fields["type"].default: cls
-    for cls in (NodeJobObserved, NodeSetFailed, QuarantineChanged, JobTick, NodeTick)
+    for cls in (NodeJobObserved, NodeSetFailed, NodeDecided, NodeActionReported, JobTick, NodeTick)
 }
 
 

@@ -1,11 +1,10 @@
 """The Node: what the stream knows about one node, folded purely from node events and from
-what the brain forwards to it (job attempts seen there, its own quarantine decisions).
+what the brain forwards to it (job attempts seen there, decisions about it, action results).
 
-Quarantine state follows the brain's own decisions: a `QuarantineNodes` trigger marks its nodes
-quarantined and a `ReleaseNodes` trigger clears them (both reach the node as
-`QuarantineChanged`). `BenchmarkCompleted` is recorded as the last verdict; the
-`benchmark_verdict` rule turns a pass into `ReleaseNodes`. So the state says what Centrality
-decided, the same live and in replay, not what an action worker later managed to do.
+State follows outcomes, not decisions: a rule's `QuarantineNodes` makes the node `suspect`
+(drain requested); it is `quarantined` only once the drain's `ActionSucceeded` comes back, and in
+service again once a release succeeded (see `streams.state.story`). What the scheduler reports
+(`NodeStateObserved`) is kept beside it: a node drained or down by someone else.
 """
 
 from __future__ import annotations
@@ -24,12 +23,18 @@ from schemas.events import (
     HealthStatus,
     NodeHealthChecked,
     NodeHeartbeat,
+    NodeStateObserved,
+    SchedulerNodeState,
 )
-from streams.state.internal import NodeJobObserved, QuarantineChanged
+from streams.state.internal import NodeActionReported, NodeDecided, NodeJobObserved
 from streams.state.stamp import Entity, stamped
+from streams.state.story import VERDICT_STAGES, NodeStatus, Stage, Story
 from streams.state.windows import Failure, record
 
 XIDS_KEPT = 32
+# A GPU at or below this utilisation does no work (NVML reports whole percents; 1% is noise).
+IDLE_UTILIZATION_PCT = 1.0
+HEALTH_FAILURES_KEPT = 64
 
 
 class Health(BaseModel):
@@ -53,6 +58,16 @@ class GpuCounters(BaseModel):
     ecc_double_bit_rose_at: datetime | None = None  # the sample where double-bit errors last rose
 
 
+class HealthFailure(BaseModel):
+    """A CRITICAL health-check result, kept for the repeated_health_failures rule."""
+
+    model_config = ConfigDict(frozen=True)
+
+    check: str
+    at: datetime
+    event_id: uuid.UUID
+
+
 class XidSeen(BaseModel):
     model_config = ConfigDict(frozen=True)
 
@@ -62,24 +77,44 @@ class XidSeen(BaseModel):
     event_id: uuid.UUID
 
 
+class SchedulerView(BaseModel):
+    """The node as its scheduler last reported it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    state: SchedulerNodeState
+    raw_state: str
+    reason: str | None = None
+    at: datetime
+
+
+OUT_OF_SERVICE = frozenset(
+    {SchedulerNodeState.DRAINING, SchedulerNodeState.DRAINED, SchedulerNodeState.DOWN}
+)
+
+
 class Node(Entity):
     model_config = ConfigDict(frozen=True)
 
     node_id: str
     cluster: str
     health: dict[str, Health] = Field(default_factory=dict)
+    health_failures: tuple[HealthFailure, ...] = ()  # CRITICAL results, event time, bounded
     last_heartbeat_at: datetime | None = None
     heartbeat_interval_s: float | None = None
     gpus: dict[int, GpuCounters] = Field(default_factory=dict)  # GPUs with any error seen
     xids: tuple[XidSeen, ...] = ()
     xid_counts: dict[int, int] = Field(default_factory=dict)
-    quarantined: bool = False
-    quarantined_at: datetime | None = None
-    quarantine_reason: str | None = None
-    releases: int = 0  # completed quarantine episodes: names the current one
+    story: Story | None = None  # the current (or last unfinished) quarantine story
+    episodes: int = 0  # quarantine stories that ended (released, resumed or drain failed)
+    scheduler: SchedulerView | None = None
     last_benchmark_verdict: str | None = None
     last_benchmark_at: datetime | None = None
     jobs: dict[str, int] = Field(default_factory=dict)  # job id → attempt currently running here
+    jobs_started_at: dict[str, datetime] = Field(default_factory=dict)  # of those attempts, here
+    # Per GPU sampled: since when it idles (None: busy). Written only when a GPU turns idle or
+    # busy, so steady telemetry costs no table write.
+    gpu_idle_since: dict[int, datetime | None] = Field(default_factory=dict)
     failures: tuple[Failure, ...] = ()  # failed attempts that ran here, event time
 
     @classmethod
@@ -93,7 +128,34 @@ class Node(Entity):
     @property
     def episode(self) -> str:
         """Names the current (or next) quarantine episode: one decision of each kind per episode."""
-        return f"q{self.releases}"
+        return f"q{self.episodes}"
+
+    @property
+    def status(self) -> NodeStatus:
+        return NodeStatus.IN_SERVICE if self.story is None else self.story.status
+
+    @property
+    def quarantined(self) -> bool:
+        """Drained by Centrality (the drain succeeded), until a release succeeds."""
+        return self.status is NodeStatus.QUARANTINED
+
+    @property
+    def idle_since(self) -> datetime | None:
+        """Since when every GPU sampled here idles; None while any works (or none was seen)."""
+        since = self.gpu_idle_since.values()
+        if not since or any(s is None for s in since):
+            return None
+        return max(s for s in since if s is not None)
+
+    @property
+    def may_quarantine(self) -> bool:
+        """A rule may start a quarantine story: none is under way (a failed drain ended one)."""
+        return self.story is None or self.story.stage is Stage.DRAIN_FAILED
+
+    @property
+    def out_of_service_by_scheduler(self) -> bool:
+        """Drained or down by someone else, as far as the scheduler says."""
+        return self.scheduler is not None and self.scheduler.state in OUT_OF_SERVICE
 
 
 def apply(state: Node | None, event: Event) -> Node:
@@ -121,11 +183,18 @@ def _(event: NodeHeartbeat, state: Node) -> Node:
 @_fold.register
 def _(event: NodeHealthChecked, state: Node) -> Node:
     p = event.payload
+    update: dict[str, object] = {}
     seen = state.health.get(p.check)
-    if seen is not None and seen.at > event.occurred_at:
-        return state
-    health = Health(status=p.status, message=p.message, at=event.occurred_at)
-    return state.model_copy(update={"health": {**state.health, p.check: health}})
+    if seen is None or seen.at <= event.occurred_at:
+        health = Health(status=p.status, message=p.message, at=event.occurred_at)
+        update["health"] = {**state.health, p.check: health}
+    if p.status == HealthStatus.CRITICAL and all(
+        f.event_id != event.event_id for f in state.health_failures
+    ):
+        failure = HealthFailure(check=p.check, at=event.occurred_at, event_id=event.event_id)
+        kept = sorted((*state.health_failures, failure), key=lambda f: f.at)
+        update["health_failures"] = tuple(kept[-HEALTH_FAILURES_KEPT:])
+    return state.model_copy(update=update) if update else state
 
 
 def _max(seen: int, sample: int | None) -> int:
@@ -148,9 +217,23 @@ def _(event: GpuSampled, state: Node) -> Node:
         if (p.ecc_double_bit or 0) > old.ecc_double_bit
         else old.ecc_double_bit_rose_at,
     )
-    if new == old:
-        return state
-    return state.model_copy(update={"gpus": {**state.gpus, p.gpu: new}})
+    update: dict[str, object] = {}
+    if new != old:
+        update["gpus"] = {**state.gpus, p.gpu: new}
+    idle = _idle_since(state.gpu_idle_since.get(p.gpu, None), p.utilization_pct, event.occurred_at)
+    if p.utilization_pct is not None and (
+        p.gpu not in state.gpu_idle_since or idle != state.gpu_idle_since[p.gpu]
+    ):
+        update["gpu_idle_since"] = {**state.gpu_idle_since, p.gpu: idle}
+    return state.model_copy(update=update) if update else state
+
+
+def _idle_since(
+    seen: datetime | None, utilization_pct: float | None, at: datetime
+) -> datetime | None:
+    if utilization_pct is None or utilization_pct > IDLE_UTILIZATION_PCT:
+        return None
+    return seen if seen is not None and seen <= at else at
 
 
 @_fold.register
@@ -164,47 +247,106 @@ def _(event: GpuXidObserved, state: Node) -> Node:
 
 
 @_fold.register
-def _(event: BenchmarkCompleted, state: Node) -> Node:
-    return state.model_copy(
-        update={
-            "last_benchmark_verdict": event.payload.verdict,
-            "last_benchmark_at": event.occurred_at,
-        }
-    )
-
-
-@_fold.register
 def _(event: NodeJobObserved, state: Node) -> Node:
     p = event.payload
-    jobs = dict(state.jobs)
+    jobs, started = dict(state.jobs), dict(state.jobs_started_at)
     if p.running:
+        if jobs.get(p.job_id, 0) < p.attempt or p.job_id not in started:
+            started[p.job_id] = event.occurred_at
         if jobs.get(p.job_id, 0) <= p.attempt:
             jobs[p.job_id] = p.attempt
     elif jobs.get(p.job_id, 0) <= p.attempt:
         jobs.pop(p.job_id, None)
+        started.pop(p.job_id, None)
     failures = state.failures
     if p.failure:
         failure = Failure(at=event.occurred_at, job_id=p.job_id, attempt=p.attempt, cause=p.cause)
         failures = record(failures, failure)
-    return state.model_copy(update={"jobs": jobs, "failures": failures})
+    return state.model_copy(update={"jobs": jobs, "jobs_started_at": started, "failures": failures})
 
 
 @_fold.register
-def _(event: QuarantineChanged, state: Node) -> Node:
+def _(event: BenchmarkCompleted, state: Node) -> Node:
     p = event.payload
-    if p.quarantined == state.quarantined:
+    update: dict[str, object] = {
+        "last_benchmark_verdict": p.verdict,
+        "last_benchmark_at": event.occurred_at,
+    }
+    story = state.story
+    if (
+        story is not None
+        and story.stage in VERDICT_STAGES
+        and (p.trigger_id is None or p.trigger_id in story.triggers)
+    ):
+        stage = Stage.PASSED if p.verdict == "pass" else Stage.KEPT
+        problem = None if p.verdict == "pass" else "; ".join(p.reasons) or p.verdict
+        update["story"] = story.to(stage, event.occurred_at, verdict=p.verdict, problem=problem)
+    return state.model_copy(update=update)
+
+
+@_fold.register
+def _(event: NodeDecided, state: Node) -> Node:
+    p, story, at = event.payload, state.story, event.occurred_at
+    if p.trigger_type == "QuarantineNodes":
+        if state.may_quarantine:
+            story = Story(
+                stage=Stage.DRAIN_REQUESTED,
+                reason=p.reason,
+                decided_at=at,
+                since=at,
+                triggers=(p.trigger_id,),
+            )
+        elif story is not None and story.stage is Stage.DRAIN_REQUESTED:
+            story = story.asked(p.trigger_id)  # another rule asks too: either outcome counts
+    elif story is None or story.status is not NodeStatus.QUARANTINED:
+        return state  # benchmark and release only ever concern a drained node
+    elif p.trigger_type == "RunBenchmark" and story.stage is not Stage.RELEASING:
+        story = story.asked(p.trigger_id).to(Stage.BENCHMARKING, at, problem=None)
+    elif p.trigger_type == "ReleaseNodes":
+        story = story.asked(p.trigger_id).to(Stage.RELEASING, at)
+    if story is state.story:
         return state
-    if p.quarantined:
-        update: dict[str, object] = {
-            "quarantined": True,
-            "quarantined_at": event.occurred_at,
-            "quarantine_reason": p.reason,
-        }
-    else:
-        update = {
-            "quarantined": False,
-            "quarantined_at": None,
-            "quarantine_reason": None,
-            "releases": state.releases + 1,
-        }
+    return state.model_copy(update={"story": story})
+
+
+@_fold.register
+def _(event: NodeActionReported, state: Node) -> Node:
+    p, story, at = event.payload, state.story, event.occurred_at
+    if story is None or p.trigger_id not in story.triggers:
+        return state  # not about this story: an old episode's, or a redelivery after it ended
+    update: dict[str, object] | None = None
+    match p.trigger_type, p.succeeded, story.stage:
+        case "QuarantineNodes", True, Stage.DRAIN_REQUESTED | Stage.DRAIN_FAILED:
+            update = {"story": story.to(Stage.DRAINED, at, problem=None)}
+        case "QuarantineNodes", False, Stage.DRAIN_REQUESTED:
+            update = {
+                "story": story.to(Stage.DRAIN_FAILED, at, problem=p.error),
+                "episodes": state.episodes + 1,
+            }
+        case "RunBenchmark", False, Stage.BENCHMARKING:
+            update = {"story": story.to(Stage.BENCHMARK_FAILED, at, problem=p.error)}
+        case "ReleaseNodes", True, Stage.RELEASING | Stage.RELEASE_FAILED:
+            update = {"story": None, "episodes": state.episodes + 1}  # back in service
+        case "ReleaseNodes", False, Stage.RELEASING:
+            update = {"story": story.to(Stage.RELEASE_FAILED, at, problem=p.error)}
+    return state if update is None else state.model_copy(update=update)
+
+
+@_fold.register
+def _(event: NodeStateObserved, state: Node) -> Node:
+    p = event.payload
+    if state.scheduler is not None and event.occurred_at <= state.scheduler.at:
+        return state
+    at = event.occurred_at
+    view = SchedulerView(state=p.state, raw_state=p.raw_state, reason=p.reason, at=at)
+    update: dict[str, object] = {"scheduler": view}
+    story = state.story
+    if (
+        story is not None
+        and story.status is NodeStatus.QUARANTINED
+        and p.state is SchedulerNodeState.AVAILABLE
+        and at > story.since
+    ):
+        # Someone returned the node to service after our drain: the story is over.
+        update |= {"story": None, "episodes": state.episodes + 1}
     return state.model_copy(update=update)

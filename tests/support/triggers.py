@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from schemas.events import JobExited, Notify, QuarantineNodes, RestartJob, RunBenchmark
+from schemas.events import (
+    JobExited,
+    Notify,
+    QuarantineNodes,
+    ReleaseNodes,
+    RestartJob,
+    RunBenchmark,
+)
 from tests.factories import exited
 
 
@@ -42,6 +49,13 @@ def benchmark(nodes: tuple[str, ...], window: str = "w1") -> RunBenchmark:
     return RunBenchmark.decide(
         cause=cause(), source="test", rule="repeat_failures", window=window,
         reason="suspect nodes", nodes=nodes,
+    )  # fmt: skip
+
+
+def release(nodes: tuple[str, ...], window: str = "w1") -> ReleaseNodes:
+    return ReleaseNodes.decide(
+        cause=cause(), source="test", rule="benchmark_verdict", window=window,
+        reason="benchmark passed", nodes=nodes,
     )  # fmt: skip
 
 

@@ -1,5 +1,8 @@
-"""A quarantined node's benchmark: pass → `ReleaseNodes`; fail → it stays quarantined, and
-people are told. Once per quarantine episode.
+"""A drained node's benchmark verdict: pass → `ReleaseNodes`; anything else → it stays
+quarantined (drained), and people are told. Once per quarantine episode.
+
+The node's fold has already taken the verdict (stage `passed` or `kept`) only when the node is
+drained and the benchmark is one of its story's; a verdict on a node in service does nothing.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from typing import Any
 from schemas.events import BenchmarkCompleted, Notify, ReleaseNodes, Trigger
 from streams.rules.registry import RuleConfig, rule
 from streams.state.node import Node
+from streams.state.story import Stage
 
 NAME = "benchmark_verdict"
 
@@ -18,30 +22,31 @@ NAME = "benchmark_verdict"
 def benchmark_verdict(
     node: Node, event: BenchmarkCompleted, config: RuleConfig
 ) -> Iterator[Trigger]:
-    p = event.payload
-    if not node.quarantined:
-        return
+    story = node.story
+    if story is None:
+        return  # a node in service: nothing to release or keep
     common: dict[str, Any] = {
         "cause": event,
         "source": f"rule/{NAME}",
         "rule": NAME,
         "severity": config.severity,
     }
-    if p.verdict == "pass":
+    if story.stage is Stage.PASSED:
         yield ReleaseNodes.decide(
             window=f"{node.episode}/release",
             reason="benchmark passed",
             nodes=(node.node_id,),
             **common,
         )
-        return
-    why = "; ".join(p.reasons) or p.verdict
-    yield Notify.decide(
-        window=f"{node.episode}/benchmark-{p.verdict}",
-        reason=f"benchmark {p.verdict}: {why}",
-        title=f"Node {node.node_id} stays quarantined",
-        text=f"Benchmark verdict {p.verdict}: {why}",
-        incident=f"quarantine/{node.node_id}/{node.episode}",
-        nodes=(node.node_id,),
-        **common,
-    )
+    elif story.stage is Stage.KEPT:
+        p = event.payload
+        yield Notify.decide(
+            window=f"{node.episode}/benchmark-{p.verdict}",
+            reason=f"benchmark {p.verdict}: {story.problem}",
+            title=f"Node {node.node_id} stays quarantined: benchmark {p.verdict}",
+            text=f"Drained because {story.reason}. Benchmark verdict {p.verdict}: "
+            f"{story.problem}. It stays drained until someone releases it.",
+            incident=f"{node.cluster}/{node.node_id}",
+            nodes=(node.node_id,),
+            **common,
+        )

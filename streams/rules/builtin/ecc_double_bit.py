@@ -1,11 +1,12 @@
-"""An uncorrectable (double-bit) ECC error → quarantine the node and benchmark it."""
+"""An uncorrectable (double-bit) ECC error → ask for the node's quarantine (the benchmark follows
+once the drain succeeded)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
 from schemas.events import GpuSampled, Trigger
-from streams.rules.builtin.quarantine import quarantine_and_benchmark
+from streams.rules.builtin.quarantine import quarantine
 from streams.rules.registry import RuleConfig, Severity, rule
 from streams.state.node import Node
 
@@ -20,9 +21,9 @@ class EccDoubleBitConfig(RuleConfig):
 def ecc_double_bit(node: Node, event: GpuSampled, config: EccDoubleBitConfig) -> Iterator[Trigger]:
     gpu = node.gpus.get(event.payload.gpu)
     # Only the sample where the (cumulative) counter rose: an old count does not re-quarantine.
-    if gpu is None or gpu.ecc_double_bit_rose_at != event.occurred_at or node.quarantined:
+    if gpu is None or gpu.ecc_double_bit_rose_at != event.occurred_at or not node.may_quarantine:
         return
-    yield from quarantine_and_benchmark(
+    yield quarantine(
         rule=NAME,
         cause=event,
         nodes=(node.node_id,),

@@ -1,4 +1,5 @@
-"""A fatal XID on a GPU → quarantine the node and benchmark it (once per quarantine episode)."""
+"""A fatal XID on a GPU → ask for the node's quarantine (once per quarantine episode); the
+benchmark follows once the drain succeeded (`quarantine_story`)."""
 
 from __future__ import annotations
 
@@ -7,31 +8,33 @@ from collections.abc import Iterator
 from pydantic import Field
 
 from schemas.events import GpuXidObserved, Trigger
-from streams.rules.builtin.quarantine import quarantine_and_benchmark
+from schemas.xids import FATAL_XIDS, describe, is_fatal
+from streams.rules.builtin.quarantine import quarantine
 from streams.rules.registry import RuleConfig, Severity, rule
 from streams.state.node import Node
 
 NAME = "fatal_xid"
 
-# NVIDIA's XIDs that mean the GPU (not the program) is broken or needs a reset.
-FATAL_XIDS = frozenset({48, 61, 62, 63, 64, 74, 79, 92, 94, 95, 119, 120, 140})
-
 
 class FatalXidConfig(RuleConfig):
-    xids: frozenset[int] = Field(default=FATAL_XIDS, description="XIDs treated as fatal.")
+    xids: frozenset[int] = Field(
+        default=FATAL_XIDS,
+        description="XIDs treated as fatal; the default is schemas.xids' catalog (a GPU reset, "
+        "a reboot or hands-on service). Xid 154 is judged by the action its message names.",
+    )
     severity: Severity = "critical"
 
 
 @rule(NAME, on=(GpuXidObserved,), config=FatalXidConfig)
 def fatal_xid(node: Node, event: GpuXidObserved, config: FatalXidConfig) -> Iterator[Trigger]:
     p = event.payload
-    if p.xid not in config.xids or node.quarantined:
+    if not node.may_quarantine or not is_fatal(p.xid, p.message, config.xids):
         return
-    yield from quarantine_and_benchmark(
+    yield quarantine(
         rule=NAME,
         cause=event,
         nodes=(node.node_id,),
         window=node.episode,
-        reason=f"XID {p.xid} on GPU {p.gpu}" + (f": {p.message}" if p.message else ""),
+        reason=f"{describe(p.xid)} on GPU {p.gpu}" + (f": {p.message}" if p.message else ""),
         config=config,
     )

@@ -1,17 +1,20 @@
-"""The decision pair shared by rules that take nodes out of service: quarantine, then benchmark."""
+"""The decision shared by rules that take nodes out of service: ask for their quarantine.
+
+Only the drain is decided here. What follows (benchmark, verdict, release or keep) is decided by
+`quarantine_story` and `benchmark_verdict` on each node once the action workers report that the
+previous step actually happened, so nothing runs on a node that is still in service.
+"""
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
-from typing import Any
 
 from schemas.envelope import Event
-from schemas.events import QuarantineNodes, RunBenchmark, Trigger
+from schemas.events import QuarantineNodes
 from streams.rules.registry import RuleConfig
 
 
-def quarantine_and_benchmark(
+def quarantine(
     *,
     rule: str,
     cause: Event,
@@ -20,15 +23,14 @@ def quarantine_and_benchmark(
     reason: str,
     config: RuleConfig,
     caused_by: tuple[uuid.UUID, ...] | None = None,
-) -> Iterator[Trigger]:
-    common: dict[str, Any] = {
-        "cause": cause,
-        "source": f"rule/{rule}",
-        "rule": rule,
-        "reason": reason,
-        "severity": config.severity,
-        "nodes": nodes,
-        "caused_by": caused_by or (cause.event_id,),
-    }
-    yield QuarantineNodes.decide(window=f"{window}/quarantine", **common)
-    yield RunBenchmark.decide(window=f"{window}/benchmark", **common)
+) -> QuarantineNodes:
+    return QuarantineNodes.decide(
+        cause=cause,
+        source=f"rule/{rule}",
+        rule=rule,
+        window=f"{window}/quarantine",
+        reason=reason,
+        severity=config.severity,
+        nodes=nodes,
+        caused_by=caused_by or (cause.event_id,),
+    )

@@ -1,5 +1,5 @@
-"""A job failing `threshold` times on the same node set within a window → quarantine those
-nodes, benchmark them and tell people.
+"""A job failing `threshold` times on the same node set within a window → ask for the quarantine
+of those nodes and tell people (each node is benchmarked once its drain succeeded).
 
 Counts come from the node set's failure list in event time (see `streams.state.windows`); with
 hopping windows the decision is named after the earliest window that reached the threshold, and
@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pydantic import Field
 
 from schemas.events import Notify, Trigger
-from streams.rules.builtin.quarantine import quarantine_and_benchmark
+from streams.rules.builtin.quarantine import quarantine
 from streams.rules.registry import RuleConfig, Severity, rule
 from streams.state.internal import NodeSetFailed
 from streams.state.node_set import NodeSet
@@ -45,7 +45,7 @@ def repeated_failures(
             f"{config.window.window_s:.0f} s (jobs: {', '.join(jobs)})"
         )
         caused_by = tuple(f.cause for f in failed)
-        yield from quarantine_and_benchmark(
+        yield quarantine(
             rule=NAME,
             cause=event,
             nodes=nodes,
@@ -62,8 +62,8 @@ def repeated_failures(
             reason=reason,
             severity=config.severity,
             caused_by=caused_by,
-            title=f"Quarantining {len(nodes)} node(s) after repeated failures",
-            text=reason + "; benchmarking them.",
+            title=f"Quarantine of {len(nodes)} node(s) requested after repeated failures",
+            text=reason + ". Asked to drain them; each is benchmarked once its drain succeeded.",
             incident=f"{NAME}/{event.subject}/{window}",
             nodes=nodes,
             job_id=event.payload.job_id,

@@ -55,4 +55,4 @@ async def test_failing_adapter_ends_in_action_failed_and_a_notification(
     assert count(seen, ActionStarted, trigger) == 4
     assert adapter.calls == ["requeue"] * 4 and adapter.requeued == []
     [post] = slack.posts
-    assert "restart_job failed" in post["text"]
+    assert post["text"].startswith("slurm/test/42 not requeued")

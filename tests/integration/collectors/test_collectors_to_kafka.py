@@ -35,7 +35,12 @@ pytestmark = pytest.mark.integration
 
 async def test_agent_batches_samples_per_node_and_interval(kafka_settings: KafkaSettings) -> None:
     settings = AgentSettings(
-        node="gpu-7", cluster="c1", interval_s=0.2, heartbeat_interval_s=0.5, expected_gpus=8
+        node="gpu-7",
+        cluster="c1",
+        interval_s=0.2,
+        heartbeat_interval_s=0.5,
+        expected_gpus=8,
+        kernel_log="none",
     )
     backend = FakeGpuBackend(8, (Fault.parse("xid:2:0.3:79"),))
     stop = asyncio.Event()

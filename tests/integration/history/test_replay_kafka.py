@@ -151,7 +151,8 @@ def test_warmup_decides_a_window_straddling_the_start_as_live(
     fifth = exits[4]
     quarantine = {str(t.event_id) for t in events if isinstance(t, Trigger)}
     quarantine -= {str(t.event_id) for t in events if isinstance(t, RestartJob)}
-    assert any(isinstance(t, QuarantineNodes) for t in events) and len(quarantine) == 3
+    # the drain request and the notice (the benchmark waits for the drain's outcome)
+    assert any(isinstance(t, QuarantineNodes) for t in events) and len(quarantine) == 2
     if source == "clickhouse":
         with connect(clickhouse_settings) as client:
             insert_events(client, events)

@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import uuid
+from pathlib import Path
+
+import pytest
 
 from actions.benchmark.parse import parse_reports
-from actions.benchmark.runner import KIND, verdict
+from actions.benchmark.runner import KIND, WrongResults, _nccl_tests, verdict
+
+NCCL = Path(__file__).parents[2] / "fixtures" / "realworld" / "nccl"
 
 GOOD = {"gpu": 0, "matmul_tflops": 700.0, "memory_bandwidth_gbps": 3000.0}
 
@@ -55,3 +61,28 @@ def test_real_runner_without_gpu_reports_no_gpu() -> None:
     assert parsed.verdict == "no-gpu"
     assert parsed.thresholds == {"min_tflops": 600.0}
     assert parsed.reasons and parsed.gpus == ()
+
+
+@pytest.mark.parametrize("exit_code", [0, 1])
+def test_nccl_tests_that_returned_wrong_data_fail_the_node(
+    exit_code: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake = tmp_path / "all_reduce_perf"  # prints a real failed run (see PROVENANCE.md)
+    fake.write_text(f"#!/bin/sh\ncat {NCCL / 'inc_switch_4gpu_wrong_counts_failed.txt'}\n"
+                    f"exit {exit_code}\n")  # fmt: skip
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    with pytest.raises(WrongResults, match="216 out-of-bounds values"):
+        _nccl_tests(4, 256)
+    wrong = "all_reduce_perf: 216 out-of-bounds values (wrong data)"
+    assert verdict([GOOD], 400.0, {"min_busbw_gbps": 1}, wrong) == ("fail", [wrong])
+
+
+def test_nccl_tests_that_passed_give_their_average_bus_bandwidth(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake = tmp_path / "all_reduce_perf"
+    fake.write_text(f"#!/bin/sh\ncat {NCCL / 'nccl_tests_issue252_ring_large.txt'}\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    assert _nccl_tests(8, 256) == 95.3009

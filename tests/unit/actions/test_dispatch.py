@@ -21,7 +21,7 @@ from actions.slack.settings import SlackSettings
 from schemas.envelope import Event
 from schemas.events import ActionFailed, ActionStarted, ActionSucceeded, BenchmarkCompleted
 from tests.support.slack_stub import SlackStub
-from tests.support.triggers import benchmark, quarantine, restart
+from tests.support.triggers import benchmark, notify, quarantine, release, restart
 
 
 @pytest.fixture
@@ -63,7 +63,8 @@ async def test_quarantine_drains_and_taints(slack: SlackStub) -> None:
     [done] = rig.of(ActionSucceeded)
     assert done.payload.detail["drain"]["drained"] == ["n1"]
     [post] = slack.posts  # success of a quarantine is told in the incident's thread
-    assert "quarantine_nodes done" in post["text"]
+    assert post["text"].startswith("Drained n1: ")
+    assert done.payload.nodes == ("n1",)  # so the streams can tell each node what happened
 
 
 async def test_breaker_trips_notifies_and_does_not_act(slack: SlackStub) -> None:
@@ -73,10 +74,11 @@ async def test_breaker_trips_notifies_and_does_not_act(slack: SlackStub) -> None
     assert set(rig.adapter.drained) == {"n1", "n2"}
     [failed] = rig.of(ActionFailed)
     assert failed.payload.error.startswith("circuit breaker: quarantining 3 of 10 nodes")
-    assert failed.payload.permanent
+    assert failed.payload.permanent and failed.payload.refused
+    assert failed.payload.nodes == ("n3",)
     tripped = slack.posts[-1]
-    assert "not done" in tripped["text"]
-    assert "circuit breaker" in json_text(tripped)
+    assert tripped["text"].startswith("n3 not drained: ")
+    assert "nothing — refused: circuit breaker" in json_text(tripped)
     assert rig.ledger.get(quarantine(("n3",), window="b").event_id).outcome == "skipped"  # type: ignore[union-attr]
 
 
@@ -109,7 +111,9 @@ async def test_failing_adapter_retries_then_fails_and_notifies(slack: SlackStub)
     assert (failed.payload.attempt, failed.payload.permanent) == (4, False)
     assert "slurmctld busy" in failed.payload.error
     [post] = slack.posts
-    assert "restart_job failed" in post["text"] and "slurmctld busy" in json_text(post)
+    assert post["text"].startswith("slurm/test/42 not requeued")
+    assert "it failed — TemporaryError: slurmctld busy" in json_text(post)
+    assert not failed.payload.refused
     await rig.dispatcher.handle(restart())  # redelivered after failing: still nothing more
     assert len(rig.adapter.calls) == 4
 
@@ -155,8 +159,31 @@ async def test_action_in_doubt_is_reported_not_repeated(slack: SlackStub) -> Non
     assert rig.ledger.get(trigger.event_id).outcome == "failed"  # type: ignore[union-attr]
 
 
+async def drained(rig: Rig, *nodes: str) -> None:
+    """Benchmarks run only on drained nodes: drain them first, as the quarantine story does."""
+    await rig.dispatcher.handle(quarantine(nodes, window="drain-first"))
+    assert set(nodes) <= set(rig.adapter.drained)
+
+
+async def test_a_benchmark_never_runs_on_a_node_still_in_service(slack: SlackStub) -> None:
+    rig = Rig(slack, quarantine_max_share=0.5)
+    await drained(rig, "n1")
+    await rig.dispatcher.handle(benchmark(("n1", "n2")))
+    assert "run_on_nodes" not in rig.adapter.calls
+    [refused] = rig.of(ActionFailed)
+    assert refused.payload.refused and refused.payload.error == (
+        "circuit breaker: n2 not drained: a benchmark runs only on drained nodes"
+    )
+    assert slack.posts[-1]["text"].startswith("n1, n2 not benchmarked: ")
+    # Released nodes are in service again: no benchmark there either.
+    await rig.dispatcher.handle(release(("n1",)))
+    await rig.dispatcher.handle(benchmark(("n1",), window="w2"))
+    assert "run_on_nodes" not in rig.adapter.calls
+
+
 async def test_benchmark_per_node_results_and_slack_table(slack: SlackStub) -> None:
-    rig = Rig(slack)
+    rig = Rig(slack, quarantine_max_share=0.5)
+    await drained(rig, "n1", "n2")
     rig.adapter.run_stdout = (
         '{"kind": "centrality-benchmark", "node": "n1", "verdict": "pass", "gpus": '
         '[{"gpu": 0, "matmul_tflops": 712.5, "memory_bandwidth_gbps": 3900.0}]}\n'
@@ -172,14 +199,77 @@ async def test_benchmark_per_node_results_and_slack_table(slack: SlackStub) -> N
 
 
 def json_text(post: dict[str, Any]) -> str:
-    return json.dumps(post.get("blocks", []))
+    return json.dumps(post.get("blocks", []), ensure_ascii=False)
 
 
 async def test_real_runner_on_each_node_reaches_slack(slack: SlackStub) -> None:
-    rig = Rig(slack, benchmark_command=[sys.executable, "-m", "actions.benchmark.runner"])
+    rig = Rig(
+        slack,
+        benchmark_command=[sys.executable, "-m", "actions.benchmark.runner"],
+        quarantine_max_share=0.5,
+    )
     rig.adapter.execute_runs = True
+    await drained(rig, "gpu-a", "gpu-b")
     await rig.dispatcher.handle(benchmark(("gpu-a", "gpu-b")))
     results = {e.subject: e.payload.verdict for e in rig.of(BenchmarkCompleted)}
     assert results == {"gpu-a": "no-gpu", "gpu-b": "no-gpu"}  # this machine has no GPU
     table = json_text(slack.posts[-1])
     assert "gpu-a" in table and "gpu-b" in table and "no-gpu" in table
+
+
+async def test_memory_adapter_benchmark_is_a_report_the_runner_parser_accepts(
+    slack: SlackStub,
+) -> None:
+    rig = Rig(slack, quarantine_max_share=0.5)
+    await drained(rig, "n1", "n2")
+    rig.adapter.unhealthy = {"n2": "gpu 3: matmul TFLOP/s 180.0 < 600"}
+    await rig.dispatcher.handle(benchmark(("n1", "n2")))
+    results = {e.subject: e.payload for e in rig.of(BenchmarkCompleted)}
+    assert {n: r.verdict for n, r in results.items()} == {"n1": "pass", "n2": "fail"}
+    assert len(results["n1"].gpus) == 8 and results["n1"].gpus[0].matmul_tflops == 720.0
+    assert results["n2"].reasons == ("gpu 3: matmul TFLOP/s 180.0 < 600",)
+    [done] = [e for e in rig.of(ActionSucceeded) if e.payload.trigger_type == "RunBenchmark"]
+    assert done.payload.detail["verdicts"] == {"n1": "pass", "n2": "fail"}
+    assert slack.posts[-1]["text"].startswith("Benchmarked n1, n2: ")
+
+
+async def test_a_notice_says_its_text_and_claims_no_action(slack: SlackStub) -> None:
+    rig = Rig(slack)
+    told = notify("test/n1", "w").model_copy(
+        update={
+            "payload": notify("test/n1", "w").payload.model_copy(
+                update={"title": "Node n1 not quarantined: drain was refused", "text": "It stays."}
+            )
+        }
+    )
+    await rig.dispatcher.handle(told)
+    [post] = slack.posts
+    assert post["text"].startswith("Node n1 not quarantined: drain was refused: ")
+    blocks = json_text(post)
+    assert "It stays." in blocks and "What was done" not in blocks
+
+
+class PeerLedger(Ledger):
+    """A ledger that, asked to catch up, reads what another worker recorded (as Kafka would)."""
+
+    def __init__(self, peer: Ledger) -> None:
+        super().__init__()
+        self.peer = peer
+        self.refreshed = 0
+
+    async def refresh(self) -> None:
+        self.refreshed += 1
+        self._apply(self.peer.entries())
+
+
+async def test_a_tripped_guard_reads_what_other_workers_did_before_refusing(
+    slack: SlackStub,
+) -> None:
+    drainer = Rig(slack, quarantine_max_share=0.5)
+    await drained(drainer, "n1")  # another worker drained n1: this one has not read it yet
+    rig = Rig(slack)
+    rig.ledger = PeerLedger(drainer.ledger)
+    rig.dispatcher.ledger = rig.ledger
+    await rig.dispatcher.handle(benchmark(("n1",)))
+    assert rig.ledger.refreshed == 1 and rig.adapter.calls == ["run_on_nodes"]
+    assert not rig.of(ActionFailed)

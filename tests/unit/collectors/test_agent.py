@@ -21,6 +21,7 @@ def settings(**kw: object) -> AgentSettings:
         "interval_s": 0.1,
         "heartbeat_interval_s": 0.2,
         "expected_gpus": 8,
+        "kernel_log": "none",
     }
     return AgentSettings.model_validate({**base, **kw})
 

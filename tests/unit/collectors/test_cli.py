@@ -26,6 +26,17 @@ def test_nccl_file_summary() -> None:
     assert (doc["rows"], doc["ranks"], doc["max_busbw_gbps"]) == (8, 16, 177.35)
 
 
+def test_nccl_file_of_a_failed_run_sends_nothing_and_exits_1() -> None:
+    path = FIXTURES.parents[2] / "fixtures/realworld/nccl/inc_switch_4gpu_wrong_counts_failed.txt"
+    result = CliRunner().invoke(app, ["nccl", str(path), "--node", "n1", "--dry-run", "--json"])
+    assert result.exit_code == 1, result.output
+    doc = orjson.loads(result.stdout.strip().splitlines()[-1])
+    assert (doc["rows"], doc["sent"], doc["ranks"]) == (27, 0, 4)
+    assert doc["invalid_runs"] == [
+        "unknown: 216 out-of-bounds values, 27 of 27 sizes with wrong elements"
+    ]
+
+
 def test_every_collector_command_is_registered() -> None:
     names = {c.name for c in app.registered_commands}
     assert {"agent", "tail", "checkpoints", "nccl", "simulate"} <= names

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from schemas.events import (
+    ActionFailed,
+    ActionSucceeded,
     BenchmarkCompleted,
     GpuSampled,
     GpuXidObserved,
@@ -12,6 +15,8 @@ from schemas.events import (
     JobStateChanged,
     NodeHealthChecked,
     NodeHeartbeat,
+    NodeStateObserved,
+    Trigger,
 )
 from tests.factories import envelope
 
@@ -59,12 +64,58 @@ def sample(node: str = "n1", gpu: int = 0, at_s: float = 0.0, **counters: Any) -
     return GpuSampled(**envelope(node, at_s), payload={"gpu": gpu, **counters})
 
 
-def benchmark(node: str = "n1", verdict: str = "pass", at_s: float = 0.0) -> BenchmarkCompleted:
+def benchmark(
+    node: str = "n1",
+    verdict: str = "pass",
+    at_s: float = 0.0,
+    trigger: Trigger | None = None,
+) -> BenchmarkCompleted:
     return BenchmarkCompleted(
         **envelope(node, at_s),
         payload={
+            "trigger_id": trigger.event_id if trigger else None,
             "node": node,
             "verdict": verdict,
             "reasons": () if verdict == "pass" else ("slow",),
         },
+    )
+
+
+def result(
+    trigger: Trigger,
+    at_s: float = 0.0,
+    *,
+    error: str | None = None,
+    refused: bool = False,
+    dry_run: bool = False,
+) -> ActionSucceeded | ActionFailed:
+    """What an action worker reports about `trigger`: succeeded, or failed with `error`.
+
+    The id derives from the trigger and the outcome, so building it twice gives the same event
+    (a redelivery)."""
+    common: dict[str, Any] = {
+        "trigger_id": trigger.event_id,
+        "trigger_type": trigger.type,
+        "action": trigger.type.lower(),
+        "dry_run": dry_run,
+        "nodes": getattr(trigger.payload, "nodes", ()),
+    }
+    envelope_ = {
+        **envelope(trigger.subject, at_s),
+        "event_id": uuid.uuid5(trigger.event_id, f"{error}/{refused}/{dry_run}"),
+        "source": "actions",
+    }
+    if error is None:
+        return ActionSucceeded(**envelope_, payload=common)
+    return ActionFailed(
+        **envelope_, payload={**common, "error": error, "permanent": True, "refused": refused}
+    )
+
+
+def scheduler_says(
+    node: str = "n1", state: str = "DRAINED", at_s: float = 0.0, reason: str | None = "admin"
+) -> NodeStateObserved:
+    return NodeStateObserved(
+        **envelope(node, at_s),
+        payload={"state": state, "raw_state": state, "reason": reason, "scheduler": "slurm"},
     )

@@ -13,8 +13,10 @@ import orjson
 import pytest
 
 from schemas.codec import decode, encode, encode_batch
+from streams.state.internal import NodeActionReported, decode_internal
 from tests.factories import checkpoint
-from tests.unit.streams.builders import ended, sample
+from tests.support.triggers import quarantine as quarantine_trigger
+from tests.unit.streams.builders import ended, result, sample
 
 
 @pytest.fixture(scope="module")
@@ -77,13 +79,31 @@ async def test_node_agent_folds_a_gpu_batch_in_one_step(
     batch = [sample("g1", gpu=g, at_s=1, ecc_double_bit=int(g == 3)) for g in range(8)]
     async with app_module.fold_nodes.test_context() as agent:
         await agent.put(key=b"g1", value=encode_batch(batch))
-        stored = await written(app_module.tables["nodes"], b"g1", "quarantined")
+        stored = await written(app_module.tables["nodes"], b"g1", "story")
         await agent.put(key=b"g1", value=encode_batch(batch))  # redelivered: nothing new
         await agent.put(key=b"g1", value=encode_batch([sample("g1", at_s=2)]))
-    assert sorted(e.type for v in triggers.values for e in decode(v)) == [
-        "QuarantineNodes",
-        "RunBenchmark",
-    ]
+    # Only the drain is asked for; the benchmark waits for the drain's outcome.
+    assert [e.type for v in triggers.values for e in decode(v)] == ["QuarantineNodes"]
+    assert stored["story"]["stage"] == "drain_requested"
     assert stored["gpus"] == {"3": stored["gpus"]["3"]}  # only GPUs with errors are kept
     assert stored["gpus"]["3"]["ecc_double_bit"] == 1
     assert forwards.values == []  # its own quarantine was applied inline, not re-keyed
+
+
+async def test_an_action_result_is_forwarded_to_each_node_it_names(
+    app_module: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    triggers, forwards = Sent(), Sent()
+    monkeypatch.setattr(app_module.triggers_topic, "send", triggers)
+    monkeypatch.setattr(app_module.forward_topic, "send", forwards)
+    decided = quarantine_trigger(("r1", "r2"))
+    async with app_module.fold_nodes.test_context() as agent:
+        await agent.put(key=decided.key, value=encode(result(decided, at_s=3)))
+        for _ in range(100):
+            if len(forwards.values) == 2:
+                break
+            await asyncio.sleep(0.01)
+    reported = [decode_internal(v) for v in forwards.values]
+    assert sorted(e.subject for e in reported) == ["r1", "r2"]
+    assert all(isinstance(e, NodeActionReported) and e.payload.succeeded for e in reported)
+    assert triggers.values == []  # a result decides nothing by itself, where it is keyed

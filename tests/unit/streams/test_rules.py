@@ -11,8 +11,17 @@ from schemas.events import Trigger
 from streams.process import Brain
 from streams.rules.registry import RuleEngine
 from streams.settings import StreamsSettings
+from streams.state.story import NodeStatus
 from tests.factories import T0, checkpoint, completed
-from tests.unit.streams.builders import benchmark, ended, heartbeat, running, sample, xid
+from tests.unit.streams.builders import (
+    benchmark,
+    ended,
+    heartbeat,
+    result,
+    running,
+    sample,
+    xid,
+)
 
 
 def brain(**config: dict[str, Any]) -> Brain:
@@ -71,15 +80,16 @@ def test_completed_or_cancelled_jobs_are_not_restarted() -> None:
 # repeated_failures_on_node_set ---------------------------------------------------------------
 
 
-def test_five_failures_on_the_same_nodes_quarantine_benchmark_and_notify_once() -> None:
+def test_five_failures_on_the_same_nodes_ask_for_quarantine_and_notify_once() -> None:
     b = brain()
     triggers = feed(b, *failing_jobs(7))
     rule = "repeated_failures_on_node_set"
     node_set = [t for t in triggers if t.payload.rule == rule]
-    assert sorted(t.type for t in node_set) == ["Notify", "QuarantineNodes", "RunBenchmark"]
+    assert sorted(t.type for t in node_set) == ["Notify", "QuarantineNodes"]
     assert all(t.payload.nodes == ("n1", "n2") for t in node_set)
     assert len(node_set[0].payload.caused_by) == 5
-    assert b.nodes["n1"].quarantined and b.nodes["n2"].quarantined
+    # Asked, not done: both nodes are suspect (still in service) until the drain succeeds.
+    assert {b.nodes[n].status for n in ("n1", "n2")} == {NodeStatus.SUSPECT}
     assert b.node_sets["nodeset:n1,n2"].quarantines == 1
 
 
@@ -114,44 +124,33 @@ def test_threshold_and_hopping_window_are_configurable() -> None:
 # fatal_xid and ecc_double_bit ----------------------------------------------------------------
 
 
-def test_fatal_xid_quarantines_and_benchmarks_once_per_episode() -> None:
+def test_fatal_xid_asks_for_quarantine_once_per_episode() -> None:
     b = brain()
     assert feed(b, xid(code=13)) == []  # an application error, not the GPU
     first = feed(b, xid(code=79, at_s=1), xid(code=48, at_s=2))
-    assert sorted(t.type for t in first) == ["QuarantineNodes", "RunBenchmark"]
+    assert [t.type for t in first] == ["QuarantineNodes"]
     assert first[0].payload.nodes == ("n1",)
-    assert b.nodes["n1"].quarantined
+    assert b.nodes["n1"].status is NodeStatus.SUSPECT and not b.nodes["n1"].quarantined
 
 
 def test_fatal_xid_set_is_configurable() -> None:
     b = brain(fatal_xid={"xids": [13]})
-    assert len(feed(b, xid(code=13))) == 2
+    assert len(feed(b, xid(code=13))) == 1
     assert feed(brain(fatal_xid={"xids": [13]}), xid(code=79)) == []
 
 
 def test_double_bit_ecc_quarantines_when_the_counter_rises_only() -> None:
     b = brain()
     assert feed(b, sample(at_s=0, ecc_single_bit=9, ecc_double_bit=0)) == []
-    rose = feed(b, sample(at_s=1, ecc_double_bit=1))
-    assert sorted(t.type for t in rose) == ["QuarantineNodes", "RunBenchmark"]
-    # released after a good benchmark: the same old count must not quarantine again
-    assert [t.type for t in feed(b, benchmark(at_s=2))] == ["ReleaseNodes"]
-    assert feed(b, sample(at_s=3, ecc_double_bit=1)) == []
-    again = feed(b, sample(at_s=4, ecc_double_bit=2))
-    assert {t.payload.window for t in again} == {"q1/quarantine", "q1/benchmark"}
-
-
-# benchmark_verdict ---------------------------------------------------------------------------
-
-
-def test_benchmark_fail_keeps_quarantine_and_pass_releases() -> None:
-    b = brain()
-    feed(b, xid(code=79))
-    failed = feed(b, benchmark(verdict="fail", at_s=5))
-    assert [t.type for t in failed] == ["Notify"] and b.nodes["n1"].quarantined
-    released = feed(b, benchmark(verdict="pass", at_s=9))
-    assert [t.type for t in released] == ["ReleaseNodes"] and not b.nodes["n1"].quarantined
-    assert feed(b, benchmark(verdict="pass", at_s=10)) == []  # not quarantined: nothing to do
+    [drain] = feed(b, sample(at_s=1, ecc_double_bit=1))
+    assert drain.type == "QuarantineNodes"
+    # drained, benchmarked, released: the same old count must not quarantine again
+    [bench] = feed(b, result(drain, at_s=2))
+    [release] = feed(b, benchmark(at_s=3, trigger=bench))
+    assert release.type == "ReleaseNodes" and feed(b, result(release, at_s=4)) == []
+    assert feed(b, sample(at_s=5, ecc_double_bit=1)) == []
+    again = feed(b, sample(at_s=6, ecc_double_bit=2))
+    assert {t.payload.window for t in again} == {"q1/quarantine"}
 
 
 # heartbeat_lost and checkpoint_stall (clock ticks) ---------------------------------------------

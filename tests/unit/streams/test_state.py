@@ -8,12 +8,11 @@ from typing import Any
 import pytest
 
 from schemas.events import JobState
-from streams.entities import NODES
 from streams.forwards import forwards
 from streams.state import node, training_job
-from streams.state.internal import NodeJobObserved, QuarantineChanged, derived_id
+from streams.state.internal import NodeJobObserved
 from tests.factories import T0, checkpoint, completed
-from tests.unit.streams.builders import benchmark, ended, health, heartbeat, running, sample, xid
+from tests.unit.streams.builders import ended, health, heartbeat, running, sample, xid
 
 JOB = "slurm/test/7"
 
@@ -152,22 +151,3 @@ def test_node_learns_its_jobs_and_failures_from_forwarded_job_events() -> None:
     assert n.jobs == {}
     assert [(f.job_id, f.attempt) for f in n.failures] == [("a", 1)]
     assert fold_node(*derived[:2]).jobs == {"a": 1, "b": 1}
-
-
-def test_quarantine_and_release_follow_the_brains_decisions() -> None:
-    def changed(q: bool, at_s: float) -> QuarantineChanged:
-        return QuarantineChanged(
-            event_id=derived_id(q, at_s),
-            source="t",
-            cluster="test",
-            subject="n1",
-            occurred_at=T0 + timedelta(seconds=at_s),
-            payload={"quarantined": q, "trigger_id": derived_id(q), "reason": "r"},
-        )
-
-    n = fold_node(changed(True, 1), changed(True, 2))
-    assert n.quarantined and n.quarantined_at == T0 + timedelta(seconds=1) and n.episode == "q0"
-    n = NODES.apply(n, benchmark(at_s=3))
-    assert n.last_benchmark_verdict == "pass"
-    n = node.apply(n, changed(False, 4))
-    assert not n.quarantined and n.releases == 1 and n.episode == "q1"

@@ -1,0 +1,163 @@
+"""The fleet a circuit breaker measures against: configured, or observed from heartbeats.
+
+Without `CENTRALITY_ACTIONS_FLEET_SIZE` for a cluster, its fleet is the nodes that sent a
+`NodeHeartbeat` within `fleet_window_s`. The worker watches the `nodes` topic for that with a
+consumer of its own (no group: every worker sees every node), seeded on start from the last
+window by record time, so a restarted worker knows the fleet before it acts on any trigger. It
+runs beside trigger handling and never blocks it: a watcher that fails is logged and retried.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable, Mapping
+from datetime import datetime, timedelta
+
+import structlog
+from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
+
+from schemas.codec import DecodeError, decode
+from schemas.envelope import utcnow
+from schemas.events import NodeHeartbeat
+from schemas.settings import KafkaSettings
+from schemas.topics import spec, topic_name
+
+log = structlog.get_logger("actions.fleet")
+
+_HEARTBEAT = b'"NodeHeartbeat"'  # most records on `nodes` are something else: skip them undecoded
+
+
+class ObservedFleet:
+    """Last heartbeat per node and cluster; sizes counted over a window ending now."""
+
+    def __init__(self, window_s: float) -> None:
+        self.window_s = window_s
+        self._seen: dict[str, dict[str, datetime]] = {}
+
+    def observe(self, heartbeat: NodeHeartbeat) -> None:
+        nodes = self._seen.setdefault(heartbeat.cluster, {})
+        last = nodes.get(heartbeat.subject)
+        if last is None or heartbeat.occurred_at > last:
+            nodes[heartbeat.subject] = heartbeat.occurred_at
+
+    def size(self, cluster: str, now: datetime) -> int:
+        since = now - timedelta(seconds=self.window_s)
+        return sum(1 for at in self._seen.get(cluster, {}).values() if at >= since)
+
+    @property
+    def clusters(self) -> list[str]:
+        return sorted(self._seen)
+
+
+class FleetSizes:
+    """What a breaker asks: the configured size of a cluster, else the observed one."""
+
+    def __init__(self, configured: Mapping[str, int], observed: ObservedFleet) -> None:
+        self.configured = configured
+        self.observed = observed
+
+    def size(self, cluster: str, now: datetime) -> tuple[int, str]:
+        """The size and where it comes from, in words for a refusal."""
+        if configured := self.configured.get(cluster):
+            return configured, "configured"
+        window = f"{self.observed.window_s:g}s"
+        return self.observed.size(cluster, now), f"nodes with a heartbeat within {window}"
+
+
+class FleetWatcher:
+    """Feeds an `ObservedFleet` from the `nodes` topic."""
+
+    def __init__(
+        self,
+        kafka: KafkaSettings,
+        fleet: ObservedFleet,
+        *,
+        seed_timeout_s: float = 30.0,
+        retry_s: float = 5.0,
+        clock: Callable[[], datetime] = utcnow,
+    ) -> None:
+        self.kafka = kafka
+        self.fleet = fleet
+        self.seed_timeout_s = seed_timeout_s
+        self.retry_s = retry_s
+        self.clock = clock
+        self.topic = topic_name("nodes", kafka)
+        self.partitions = [TopicPartition(self.topic, p) for p in range(spec("nodes").partitions)]
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[ObservedFleet]:
+        """Seeded (or given up on after `seed_timeout_s`) on entry, then watched until exit."""
+        seeded = asyncio.Event()
+        task = asyncio.create_task(self._watch(seeded))
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(seeded.wait(), self.seed_timeout_s)
+        if not seeded.is_set():
+            log.warning("fleet_not_seeded", timeout_s=self.seed_timeout_s)
+        try:
+            yield self.fleet
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def _watch(self, seeded: asyncio.Event) -> None:
+        while True:
+            try:
+                await self._consume(seeded)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # isolated from triggers: log, wait, read again
+                log.error("fleet_watch_failed", error=f"{type(exc).__name__}: {exc}")
+                await asyncio.sleep(self.retry_s)
+
+    async def _consume(self, seeded: asyncio.Event) -> None:
+        consumer = AIOKafkaConsumer(
+            bootstrap_servers=self.kafka.bootstrap,
+            client_id=f"{self.kafka.client_id}-fleet",
+            group_id=None,
+            enable_auto_commit=False,
+            auto_offset_reset="latest",
+        )
+        await consumer.start()
+        try:
+            consumer.assign(self.partitions)
+            since = self.clock() - timedelta(seconds=self.fleet.window_s)
+            starts = await consumer.offsets_for_times(
+                {tp: max(0, int(since.timestamp() * 1000)) for tp in self.partitions}
+            )
+            ends = await consumer.end_offsets(self.partitions)
+            for tp in self.partitions:
+                found = starts.get(tp)
+                consumer.seek(tp, found.offset if found is not None else ends[tp])
+            while True:
+                fetched = await consumer.getmany(timeout_ms=500, max_records=5000)
+                for records in fetched.values():
+                    for record in records:
+                        self._observe(record)
+                if not seeded.is_set() and all(
+                    await asyncio.gather(*(self._reached(consumer, tp, ends) for tp in ends))
+                ):
+                    log.info("fleet_seeded", clusters=self.fleet.clusters)
+                    seeded.set()
+        finally:
+            await consumer.stop()
+
+    @staticmethod
+    async def _reached(
+        consumer: AIOKafkaConsumer, tp: TopicPartition, ends: Mapping[TopicPartition, int]
+    ) -> bool:
+        position: int = await consumer.position(tp)
+        return position >= ends[tp]
+
+    def _observe(self, record: ConsumerRecord[bytes, bytes]) -> None:
+        raw = record.value or b""
+        if _HEARTBEAT not in raw:
+            return
+        try:
+            events = decode(raw)
+        except DecodeError:
+            return  # the streams app dead-letters it; the fleet only counts what it can read
+        for event in events:
+            if isinstance(event, NodeHeartbeat):
+                self.fleet.observe(event)

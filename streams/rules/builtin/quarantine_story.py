@@ -1,0 +1,85 @@
+"""The quarantine story moves on what the action workers report for a node:
+
+- drain succeeded → `RunBenchmark` on the node (never before: no benchmark on a node in service);
+- drain refused or failed → tell people the node was *not* drained, with the worker's words;
+- benchmark or release failed → tell people the node stays drained, and why.
+
+Once per trigger: the windows derive from the episode or the failed trigger's id, so redelivered
+results and replay decide the same ids.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from schemas.events import Notify, RunBenchmark, Trigger
+from streams.rules.registry import RuleConfig, rule
+from streams.state.internal import NodeActionReported
+from streams.state.node import Node
+from streams.state.story import Stage
+
+NAME = "quarantine_story"
+
+_FAILED = {
+    Stage.DRAIN_FAILED: (
+        "Node {node} not quarantined: drain {how}",
+        "Asked because {reason}. The drain {how}: {problem}. The node stays in service, marked "
+        "suspect; no benchmark runs on it.",
+    ),
+    Stage.BENCHMARK_FAILED: (
+        "Node {node} stays quarantined: benchmark failed",
+        "Drained because {reason}. The benchmark gave no verdict: {problem}. The node stays "
+        "drained until someone releases it.",
+    ),
+    Stage.RELEASE_FAILED: (
+        "Node {node} stays quarantined: release failed",
+        "The benchmark passed, but returning the node to service failed: {problem}. It stays "
+        "drained.",
+    ),
+}
+
+
+_FAILED_BY = {
+    "QuarantineNodes": Stage.DRAIN_FAILED,
+    "RunBenchmark": Stage.BENCHMARK_FAILED,
+    "ReleaseNodes": Stage.RELEASE_FAILED,
+}
+
+
+@rule(NAME, on=(NodeActionReported,), config=RuleConfig)
+def quarantine_story(
+    node: Node, event: NodeActionReported, config: RuleConfig
+) -> Iterator[Trigger]:
+    story, p = node.story, event.payload
+    if story is None or p.trigger_id not in story.triggers:
+        return  # not this story's
+    common: dict[str, Any] = {
+        "cause": event,
+        "source": f"rule/{NAME}",
+        "rule": NAME,
+        "severity": config.severity,
+        "nodes": (node.node_id,),
+        "caused_by": (p.cause,),
+    }
+    if story.stage is Stage.DRAINED and p.trigger_type == "QuarantineNodes" and p.succeeded:
+        yield RunBenchmark.decide(
+            window=f"{node.episode}/benchmark",
+            reason=f"drained because {story.reason}",
+            **common,
+        )
+        return
+    if p.succeeded or _FAILED_BY.get(p.trigger_type) is not story.stage:
+        return
+    problem = story.problem or "no reason given"
+    how = "was refused" if p.refused else "failed"
+    title, text = _FAILED[story.stage]
+    words = {"node": node.node_id, "reason": story.reason, "problem": problem, "how": how}
+    yield Notify.decide(
+        window=f"{p.trigger_id}/{story.stage}",
+        reason=problem,
+        title=title.format(**words),
+        text=text.format(**words),
+        incident=f"{node.cluster}/{node.node_id}",
+        **common,
+    )

@@ -1,0 +1,117 @@
+"""The observed fleet on the real broker: seeded from the last window by record time, then
+watched; and a worker with no fleet configured quarantines within the share of what it saw."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from aiokafka import AIOKafkaProducer
+
+from actions.adapters.memory import InMemoryAdapter
+from actions.fleet import FleetWatcher, ObservedFleet
+from schemas.codec import encode
+from schemas.emitter import Emitter
+from schemas.events import NodeHealthChecked, NodeHeartbeat, QuarantineNodes
+from schemas.events.actions import ActionFailed, ActionSucceeded
+from schemas.settings import KafkaSettings
+from schemas.topics import topic_name
+from tests.support.action_worker import send, wait_for, worker
+from tests.support.slack_stub import SlackStub
+from tests.support.triggers import quarantine
+
+pytestmark = pytest.mark.integration
+
+
+def heartbeat(node: str, cluster: str, at: datetime) -> NodeHeartbeat:
+    return NodeHeartbeat(
+        source="t",
+        cluster=cluster,
+        subject=node,
+        occurred_at=at,
+        payload={"agent_version": "t", "gpus": 8, "interval_s": 30},
+    )
+
+
+async def beat(kafka: KafkaSettings, cluster: str, nodes: range, prefix: str = "n") -> None:
+    now = datetime.now(UTC)
+    async with Emitter(kafka) as emitter:
+        for i in nodes:
+            await emitter.emit(heartbeat(f"{prefix}{i}", cluster, now))
+            await emitter.emit(
+                NodeHealthChecked(
+                    source="t",
+                    cluster=cluster,
+                    subject=f"{prefix}{i}",
+                    occurred_at=now,
+                    payload={"check": "x", "status": "OK"},
+                )
+            )
+
+
+async def beat_long_ago(kafka: KafkaSettings, cluster: str, nodes: range) -> None:
+    """Heartbeats recorded two hours ago (record time and event time): outside any window."""
+    then = datetime.now(UTC) - timedelta(hours=2)
+    producer = AIOKafkaProducer(bootstrap_servers=kafka.bootstrap)
+    await producer.start()
+    try:
+        for i in nodes:
+            event = heartbeat(f"old{i}", cluster, then)
+            await producer.send_and_wait(
+                topic_name("nodes", kafka),
+                encode(event),
+                key=event.key,
+                timestamp_ms=int(then.timestamp() * 1000),
+            )
+    finally:
+        await producer.stop()
+
+
+async def test_the_fleet_is_seeded_from_the_last_window_then_watched(
+    kafka_settings: KafkaSettings,
+) -> None:
+    await beat_long_ago(kafka_settings, "c", range(10))
+    await beat(kafka_settings, "c", range(30))
+    await beat(kafka_settings, "d", range(4))
+    watcher = FleetWatcher(kafka_settings, ObservedFleet(900), seed_timeout_s=30)
+    async with watcher.running() as fleet:
+        # Seeded before anything may act: the window's nodes, not the old ones.
+        assert fleet.size("c", datetime.now(UTC)) == 30
+        assert fleet.size("d", datetime.now(UTC)) == 4
+        await beat(kafka_settings, "c", range(30, 35))
+        for _ in range(100):
+            if fleet.size("c", datetime.now(UTC)) == 35:
+                break
+            await asyncio.sleep(0.1)
+        assert fleet.size("c", datetime.now(UTC)) == 35
+        # Later, the same heartbeats have aged out of the window.
+        assert fleet.size("c", datetime.now(UTC) + timedelta(seconds=901)) == 0
+
+
+async def test_a_worker_with_no_fleet_configured_counts_the_nodes_it_saw(
+    kafka_settings: KafkaSettings, slack: SlackStub
+) -> None:
+    await beat(kafka_settings, "obs", range(20), prefix="o")
+    adapter = InMemoryAdapter()
+    within = quarantine(("o1", "o2"), window="a", cluster="obs")  # 2 of 20: within 10%
+    beyond = quarantine(("o3",), window="b", cluster="obs")  # 3 of 20: beyond
+    unseen = quarantine(("z1",), window="c", cluster="nobody")
+    async with worker(kafka_settings, adapter, slack, quarantine_max_share=0.1):
+        await send(kafka_settings, within, beyond, unseen)
+        seen = await wait_for(
+            kafka_settings,
+            lambda s: len([e for e in s if isinstance(e, ActionSucceeded | ActionFailed)]) == 3,
+        )
+    assert set(adapter.drained) == {"o1", "o2"}
+    results = {
+        e.payload.trigger_id: e for e in seen if isinstance(e, ActionSucceeded | ActionFailed)
+    }
+    assert isinstance(results[within.event_id], ActionSucceeded)
+    refused = results[beyond.event_id]
+    assert isinstance(refused, ActionFailed) and refused.payload.refused
+    assert "3 of 20 nodes (nodes with a heartbeat within 900s)" in refused.payload.error
+    nobody = results[unseen.event_id]
+    assert isinstance(nobody, ActionFailed)
+    assert "no fleet known for cluster 'nobody'" in nobody.payload.error
+    assert isinstance(within, QuarantineNodes)
