@@ -25,7 +25,7 @@ from typing import Any
 from actions.adapters.base import RunResult, adapter
 from actions.adapters.jobids import parse_job_id
 from actions.adapters.settings import SlurmSettings
-from actions.adapters.slurm_cli import SlurmCli, expand_nodes, hostlist_of
+from actions.adapters.slurm_cli import SlurmCli, exit_status, expand_nodes, hostlist_of
 from actions.adapters.slurm_window import maintenance_window
 from actions.errors import PermanentError, TemporaryError
 from schemas.slurm import SLURM_FINISHED, slurm_job_word
@@ -130,9 +130,8 @@ class SlurmAdapter:
             except TemporaryError:
                 self.cli.run("scancel", job)
                 raise
-        code = int(fields.get("ExitCode", "1:0").split(":")[0])
         return RunResult(
-            exit_code=code,
+            exit_code=exit_status(fields),
             stdout=_read(out_dir / f"{job}.out"),
             stderr=_read(out_dir / f"{job}.err"),
             job_id=f"slurm/{self.settings.cluster}/{job}",

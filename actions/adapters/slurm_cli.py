@@ -12,6 +12,7 @@ import hostlist
 
 from actions.adapters.settings import SlurmSettings
 from actions.errors import PermanentError, TemporaryError
+from schemas.slurm import slurm_job_word
 
 # Messages of a controller that is down, restarting or overloaded: asking again later may work.
 _TEMPORARY = re.compile(
@@ -83,6 +84,16 @@ def parse_job(text: str) -> dict[str, str]:
         for key, value in _pairs(line):
             fields.setdefault(key, value)
     return fields
+
+
+def exit_status(job: dict[str, str]) -> int:
+    """A finished job's `ExitCode=code:signal` as a shell would report it; never 0 for a job
+    that Slurm did not end COMPLETED (a NODE_FAIL says `0:0` on 22.05)."""
+    code, _, signal = job.get("ExitCode", "1:0").partition(":")
+    status = 128 + int(signal) if signal.isdigit() and int(signal) else int(code or 1)
+    if status == 0 and slurm_job_word(job.get("JobState")) != "COMPLETED":
+        return 1
+    return status
 
 
 def parse_nodes(out: str) -> dict[str, tuple[str, str]]:

@@ -1,5 +1,5 @@
 """Slurm watcher: polls `squeue --json` and `sinfo --json`; jobs that vanished between polls
-are completed from the job completion log (`sacct -c`, jobcomp/filetxt).
+are completed from Slurm's records (`sacct --json` with slurmdbd, else `sacct -c`).
 
 Per job it emits JobSubmitted once, JobStateChanged on every change of raw state or attempt,
 and JobExited once per attempt (an attempt ended by a requeue too). A node whose state as the
@@ -25,8 +25,8 @@ from collectors.loop import poll_forever
 from collectors.sink import EventSink
 from collectors.watchers.ledger import Ledger
 from collectors.watchers.lifecycle import JobTracker, Observation, when
-from collectors.watchers.slurm import jobcomp
-from collectors.watchers.slurm.jobcomp import AttemptEnd
+from collectors.watchers.slurm import ends
+from collectors.watchers.slurm.ends import AttemptEnd
 from collectors.watchers.slurm.nodes import NodeView, from_scontrol, from_sinfo
 from collectors.watchers.slurm.settings import SlurmWatchSettings
 from collectors.watchers.slurm.states import exit_of, expand, job_state, number
@@ -81,7 +81,7 @@ class SlurmWatcher:
             events, entry = self._job_events(jid, job)
             events = await self._unseen_ends(_native(job), events)
             if entry is not None and "slurm_id" not in entry:
-                entry["slurm_id"] = _native(job)  # an array task's own id, as jobcomp has it
+                entry["slurm_id"] = _native(job)  # an array task's own id, as sacct has it
             sent += await self.tracker.commit(self.sink, jid, events, entry)
         sent += await self._vanished(present)
         self.tracker.forget_ended(f"slurm/{self.settings.cluster}/", present)
@@ -131,20 +131,22 @@ class SlurmWatcher:
         )
 
     async def _vanished(self, present: set[str]) -> list[Event]:
-        """Jobs gone from squeue before their end was seen: complete them from jobcomp."""
+        """Jobs gone from squeue before their end was seen: complete them from Slurm's records."""
         gone = self.tracker.unfinished(f"slurm/{self.settings.cluster}/", present)
         if not gone:
             return []
-        records = await self._jobcomp([self.ledger.entries[jid].get("slurm_id") for jid in gone])
+        records = await self._attempt_ends(
+            [self.ledger.entries[jid].get("slurm_id") for jid in gone]
+        )
         sent: list[Event] = []
         for jid in gone:
             entry = dict(self.ledger.entries[jid])
-            ends = [e for e in records.get(entry.get("slurm_id", ""), []) if e.ended]
-            if not ends:
+            ended = [e for e in records.get(entry.get("slurm_id", ""), []) if e.ended]
+            if not ended:
                 log.warning("slurm_job_vanished", job=jid)
                 self.ledger.drop(jid)
                 continue
-            end = ends[-1]
+            end = ended[-1]
             payload = JobExitedPayload(
                 state=end.state,
                 raw_state=end.raw_state,
@@ -152,7 +154,7 @@ class SlurmWatcher:
                 signal=end.signal,
                 attempt=entry["attempt"],
                 nodes=end.nodes,
-                reason="from the job completion log",
+                reason="from Slurm's records (accounting or job completion log)",
             )
             event = self.tracker.make(JobExited, jid, entry, payload, end.at)
             entry["exited"] = entry["attempt"]
@@ -161,15 +163,15 @@ class SlurmWatcher:
 
     async def _unseen_ends(self, slurm_id: str, events: list[Event]) -> list[Event]:
         """Attempts that a requeue ended between two looks are PREEMPTED/REQUEUED to the
-        tracker; the completion log says how they really ended (a NODE_FAIL requeued by Slurm
-        is a failure of those nodes, not a preemption)."""
+        tracker; Slurm's records say how they really ended (a NODE_FAIL requeued by Slurm is a
+        failure of those nodes, not a preemption)."""
         if not any(_requeue_gap(e) for e in events):
             return events
-        ends = (await self._jobcomp([slurm_id])).get(slurm_id, [])
+        told_ends = (await self._attempt_ends([slurm_id])).get(slurm_id, [])
         told: list[Event] = []
         for event in events:
             attempt = event.payload.attempt if _requeue_gap(event) else 0
-            end = ends[attempt - 1] if 0 < attempt <= len(ends) else None
+            end = told_ends[attempt - 1] if 0 < attempt <= len(told_ends) else None
             if end is not None and end.ended:
                 payload = event.payload.model_copy(
                     update={
@@ -178,21 +180,24 @@ class SlurmWatcher:
                         "exit_code": end.exit_code,
                         "signal": end.signal,
                         "nodes": end.nodes or event.payload.nodes,
-                        "reason": "requeued; from the job completion log",
+                        "reason": "requeued; from Slurm's records",
                     }
                 )
                 event = event.model_copy(update={"payload": payload})
             told.append(event)
         return told
 
-    async def _jobcomp(self, slurm_ids: list[str | None]) -> dict[str, list[AttemptEnd]]:
-        ids = ",".join(sorted({i for i in slurm_ids if i}))
-        if not ids:
-            return {}
+    async def _attempt_ends(self, slurm_ids: list[str | None]) -> dict[str, list[AttemptEnd]]:
+        """From accounting where the cluster has it, else from the job completion log."""
+        ids = f"--jobs={','.join(sorted({i for i in slurm_ids if i}))}"
         try:
-            return jobcomp.parse(await self._run(*jobcomp.ARGV, f"--jobs={ids}"))
-        except RuntimeError as e:  # no job completion log on this cluster
-            log.info("slurm_jobcomp_unavailable", error=str(e)[:200])
+            return ends.from_sacct(await self._json(*ends.SACCT_ARGV, ids))
+        except RuntimeError as e:  # "Slurm accounting storage is disabled"
+            log.debug("slurm_accounting_unavailable", error=str(e)[:200])
+        try:
+            return ends.from_jobcomp(await self._run(*ends.JOBCOMP_ARGV, ids))
+        except RuntimeError as e:
+            log.info("slurm_job_ends_unknown", error=str(e)[:200])
             return {}
 
     async def _nodes(self) -> list[NodeView]:

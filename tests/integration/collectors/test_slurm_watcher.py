@@ -189,4 +189,7 @@ async def test_a_job_gone_from_squeue_is_completed_from_the_jobcomp_log(
     await Forgetful(watch_settings(slurm_cluster, tmp_path), sink).poll_once()
     [end] = [e for e in of_job(sink.events, slurm_cluster, job) if isinstance(e, JobExited)]
     assert (end.payload.state, end.payload.exit_code) == (JobState.FAILED, 4)
-    assert end.payload.nodes and end.payload.reason == "from the job completion log"
+    assert (
+        end.payload.nodes
+        and end.payload.reason == "from Slurm's records (accounting or job completion log)"
+    )

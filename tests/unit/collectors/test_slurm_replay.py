@@ -5,6 +5,7 @@ produced it: every job and node must become the same events on both versions."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,9 +24,11 @@ STEPS = ("01-running", "02-requeued", "03-draining", "04-ended")
 _OUTPUTS = {
     ("squeue",): "squeue.json",
     ("sinfo", "--json"): "sinfo.json",
+    ("sacct", "--json"): "sacct.json",
     ("sacct", "-c"): "sacct-jobcomp.txt",
     ("scontrol", "show", "node"): "scontrol-show-node.txt",
 }
+RECORDS = ("accounting", "jobcomp")  # where ends of attempts come from: slurmdbd, or jobcomp
 
 
 class Replayed(SlurmWatcher):
@@ -36,10 +39,20 @@ class Replayed(SlurmWatcher):
         self.version = version
         self.step = STEPS[0]
         self.without_sinfo_json = False
+        self.without_accounting = False
+        self.forgotten: set[str] = set()  # job ids squeue no longer lists (after MinJobAge)
+
+    async def _json(self, *argv: str) -> dict[str, Any]:
+        doc = await super()._json(*argv)
+        if argv[0] == "squeue":
+            doc["jobs"] = [j for j in doc["jobs"] if str(j["job_id"]) not in self.forgotten]
+        return doc
 
     async def _run(self, *argv: str) -> str:
         if self.without_sinfo_json and argv[:2] == ("sinfo", "--json"):
             raise RuntimeError("sinfo: unrecognized option '--json'")
+        if self.without_accounting and argv[:2] == ("sacct", "--json"):
+            raise RuntimeError("sacct failed (1): Slurm accounting storage is disabled")
         for prefix, name in _OUTPUTS.items():
             if argv[: len(prefix)] == prefix:
                 return (SLURM / self.version / f"{self.step}.{name}").read_text()
@@ -51,11 +64,14 @@ def jobs_of(version: str) -> dict[str, str]:
     return dict(line.split("=") for line in lines)
 
 
-async def replay(version: str, tmp_path: Path, *, without_sinfo_json: bool = False) -> list[Event]:
+async def replay(
+    version: str, tmp_path: Path, *, without_sinfo_json: bool = False, records: str = "accounting"
+) -> list[Event]:
     sink = RecordingSink()
     settings = SlurmWatchSettings(cluster="c", state_file=tmp_path / "ledger.json")
     watcher = Replayed(version, settings, sink)
     watcher.without_sinfo_json = without_sinfo_json
+    watcher.without_accounting = records == "jobcomp"
     for step in STEPS:
         watcher.step = step
         await watcher.poll_once()
@@ -106,7 +122,7 @@ STORIES: dict[str, tuple[Story, End | None]] = {
     ),
     "timeout": (
         [SUBMITTED, (C, R, "RUNNING", 1), (C, F, "TIMEOUT", 1), (X, F, "TIMEOUT", 1)],
-        (143, None, ("node2",)),
+        (143, None, ("node2",)),  # 22.05: VERSION_ENDS
     ),
     # `scontrol requeue`: the attempt ended (not a failure), the job waits for its next one.
     "requeued": (
@@ -129,13 +145,27 @@ STORIES: dict[str, tuple[Story, End | None]] = {
         None,  # see VERSION_ENDS
     ),
 }
-# What each version says of a job whose node stopped answering: 22.05 exit 0, 24.11 SIGHUP (squeue
-# has no exit code for it, the completion log 0 with the signal).
-VERSION_ENDS: dict[tuple[str, str], End] = {
-    ("node_fail", "22.05"): (0, None, ("node3",)),
-    ("node_fail", "24.11"): (None, 1, ("node3",)),
-    ("node_fail_requeued", "22.05"): (0, None, ("node3",)),
-    ("node_fail_requeued", "24.11"): (0, 1, ("node3",)),
+# Where the two captures differ, as real clusters do: what each version said of a job whose node
+# stopped answering (squeue: 22.05 exit 0, 24.11 SIGHUP; accounting: 24.11 exit 1), and the
+# timeout's end (22.05's capture saw the SIGTERM itself, 24.11's the shell's 143).
+VERSION_ENDS: dict[tuple[str, str, str], End] = {
+    ("node_fail", "22.05", ""): (0, None, ("node3",)),
+    ("node_fail", "24.11", ""): (None, 1, ("node3",)),
+    ("node_fail_requeued", "22.05", "accounting"): (0, None, ("node3",)),
+    ("node_fail_requeued", "22.05", "jobcomp"): (0, None, ("node3",)),
+    ("node_fail_requeued", "24.11", "accounting"): (1, None, ("node3",)),
+    ("node_fail_requeued", "24.11", "jobcomp"): (0, 1, ("node3",)),
+    ("timeout", "22.05", ""): (None, 15, ("node2",)),
+}
+# 22.05's capture looked once the requeued job was PENDING again, 24.11's while its old attempt
+# was still COMPLETING (["PENDING", "COMPLETING"]).
+VERSION_STORIES: dict[tuple[str, str], Story] = {
+    ("requeued", "22.05"): [
+        SUBMITTED,
+        (C, R, "RUNNING", 1),
+        (X, "PREEMPTED", "REQUEUED", 1),
+        (C, P, "PENDING", 2),
+    ],
 }
 STORIES_ARRAY = [
     (S, None, None, 1),
@@ -145,12 +175,16 @@ STORIES_ARRAY = [
 
 
 @pytest.mark.parametrize("key", sorted(STORIES))
+@pytest.mark.parametrize("records", RECORDS)
 @pytest.mark.parametrize("version", VERSIONS)
-async def test_each_job_tells_its_story(version: str, key: str, tmp_path: Path) -> None:
-    events = await replay(version, tmp_path)
+async def test_each_job_tells_its_story(
+    version: str, records: str, key: str, tmp_path: Path
+) -> None:
+    events = await replay(version, tmp_path, records=records)
     subject = f"slurm/c/{jobs_of(version)[key]}"
     expected, end = STORIES[key]
-    end = VERSION_ENDS.get((key, version), end)
+    expected = VERSION_STORIES.get((key, version), expected)
+    end = VERSION_ENDS.get((key, version, records), VERSION_ENDS.get((key, version, ""), end))
     assert story(events, subject) == expected
     exits = [e.payload for e in events if e.subject == subject and isinstance(e, JobExited)]
     if end is not None:
@@ -168,20 +202,20 @@ async def test_array_tasks_are_jobs_of_their_own(version: str, tmp_path: Path) -
 
 
 async def test_both_versions_tell_the_same_stories(tmp_path: Path) -> None:
-    """Beyond the table: per job, the same states, raw words, attempts and nodes on 22.05 and
-    24.11 (reasons and exit details differ between versions, see VERSION_ENDS)."""
+    """Beyond the table: per job, the same attempt ends (state, raw word, attempt, nodes) and the
+    same last state on 22.05 and 24.11."""
 
     def shape(version: str, events: list[Event]) -> set[tuple[object, ...]]:
         key_of = {f"slurm/c/{v}": k for k, v in jobs_of(version).items()}
+        last = {e.subject: e for e in events if isinstance(e, JobStateChanged)}
         keep = ("state", "raw_state", "attempt", "nodes")
         return {
-            (e.type, key_of.get(e.subject, e.subject), *(getattr(e.payload, k, None) for k in keep))
-            for e in events
-            if isinstance(e, JobStateChanged | JobExited)
+            (e.type, key_of.get(e.subject, e.subject), *(getattr(e.payload, k) for k in keep))
+            for e in [*(e for e in events if isinstance(e, JobExited)), *last.values()]
         }
 
     old, new = [shape(v, await replay(v, tmp_path / v)) for v in VERSIONS]
-    assert old == new and len(old) > 20
+    assert old == new and len(old) == 10 + 11  # ten attempt ends, eleven jobs
 
 
 NODE_STORY = {
@@ -197,6 +231,14 @@ NODE_STORY = {
     ],
     "node3": [("AVAILABLE", "IDLE", None), ("DOWN", "DOWN+NOT_RESPONDING", "Not responding")],
 }
+# 22.05 put node1 back in service on its own before the last look (ReturnToService=2: it answered).
+VERSION_NODE_STORIES = {
+    ("node1", "22.05"): [
+        ("AVAILABLE", "ALLOCATED", None),
+        ("DRAINING", "MIXED+DRAIN", "capture-draining"),
+        ("AVAILABLE", "IDLE", None),
+    ],
+}
 
 
 @pytest.mark.parametrize("without_sinfo_json", [False, True], ids=["sinfo-json", "scontrol"])
@@ -211,7 +253,7 @@ async def test_node_states_on_change_only(
             for e in events
             if isinstance(e, NodeStateObserved) and e.subject == node
         ]
-        assert seen == expected, node
+        assert seen == VERSION_NODE_STORIES.get((node, version), expected), node
 
 
 @pytest.mark.parametrize("step", STEPS)
@@ -242,3 +284,32 @@ async def test_a_restarted_watcher_sends_nothing_again(version: str, tmp_path: P
     watcher.step = STEPS[-1]
     await watcher.poll_once()
     assert sink.events == []
+
+
+VANISHED = "from Slurm's records (accounting or job completion log)"
+
+
+@pytest.mark.parametrize("records", RECORDS)
+@pytest.mark.parametrize("version", VERSIONS)
+async def test_jobs_gone_from_squeue_end_from_slurms_records(
+    version: str, records: str, tmp_path: Path
+) -> None:
+    """Seen running, then gone from squeue (the watcher was down past MinJobAge): their ends
+    come from accounting or the job completion log."""
+    sink = RecordingSink()
+    settings = SlurmWatchSettings(cluster="c", state_file=tmp_path / "ledger.json")
+    watcher = Replayed(version, settings, sink)
+    watcher.without_accounting = records == "jobcomp"
+    await watcher.poll_once()
+    jobs = jobs_of(version)
+    watcher.step, watcher.forgotten = STEPS[-1], {jobs["timeout"], jobs["running"]}
+    await watcher.poll_once()
+    ends = {
+        e.subject: (e.payload.state, e.payload.raw_state, e.payload.nodes)
+        for e in sink.events
+        if isinstance(e, JobExited) and e.payload.reason == VANISHED
+    }
+    assert ends == {
+        f"slurm/c/{jobs['timeout']}": (F, "TIMEOUT", ("node2",)),
+        f"slurm/c/{jobs['running']}": (JobState.CANCELLED, "CANCELLED", ("node1",)),
+    }
