@@ -33,9 +33,10 @@ def job_state(value: Any) -> tuple[str, JobState]:
 
 
 def exit_of(value: Any) -> tuple[int | None, int | None]:
-    """(exit code, signal) from 22.05's raw wait status or 23.02+'s
-    `{"status": [...], "return_code": N, "signal": {"id": N, "name": ...}}`."""
-    if isinstance(value, dict):
+    """(exit code, signal) from a raw wait status (22.05 plain, 23.02 wrapped as a number) or
+    23.11+'s `{"status": [...], "return_code": N, "signal": {"id": N, "name": ...}}` (sacct's
+    since 22.05)."""
+    if isinstance(value, dict) and "number" not in value:
         signal = value.get("signal") or {}
         sig = (
             number(signal.get("id", signal.get("signal_id"))) if isinstance(signal, dict) else None

@@ -313,3 +313,27 @@ async def test_jobs_gone_from_squeue_end_from_slurms_records(
         f"slurm/c/{jobs['timeout']}": (F, "TIMEOUT", ("node2",)),
         f"slurm/c/{jobs['running']}": (JobState.CANCELLED, "CANCELLED", ("node1",)),
     }
+
+
+async def test_a_real_23_02_squeue(tmp_path: Path) -> None:
+    """23.02.6 (23.02/PROVENANCE.md): wrapped numbers, yet `job_state` a string and `exit_code` a
+    wrapped raw wait status."""
+
+    class Squeue2302(SlurmWatcher):
+        async def _run(self, *argv: str) -> str:
+            if argv[0] == "squeue":
+                return (SLURM / "23.02" / "squeue-running.json").read_text()
+            return '{"nodes": []}'  # sinfo: not captured with it
+
+    sink = RecordingSink()
+    settings = SlurmWatchSettings(cluster="jz", state_file=tmp_path / "ledger.json")
+    await Squeue2302(settings, sink).poll_once()
+    submitted, running = sink.events
+    assert submitted.subject == running.subject == "slurm/jz/1618871"
+    assert isinstance(submitted, JobSubmitted) and isinstance(running, JobStateChanged)
+    assert (submitted.payload.name, submitted.payload.queue) == ("model_pretrain", "gpu_p2")
+    assert (submitted.payload.nodes_requested, submitted.payload.gpus_requested) == (1, 8)
+    assert submitted.payload.raw["tres_per_node"] == "gres:gpu:8"
+    assert (running.payload.state, running.payload.raw_state) == (R, "RUNNING")
+    assert running.payload.nodes == ("data-center-ia830",) and running.payload.attempt == 1
+    assert running.occurred_at.timestamp() == 1701983394

@@ -110,6 +110,8 @@ def test_numbers_plain_or_wrapped(value: object, expected: int | None) -> None:
     [
         (0, (0, None)),
         (768, (3, None)),  # 22.05: the raw wait status
+        ({"set": True, "infinite": False, "number": 768}, (3, None)),  # 23.02: wrapped
+        ({"set": True, "infinite": False, "number": 9}, (None, 9)),
         (9, (None, 9)),
         (
             {
