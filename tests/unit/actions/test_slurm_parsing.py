@@ -16,7 +16,7 @@ from actions.errors import PermanentError
 from schemas.slurm import SLURM_FINISHED, slurm_job_word
 
 SLURM = Path(__file__).resolve().parents[2] / "fixtures" / "realworld" / "slurm"
-VERSIONS = ("22.05", "24.11")
+VERSIONS = ("22.05", "23.11", "24.11")
 
 
 def job_fields(version: str, key: str) -> dict[str, str]:
@@ -33,7 +33,7 @@ ENDED = {
     "killed_sigkill": ("FAILED", True, 128 + 9, ["node2"]),
     "running": ("CANCELLED", True, 128 + 15, ["node1"]),
     "timeout": ("TIMEOUT", True, 143, ["node2"]),
-    "node_fail": ("NODE_FAIL", True, None, ["node3"]),  # 22.05: 0:0, 24.11: 0:1
+    "node_fail": ("NODE_FAIL", True, None, ["node3"]),  # 22.05, 23.11: 0:0, 24.11: 0:1
     "requeued": ("PENDING", False, None, []),
     "node_fail_requeued": ("PENDING", False, None, []),
     "held_pending": ("PENDING", False, None, []),
@@ -65,6 +65,7 @@ def test_job_state_polling(version: str, key: str) -> None:
     + [
         # 22.05 put node1 back in service on its own (ReturnToService=2) before the last look.
         ("22.05", "04-ended", {"node1": "idle", "node2": "idle", "node3": "down"}),
+        ("23.11", "04-ended", {"node1": "down", "node2": "idle", "node3": "down"}),
         ("24.11", "04-ended", {"node1": "down", "node2": "idle", "node3": "down"}),
     ],
 )

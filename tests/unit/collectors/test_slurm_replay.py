@@ -19,7 +19,7 @@ from schemas.events.jobs import JobState
 from schemas.events.nodes import NodeStateObserved
 
 SLURM = Path(__file__).resolve().parents[2] / "fixtures" / "realworld" / "slurm"
-VERSIONS = ("22.05", "24.11")
+VERSIONS = ("22.05", "23.11", "24.11")
 STEPS = ("01-running", "02-requeued", "03-draining", "04-ended")
 _OUTPUTS = {
     ("squeue",): "squeue.json",
@@ -146,8 +146,9 @@ STORIES: dict[str, tuple[Story, End | None]] = {
     ),
 }
 # Where the two captures differ, as real clusters do: what each version said of a job whose node
-# stopped answering (squeue: 22.05 exit 0, 24.11 SIGHUP; accounting: 24.11 exit 1), and the
-# timeout's end (22.05's capture saw the SIGTERM itself, 24.11's the shell's 143).
+# stopped answering (squeue: 22.05 and 23.11 exit 0, 24.11 SIGHUP; accounting: 24.11 exit 1),
+# and the timeout's end (22.05's and 23.11's captures saw the SIGTERM itself, 24.11's the
+# shell's 143).
 VERSION_ENDS: dict[tuple[str, str, str], End] = {
     ("node_fail", "22.05", ""): (0, None, ("node3",)),
     ("node_fail", "24.11", ""): (None, 1, ("node3",)),
@@ -155,10 +156,13 @@ VERSION_ENDS: dict[tuple[str, str, str], End] = {
     ("node_fail_requeued", "22.05", "jobcomp"): (0, None, ("node3",)),
     ("node_fail_requeued", "24.11", "accounting"): (1, None, ("node3",)),
     ("node_fail_requeued", "24.11", "jobcomp"): (0, 1, ("node3",)),
+    ("node_fail", "23.11", ""): (0, None, ("node3",)),
+    ("node_fail_requeued", "23.11", ""): (0, None, ("node3",)),
     ("timeout", "22.05", ""): (None, 15, ("node2",)),
+    ("timeout", "23.11", ""): (None, 15, ("node2",)),
 }
-# 22.05's capture looked once the requeued job was PENDING again, 24.11's while its old attempt
-# was still COMPLETING (["PENDING", "COMPLETING"]).
+# 22.05's capture looked once the requeued job was PENDING again, 23.11's and 24.11's while its
+# old attempt was still COMPLETING (["PENDING", "COMPLETING"]).
 VERSION_STORIES: dict[tuple[str, str], Story] = {
     ("requeued", "22.05"): [
         SUBMITTED,
@@ -203,7 +207,7 @@ async def test_array_tasks_are_jobs_of_their_own(version: str, tmp_path: Path) -
 
 async def test_both_versions_tell_the_same_stories(tmp_path: Path) -> None:
     """Beyond the table: per job, the same attempt ends (state, raw word, attempt, nodes) and the
-    same last state on 22.05 and 24.11."""
+    same last state on every version."""
 
     def shape(version: str, events: list[Event]) -> set[tuple[object, ...]]:
         key_of = {f"slurm/c/{v}": k for k, v in jobs_of(version).items()}
@@ -214,8 +218,9 @@ async def test_both_versions_tell_the_same_stories(tmp_path: Path) -> None:
             for e in [*(e for e in events if isinstance(e, JobExited)), *last.values()]
         }
 
-    old, new = [shape(v, await replay(v, tmp_path / v)) for v in VERSIONS]
-    assert old == new and len(old) == 10 + 11  # ten attempt ends, eleven jobs
+    first, *others = [shape(v, await replay(v, tmp_path / v)) for v in VERSIONS]
+    assert len(first) == 10 + 11  # ten attempt ends, eleven jobs
+    assert all(other == first for other in others)
 
 
 NODE_STORY = {

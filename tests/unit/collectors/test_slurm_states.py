@@ -11,7 +11,7 @@ from schemas.events.nodes import SchedulerNodeState
 from schemas.slurm import SLURM_FINISHED, SLURM_JOB_STATES, slurm_job_word
 
 SLURM = Path(__file__).resolve().parents[2] / "fixtures" / "realworld" / "slurm"
-VERSIONS = ("22.05", "24.11")
+VERSIONS = ("22.05", "23.11", "24.11")
 TERMINAL = {JobState.SUCCEEDED, JobState.FAILED, JobState.PREEMPTED, JobState.CANCELLED}
 
 
