@@ -135,13 +135,15 @@ class SlurmWatcher:
         gone = self.tracker.unfinished(f"slurm/{self.settings.cluster}/", present)
         if not gone:
             return []
-        records = await self._attempt_ends(
-            [self.ledger.entries[jid].get("slurm_id") for jid in gone]
-        )
+        # Entries written before slurm_id was kept: the job id's own number (no array task).
+        ids = {
+            jid: self.ledger.entries[jid].get("slurm_id") or jid.rsplit("/", 1)[1] for jid in gone
+        }
+        records = await self._attempt_ends(list(ids.values()))
         sent: list[Event] = []
         for jid in gone:
             entry = dict(self.ledger.entries[jid])
-            ended = [e for e in records.get(entry.get("slurm_id", ""), []) if e.ended]
+            ended = [e for e in records.get(ids[jid], []) if e.ended]
             if not ended:
                 log.warning("slurm_job_vanished", job=jid)
                 self.ledger.drop(jid)
@@ -187,9 +189,12 @@ class SlurmWatcher:
             told.append(event)
         return told
 
-    async def _attempt_ends(self, slurm_ids: list[str | None]) -> dict[str, list[AttemptEnd]]:
+    async def _attempt_ends(self, slurm_ids: list[str]) -> dict[str, list[AttemptEnd]]:
         """From accounting where the cluster has it, else from the job completion log."""
-        ids = f"--jobs={','.join(sorted({i for i in slurm_ids if i}))}"
+        wanted = sorted({i for i in slurm_ids if re.fullmatch(r"\d+", i)})
+        if not wanted:
+            return {}
+        ids = f"--jobs={','.join(wanted)}"
         try:
             return ends.from_sacct(await self._json(*ends.SACCT_ARGV, ids))
         except RuntimeError as e:  # "Slurm accounting storage is disabled"
