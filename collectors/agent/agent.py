@@ -50,9 +50,14 @@ async def _every(
     stop: asyncio.Event,
     tick: Callable[[], Awaitable[None]],
     clock: Clock,
+    *,
+    first_in_s: float = 0.0,
 ) -> None:
-    """Call `tick` on a fixed cadence (not drifting by its own duration) until `stop`."""
-    next_at = clock.now()
+    """Call `tick` on a fixed cadence (not drifting by its own duration) until `stop`, the
+    first time `first_in_s` from now."""
+    next_at = clock.now() + first_in_s
+    if first_in_s:
+        await clock.sleep(first_in_s, stop)
     while not stop.is_set():
         try:
             await tick()
@@ -132,10 +137,12 @@ class NodeAgent:
 
     async def run(self, stop: asyncio.Event) -> None:
         self.open_backend()
+        sampled = False
         if self.gpus:
             # Health checks read the samples: take the first before they start.
             with contextlib.suppress(Exception):
                 await self.sample()
+                sampled = True
         try:
             async with asyncio.TaskGroup() as tg:
                 tg.create_task(
@@ -145,7 +152,16 @@ class NodeAgent:
                 if self.kernel_log is not None:
                     tg.create_task(self._kernel_log_loop(self.kernel_log, stop))
                 if self.gpus:
-                    tg.create_task(_every(self.settings.interval_s, stop, self.sample, self.clock))
+                    interval_s = self.settings.interval_s
+                    tg.create_task(
+                        _every(
+                            interval_s,
+                            stop,
+                            self.sample,
+                            self.clock,
+                            first_in_s=interval_s if sampled else 0.0,
+                        )
+                    )
                     tg.create_task(self._xid_loop(stop))
         finally:
             self.backend.close()
