@@ -1,5 +1,4 @@
 import asyncio
-import time
 from pathlib import Path
 
 from collectors.gpu.backend import Xid
@@ -70,10 +69,8 @@ async def test_executable_exit_codes_map_to_statuses_with_first_line(tmp_path: P
     assert "not executable" in results["notes"].message
     assert results["odd"].status == HealthStatus.UNKNOWN
     assert results["odd"].details == {"exit_code": 7}
-    started = time.monotonic()
     assert results["slow"].status == HealthStatus.UNKNOWN
     assert "timed out" in results["slow"].message
-    assert time.monotonic() - started < 1
 
 
 async def test_decorated_function_check_and_a_crashing_one() -> None:
