@@ -23,6 +23,7 @@ import structlog
 from collectors.events import Stamp
 from collectors.loop import poll_forever
 from collectors.sink import EventSink
+from collectors.watchers.hooks import HOOKS_KEY, comment_value, parse_hooks
 from collectors.watchers.ledger import Ledger
 from collectors.watchers.lifecycle import JobTracker, Observation, when
 from collectors.watchers.slurm import ends
@@ -128,6 +129,7 @@ class SlurmWatcher:
                 "native_id": _native(job),
                 "tres_per_node": str(job.get("tres_per_node") or ""),
             },
+            hooks=parse_hooks(comment_value(job.get("comment"), HOOKS_KEY), job=_native(job)),
         )
 
     async def _vanished(self, present: set[str]) -> list[Event]:
