@@ -5,9 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import orjson
 from pydantic import ValidationError
-from pydantic_core import ErrorDetails
+from pydantic_core import ErrorDetails, from_json
 
 from schemas.envelope import Event
 from schemas.limits import LIMIT_ERRORS
@@ -107,8 +106,10 @@ def _decode_current(raw: bytes) -> list[Event] | None:
 
 def _decode_slow(raw: bytes) -> list[Event]:
     try:
-        doc = orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
+        # pydantic-core's parser, not orjson's: orjson reads an integer past 64 bits as a float,
+        # which would turn a value the limits refuse into another one they accept.
+        doc = from_json(raw, cache_strings=False)
+    except ValueError as exc:
         raise DecodeError("malformed", str(exc)) from None
     items = doc if isinstance(doc, list) else [doc]
     if not items:

@@ -136,6 +136,7 @@ LIMIT_ERRORS = frozenset(
         "greater_than",
         "greater_than_equal",
         "finite_number",
+        "int_parsing_size",
         "time_limit",
         "size_limit",
     }
