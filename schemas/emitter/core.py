@@ -82,13 +82,20 @@ class Emitter:
             self._kick_drain()
 
     async def stop(self, drain_timeout_s: float = 5.0) -> None:
-        """Flush open batches; give the spool a moment to drain; what is left stays on disk."""
+        """Flush open batches; give the spool a moment to drain; what is left stays on disk.
+        Raises SpoolFullError, once closed, if batched events held in memory could be neither
+        sent nor spooled: those are lost, and this is how the caller learns it."""
         # The linger task is asked, not cancelled: cancelled mid-flush, it would drop the batch
         # it was sending.
         self._stopping.set()
         await asyncio.gather(*self._tasks)
         self._tasks.clear()
-        await self.flush()
+        refused: SpoolFullError | None = None
+        try:
+            await self.flush()
+        except SpoolFullError as exc:  # closed all the same; the caller hears of it below
+            refused = exc
+            log.error("events_refused_at_stop", events=len(self._batcher), error=str(exc))
         if self._drainer is not None:
             with contextlib.suppress(TimeoutError, asyncio.CancelledError):
                 await asyncio.wait_for(asyncio.shield(self._drainer), drain_timeout_s)
@@ -98,6 +105,8 @@ class Emitter:
         for spool in (*self._orphans, self.spool):
             spool.close(remove_if_empty=True)
         await self._disconnect()
+        if refused is not None:
+            raise refused
 
     async def emit(self, event: Event) -> None:
         """Raises MessageTooLarge for an event no message can carry, and SpoolFullError when
