@@ -142,7 +142,10 @@ def stored(settings: ClickHouseSettings) -> dict[uuid.UUID, Event]:
     """Every event of the database, read back the way replay and the CLI read history."""
     with connect(settings) as client:
         ids = [r[0] for r in client.query("SELECT toString(event_id) FROM events").result_rows]
-    return {e.event_id: e for e in events_by_id(settings, ids).values()}
+    # In chunks: from about 90 ids on, the local server answers a syntax error (the query
+    # parameters then travel another way); reported, not this test's subject.
+    chunks = [ids[i : i + 50] for i in range(0, len(ids), 50)]
+    return {e.event_id: e for chunk in chunks for e in events_by_id(settings, chunk).values()}
 
 
 def test_events_at_every_limit_are_stored_and_read_back_equal(
@@ -300,3 +303,16 @@ def exited_at(at: datetime, exit_code: int) -> JobExited:
         occurred_at=at,
         payload={"state": "FAILED", "exit_code": exit_code},
     )
+
+
+def test_one_batch_spanning_many_days_is_stored(clickhouse_settings: ClickHouseSettings) -> None:
+    """Tables are partitioned by event day: a batch of events from many days (a replay, a late
+    producer, or someone probing the time range) must not fail the insert (ClickHouse refuses
+    more than 100 partitions per insert by default), or the sink would be stuck on it."""
+    start = datetime.now(UTC) - timedelta(days=400)
+    events = [exited_at(start + timedelta(days=d), exit_code=d) for d in range(300)]
+    rows = write(clickhouse_settings, [("jobs", encode(e)) for e in events])
+    assert not rows.rejected
+    assert set(stored(clickhouse_settings)) == {e.event_id for e in events}
+    with connect(clickhouse_settings) as client:
+        assert client.query("SELECT count() FROM job_events FINAL").result_rows == [(300,)]

@@ -240,3 +240,16 @@ def expect_limit(document: dict[str, Any], field: str) -> None:
     assert info.value.detail.startswith(f"{field}:") or info.value.detail.startswith(f"{field}."), (
         info.value.detail
     )
+
+
+def test_a_stale_horizon_never_refuses_a_valid_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cached horizon lags the clock (a process idle for days): a time past it reads the
+    clock again before it is refused."""
+    horizon = limits._HORIZON
+    monkeypatch.setattr(horizon, "at", limits.MIN_TIME)
+    monkeypatch.setattr(horizon, "text", "2000-01-01T00:00:00")
+    now = datetime.now(UTC)
+    for at in (now.isoformat().replace("+00:00", "Z"), now.isoformat()):  # fast and slow paths
+        [event] = decode(orjson.dumps(doc("JobExited", occurred_at=at, observed_at=at)))
+        assert event.occurred_at == now
+    assert horizon.at > now  # refreshed
