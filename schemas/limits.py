@@ -138,7 +138,7 @@ def _not_too_late(value: Any) -> Any:
     if type(value) is str and len(value) >= 20 and value[-1] == "Z" and value[10] == "T":
         if value[17] == "6" and value[18] == "0":
             raise _leap_second()
-        second = value[:19]  # a second's precision: at most a second stricter than the setting
+        second = value[:19]  # to the second: within the same second as the horizon passes
         if second > _HORIZON.text and second > _HORIZON.refresh().text:
             raise _too_late()
         return value
@@ -184,6 +184,7 @@ LIMIT_ERRORS = frozenset(
 
 
 def _bounded_json(value: Any) -> Any:
+    """A free-form value must be JSON (what the wire and the `payload` column hold) and small."""
     try:
         size = len(orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS))
     except TypeError as exc:
