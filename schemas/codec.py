@@ -5,16 +5,30 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import orjson
 from pydantic import ValidationError
+from pydantic_core import ErrorDetails, from_json
 
 from schemas.envelope import Event
+from schemas.limits import LIMIT_ERRORS
 from schemas.registry import UnknownEventType, event_class, union_adapters
 from schemas.upcasters import upcast
 
+# The broker's default `message.max.bytes` (1 MiB, less its record overhead is still above what
+# we allow the value): every producer of ours stays at or below it, consumers refuse more.
 MAX_MESSAGE_BYTES = 1024 * 1024
 WIRE_REQUIRED = ("event_id", "observed_at")
 _WIRE_FIELDS = frozenset(WIRE_REQUIRED)
+
+
+class MessageTooLarge(ValueError):
+    """One event whose encoding alone exceeds MAX_MESSAGE_BYTES: no split can send it."""
+
+    def __init__(self, event: Event, size: int) -> None:
+        super().__init__(
+            f"limit: {event.type} {event.event_id} is {size} bytes encoded, more than the "
+            f"{MAX_MESSAGE_BYTES} a Kafka message may carry"
+        )
+        self.size = size
 
 
 class DecodeError(ValueError):
@@ -28,6 +42,31 @@ class DecodeError(ValueError):
 
 def encode(event: Event) -> bytes:
     return event.__pydantic_serializer__.to_json(event)
+
+
+def encode_checked(event: Event) -> bytes:
+    """`encode`, refusing an event no message could carry."""
+    body = encode(event)
+    if len(body) > MAX_MESSAGE_BYTES:
+        raise MessageTooLarge(event, len(body))
+    return body
+
+
+def split_batches(events: Sequence[Event], max_bytes: int = MAX_MESSAGE_BYTES) -> list[bytes]:
+    """Events of one subject as few messages as fit in `max_bytes` each, in order."""
+    messages: list[bytes] = []
+    open_: list[bytes] = []
+    size = 2
+    for event in events:
+        body = encode_checked(event)
+        if open_ and size + len(body) + 1 > max_bytes:
+            messages.append(b"[" + b",".join(open_) + b"]")
+            open_, size = [], 2
+        open_.append(body)
+        size += len(body) + 1
+    if open_:
+        messages.append(b"[" + b",".join(open_) + b"]")
+    return messages
 
 
 def encode_batch(events: Sequence[Event]) -> bytes:
@@ -67,8 +106,10 @@ def _decode_current(raw: bytes) -> list[Event] | None:
 
 def _decode_slow(raw: bytes) -> list[Event]:
     try:
-        doc = orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
+        # pydantic-core's parser, not orjson's: orjson reads an integer past 64 bits as a float,
+        # which would turn a value the limits refuse into another one they accept.
+        doc = from_json(raw, cache_strings=False)
+    except ValueError as exc:
         raise DecodeError("malformed", str(exc)) from None
     items = doc if isinstance(doc, list) else [doc]
     if not items:
@@ -93,13 +134,16 @@ def _decode_one(item: Any) -> Event:
     try:
         return cls.model_validate(upcast(cls, item))
     except ValidationError as exc:
-        raise DecodeError("invalid", _short(exc)) from None
+        limit = next((e for e in exc.errors() if e["type"] in LIMIT_ERRORS), None)
+        if limit is not None:
+            raise DecodeError("limit", _describe(limit, exc)) from None
+        raise DecodeError("invalid", _describe(exc.errors()[0], exc)) from None
     except ValueError as exc:  # an upcaster refusing the document
         raise DecodeError("invalid", str(exc)) from None
 
 
-def _short(exc: ValidationError) -> str:
-    first = exc.errors()[0]
-    where = ".".join(str(p) for p in first["loc"])
+def _describe(error: ErrorDetails, exc: ValidationError) -> str:
+    """`payload.nodes: List should have at most 16384 items after validation, not 50000`."""
+    where = ".".join(str(p) for p in error["loc"])
     more = f" (+{exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-    return f"{where}: {first['msg']}{more}"
+    return f"{where}: {error['msg']}{more}"

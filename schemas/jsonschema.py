@@ -8,8 +8,9 @@ from typing import Any
 
 import orjson
 
-from schemas.codec import WIRE_REQUIRED
+from schemas.codec import MAX_MESSAGE_BYTES, WIRE_REQUIRED
 from schemas.envelope import Event
+from schemas.limits import INT64_MAX, INT64_MIN, TIME_PATTERN
 from schemas.registry import event_types
 
 JSON_DIR = Path(__file__).resolve().parent / "json"
@@ -38,6 +39,8 @@ def message_schema(names: list[str]) -> dict[str, Any]:
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": "urn:centrality:message",
         "title": "Message",
+        "description": f"A Kafka message value: at most {MAX_MESSAGE_BYTES} bytes (x-maxBytes).",
+        "x-maxBytes": MAX_MESSAGE_BYTES,
         "oneOf": [one, {"type": "array", "minItems": 1, "items": one}],
     }
 
@@ -70,12 +73,13 @@ def export(directory: Path = JSON_DIR) -> list[Path]:
 
 
 # `format` is only an annotation for most validators; these patterns make the files say what the
-# decoder enforces (a tz-aware timestamp, a real UUID), and the bound keeps integers in 64 bits.
+# decoder enforces (a tz-aware timestamp in the contract's years, no leap second, a real UUID),
+# and the bound keeps integers in 64 bits.
 _PATTERNS = {
     "uuid": "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$",
-    "date-time": r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$",
+    "date-time": TIME_PATTERN,
 }
-_INT64 = (-(2**63), 2**63 - 1)
+_INT64 = (INT64_MIN, INT64_MAX)
 
 
 def _tighten(node: Any) -> None:

@@ -3,7 +3,7 @@ files could build. Covers the subset `schemas/json/` uses, and fails loudly on a
 
 from __future__ import annotations
 
-from datetime import timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 from hypothesis import strategies as st
@@ -75,7 +75,10 @@ def _string(node: Schema) -> st.SearchStrategy[str]:
     if fmt == "date-time":
         # RFC 3339 offsets are whole minutes (historical zones had seconds).
         offsets = st.integers(-14 * 60, 14 * 60).map(lambda m: timezone(timedelta(minutes=m)))
-        return st.datetimes(timezones=offsets).map(lambda d: d.isoformat())
+        # Local times a day inside the range (formatMinimum .. now + skew), whatever the offset.
+        low = datetime.fromisoformat(node["formatMinimum"]).replace(tzinfo=None) + timedelta(1)
+        high = datetime.now(UTC).replace(tzinfo=None)
+        return st.datetimes(low, high, timezones=offsets).map(lambda d: d.isoformat())
     if "pattern" in node:
         return st.from_regex(node["pattern"], fullmatch=True)
     return st.text(min_size=node.get("minLength", 0), max_size=max(node.get("minLength", 0), 16))

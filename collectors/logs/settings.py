@@ -9,6 +9,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from collectors.events import hostname
 from schemas.events.logs import LogSignal
+from schemas.limits import LOG_LINE, LOG_LINES
 
 
 class PatternSpec(BaseModel):
@@ -43,5 +44,9 @@ class TailSettings(BaseSettings):
     default_patterns: bool = Field(default=True, description="Use the built-in signal patterns.")
     patterns: tuple[PatternSpec, ...] = Field(default=(), description="Extra patterns (JSON).")
     read_chunk_bytes: int = Field(default=256 * 1024, gt=0, description="Read per file per poll.")
-    max_line_bytes: int = Field(default=16 * 1024, gt=0, description="Longer lines are cut.")
-    max_lines_per_event: int = Field(default=1000, gt=0, description="Lines per message.")
+    max_line_bytes: int = Field(
+        default=LOG_LINE, gt=0, le=LOG_LINE, description="Longer lines are cut (contract limit)."
+    )
+    max_lines_per_event: int = Field(
+        default=LOG_LINES, gt=0, le=LOG_LINES, description="Lines per message (contract limit)."
+    )

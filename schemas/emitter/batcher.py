@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from schemas.codec import encode
+from schemas.codec import encode_checked
 from schemas.envelope import Event
 
 
@@ -17,12 +17,33 @@ class PendingBatch:
     size_bytes: int = 2
 
     def add(self, event: Event) -> None:
-        body = encode(event)
+        """Raises MessageTooLarge, the batch unchanged, for an event no message can carry."""
+        self._add_encoded(encode_checked(event))
+
+    def _add_encoded(self, body: bytes) -> None:
         self.encoded.append(body)
         self.size_bytes += len(body) + 1
 
     def value(self) -> bytes:
         return b"[" + b",".join(self.encoded) + b"]"
+
+    def split(self, max_bytes: int) -> list[PendingBatch]:
+        """Parts in order whose values stay within `max_bytes` each (a batch put back after a
+        failed send holds what was added meanwhile too, so it may have grown past the bound)."""
+        parts = [PendingBatch(self.topic, self.key)]
+        for body in self.encoded:
+            if parts[-1].encoded and parts[-1].size_bytes + len(body) + 1 > max_bytes:
+                parts.append(PendingBatch(self.topic, self.key))
+            parts[-1]._add_encoded(body)
+        return parts
+
+    @classmethod
+    def joined(cls, parts: list[PendingBatch]) -> PendingBatch:
+        whole = cls(parts[0].topic, parts[0].key)
+        for part in parts:
+            for body in part.encoded:
+                whole._add_encoded(body)
+        return whole
 
 
 class Batcher:
@@ -60,3 +81,8 @@ class Batcher:
 
     def __len__(self) -> int:
         return sum(len(b.encoded) for b in self._open.values())
+
+    @property
+    def size_bytes(self) -> int:
+        """Bytes of every open batch: what the Emitter holds in memory."""
+        return sum(b.size_bytes for b in self._open.values())

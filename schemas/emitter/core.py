@@ -18,11 +18,11 @@ import structlog
 from aiokafka import AIOKafkaProducer
 from aiokafka.errors import KafkaError
 
-from schemas.codec import encode, encode_batch
+from schemas.codec import MAX_MESSAGE_BYTES, encode_checked, split_batches
 from schemas.deadletter import DeadLetter, count_dead_letter
-from schemas.emitter.batcher import Batcher
+from schemas.emitter.batcher import Batcher, PendingBatch
 from schemas.emitter.settings import EmitterSettings
-from schemas.emitter.spool import Spool, SpooledRecord
+from schemas.emitter.spool import Spool, SpooledRecord, SpoolFullError
 from schemas.envelope import Event
 from schemas.settings import KafkaSettings
 from schemas.topics import spec, topic_name
@@ -82,13 +82,20 @@ class Emitter:
             self._kick_drain()
 
     async def stop(self, drain_timeout_s: float = 5.0) -> None:
-        """Flush open batches; give the spool a moment to drain; what is left stays on disk."""
+        """Flush open batches; give the spool a moment to drain; what is left stays on disk.
+        Raises SpoolFullError, once closed, if batched events held in memory could be neither
+        sent nor spooled: those are lost, and this is how the caller learns it."""
         # The linger task is asked, not cancelled: cancelled mid-flush, it would drop the batch
         # it was sending.
         self._stopping.set()
         await asyncio.gather(*self._tasks)
         self._tasks.clear()
-        await self.flush()
+        refused: SpoolFullError | None = None
+        try:
+            await self.flush()
+        except SpoolFullError as exc:  # closed all the same; the caller hears of it below
+            refused = exc
+            log.error("events_refused_at_stop", events=len(self._batcher), error=str(exc))
         if self._drainer is not None:
             with contextlib.suppress(TimeoutError, asyncio.CancelledError):
                 await asyncio.wait_for(asyncio.shield(self._drainer), drain_timeout_s)
@@ -98,29 +105,51 @@ class Emitter:
         for spool in (*self._orphans, self.spool):
             spool.close(remove_if_empty=True)
         await self._disconnect()
+        if refused is not None:
+            raise refused
 
     async def emit(self, event: Event) -> None:
+        """Raises MessageTooLarge for an event no message can carry, and SpoolFullError when
+        neither Kafka nor the spool (nor, for batched families, the bounded memory in front of
+        them) takes it: either way the event was not accepted."""
         topic = topic_name(event.topic, self.settings)
         if spec(event.topic).batched:
+            if self._batcher.size_bytes >= self.options.pending_max_bytes:
+                await self.flush()  # raises SpoolFullError while nothing takes the batches
             full = self._batcher.add(topic, event)
             if full is not None:
-                await self._deliver(full.topic, full.key, full.value())
+                # The event is accepted (in memory, bounded above); a refused send keeps the
+                # batch for the next flush.
+                with contextlib.suppress(SpoolFullError):
+                    await self._deliver_batch(full)
             return
-        await self._deliver(topic, event.key, encode(event))
+        await self._deliver(topic, event.key, encode_checked(event))
 
     async def emit_batch(self, events: Sequence[Event]) -> None:
-        """Send events of one subject as one message, now."""
+        """Send events of one subject now, as one message or, past the message size limit, as
+        several in order (a failure part-way leaves the earlier ones sent)."""
         first = events[0]
-        await self._deliver(topic_name(first.topic, self.settings), first.key, encode_batch(events))
+        topic = topic_name(first.topic, self.settings)
+        for value in split_batches(events, self._max_message_bytes):
+            await self._deliver(topic, first.key, value)
 
     async def flush(self) -> None:
         """Send every open batch. A batch leaves the batcher only once it is delivered (or
-        spooled): a flush that fails or is cancelled puts its batch back."""
+        spooled): a flush that fails or is cancelled puts back what it had not sent."""
         while (batch := self._batcher.pop()) is not None:
+            await self._deliver_batch(batch)
+
+    @property
+    def _max_message_bytes(self) -> int:
+        return min(self.options.batch_max_bytes, MAX_MESSAGE_BYTES)
+
+    async def _deliver_batch(self, batch: PendingBatch) -> None:
+        parts = batch.split(self._max_message_bytes)
+        for i, part in enumerate(parts):
             try:
-                await self._deliver(batch.topic, batch.key, batch.value())
+                await self._deliver(part.topic, part.key, part.value())
             except BaseException:
-                self._batcher.restore(batch)
+                self._batcher.restore(PendingBatch.joined(parts[i:]))
                 raise
 
     async def dead_letter(self, letter: DeadLetter) -> None:

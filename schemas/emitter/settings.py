@@ -21,7 +21,16 @@ class EmitterSettings(BaseSettings):
     )
     batch_max_events: int = Field(default=500, ge=1, description="Events per batched message.")
     batch_max_bytes: int = Field(
-        default=512 * 1024, ge=1024, description="Bytes per batched message (stay < 1 MiB)."
+        default=512 * 1024,
+        ge=1024,
+        le=1024 * 1024,
+        description="Bytes per batched message (at most the 1 MiB message limit).",
+    )
+    pending_max_bytes: int = Field(
+        default=16 * 1024 * 1024,
+        ge=1024,
+        description="Bytes of batched events held in memory while neither Kafka nor the spool "
+        "takes them; beyond it `emit` refuses events (SpoolFullError).",
     )
     delivery_timeout_ms: int = Field(
         default=5000, ge=100, description="Longer than this without an ack: spool it."

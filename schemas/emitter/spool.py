@@ -1,10 +1,16 @@
 """A bounded on-disk spool: what the Emitter could not deliver waits here, in order, until Kafka
 is back. Records are appended to segment files and fsynced before `append` returns, so an event
 the Emitter accepted survives a broker outage and a crash of the producing process.
+
+Full, by its own bound (`spool_max_bytes`) or because the disk is: `append` refuses the new
+records with SpoolFullError and leaves no trace of them (a partial write is cut off again), what
+was spooled before stays and is redelivered, and the Emitter's caller sees the error, so the
+refused event is never reported as sent.
 """
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 import shutil
@@ -14,9 +20,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import structlog
+
+log = structlog.get_logger("emitter.spool")
+
 _HEADER = struct.Struct(">IIII")  # topic, key, value, headers lengths; key length 2**32-1 = None
 _NO_KEY = 0xFFFFFFFF
 _SEGMENT_BYTES = 16 * 1024 * 1024
+_DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
 
 
 class SpoolFullError(RuntimeError):
@@ -124,10 +135,30 @@ class Spool:
         target = segments[-1] if segments else self._segment_path(self._segment)
         if target.exists() and target.stat().st_size + len(frames) > _SEGMENT_BYTES:
             target = self._segment_path(int(target.stem) + 1)
-        with target.open("ab") as f:
-            f.write(frames)
-            f.flush()
-            os.fsync(f.fileno())
+        existed = target.exists()
+        before = target.stat().st_size if existed else 0
+        try:
+            with target.open("ab") as f:
+                f.write(frames)
+                f.flush()
+                os.fsync(f.fileno())
+        except OSError as exc:
+            self._cut(target, before, existed)
+            if exc.errno not in _DISK_FULL:
+                raise
+            raise SpoolFullError(
+                f"spool {self.directory}: the disk is full ({exc.strerror}) at "
+                f"{self.size_bytes()} bytes spooled; {len(records)} event message(s) refused"
+            ) from exc
+
+    @staticmethod
+    def _cut(target: Path, size: int, existed: bool) -> None:
+        """Undo a partial append, so the records after it stay readable."""
+        if not existed:
+            target.unlink(missing_ok=True)
+            return
+        with target.open("r+b") as f:
+            f.truncate(size)
 
     def pending(self) -> Iterator[tuple[tuple[int, int], SpooledRecord]]:
         """Records not yet acked, oldest first, each with the cursor position just after it."""
@@ -148,9 +179,9 @@ class Spool:
     def ack(self, position: tuple[int, int]) -> None:
         """Everything up to `position` reached Kafka; drop fully delivered segments."""
         self._segment, self._offset = position
-        tmp = self._cursor_file.with_suffix(".tmp")
-        tmp.write_text(f"{self._segment} {self._offset}")
-        os.replace(tmp, self._cursor_file)
+        self._save_cursor()
+        # Safe even when the cursor could not be saved: a restart then starts at the first
+        # segment left, and redelivers (never loses) what was acked in it.
         for path in self._segments():
             if int(path.stem) < self._segment:
                 path.unlink()
@@ -158,7 +189,16 @@ class Spool:
         if current.exists() and current.stat().st_size == self._offset:
             current.unlink()
             self._segment, self._offset = self._segment + 1, 0
-            self._cursor_file.write_text(f"{self._segment} 0")
+            self._save_cursor()
+
+    def _save_cursor(self) -> None:
+        tmp = self._cursor_file.with_suffix(".tmp")
+        try:
+            tmp.write_text(f"{self._segment} {self._offset}")
+            os.replace(tmp, self._cursor_file)
+        except OSError as exc:  # a full disk: delivered segments are removed next, freeing it
+            tmp.unlink(missing_ok=True)
+            log.warning("spool_cursor_not_saved", dir=str(self.directory), error=repr(exc))
 
     def _segments(self) -> list[Path]:
         return sorted(self.directory.glob("*.seg"))

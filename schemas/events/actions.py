@@ -1,19 +1,32 @@
 """Action results: what a worker did about a trigger, so the audit trail is events too."""
 
 import uuid
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field
 
 from schemas.envelope import Event, Payload
+from schemas.limits import (
+    GPUS_PER_NODE,
+    MAP_ENTRIES,
+    NAME,
+    NODE_NAME,
+    SMALL_LIST,
+    TEXT,
+    UINT32_MAX,
+    WORD,
+    Details,
+    Key,
+    Str,
+)
 from schemas.registry import event
 
 
 class ActionPayload(Payload):
     trigger_id: uuid.UUID
-    trigger_type: str
-    action: str = Field(description="The handler that acted, e.g. `restart_job`.")
-    attempt: int = Field(default=1, ge=1)
+    trigger_type: str = Field(max_length=NAME)
+    action: str = Field(max_length=NAME, description="The handler that acted, e.g. `restart_job`.")
+    attempt: int = Field(default=1, ge=1, le=UINT32_MAX)
     dry_run: bool = False
     nodes: tuple[str, ...] = Field(
         default=(),
@@ -28,11 +41,11 @@ class ActionStartedPayload(ActionPayload):
 
 
 class ActionSucceededPayload(ActionPayload):
-    detail: dict[str, Any] = Field(default_factory=dict, description="What was done.")
+    detail: Details = Field(default_factory=dict, description="What was done.")
 
 
 class ActionFailedPayload(ActionPayload):
-    error: str
+    error: str = Field(max_length=TEXT)
     permanent: bool
     refused: bool = Field(
         default=False,
@@ -60,21 +73,23 @@ class ActionFailed(Event):
 
 
 class GpuBenchmark(Payload):
-    gpu: int = Field(ge=0)
+    gpu: int = Field(ge=0, le=GPUS_PER_NODE - 1)
     matmul_tflops: float | None = Field(default=None, ge=0, description="bf16/fp16 dense GEMM.")
-    dtype: str | None = None
+    dtype: str | None = Field(default=None, max_length=WORD)
     memory_bandwidth_gbps: float | None = Field(default=None, ge=0)
-    error: str | None = None
+    error: str | None = Field(default=None, max_length=TEXT)
 
 
 class BenchmarkCompletedPayload(Payload):
     trigger_id: uuid.UUID | None = Field(default=None, description="The RunBenchmark, if any.")
-    node: str
-    gpus: tuple[GpuBenchmark, ...] = ()
+    node: str = Field(max_length=NODE_NAME)
+    gpus: tuple[GpuBenchmark, ...] = Field(default=(), max_length=GPUS_PER_NODE)
     nccl_busbw_gbps: float | None = Field(default=None, ge=0)
     verdict: Literal["pass", "fail", "no-gpu", "error"]
-    reasons: tuple[str, ...] = Field(default=(), description="Why the verdict, per threshold.")
-    thresholds: dict[str, float] = Field(default_factory=dict)
+    reasons: tuple[Str, ...] = Field(
+        default=(), max_length=SMALL_LIST, description="Why the verdict, per threshold."
+    )
+    thresholds: dict[Key, float] = Field(default_factory=dict, max_length=MAP_ENTRIES)
     duration_s: float | None = Field(default=None, ge=0)
 
 

@@ -6,6 +6,19 @@ from typing import Literal
 from pydantic import Field
 
 from schemas.envelope import Event, Payload
+from schemas.limits import (
+    COMMAND,
+    INT64_MAX,
+    INT64_MIN,
+    MAP_ENTRIES,
+    NAME,
+    SUBJECT,
+    TEXT,
+    UINT32_MAX,
+    Key,
+    MapValue,
+    Nodes,
+)
 from schemas.registry import event
 
 
@@ -28,18 +41,22 @@ class CompletionHook(Payload):
         "attempt ends any way but preempted.",
     )
     release: str = Field(
-        min_length=1, max_length=512, description="Scheduler-qualified id of a held job."
+        min_length=1, max_length=SUBJECT, description="Scheduler-qualified id of a held job."
     )
 
 
 class JobSubmittedPayload(Payload):
-    name: str | None = None
-    user: str | None = None
-    queue: str | None = Field(default=None, description="Partition, namespace or Ray cluster.")
-    nodes_requested: int | None = Field(default=None, ge=0)
-    gpus_requested: int | None = Field(default=None, ge=0)
-    command: str | None = None
-    raw: dict[str, str] = Field(default_factory=dict, description="Scheduler-specific extras.")
+    name: str | None = Field(default=None, max_length=NAME)
+    user: str | None = Field(default=None, max_length=NAME)
+    queue: str | None = Field(
+        default=None, max_length=NAME, description="Partition, namespace or Ray cluster."
+    )
+    nodes_requested: int | None = Field(default=None, ge=0, le=INT64_MAX)
+    gpus_requested: int | None = Field(default=None, ge=0, le=INT64_MAX)
+    command: str | None = Field(default=None, max_length=COMMAND)
+    raw: dict[Key, MapValue] = Field(
+        default_factory=dict, max_length=MAP_ENTRIES, description="Scheduler-specific extras."
+    )
     hooks: tuple[CompletionHook, ...] = Field(
         default=(), max_length=16, description="Follow-ups to release when the job ends."
     )
@@ -53,11 +70,13 @@ class JobSubmitted(Event):
 
 class JobStateChangedPayload(Payload):
     state: JobState
-    raw_state: str = Field(description="The scheduler's own word, e.g. NODE_FAIL or OOMKilled.")
+    raw_state: str = Field(
+        max_length=NAME, description="The scheduler's own word, e.g. NODE_FAIL or OOMKilled."
+    )
     previous_state: JobState | None = None
-    attempt: int = Field(default=1, ge=1)
-    nodes: tuple[str, ...] = ()
-    reason: str | None = None
+    attempt: int = Field(default=1, ge=1, le=UINT32_MAX)
+    nodes: Nodes = ()
+    reason: str | None = Field(default=None, max_length=TEXT)
 
 
 @event(topic="jobs")
@@ -68,13 +87,15 @@ class JobStateChanged(Event):
 
 class JobExitedPayload(Payload):
     state: JobState = Field(description="How the attempt ended.")
-    raw_state: str | None = Field(default=None, description="The scheduler's own word for it.")
-    exit_code: int | None = None
-    signal: int | None = None
-    reason: str | None = None
-    attempt: int = Field(default=1, ge=1)
-    nodes: tuple[str, ...] = ()
-    gpus: int = Field(default=0, ge=0)
+    raw_state: str | None = Field(
+        default=None, max_length=NAME, description="The scheduler's own word for it."
+    )
+    exit_code: int | None = Field(default=None, ge=INT64_MIN, le=INT64_MAX)
+    signal: int | None = Field(default=None, ge=0, le=255)
+    reason: str | None = Field(default=None, max_length=TEXT)
+    attempt: int = Field(default=1, ge=1, le=UINT32_MAX)
+    nodes: Nodes = ()
+    gpus: int = Field(default=0, ge=0, le=UINT32_MAX)
 
 
 @event(topic="jobs")

@@ -3,23 +3,24 @@
 from enum import StrEnum
 from typing import Literal
 
-from pydantic import AwareDatetime, Field
+from pydantic import Field
 
 from schemas.envelope import Event, Payload
+from schemas.limits import INT32_MAX, LOG_LINE, LOG_LINES, NODE_NAME, TEXT, Timestamp
 from schemas.registry import event
 
 
 class LogLine(Payload):
-    at: AwareDatetime | None = Field(default=None, description="Timestamp parsed from the line.")
-    line: str
-    node: str | None = None
-    rank: int | None = None
+    at: Timestamp | None = Field(default=None, description="Timestamp parsed from the line.")
+    line: str = Field(max_length=LOG_LINE)
+    node: str | None = Field(default=None, max_length=NODE_NAME)
+    rank: int | None = Field(default=None, ge=0, le=INT32_MAX)
     stream: Literal["stdout", "stderr"] = "stdout"
 
 
 class LogLinesObservedPayload(Payload):
-    path: str | None = Field(default=None, description="File the lines came from.")
-    lines: tuple[LogLine, ...] = Field(min_length=1)
+    path: str | None = Field(default=None, max_length=TEXT, description="File the lines came from.")
+    lines: tuple[LogLine, ...] = Field(min_length=1, max_length=LOG_LINES)
 
 
 @event(topic="logs")
@@ -44,10 +45,10 @@ class LogSignal(StrEnum):
 
 class LogSignalDetectedPayload(Payload):
     signal: LogSignal
-    line: str
-    node: str | None = None
-    rank: int | None = None
-    pattern: str | None = None
+    line: str = Field(max_length=LOG_LINE)
+    node: str | None = Field(default=None, max_length=NODE_NAME)
+    rank: int | None = Field(default=None, ge=0, le=INT32_MAX)
+    pattern: str | None = Field(default=None, max_length=TEXT)
 
 
 @event(topic="jobs")

@@ -1,17 +1,18 @@
 """Node liveness and health; `subject` is the node id."""
 
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field
 
 from schemas.envelope import Event, Payload
+from schemas.limits import GPUS_PER_NODE, NAME, TEXT, WORD, Details
 from schemas.registry import event
 
 
 class NodeHeartbeatPayload(Payload):
-    agent_version: str
-    gpus: int = Field(ge=0, description="GPUs the agent sees (0 without NVML).")
+    agent_version: str = Field(max_length=NAME)
+    gpus: int = Field(ge=0, le=GPUS_PER_NODE, description="GPUs the agent sees (0 without NVML).")
     uptime_s: float | None = Field(default=None, ge=0)
     interval_s: float = Field(gt=0, description="When to expect the next heartbeat.")
 
@@ -30,10 +31,10 @@ class HealthStatus(StrEnum):
 
 
 class NodeHealthCheckedPayload(Payload):
-    check: str = Field(min_length=1)
+    check: str = Field(min_length=1, max_length=NAME)
     status: HealthStatus
-    message: str = ""
-    details: dict[str, Any] = Field(default_factory=dict)
+    message: str = Field(default="", max_length=TEXT)
+    details: Details = Field(default_factory=dict)
     duration_ms: float | None = Field(default=None, ge=0)
 
 
@@ -55,9 +56,9 @@ class SchedulerNodeState(StrEnum):
 
 class NodeStateObservedPayload(Payload):
     state: SchedulerNodeState
-    raw_state: str = Field(max_length=256, description="The scheduler's words, e.g. IDLE+DRAIN.")
-    reason: str | None = Field(default=None, max_length=1024, description="Why, as it says.")
-    scheduler: str = Field(min_length=1, max_length=64, description="slurm, kubernetes, ray.")
+    raw_state: str = Field(max_length=NAME, description="The scheduler's words, e.g. IDLE+DRAIN.")
+    reason: str | None = Field(default=None, max_length=TEXT, description="Why, as it says.")
+    scheduler: str = Field(min_length=1, max_length=WORD, description="slurm, kubernetes, ray.")
 
 
 @event(topic="nodes")

@@ -8,6 +8,7 @@ from typing import Any, Literal, Self
 from pydantic import Field
 
 from schemas.envelope import Event, Payload
+from schemas.limits import CAUSES, INT64_MAX, NAME, SUBJECT, TEXT, UINT32_MAX, Nodes
 from schemas.registry import event
 
 _TRIGGER_NAMESPACE = uuid.UUID("6f0b5a57-3c57-4c3e-9a55-2c0f4a0c7e11")
@@ -20,10 +21,14 @@ def trigger_id(trigger_type: str, rule: str, subject: str, window: str) -> uuid.
 
 
 class TriggerPayload(Payload):
-    rule: str = Field(min_length=1)
-    window: str = Field(description="What makes this decision unique for the rule and subject.")
-    reason: str
-    caused_by: tuple[uuid.UUID, ...] = Field(description="Ids of the events behind the decision.")
+    rule: str = Field(min_length=1, max_length=NAME)
+    window: str = Field(
+        max_length=NAME, description="What makes this decision unique for the rule and subject."
+    )
+    reason: str = Field(max_length=TEXT)
+    caused_by: tuple[uuid.UUID, ...] = Field(
+        max_length=CAUSES, description="Ids of the events behind the decision."
+    )
     severity: Literal["info", "warning", "critical"] = "warning"
 
 
@@ -58,9 +63,13 @@ class Trigger(Event):
 
 
 class RestartJobPayload(TriggerPayload):
-    checkpoint_uri: str | None = Field(description="Resume from here; None means from scratch.")
-    checkpoint_step: int | None = None
-    attempt: int = Field(ge=1, description="The attempt that ended and is being restarted.")
+    checkpoint_uri: str | None = Field(
+        max_length=TEXT, description="Resume from here; None means from scratch."
+    )
+    checkpoint_step: int | None = Field(default=None, ge=0, le=INT64_MAX)
+    attempt: int = Field(
+        ge=1, le=UINT32_MAX, description="The attempt that ended and is being restarted."
+    )
 
 
 @event(topic="triggers")
@@ -70,9 +79,11 @@ class RestartJob(Trigger):
 
 
 class QuarantineNodesPayload(TriggerPayload):
-    nodes: tuple[str, ...] = Field(min_length=1)
+    nodes: Nodes = Field(min_length=1)
     drain: bool = Field(default=True, description="Stop new work being scheduled there.")
-    taint: str | None = Field(default="centrality.io/quarantined", description="Taint key.")
+    taint: str | None = Field(
+        default="centrality.io/quarantined", max_length=NAME, description="Taint key."
+    )
 
 
 @event(topic="triggers")
@@ -82,7 +93,7 @@ class QuarantineNodes(Trigger):
 
 
 class ReleaseNodesPayload(TriggerPayload):
-    nodes: tuple[str, ...] = Field(min_length=1)
+    nodes: Nodes = Field(min_length=1)
 
 
 @event(topic="triggers")
@@ -92,8 +103,8 @@ class ReleaseNodes(Trigger):
 
 
 class RunBenchmarkPayload(TriggerPayload):
-    nodes: tuple[str, ...] = Field(min_length=1)
-    suites: tuple[Literal["gpu", "nccl"], ...] = ("gpu", "nccl")
+    nodes: Nodes = Field(min_length=1)
+    suites: tuple[Literal["gpu", "nccl"], ...] = Field(default=("gpu", "nccl"), max_length=2)
 
 
 @event(topic="triggers")
@@ -103,11 +114,11 @@ class RunBenchmark(Trigger):
 
 
 class NotifyPayload(TriggerPayload):
-    title: str = Field(min_length=1)
-    text: str = ""
-    incident: str = Field(description="Messages of one incident share a thread.")
-    nodes: tuple[str, ...] = ()
-    job_id: str | None = None
+    title: str = Field(min_length=1, max_length=NAME)
+    text: str = Field(default="", max_length=TEXT)
+    incident: str = Field(max_length=NAME, description="Messages of one incident share a thread.")
+    nodes: Nodes = ()
+    job_id: str | None = Field(default=None, max_length=SUBJECT)
 
 
 @event(topic="triggers")

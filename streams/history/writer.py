@@ -77,6 +77,12 @@ def rows_of(records: list[Record], deadletter_topic: str) -> Rows:
     return rows
 
 
+# Tables are partitioned by day, and ClickHouse refuses an insert touching more than 100
+# partitions by default (the local server dropped such a block without an error): one batch of a
+# replay or a late producer may span any of the days the contract accepts.
+_ANY_DAYS = {"max_partitions_per_insert_block": 0}
+
+
 def insert(client: Any, rows: Rows, token: str, max_rows: int) -> None:
     """Inserts of at most `max_rows`, each with a token of its own: the same records always give
     the same inserts and tokens, so a retried batch is dropped by the server, part for part."""
@@ -85,12 +91,12 @@ def insert(client: Any, rows: Rows, token: str, max_rows: int) -> None:
             "events",
             rows.events[start_row : start_row + max_rows],
             column_names=EVENT_COLUMNS,
-            settings={"insert_deduplication_token": f"{token}:{start_row}"},
+            settings={"insert_deduplication_token": f"{token}:{start_row}", **_ANY_DAYS},
         )
     if rows.dead_letters:
         client.insert(
             "dead_letters",
             rows.dead_letters,
             column_names=DEAD_LETTER_COLUMNS,
-            settings={"insert_deduplication_token": f"{token}:dead_letters"},
+            settings={"insert_deduplication_token": f"{token}:dead_letters", **_ANY_DAYS},
         )

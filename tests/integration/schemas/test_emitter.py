@@ -6,10 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from schemas.codec import decode
+from schemas import limits
+from schemas.codec import MAX_MESSAGE_BYTES, MessageTooLarge, decode
 from schemas.deadletter import DEAD_LETTER_COUNTS, DeadLetter
 from schemas.emitter import Emitter, EmitterSettings, SyncEmitter
-from schemas.events import GpuSampled
+from schemas.events import GpuSampled, JobExited, LogLinesObserved
 from schemas.settings import KafkaSettings
 from tests.factories import envelope, exited
 from tests.kafka_helpers import read_events, read_messages
@@ -110,3 +111,43 @@ async def test_stopping_while_the_linger_flushes_loses_no_batch(
                 sent += samples
     got = {e.event_id for m in await read_messages(kafka_settings, "gpu") for e in decode(m)}
     assert len(got) == len(sent)
+
+
+def big_exit(n: int, node_chars: int, nodes: int) -> JobExited:
+    names = [f"{i:0{node_chars}d}" for i in range(nodes)]
+    return JobExited(
+        **envelope("slurm/t/big"), payload={"state": "FAILED", "attempt": n, "nodes": names}
+    )
+
+
+async def test_no_message_exceeds_the_limit(kafka_settings: KafkaSettings, tmp_path: Path) -> None:
+    """A batch past the message limit goes as several messages, in order; an event no message
+    can carry is refused before anything is sent."""
+    events = [big_exit(n, 20, 10_000) for n in range(1, 7)]  # ~230 KB each
+    too_big = big_exit(99, limits.NODE_NAME, limits.MAX_NODES)  # valid, but ~4 MB encoded
+    async with Emitter(kafka_settings, options(tmp_path)) as emitter:
+        with pytest.raises(MessageTooLarge, match="limit"):
+            await emitter.emit(too_big)
+        with pytest.raises(MessageTooLarge):
+            await emitter.emit_batch([events[0], too_big])
+        await emitter.emit_batch(events)
+    messages = await read_messages(kafka_settings, "jobs")
+    assert len(messages) > 1 and all(len(m) <= MAX_MESSAGE_BYTES for m in messages)
+    got = [e for m in messages for e in decode(m)]
+    assert [e.event_id for e in got] == [e.event_id for e in events]
+
+
+async def test_batched_families_split_at_the_message_limit(
+    kafka_settings: KafkaSettings, tmp_path: Path
+) -> None:
+    lines = [{"line": "x" * limits.LOG_LINE}] * 20  # ~330 KB an event
+    events = [
+        LogLinesObserved(**envelope("slurm/t/logs"), payload={"lines": lines}) for _ in range(7)
+    ]
+    settings = options(tmp_path, batch_max_bytes=MAX_MESSAGE_BYTES, batch_linger_ms=60_000)
+    async with Emitter(kafka_settings, settings) as emitter:
+        for e in events:
+            await emitter.emit(e)
+    messages = await read_messages(kafka_settings, "logs")
+    assert all(len(m) <= MAX_MESSAGE_BYTES for m in messages)
+    assert [e.event_id for m in messages for e in decode(m)] == [e.event_id for e in events]

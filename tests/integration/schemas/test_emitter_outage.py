@@ -6,8 +6,10 @@ This test runs its own broker, since it kills it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,9 +19,11 @@ import pytest
 from centrality.stack.kafka import LocalKafka
 from centrality.stack.settings import StackSettings
 from schemas.admin import ensure_topics
+from schemas.codec import decode, encode
 from schemas.emitter import Emitter, EmitterSettings, SpoolFullError
+from schemas.events import GpuSampled
 from schemas.settings import KafkaSettings
-from tests.factories import exited
+from tests.factories import envelope, exited
 from tests.kafka_helpers import read_events
 from tests.ports import free_ports
 
@@ -132,4 +136,91 @@ async def test_full_spool_refuses_loudly(own_kafka: LocalKafka, tmp_path: Path) 
         assert 0 < accepted < 99
     finally:
         await emitter.stop(drain_timeout_s=0.1)
+        await asyncio.to_thread(own_kafka.start)
+
+
+@pytest.fixture
+def tiny_disk(tmp_path: Path) -> Iterator[Path]:
+    """A real 256 KiB filesystem. Mounting needs root: without it the test fails, never skips."""
+    mount_point = tmp_path / "tiny"
+    mount_point.mkdir()
+    subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mount_point)],
+        check=True,
+        capture_output=True,
+    )
+    try:
+        yield mount_point
+    finally:
+        subprocess.run(["umount", str(mount_point)], check=True)
+
+
+async def test_spool_on_a_full_disk_refuses_and_keeps_what_it_accepted(
+    own_kafka: LocalKafka, tiny_disk: Path
+) -> None:
+    """The policy: an event the disk cannot take is refused (SpoolFullError, saying the disk is
+    full); every event accepted before stays intact on disk and is delivered once Kafka is back."""
+    own_kafka.stop()
+    settings = KafkaSettings(bootstrap=own_kafka.bootstrap, topic_prefix=f"disk{os.getpid()}.")
+    options = EmitterSettings(spool_dir=tiny_disk / "spool", spool_max_bytes=1 << 30)
+    accepted = []
+    emitter = Emitter(settings, options)
+    await emitter.start()
+    try:
+        with pytest.raises(SpoolFullError, match="disk is full"):
+            for n in range(1, 100_000):
+                event = exited(attempt=n, subject=f"slurm/t/{n % 4}")
+                await emitter.emit(event)
+                accepted.append(event)
+        assert len(accepted) > 100  # the bytes bound (1 GiB) was not what stopped it
+        with pytest.raises(SpoolFullError, match="disk is full"):
+            await emitter.emit(exited(attempt=100_000))
+        # Nothing torn or half-written: exactly the accepted events wait, in order.
+        assert [r.value for _, r in emitter.spool.pending()] == [encode(e) for e in accepted]
+    finally:
+        await emitter.stop(drain_timeout_s=0.1)
+        await asyncio.to_thread(own_kafka.start)
+    await ensure_topics(settings)
+    async with Emitter(settings, options) as emitter:
+        await wait_drained(emitter, 90)
+    got = await read_events(settings, "jobs")
+    assert sorted(str(e.event_id) for e in got) == sorted(str(e.event_id) for e in accepted)
+
+
+async def test_batched_events_wait_in_bounded_memory_then_are_refused(
+    own_kafka: LocalKafka, tmp_path: Path
+) -> None:
+    """Batched families: while neither Kafka nor the spool takes a batch, accepted events wait in
+    memory up to `pending_max_bytes`; past it `emit` refuses. Nothing accepted is dropped."""
+    own_kafka.stop()
+    settings = KafkaSettings(bootstrap=own_kafka.bootstrap, topic_prefix=f"mem{os.getpid()}.")
+    options = EmitterSettings(
+        spool_dir=tmp_path / "spool",
+        spool_max_bytes=16_384,
+        batch_max_events=10,
+        batch_linger_ms=60_000,
+        pending_max_bytes=8192,
+    )
+    accepted = []
+    emitter = Emitter(settings, options)
+    await emitter.start()
+    try:
+        with pytest.raises(SpoolFullError):
+            for n in range(10_000):
+                sample = GpuSampled(**envelope("node-1"), payload={"gpu": n % 8})
+                await emitter.emit(sample)
+                accepted.append(sample)
+        spooled = [e for _, r in emitter.spool.pending() for e in decode(r.value)]
+        assert spooled == accepted[: len(spooled)]  # the spool took whole batches, in order
+        held = len(accepted) - len(spooled)
+        assert held > 0 and emitter._batcher.size_bytes >= options.pending_max_bytes
+        assert emitter._batcher.size_bytes < options.pending_max_bytes + 4096  # bounded
+        # Stopping cannot place what memory holds: it says so rather than losing it quietly.
+        with pytest.raises(SpoolFullError):
+            await emitter.stop(drain_timeout_s=0.1)
+    except BaseException:
+        with contextlib.suppress(SpoolFullError):
+            await emitter.stop(drain_timeout_s=0.1)
+        raise
+    finally:
         await asyncio.to_thread(own_kafka.start)

@@ -45,3 +45,22 @@ def test_the_files_reject_what_decode_rejects() -> None:
         assert "event_id" in str(exc)
     else:
         raise AssertionError("decode accepted a document without event_id")
+
+
+def test_the_files_state_the_limits_other_validators_honour() -> None:
+    """What the codec refuses as `limit` a standard JSON Schema validator refuses from the files
+    alone (the future-skew bound, relative to the reader's clock, is stated in prose)."""
+    validator = _validator()
+    base = orjson.loads(encode(exited()))
+    assert validator.is_valid(base)
+    cases = {
+        "occurred_at": ["9999-12-31T23:59:59Z", "0001-01-01T00:00:00Z", "2016-12-31T23:59:60Z"],
+        "subject": ["j" * 500_000],
+    }
+    for field, values in cases.items():
+        for value in values:
+            assert not validator.is_valid({**base, field: value}), (field, value[:30])
+    huge = {**base, "payload": {**base["payload"], "nodes": [f"n{i}" for i in range(50_000)]}}
+    assert not validator.is_valid(huge)
+    beyond = {**base, "payload": {**base["payload"], "exit_code": 2**63}}
+    assert not validator.is_valid(beyond)
