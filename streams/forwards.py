@@ -17,6 +17,7 @@ from schemas.events import (
     QuarantineNodes,
     ReleaseNodes,
 )
+from streams.state.bounds import NODE_SET_NODES_KEPT, NODES_BYTES_KEPT, node_ids
 from streams.state.internal import (
     NodeJobObserved,
     NodeSetFailed,
@@ -25,6 +26,12 @@ from streams.state.internal import (
     node_set_key,
 )
 from streams.state.training_job import is_failure
+
+NODES_FORWARDED_MAX = 4096
+
+
+def _nodes(nodes: tuple[str, ...]) -> tuple[str, ...]:
+    return node_ids(dict.fromkeys(nodes), NODES_FORWARDED_MAX, 2**62)
 
 
 @singledispatch
@@ -50,7 +57,7 @@ def _(event: JobStateChanged) -> list[Event]:
         return []
     return [
         _node_job(event, n, attempt=p.attempt, state=p.state, running=True, failure=False)
-        for n in p.nodes
+        for n in _nodes(p.nodes)
     ]
 
 
@@ -60,7 +67,7 @@ def _(event: JobExited) -> list[Event]:
     failed = is_failure(p)
     out: list[Event] = [
         _node_job(event, n, attempt=p.attempt, state=p.state, running=False, failure=failed)
-        for n in p.nodes
+        for n in _nodes(p.nodes)
     ]
     if failed and p.nodes:
         key = node_set_key(p.nodes)
@@ -72,7 +79,7 @@ def _(event: JobExited) -> list[Event]:
                 subject=key,
                 occurred_at=event.occurred_at,
                 payload={
-                    "nodes": tuple(sorted(set(p.nodes))),
+                    "nodes": node_ids(sorted(set(p.nodes)), NODE_SET_NODES_KEPT, NODES_BYTES_KEPT),
                     "job_id": event.subject,
                     "attempt": p.attempt,
                     "cause": event.event_id,
@@ -96,7 +103,7 @@ def _quarantine(trigger: QuarantineNodes | ReleaseNodes, quarantined: bool) -> l
                 "reason": trigger.payload.reason,
             },
         )
-        for node in trigger.payload.nodes
+        for node in _nodes(trigger.payload.nodes)
     ]
 
 

@@ -25,6 +25,16 @@ from schemas.events import (
     NodeHealthChecked,
     NodeHeartbeat,
 )
+from streams.state.bounds import (
+    CHECK_NAME_CHARS_MAX,
+    GPUS_KEPT,
+    HEALTH_CHECKS_KEPT,
+    HEALTH_MESSAGE_CHARS_MAX,
+    ID_CHARS_MAX,
+    JOBS_PER_NODE_KEPT,
+    XIDS_COUNTED,
+    clip,
+)
 from streams.state.internal import NodeJobObserved, QuarantineChanged
 from streams.state.stamp import Entity, stamped
 from streams.state.windows import Failure, record
@@ -124,8 +134,15 @@ def _(event: NodeHealthChecked, state: Node) -> Node:
     seen = state.health.get(p.check)
     if seen is not None and seen.at > event.occurred_at:
         return state
-    health = Health(status=p.status, message=p.message, at=event.occurred_at)
-    return state.model_copy(update={"health": {**state.health, p.check: health}})
+    check = clip(p.check, CHECK_NAME_CHARS_MAX)
+    health = Health(
+        status=p.status, message=clip(p.message, HEALTH_MESSAGE_CHARS_MAX), at=event.occurred_at
+    )
+    checks = {**state.health, check: health}
+    if len(checks) > HEALTH_CHECKS_KEPT:  # the most recently reported checks
+        recent = sorted(checks.items(), key=lambda kv: kv[1].at)[-HEALTH_CHECKS_KEPT:]
+        checks = dict(recent)
+    return state.model_copy(update={"health": checks})
 
 
 def _max(seen: int, sample: int | None) -> int:
@@ -135,6 +152,8 @@ def _max(seen: int, sample: int | None) -> int:
 @_fold.register
 def _(event: GpuSampled, state: Node) -> Node:
     p = event.payload
+    if p.gpu not in state.gpus and len(state.gpus) >= GPUS_KEPT:
+        return state  # no node has that many GPUs: the first ones seen are the real ones
     old = state.gpus.get(p.gpu, GpuCounters())
     new = GpuCounters(
         ecc_single_bit=_max(old.ecc_single_bit, p.ecc_single_bit),
@@ -159,7 +178,9 @@ def _(event: GpuXidObserved, state: Node) -> Node:
         return state
     p = event.payload
     seen = XidSeen(xid=p.xid, gpu=p.gpu, at=event.occurred_at, event_id=event.event_id)
-    counts = {**state.xid_counts, p.xid: state.xid_counts.get(p.xid, 0) + 1}
+    counts = state.xid_counts
+    if p.xid in counts or len(counts) < XIDS_COUNTED:  # NVIDIA's XID codes are far fewer
+        counts = {**counts, p.xid: counts.get(p.xid, 0) + 1}
     return state.model_copy(update={"xids": (*state.xids, seen)[-XIDS_KEPT:], "xid_counts": counts})
 
 
@@ -177,9 +198,12 @@ def _(event: BenchmarkCompleted, state: Node) -> Node:
 def _(event: NodeJobObserved, state: Node) -> Node:
     p = event.payload
     jobs = dict(state.jobs)
-    if p.running:
+    if p.running and len(p.job_id) <= ID_CHARS_MAX:
         if jobs.get(p.job_id, 0) <= p.attempt:
+            jobs.pop(p.job_id, None)  # re-inserted last: the newest job is kept when trimming
             jobs[p.job_id] = p.attempt
+            while len(jobs) > JOBS_PER_NODE_KEPT:
+                del jobs[next(iter(jobs))]
     elif jobs.get(p.job_id, 0) <= p.attempt:
         jobs.pop(p.job_id, None)
     failures = state.failures
@@ -198,7 +222,7 @@ def _(event: QuarantineChanged, state: Node) -> Node:
         update: dict[str, object] = {
             "quarantined": True,
             "quarantined_at": event.occurred_at,
-            "quarantine_reason": p.reason,
+            "quarantine_reason": clip(p.reason),
         }
     else:
         update = {
