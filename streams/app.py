@@ -47,7 +47,7 @@ from schemas.tracing import inject_headers
 from streams import batches, faust_transport
 from streams.clean_start import guard
 from streams.entities import JOBS, KINDS, NODES, Kind, kind_of, step
-from streams.failures import retrying
+from streams.failures import retrying, transient
 from streams.rules.registry import RuleEngine
 from streams.settings import StreamsSettings
 from streams.state.bounds import ID_CHARS_MAX, STATE_BYTES_MAX
@@ -81,6 +81,9 @@ app = faust.App(
     broker_rebalance_timeout=settings.rebalance_timeout_s,
     broker_commit_interval=settings.commit_interval_s,
     producer_linger=settings.producer_linger_s,
+    # A send the broker does not acknowledge fails after this long (Faust's default: 20 min,
+    # a wedged partition) and is retried by us, within `send_retry_s` (streams.failures).
+    producer_request_timeout=settings.send_retry_s / 4,
     producer_max_batch_size=256 * 1024,
     stream_buffer_maxsize=16384,
     consumer_auto_offset_reset="earliest",  # streams.faust_transport relies on it (fix 7)
@@ -185,7 +188,7 @@ async def handle_message(message: Any) -> None:
     try:
         await _handle_message(message)
     except Exception as exc:  # the last line: whatever escaped belongs to this message
-        log.exception("processing_failed", topic=message.topic, offset=message.offset)
+        _log_failure(exc, message)
         await _dead_letter("processing-error", f"{type(exc).__name__}: {exc}", message)
 
 
@@ -228,8 +231,31 @@ async def _handle_message(message: Any) -> None:
         except Refused as exc:
             await _dead_letter(exc.reason, exc.detail, message)
         except Exception as exc:  # a bug in a fold or rule must not wedge the partition forever
-            log.exception("processing_failed", topic=message.topic, offset=message.offset)
-            await _dead_letter("processing-error", f"{type(exc).__name__}: {exc}", message)
+            _log_failure(exc, message)
+            reason = "send-failed" if transient(exc) else "processing-error"
+            await _dead_letter(reason, f"{type(exc).__name__}: {exc}", message)
+
+
+_traced: set[str] = set()
+
+
+def _log_failure(exc: Exception, message: Any) -> None:
+    """A traceback once per kind of failure: rendering one costs up to seconds, and a storm of
+    bad messages must not turn into a storm of tracebacks that starves the worker."""
+    where = f"{type(exc).__name__}@{_origin(exc)}"
+    fields = {"topic": message.topic, "offset": message.offset, "error": repr(exc)[:1000]}
+    if where in _traced:
+        log.error("processing_failed", at=where, **fields)
+    else:
+        _traced.add(where)
+        log.exception("processing_failed", at=where, **fields)
+
+
+def _origin(exc: BaseException) -> str:
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return f"{tb.tb_frame.f_code.co_filename}:{tb.tb_lineno}" if tb is not None else "?"
 
 
 def _too_long(events: Sequence[Event]) -> DecodeError | None:

@@ -68,10 +68,11 @@ class StreamsSettings(BaseSettings):
     )
 
     send_retry_s: float = Field(
-        default=30.0,
-        ge=0,
-        description="How long a message's outputs are retried while Kafka fails transiently; "
-        "then the message is dead-lettered (`processing-error`) and the partition goes on.",
+        default=60.0,
+        gt=0,
+        description="How long a message's outputs are retried while Kafka fails transiently "
+        "(each send waits a quarter of it); then the message is dead-lettered (`send-failed`) "
+        "and the partitions go on.",
     )
     outputs_per_message_max: int = Field(
         default=8192,
