@@ -231,6 +231,12 @@ async def _handle_message(message: Any) -> None:
         except Refused as exc:
             await _dead_letter(exc.reason, exc.detail, message)
         except Exception as exc:  # a bug in a fold or rule must not wedge the partition forever
+            if app.should_stop and transient(exc):
+                # Unfinished, not failed: never committed, so redelivered after the restart.
+                # Faust acknowledges the event in hand whenever its agent ends, cancelled or
+                # not; one already marked acknowledged is left alone (Message.ack).
+                message.acked = True
+                raise asyncio.CancelledError from exc
             _log_failure(exc, message)
             reason = "send-failed" if transient(exc) else "processing-error"
             await _dead_letter(reason, f"{type(exc).__name__}: {exc}", message)
@@ -291,9 +297,11 @@ async def handle_events(kind: Kind, key: str, events: Sequence[Event]) -> None:
     largest = max(largest, *(len(v) for _, v in triggers), 0)
     if largest > OUTPUT_BYTES_MAX:
         raise Refused("output-too-large", f"an output of {largest} bytes")
-    for derived_key, encoded in forwards:
+    sent = [
         await forward_topic.send(key=derived_key, value=encoded)
-    decisions = [
+        for derived_key, encoded in forwards
+    ]
+    sent += [
         await triggers_topic.send(
             key=t.key,
             value=encoded,
@@ -301,10 +309,9 @@ async def handle_events(kind: Kind, key: str, events: Sequence[Event]) -> None:
         )
         for t, encoded in triggers
     ]
-    # Decisions are acknowledged before the state that remembers them is written. Forwards are
-    # not awaited (they are most job messages): they were enqueued before the changelog write on
-    # the same producer, and Faust flushes that producer before it commits any offset.
-    await asyncio.gather(*decisions)
+    # Every output is acknowledged before the state that remembers it is written: a failed
+    # send fails this message (retried, or dead-lettered), never silently loses a forward.
+    await asyncio.gather(*sent)
     for trigger in result.triggers:
         log.info("trigger", type=trigger.type, id=str(trigger.event_id), subject=trigger.subject)
     if result.changed:  # most GPU samples change nothing: no table write, no changelog record

@@ -26,9 +26,16 @@ log = structlog.get_logger("streams")
 
 
 def transient(exc: BaseException) -> bool:
-    if isinstance(exc, KafkaError):
-        return bool(exc.retriable) or isinstance(exc, KafkaTimeoutError)
-    return isinstance(exc, ConnectionError | TimeoutError)
+    """Worth another try; Faust wraps Kafka's errors (`ProducerSendError` from ...), so the
+    causes are what count."""
+    cause: BaseException | None = exc
+    while cause is not None:
+        if isinstance(cause, KafkaError):
+            return bool(cause.retriable) or isinstance(cause, KafkaTimeoutError)
+        if isinstance(cause, ConnectionError | TimeoutError):
+            return True
+        cause = cause.__cause__
+    return False
 
 
 class _stop_when(stop_base):

@@ -50,6 +50,7 @@ EXPECTED: Mapping[str, tuple[str, ...] | None] = {
 SOURCE: Mapping[str, str] = {
     "aiokafka.consumer.consumer:AIOKafkaConsumer.start": "self._fetch_max_wait_ms",
     "aiokafka.consumer.fetcher:PartitionRecords._unpack_records": "records.next_batch()",
+    "faust.types.tuples:Message.ack": "if not self.acked:",
 }
 
 

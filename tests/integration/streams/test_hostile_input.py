@@ -13,9 +13,9 @@ from collections import Counter
 from pathlib import Path
 
 import orjson
-from aiokafka.admin import AIOKafkaAdminClient
-from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
+from confluent_kafka.admin import AdminClient
 
+from schemas.admin import ensure_topics
 from schemas.codec import encode
 from schemas.deadletter import DeadLetter
 from schemas.envelope import Event
@@ -191,38 +191,51 @@ def test_every_codec_from_librdkafka_is_read_and_decided_on(
     assert dead_letters(kafka_settings) == []
 
 
-async def _min_insync(settings: KafkaSettings, topic: str, value: str) -> None:
-    admin = AIOKafkaAdminClient(bootstrap_servers=settings.bootstrap)
-    await admin.start()
-    try:
-        resource = ConfigResource(
-            ConfigResourceType.TOPIC, topic_name(topic, settings), {"min.insync.replicas": value}
-        )
-        await admin.alter_configs([resource])
-    finally:
-        await admin.close()
+def _delete_topic(settings: KafkaSettings, topic: str) -> None:
+    admin = AdminClient({"bootstrap.servers": settings.bootstrap})
+    name = topic_name(topic, settings)
+    for future in admin.delete_topics([name]).values():
+        future.result(timeout=30)
+    deadline = time.monotonic() + 30
+    while name in admin.list_topics(timeout=10).topics:
+        assert time.monotonic() < deadline, f"{name} still there"
+        time.sleep(0.2)
+
+
+def _recreate_topics(settings: KafkaSettings) -> None:
+    deadline = time.monotonic() + 60
+    while True:  # the broker finishes a deletion in the background before a new creation
+        try:
+            asyncio.run(ensure_topics(settings))
+            return
+        except Exception:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
 
 
 def test_the_worker_stops_within_10_s_while_its_sends_fail_and_loses_no_decision(
     kafka_settings: KafkaSettings, worker_env: dict[str, str], unique: str, tmp_path: Path
 ) -> None:
-    """Triggers cannot be acknowledged (one broker, two in-sync replicas required): the
-    decision's send is being retried when SIGTERM comes. The worker stops in time, commits
-    nothing it had not finished, and the decision is made once sends work again."""
+    """The triggers topic is gone (the broker cannot take the decision, a transient failure):
+    the decision's send is being retried when SIGTERM comes. The worker stops in time, commits
+    nothing it had not finished, and the decision is made once the topic is back."""
     story = crash_story(f"slurm/stuck/{unique}", (f"stuck-{unique}",))
     expected, _ = oracle(story)
-    worker = StreamsWorker(worker_env, tmp_path / "run")
-    asyncio.run(_min_insync(kafka_settings, "triggers", "2"))
+    env = {**worker_env, "CENTRALITY_STREAMS_SEND_RETRY_S": "8"}  # each send waits 2 s
+    worker = StreamsWorker(env, tmp_path / "run")
+    _delete_topic(kafka_settings, "triggers")
     worker.start()
     try:
         asyncio.run(emit(kafka_settings, story))
         deadline = time.monotonic() + 60
-        while "NotEnoughReplicas" not in worker.process.log_file.read_text():
+        while "output_retry" not in worker.process.log_file.read_text():
             assert time.monotonic() < deadline, worker.process.log_tail(40)
             worker.check()
             time.sleep(0.2)
         stop_s = sigterm_and_time_stop(worker)
-        asyncio.run(_min_insync(kafka_settings, "triggers", "1"))
+        _recreate_topics(kafka_settings)
+        worker = StreamsWorker(worker_env, tmp_path / "run")
         worker.start()
         counts = trigger_counts(kafka_settings, lambda c: set(c) >= expected, 60, worker.check)
     finally:
