@@ -68,8 +68,8 @@ scheme `centrality-kafka://host:port` (see `install`).
    running 8 s after SIGTERM/SIGINT (`CENTRALITY_STREAMS_STOP_TIMEOUT_S`): offsets are only
    committed for what was finished, and an unclean stop restores the stores from the changelog.
 
-All Faust workarounds, these and the others, are listed in streams/FAUST_WORKAROUNDS.md; the
-private names they rely on are checked at start-up by `streams.faust_canary`.
+All Faust workarounds, these and the others, are listed in FAUST_WORKAROUNDS.md beside this
+file; the private names they rely on are checked at start-up by `streams.faust_canary`.
 """
 
 from __future__ import annotations
