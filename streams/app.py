@@ -335,9 +335,12 @@ async def handle_tick(kind: Kind, message: Any) -> None:
     now = datetime.fromisoformat(orjson.loads(message.value)["now"])
     table = tables[kind.table]
     for key in [k.decode() for k in table if partition_for(k, PARTITIONS) == message.partition]:
-        state = load(kind, key)
-        if getattr(state, "ticks", True):
-            await handle_events(kind, key, [tick(kind.tick, key, state.cluster, now)])
+        try:
+            state = load(kind, key)
+            if getattr(state, "ticks", True):
+                await handle_events(kind, key, [tick(kind.tick, key, state.cluster, now)])
+        except Exception as exc:  # one entity's failure must not keep the others from ticking
+            _log_failure(exc, message)
 
 
 @app.timer(settings.tick_interval_s, on_leader=True)  # type: ignore[untyped-decorator]
