@@ -120,11 +120,13 @@ def dead_letters(settings: KafkaSettings) -> list[DeadLetter]:
     return [DeadLetter.from_bytes(m) for m in asyncio.run(read_messages(settings, "deadletter"))]
 
 
-def sigterm_and_time_stop(worker: StreamsWorker) -> float:
+def signal_and_time_stop(worker: StreamsWorker, sig: signal.Signals) -> float:
+    """Seconds from `sig` (to the process group, as a terminal's Ctrl-C or a service manager
+    sends it) until the worker is gone."""
     pid = worker.process.pid()
     assert pid is not None, worker.process.log_tail()
     started = time.monotonic()
-    os.killpg(pid, signal.SIGTERM)
+    os.killpg(pid, sig)
     while worker.process.pid() is not None and time.monotonic() - started < 30:
         time.sleep(0.05)
     return time.monotonic() - started
@@ -154,7 +156,7 @@ def test_a_storm_never_stops_the_worker_deciding(
         send_with_every_codec(kafka_settings.bootstrap, messages)  # a second storm, and mid-way:
         time.sleep(1.0)
         worker.check()
-        stop_s = sigterm_and_time_stop(worker)
+        stop_s = signal_and_time_stop(worker, signal.SIGINT)
     finally:
         worker.stop()
     assert set(counts) >= expected
@@ -233,7 +235,7 @@ def test_the_worker_stops_within_10_s_while_its_sends_fail_and_loses_no_decision
             assert time.monotonic() < deadline, worker.process.log_tail(40)
             worker.check()
             time.sleep(0.2)
-        stop_s = sigterm_and_time_stop(worker)
+        stop_s = signal_and_time_stop(worker, signal.SIGTERM)
         _recreate_topics(kafka_settings)
         worker = StreamsWorker(worker_env, tmp_path / "run")
         worker.start()
