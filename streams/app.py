@@ -30,7 +30,7 @@ import logging
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import faust
 import orjson
@@ -232,14 +232,18 @@ async def _handle_message(message: Any) -> None:
             await _dead_letter(exc.reason, exc.detail, message)
         except Exception as exc:  # a bug in a fold or rule must not wedge the partition forever
             if app.should_stop and transient(exc):
-                # Unfinished, not failed: never committed, so redelivered after the restart.
-                # Faust acknowledges the event in hand whenever its agent ends, cancelled or
-                # not; one already marked acknowledged is left alone (Message.ack).
-                message.acked = True
-                raise asyncio.CancelledError from exc
+                _leave_for_redelivery(message, exc)
             _log_failure(exc, message)
             reason = "send-failed" if transient(exc) else "processing-error"
             await _dead_letter(reason, f"{type(exc).__name__}: {exc}", message)
+
+
+def _leave_for_redelivery(message: Any, exc: Exception) -> NoReturn:
+    """Unfinished, not failed (the worker is stopping while Kafka fails): never committed, so
+    redelivered after the restart. Faust acknowledges the event in hand whenever its agent
+    ends, cancelled or not; one already marked acknowledged is left alone (`Message.ack`)."""
+    message.acked = True
+    raise asyncio.CancelledError from exc
 
 
 _traced: set[str] = set()
@@ -352,7 +356,8 @@ async def clock() -> None:
 
 
 async def _dead_letter(reason: str, detail: str, message: Any) -> None:
-    """Never raises: a dead letter that cannot be sent is logged, counted, and given up."""
+    """A dead letter that cannot be sent is logged, counted and given up, unless the worker is
+    stopping meanwhile: then the message is left for redelivery."""
     log.warning("dead_letter", reason=reason, topic=message.topic, offset=message.offset)
     raw = message.value or b""
     if len(raw) > DEAD_LETTER_RAW_MAX:
@@ -377,4 +382,6 @@ async def _dead_letter(reason: str, detail: str, message: Any) -> None:
             with attempt:
                 await deadletter_topic.send(key=message.topic.encode(), value=letter.to_bytes())
     except Exception as exc:
+        if app.should_stop and transient(exc):
+            _leave_for_redelivery(message, exc)
         log.error("dead_letter_failed", reason=reason, topic=message.topic, error=repr(exc))
