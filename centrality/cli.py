@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-import os
 import sys
 from pathlib import Path
 
@@ -36,9 +35,12 @@ def up(
 ) -> None:
     """Start the local stack (Kafka, ClickHouse), create topics and apply migrations."""
     from centrality.stack.stack import Stack
+    from schemas.signing import SigningSettings, ensure_key_file
 
     stack = Stack()
     report = stack.up(progress=lambda msg: console.log(msg))
+    # The local stack's trigger signing key, shared by the streams and action workers.
+    ensure_key_file(SigningSettings().key_file)
     if json:
         print(
             orjson.dumps(
@@ -96,9 +98,21 @@ def _print_status(stack: object) -> None:
 
 @app.command()
 def streams() -> None:
-    """Run the Faust streams worker (tables, rules, triggers)."""
+    """Run the Faust streams worker (tables, rules, triggers); it stops within
+    `CENTRALITY_STREAMS_STOP_TIMEOUT_S` of SIGTERM or Ctrl-C, whatever it is doing."""
+    from centrality.supervise import run_with_stop_deadline
+    from schemas.signing import MissingKeyError, SigningSettings
+    from streams.settings import StreamsSettings
+
+    try:
+        SigningSettings().require("the streams worker")
+    except MissingKeyError as exc:
+        console.print(f"[red]{exc}[/]")
+        raise typer.Exit(2) from None
     faust = Path(sys.executable).with_name("faust")
-    os.execv(faust, [str(faust), "-A", "streams.app", "worker", "--without-web", "-l", "info"])
+    argv = [str(faust), "-A", "streams.app", "worker", "--without-web", "-l", "info"]
+    code = run_with_stop_deadline(argv, StreamsSettings().stop_timeout_s)
+    raise typer.Exit(code if code >= 0 else 128 - code)
 
 
 @app.command()

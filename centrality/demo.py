@@ -20,6 +20,7 @@ from centrality.stack.stack import Stack
 from schemas.emitter import Emitter
 from schemas.envelope import Event
 from schemas.events import CheckpointSaved, JobExited, LogSignalDetected
+from schemas.signing import SigningSettings, ensure_key_file
 from streams.history.query import wait_for_types
 
 SOURCE = "demo"
@@ -89,6 +90,7 @@ def run_demo(console: Console, timeout_s: float = 120.0) -> None:
     console.rule("[bold]Centrality walking skeleton")
     with console.status("bringing up the local stack (Kafka + ClickHouse)…"):
         stack.up(progress=lambda msg: console.log(msg))
+    ensure_key_file(SigningSettings().key_file)  # as `centrality up`: the workers sign with it
     run = uuid.uuid4().hex[:6]
     crashed, completed, events = story(run)
     log_dir = stack.settings.state_dir / "run" / "demo"

@@ -14,6 +14,14 @@ Topology (every topic has the same partition count, so tables are co-partitioned
   or node set. Action results have no table of their own: they are only forwarded.
 - a leader timer sends one tick per partition every `tick_interval_s`; the agent owning the
   partition ticks each of its entities, so rules can see silence (lost heartbeats, stalls).
+
+No message stops the worker: whatever fails while decoding, placing, folding, deciding or
+sending for a message is that message's failure. It is dead-lettered with its reason and raw
+bytes, and the worker goes on. Transient failures (broker away) are retried with jittered
+backoff for `send_retry_s` first (`streams.failures`); deterministic ones never are. Before any
+output is sent, a message's outputs are counted (`outputs_per_message_max`) and sized, and the
+new state is sized (`streams.state.bounds`), so nothing too large is ever produced.
+Every trigger is signed (`schemas.signing`): action workers obey nothing else.
 """
 
 from __future__ import annotations
@@ -23,24 +31,27 @@ import logging
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import faust
 import orjson
 import structlog
-from aiokafka.partitioner import murmur2
 
 from schemas.codec import DecodeError, decode, encode
 from schemas.deadletter import DeadLetter, count_dead_letter
 from schemas.envelope import Event
+from schemas.placement import misplaced, partition_for
 from schemas.settings import KafkaSettings
+from schemas.signing import SigningSettings, signed_headers
 from schemas.topics import JOB_PARTITIONS, NODE_PARTITIONS, topic_name
 from schemas.tracing import inject_headers
-from streams import faust_transport
+from streams import batches, faust_transport
 from streams.clean_start import guard
 from streams.entities import JOBS, KINDS, NODES, Kind, forwarded, kind_of, step
+from streams.failures import retrying, transient
 from streams.rules.registry import RuleEngine
 from streams.settings import StreamsSettings
+from streams.state.bounds import ID_CHARS_MAX, STATE_BYTES_MAX
 from streams.state.internal import decode_internal, tick
 from streams.state_cache import StateCache
 
@@ -51,6 +62,7 @@ logging.getLogger("aiokafka").setLevel(logging.INFO)
 
 kafka = KafkaSettings()
 settings = StreamsSettings()
+signing_key = SigningSettings().require("the streams worker")  # no unsigned decisions, ever
 engine = RuleEngine.load(settings.rule_modules, settings.rule_config)
 settings.data_dir.mkdir(parents=True, exist_ok=True)  # Faust creates only the last level
 scheme = faust_transport.install(settings.fetch_max_wait_ms)
@@ -70,6 +82,9 @@ app = faust.App(
     broker_rebalance_timeout=settings.rebalance_timeout_s,
     broker_commit_interval=settings.commit_interval_s,
     producer_linger=settings.producer_linger_s,
+    # A send the broker does not acknowledge fails after this long (Faust's default: 20 min,
+    # a wedged partition) and is retried by us, within `send_retry_s` (streams.failures).
+    producer_request_timeout=settings.send_retry_s / 4,
     producer_max_batch_size=256 * 1024,
     stream_buffer_maxsize=16384,
     consumer_auto_offset_reset="earliest",  # streams.faust_transport relies on it (fix 7)
@@ -144,6 +159,19 @@ def _decode_forward(value: bytes) -> list[Event]:
 # Every topic but our internal ones carries contract events.
 DECODERS: dict[str, Callable[[bytes], list[Event]]] = {FORWARD: _decode_forward}
 TICKS = {JOB_TICKS: JOBS, NODE_TICKS: NODES}
+# Catalog topics are checked for placement; the internal ones (forward, ticks) are ours.
+CATALOG = {_catalog(name): name for name in ("jobs", "nodes", "gpu")}
+# Largest record we produce: Faust's producer refuses requests over 1,000,000 bytes.
+OUTPUT_BYTES_MAX = 900_000
+DEAD_LETTER_RAW_MAX = 512 * 1024  # base64 in JSON: ~700 KB, under the same limit
+
+
+class Refused(Exception):
+    """A message whose processing would produce too much, or too large: never retried."""
+
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(f"{reason}: {detail}")
+        self.reason, self.detail = reason, detail
 
 
 @app.agent(jobs_topic)
@@ -159,14 +187,36 @@ async def fold_nodes(stream: Any) -> None:
 
 
 async def handle_message(message: Any) -> None:
+    try:
+        await _handle_message(message)
+    except Exception as exc:  # the last line: whatever escaped belongs to this message
+        _log_failure(exc, message)
+        await _dead_letter("processing-error", f"{type(exc).__name__}: {exc}", message)
+
+
+async def _handle_message(message: Any) -> None:
     if message.topic in TICKS:
         try:
             await handle_tick(TICKS[message.topic], message)
         except Exception:  # a tick must never take the agent down; the next one retries
             log.exception("tick_failed", topic=message.topic, partition=message.partition)
         return
+    mark = batches.unreadable(message.headers)
+    if mark is not None:
+        await _dead_letter(*mark, message)
+        return
     try:
         events = DECODERS.get(message.topic, decode)(message.value)
+        if message.topic in CATALOG:
+            problem = _too_long(events) or misplaced(
+                events,
+                topic=CATALOG[message.topic],
+                key=message.key,
+                partition=message.partition,
+                partitions=PARTITIONS,
+            )
+            if problem is not None:
+                raise problem
     except DecodeError as exc:
         await _dead_letter(exc.reason, exc.detail, message)
         return
@@ -180,10 +230,55 @@ async def handle_message(message: Any) -> None:
                 await forward_topic.send(key=derived.key, value=encode(derived))
     for (_, key), (kind, batch) in by_kind.items():
         try:
-            await handle_events(kind, key, batch)
+            async for attempt in retrying("output", settings.send_retry_s, lambda: app.should_stop):
+                with attempt:
+                    await handle_events(kind, key, batch)
+        except Refused as exc:
+            await _dead_letter(exc.reason, exc.detail, message)
         except Exception as exc:  # a bug in a fold or rule must not wedge the partition forever
-            log.exception("processing_failed", topic=message.topic, offset=message.offset)
-            await _dead_letter("processing-error", f"{type(exc).__name__}: {exc}", message)
+            if app.should_stop and transient(exc):
+                _leave_for_redelivery(message, exc)
+            _log_failure(exc, message)
+            reason = "send-failed" if transient(exc) else "processing-error"
+            await _dead_letter(reason, f"{type(exc).__name__}: {exc}", message)
+
+
+def _leave_for_redelivery(message: Any, exc: Exception) -> NoReturn:
+    """Unfinished, not failed (the worker is stopping while Kafka fails): never committed, so
+    redelivered after the restart. Faust acknowledges the event in hand whenever its agent
+    ends, cancelled or not; one already marked acknowledged is left alone (`Message.ack`)."""
+    message.acked = True
+    raise asyncio.CancelledError from exc
+
+
+_traced: set[str] = set()
+
+
+def _log_failure(exc: Exception, message: Any) -> None:
+    """A traceback once per kind of failure: rendering one costs up to seconds, and a storm of
+    bad messages must not turn into a storm of tracebacks that starves the worker."""
+    where = f"{type(exc).__name__}@{_origin(exc)}"
+    fields = {"topic": message.topic, "offset": message.offset, "error": repr(exc)[:1000]}
+    if where in _traced:
+        log.error("processing_failed", at=where, **fields)
+    else:
+        _traced.add(where)
+        log.exception("processing_failed", at=where, **fields)
+
+
+def _origin(exc: BaseException) -> str:
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return f"{tb.tb_frame.f_code.co_filename}:{tb.tb_lineno}" if tb is not None else "?"
+
+
+def _too_long(events: Sequence[Event]) -> DecodeError | None:
+    """Subjects no table keys by: a key that long would make every record about it too large."""
+    for event in events:
+        if len(event.subject) > ID_CHARS_MAX:
+            return DecodeError("limit", f"subject: {len(event.subject)} chars > {ID_CHARS_MAX}")
+    return None
 
 
 def load(kind: Kind, key: str) -> Any:
@@ -197,22 +292,39 @@ def load(kind: Kind, key: str) -> Any:
 async def handle_events(kind: Kind, key: str, events: Sequence[Event]) -> None:
     state = load(kind, key)
     result = step(kind, state, events, engine)
-    for derived in result.forwards:
-        await forward_topic.send(key=derived.key, value=encode(derived))
-    decisions = [
-        await triggers_topic.send(key=t.key, value=encode(t), headers=inject_headers())
-        for t in result.triggers
+    outputs = len(result.forwards) + len(result.triggers)
+    if outputs > settings.outputs_per_message_max:
+        raise Refused(
+            "amplification", f"{outputs} outputs > {settings.outputs_per_message_max} per message"
+        )
+    forwards = [(derived.key, encode(derived)) for derived in result.forwards]
+    triggers = [(t, encode(t)) for t in result.triggers]
+    value = result.state.__pydantic_serializer__.to_json(result.state) if result.changed else b""
+    if len(value) > STATE_BYTES_MAX:
+        raise Refused("state-too-large", f"{kind.table} value of {len(value)} bytes")
+    largest = max((len(v) for _, v in forwards), default=0)
+    largest = max(largest, *(len(v) for _, v in triggers), 0)
+    if largest > OUTPUT_BYTES_MAX:
+        raise Refused("output-too-large", f"an output of {largest} bytes")
+    sent = [
+        await forward_topic.send(key=derived_key, value=encoded)
+        for derived_key, encoded in forwards
     ]
-    # Decisions are acknowledged before the state that remembers them is written. Forwards are
-    # not awaited (they are most job messages): they were enqueued before the changelog write on
-    # the same producer, and Faust flushes that producer before it commits any offset.
-    await asyncio.gather(*decisions)
+    sent += [
+        await triggers_topic.send(
+            key=t.key,
+            value=encoded,
+            headers=[*inject_headers(), *signed_headers(encoded, signing_key)],
+        )
+        for t, encoded in triggers
+    ]
+    # Every output is acknowledged before the state that remembers it is written: a failed
+    # send fails this message (retried, or dead-lettered), never silently loses a forward.
+    await asyncio.gather(*sent)
     for trigger in result.triggers:
         log.info("trigger", type=trigger.type, id=str(trigger.event_id), subject=trigger.subject)
     if result.changed:  # most GPU samples change nothing: no table write, no changelog record
-        tables[kind.table][key.encode()] = result.state.__pydantic_serializer__.to_json(
-            result.state
-        )
+        tables[kind.table][key.encode()] = value
         cache.put(kind.table, key, result.state)
 
 
@@ -226,20 +338,18 @@ def trust_only_clean_stores(sender: Any, **kwargs: Any) -> None:
     guard(Path(app.conf.tabledir))
 
 
-def partition_of(key: bytes) -> int:
-    """Kafka's default partitioner (murmur2), which every producer of ours uses."""
-    return int(murmur2(key) & 0x7FFFFFFF) % PARTITIONS
-
-
 async def handle_tick(kind: Kind, message: Any) -> None:
     """Tick every entity of `kind` living on the tick's partition, at the tick's time."""
     assert kind.tick is not None
     now = datetime.fromisoformat(orjson.loads(message.value)["now"])
     table = tables[kind.table]
-    for key in [k.decode() for k in table if partition_of(k) == message.partition]:
-        state = load(kind, key)
-        if getattr(state, "ticks", True):
-            await handle_events(kind, key, [tick(kind.tick, key, state.cluster, now)])
+    for key in [k.decode() for k in table if partition_for(k, PARTITIONS) == message.partition]:
+        try:
+            state = load(kind, key)
+            if getattr(state, "ticks", True):
+                await handle_events(kind, key, [tick(kind.tick, key, state.cluster, now)])
+        except Exception as exc:  # one entity's failure must not keep the others from ticking
+            _log_failure(exc, message)
 
 
 @app.timer(settings.tick_interval_s, on_leader=True)  # type: ignore[untyped-decorator]
@@ -251,16 +361,32 @@ async def clock() -> None:
 
 
 async def _dead_letter(reason: str, detail: str, message: Any) -> None:
+    """A dead letter that cannot be sent is logged, counted and given up, unless the worker is
+    stopping meanwhile: then the message is left for redelivery."""
     log.warning("dead_letter", reason=reason, topic=message.topic, offset=message.offset)
+    raw = message.value or b""
+    if len(raw) > DEAD_LETTER_RAW_MAX:
+        detail = f"{detail} (raw: first {DEAD_LETTER_RAW_MAX} of {len(raw)} bytes)"
+        raw = raw[:DEAD_LETTER_RAW_MAX]
+    key = message.key[:1024] if message.key else message.key
     letter = DeadLetter(
         reason=reason,
-        detail=detail,
+        detail=detail[:4096],
         consumer=settings.app_id,
         topic=message.topic,
         partition=message.partition,
         offset=message.offset,
-        key=message.key,
-        raw=message.value,
+        key=key,
+        raw=raw,
     )
     count_dead_letter(letter)
-    await deadletter_topic.send(key=message.topic.encode(), value=letter.to_bytes())
+    try:
+        async for attempt in retrying(
+            "dead_letter", settings.send_retry_s, lambda: app.should_stop
+        ):
+            with attempt:
+                await deadletter_topic.send(key=message.topic.encode(), value=letter.to_bytes())
+    except Exception as exc:
+        if app.should_stop and transient(exc):
+            _leave_for_redelivery(message, exc)
+        log.error("dead_letter_failed", reason=reason, topic=message.topic, error=repr(exc))

@@ -20,9 +20,21 @@ import structlog
 log = structlog.get_logger("streams")
 
 
+_marker: Path | None = None
+
+
+def distrust() -> None:
+    """The local stores may now hold what the changelog lacks (a changelog record was dropped):
+    leave the marker at exit, so the next start restores them from the changelog."""
+    if _marker is not None:
+        atexit.unregister(_marker.unlink)
+        log.warning("local_stores_distrusted", marker=str(_marker))
+
+
 def guard(tabledir: Path) -> bool:
     """Drop `tabledir` if the previous worker did not stop cleanly; True if it did so."""
-    marker = tabledir.parent / "worker-running"
+    global _marker
+    marker = _marker = tabledir.parent / "worker-running"
     dropped = marker.exists() and tabledir.exists()
     if dropped:
         log.warning("unclean_stop_restoring_from_changelog", tables=str(tabledir))

@@ -14,10 +14,16 @@ scheme `centrality-kafka://host:port` (see `install`).
    e.g. for room in a full aiokafka batch; a flush that looked only at the queue committed
    offsets past that record).
 
-3. A sender that survives errors. The buffer's one sender task ends at the first failed send
-   (a broker hiccup while the worker rejoins after a restart, say), and from then on every table
-   change stays in the buffer and never reaches the changelog, while direct sends still work.
-   Ours retries the same record with backoff, so order holds and nothing is dropped.
+3. A sender that survives transient errors. The buffer's one sender task ends at the first
+   failed send (a broker hiccup while the worker rejoins after a restart, say), and from then on
+   every table change stays in the buffer and never reaches the changelog, while direct sends
+   still work. Ours retries a transiently failed record with jittered backoff (tenacity), so
+   order holds. A deterministic failure (a record over the message limit) is never retried: it
+   wedged the worker once, retrying a 1 MB value every 5 s. Such a record, or one still failing
+   when the worker stops, is dropped with an error, and the local stores are marked untrusted
+   (`streams.clean_start.distrust`), so the next start restores them from the changelog and no
+   worker holds a state the changelog lacks. (The app keeps values far below the limit:
+   `streams.state.bounds`.)
 
 4. Seek with the fetcher held still. After a rebalance Faust resumes the stream partitions and
    then seeks them back to their committed offsets while its fetcher is running. Records fetched
@@ -52,6 +58,18 @@ scheme `centrality-kafka://host:port` (see `install`).
    processed, and later commits went past them. Seen as jobs missing from the tables (traced
    record by record). Our seek puts those partitions where a new consumer starts: the earliest
    offset.
+
+8. Unreadable batches. A fetched record batch that cannot be unpacked (codec, corruption) raised
+   out of every fetch of its partition, crashing the worker at the same offset on every restart.
+   `streams.batches` turns it into one marked record that the app dead-letters; see there.
+
+9. Bounded stop. Stopping flushes the changelog buffer for at most `STOP_FLUSH_S`; whatever is
+   still unsent then is dropped as in fix 3. `centrality streams` also kills a worker still
+   running 8 s after SIGTERM/SIGINT (`CENTRALITY_STREAMS_STOP_TIMEOUT_S`): offsets are only
+   committed for what was finished, and an unclean stop restores the stores from the changelog.
+
+All Faust workarounds, these and the others, are listed in FAUST_WORKAROUNDS.md beside this
+file; the private names they rely on are checked at start-up by `streams.faust_canary`.
 """
 
 from __future__ import annotations
@@ -69,13 +87,16 @@ from faust.transport.producer import ProducerBuffer
 from mode import Service
 from mode.services import WaitResults
 
-from streams import eager
+from streams import batches, clean_start, eager, faust_canary
+from streams.failures import retrying
 
 log = structlog.get_logger("streams")
 
 SCHEME = "centrality-kafka"
 FETCH_MAX_WAIT_MS = 20
 _LET_GO_TIMEOUT_S = 5.0
+STOP_FLUSH_S = 4.0
+CHANGELOG_RETRY_S = 60.0  # a broker away longer is an outage: the record is dropped, see fix 3
 
 
 class _ConsumerThread(driver.AIOKafkaConsumerThread):
@@ -157,6 +178,10 @@ class _Consumer(driver.Consumer):
         return await super().wait_first(started, coros[1])
 
 
+def _topic(message: Any) -> str | None:
+    return getattr(getattr(getattr(message, "message", None), "channel", None), "topic_name", None)
+
+
 def _close(waitable: Any) -> None:
     if asyncio.iscoroutine(waitable):
         waitable.close()  # never awaited: no "coroutine was never awaited" warning
@@ -183,17 +208,17 @@ class _Buffer(ProducerBuffer):
                 self.message_sent.set()
 
     async def _send_with_retry(self, message: Any) -> None:
-        backoff_s = 0.1
-        while True:
-            try:
-                await self._send_pending(message)
-                return
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                log.warning("changelog_send_retry", error=repr(exc), retry_in_s=backoff_s)
-                await asyncio.sleep(backoff_s)
-                backoff_s = min(backoff_s * 2, 5.0)
+        try:
+            async for attempt in retrying(
+                "changelog_send", CHANGELOG_RETRY_S, lambda: self.should_stop
+            ):
+                with attempt:
+                    await self._send_pending(message)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.error("changelog_record_dropped", error=repr(exc), topic=_topic(message))
+            clean_start.distrust()
 
     async def drain(self) -> None:
         """Until every record put so far is in aiokafka's hands (its flush covers the rest)."""
@@ -213,7 +238,11 @@ class _Producer(driver.Producer):
         self.buffer = self.ordered_buffer = buffer
 
     async def on_stop(self) -> None:
-        await self.flush()
+        try:
+            await asyncio.wait_for(self.flush(), STOP_FLUSH_S)
+        except Exception as exc:  # TimeoutError included: stopping must not wait for a broker
+            log.error("changelog_unflushed_at_stop", error=repr(exc))
+            clean_start.distrust()
         await super().on_stop()
 
     async def flush(self) -> None:
@@ -229,6 +258,8 @@ class Transport(driver.Transport):
 def install(fetch_max_wait_ms: int) -> str:
     """Register the transport; returns the URL scheme to use in `broker=`."""
     global FETCH_MAX_WAIT_MS
+    faust_canary.require()
     FETCH_MAX_WAIT_MS = fetch_max_wait_ms
+    batches.install()
     drivers.TRANSPORTS.aliases[SCHEME] = f"{__name__}:Transport"
     return SCHEME

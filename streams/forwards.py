@@ -23,6 +23,7 @@ from schemas.events import (
     RunBenchmark,
 )
 from schemas.events.actions import ActionFailedPayload
+from streams.state.bounds import NODE_SET_NODES_KEPT, NODES_BYTES_KEPT, node_ids
 from streams.state.internal import (
     NodeActionReported,
     NodeDecided,
@@ -32,6 +33,12 @@ from streams.state.internal import (
     node_set_key,
 )
 from streams.state.training_job import is_failure
+
+NODES_FORWARDED_MAX = 4096
+
+
+def _nodes(nodes: tuple[str, ...]) -> tuple[str, ...]:
+    return node_ids(dict.fromkeys(nodes), NODES_FORWARDED_MAX, 2**62)
 
 
 @singledispatch
@@ -57,7 +64,7 @@ def _(event: JobStateChanged) -> list[Event]:
         return []
     return [
         _node_job(event, n, attempt=p.attempt, state=p.state, running=True, failure=False)
-        for n in p.nodes
+        for n in _nodes(p.nodes)
     ]
 
 
@@ -67,7 +74,7 @@ def _(event: JobExited) -> list[Event]:
     failed = is_failure(p)
     out: list[Event] = [
         _node_job(event, n, attempt=p.attempt, state=p.state, running=False, failure=failed)
-        for n in p.nodes
+        for n in _nodes(p.nodes)
     ]
     if failed and p.nodes:
         key = node_set_key(p.nodes)
@@ -79,7 +86,7 @@ def _(event: JobExited) -> list[Event]:
                 subject=key,
                 occurred_at=event.occurred_at,
                 payload={
-                    "nodes": tuple(sorted(set(p.nodes))),
+                    "nodes": node_ids(sorted(set(p.nodes)), NODE_SET_NODES_KEPT, NODES_BYTES_KEPT),
                     "job_id": event.subject,
                     "attempt": p.attempt,
                     "cause": event.event_id,
@@ -106,7 +113,7 @@ def _decided(trigger: QuarantineNodes | RunBenchmark | ReleaseNodes) -> list[Eve
                 "reason": trigger.payload.reason,
             },
         )
-        for node in trigger.payload.nodes
+        for node in _nodes(trigger.payload.nodes)
     ]
 
 

@@ -66,6 +66,27 @@ class StreamsSettings(BaseSettings):
         "(the biggest per-message cost); each decision waits about this long for its ack.",
     )
 
+    send_retry_s: float = Field(
+        default=60.0,
+        gt=0,
+        description="How long a message's outputs are retried while Kafka fails transiently "
+        "(each send waits a quarter of it); then the message is dead-lettered (`send-failed`) "
+        "and the partitions go on.",
+    )
+    outputs_per_message_max: int = Field(
+        default=8192,
+        ge=1,
+        description="Most forwards + triggers one message may yield; more is dead-lettered "
+        "(`amplification`). One event fans out to at most 4096 nodes and its node set.",
+    )
+    stop_timeout_s: float = Field(
+        default=8.0,
+        gt=0,
+        le=9.5,
+        description="`centrality streams` kills a worker still running this long after "
+        "SIGTERM/SIGINT (its stores are then restored from the changelog).",
+    )
+
     @property
     def rule_modules(self) -> list[str]:
         return [m.strip() for m in self.rules.split(",") if m.strip()]

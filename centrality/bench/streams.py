@@ -253,6 +253,8 @@ def bench_streams(
     env = {
         "CENTRALITY_KAFKA_TOPIC_PREFIX": kafka.topic_prefix,
         "CENTRALITY_STREAMS_APP_ID": group,
+        # The bench's own key unless one is configured: the worker refuses to start without.
+        "CENTRALITY_TRIGGER_KEY": os.environ.get("CENTRALITY_TRIGGER_KEY", uuid.uuid4().hex),
         "CENTRALITY_STREAMS_DATA_DIR": str(data_dir / "tables"),
         "CENTRALITY_STREAMS_COMMIT_INTERVAL_S": "0.2",
     }

@@ -9,6 +9,7 @@ cause, so a redelivered cause yields the same derived event.
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 from datetime import datetime
 from typing import Literal
@@ -21,6 +22,7 @@ from schemas.events import JobState
 
 _NAMESPACE = uuid.UUID("0d7f3f0e-93c4-4d8e-b0a8-5f2a4c1b7e21")
 NODE_SET_PREFIX = "nodeset:"
+NODE_SET_NAMES_MAX = 448  # within `bounds.ID_CHARS_MAX` with the prefix
 
 
 def derived_id(*parts: object) -> uuid.UUID:
@@ -28,7 +30,12 @@ def derived_id(*parts: object) -> uuid.UUID:
 
 
 def node_set_key(nodes: tuple[str, ...] | list[str]) -> str:
-    return NODE_SET_PREFIX + ",".join(sorted(set(nodes)))
+    """The node set's key: its nodes, named; a digest of them when that would be too long to be
+    a key (the key travels with every record of the set, changelog included)."""
+    names = ",".join(sorted(set(nodes)))
+    if len(names) > NODE_SET_NAMES_MAX:
+        names = "sha256:" + hashlib.sha256(names.encode()).hexdigest()
+    return NODE_SET_PREFIX + names
 
 
 class NodeJobObservedPayload(Payload):

@@ -26,6 +26,16 @@ from schemas.events import (
     NodeStateObserved,
     SchedulerNodeState,
 )
+from streams.state.bounds import (
+    CHECK_NAME_CHARS_MAX,
+    GPUS_KEPT,
+    HEALTH_CHECKS_KEPT,
+    HEALTH_MESSAGE_CHARS_MAX,
+    ID_CHARS_MAX,
+    JOBS_PER_NODE_KEPT,
+    XIDS_COUNTED,
+    clip,
+)
 from streams.state.internal import NodeActionReported, NodeDecided, NodeJobObserved
 from streams.state.stamp import Entity, stamped
 from streams.state.story import VERDICT_STAGES, NodeStatus, Stage, Story
@@ -66,6 +76,15 @@ class HealthFailure(BaseModel):
     check: str
     at: datetime
     event_id: uuid.UUID
+
+
+class JobHere(BaseModel):
+    """The attempt of a job running on this node, and since when (event time)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    attempt: int
+    since: datetime
 
 
 class XidSeen(BaseModel):
@@ -110,8 +129,7 @@ class Node(Entity):
     scheduler: SchedulerView | None = None
     last_benchmark_verdict: str | None = None
     last_benchmark_at: datetime | None = None
-    jobs: dict[str, int] = Field(default_factory=dict)  # job id → attempt currently running here
-    jobs_started_at: dict[str, datetime] = Field(default_factory=dict)  # of those attempts, here
+    jobs: dict[str, JobHere] = Field(default_factory=dict)  # job id → its attempt running here
     # Per GPU sampled: since when it idles (None: busy). Written only when a GPU turns idle or
     # busy, so steady telemetry costs no table write.
     gpu_idle_since: dict[int, datetime | None] = Field(default_factory=dict)
@@ -186,12 +204,21 @@ def _(event: NodeHealthChecked, state: Node) -> Node:
     update: dict[str, object] = {}
     seen = state.health.get(p.check)
     if seen is None or seen.at <= event.occurred_at:
-        health = Health(status=p.status, message=p.message, at=event.occurred_at)
-        update["health"] = {**state.health, p.check: health}
+        check = clip(p.check, CHECK_NAME_CHARS_MAX)
+        message = clip(p.message, HEALTH_MESSAGE_CHARS_MAX)
+        checks = {
+            **state.health,
+            check: Health(status=p.status, message=message, at=event.occurred_at),
+        }
+        if len(checks) > HEALTH_CHECKS_KEPT:  # the most recently reported checks
+            checks = dict(sorted(checks.items(), key=lambda kv: kv[1].at)[-HEALTH_CHECKS_KEPT:])
+        update["health"] = checks
     if p.status == HealthStatus.CRITICAL and all(
         f.event_id != event.event_id for f in state.health_failures
     ):
-        failure = HealthFailure(check=p.check, at=event.occurred_at, event_id=event.event_id)
+        failure = HealthFailure(
+            check=clip(p.check, CHECK_NAME_CHARS_MAX), at=event.occurred_at, event_id=event.event_id
+        )
         kept = sorted((*state.health_failures, failure), key=lambda f: f.at)
         update["health_failures"] = tuple(kept[-HEALTH_FAILURES_KEPT:])
     return state.model_copy(update=update) if update else state
@@ -204,6 +231,8 @@ def _max(seen: int, sample: int | None) -> int:
 @_fold.register
 def _(event: GpuSampled, state: Node) -> Node:
     p = event.payload
+    if p.gpu not in state.gpus and len(state.gpus) >= GPUS_KEPT:
+        return state  # no node has that many GPUs: the first ones seen are the real ones
     old = state.gpus.get(p.gpu, GpuCounters())
     new = GpuCounters(
         ecc_single_bit=_max(old.ecc_single_bit, p.ecc_single_bit),
@@ -242,27 +271,30 @@ def _(event: GpuXidObserved, state: Node) -> Node:
         return state
     p = event.payload
     seen = XidSeen(xid=p.xid, gpu=p.gpu, at=event.occurred_at, event_id=event.event_id)
-    counts = {**state.xid_counts, p.xid: state.xid_counts.get(p.xid, 0) + 1}
+    counts = state.xid_counts
+    if p.xid in counts or len(counts) < XIDS_COUNTED:  # NVIDIA's XID codes are far fewer
+        counts = {**counts, p.xid: counts.get(p.xid, 0) + 1}
     return state.model_copy(update={"xids": (*state.xids, seen)[-XIDS_KEPT:], "xid_counts": counts})
 
 
 @_fold.register
 def _(event: NodeJobObserved, state: Node) -> Node:
     p = event.payload
-    jobs, started = dict(state.jobs), dict(state.jobs_started_at)
-    if p.running:
-        if jobs.get(p.job_id, 0) < p.attempt or p.job_id not in started:
-            started[p.job_id] = event.occurred_at
-        if jobs.get(p.job_id, 0) <= p.attempt:
-            jobs[p.job_id] = p.attempt
-    elif jobs.get(p.job_id, 0) <= p.attempt:
-        jobs.pop(p.job_id, None)
-        started.pop(p.job_id, None)
+    jobs = dict(state.jobs)
+    here = jobs.get(p.job_id)
+    if p.running and len(p.job_id) <= ID_CHARS_MAX:
+        if here is None or here.attempt < p.attempt:
+            jobs.pop(p.job_id, None)  # re-inserted last: the newest job is kept when trimming
+            jobs[p.job_id] = JobHere(attempt=p.attempt, since=event.occurred_at)
+            while len(jobs) > JOBS_PER_NODE_KEPT:
+                del jobs[next(iter(jobs))]
+    elif here is not None and here.attempt <= p.attempt:
+        del jobs[p.job_id]
     failures = state.failures
     if p.failure:
         failure = Failure(at=event.occurred_at, job_id=p.job_id, attempt=p.attempt, cause=p.cause)
         failures = record(failures, failure)
-    return state.model_copy(update={"jobs": jobs, "jobs_started_at": started, "failures": failures})
+    return state.model_copy(update={"jobs": jobs, "failures": failures})
 
 
 @_fold.register
@@ -291,7 +323,7 @@ def _(event: NodeDecided, state: Node) -> Node:
         if state.may_quarantine:
             story = Story(
                 stage=Stage.DRAIN_REQUESTED,
-                reason=p.reason,
+                reason=clip(p.reason),
                 decided_at=at,
                 since=at,
                 triggers=(p.trigger_id,),
@@ -320,15 +352,19 @@ def _(event: NodeActionReported, state: Node) -> Node:
             update = {"story": story.to(Stage.DRAINED, at, problem=None)}
         case "QuarantineNodes", False, Stage.DRAIN_REQUESTED:
             update = {
-                "story": story.to(Stage.DRAIN_FAILED, at, problem=p.error),
+                "story": story.to(Stage.DRAIN_FAILED, at, problem=p.error and clip(p.error)),
                 "episodes": state.episodes + 1,
             }
         case "RunBenchmark", False, Stage.BENCHMARKING:
-            update = {"story": story.to(Stage.BENCHMARK_FAILED, at, problem=p.error)}
+            update = {
+                "story": story.to(Stage.BENCHMARK_FAILED, at, problem=p.error and clip(p.error))
+            }
         case "ReleaseNodes", True, Stage.RELEASING | Stage.RELEASE_FAILED:
             update = {"story": None, "episodes": state.episodes + 1}  # back in service
         case "ReleaseNodes", False, Stage.RELEASING:
-            update = {"story": story.to(Stage.RELEASE_FAILED, at, problem=p.error)}
+            update = {
+                "story": story.to(Stage.RELEASE_FAILED, at, problem=p.error and clip(p.error))
+            }
     return state if update is None else state.model_copy(update=update)
 
 
@@ -338,7 +374,9 @@ def _(event: NodeStateObserved, state: Node) -> Node:
     if state.scheduler is not None and event.occurred_at <= state.scheduler.at:
         return state
     at = event.occurred_at
-    view = SchedulerView(state=p.state, raw_state=p.raw_state, reason=p.reason, at=at)
+    view = SchedulerView(
+        state=p.state, raw_state=clip(p.raw_state), reason=p.reason and clip(p.reason), at=at
+    )
     update: dict[str, object] = {"scheduler": view}
     story = state.story
     if (

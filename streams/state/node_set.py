@@ -9,6 +9,7 @@ from pydantic import ConfigDict
 
 from schemas.envelope import Event
 from schemas.events import QuarantineNodes
+from streams.state.bounds import NODE_SET_NODES_KEPT, NODES_BYTES_KEPT, node_ids
 from streams.state.internal import NodeSetFailed
 from streams.state.stamp import Entity, stamped
 from streams.state.windows import Failure, record
@@ -43,7 +44,12 @@ def _fold(event: Event, state: NodeSet) -> NodeSet:
 def _(event: NodeSetFailed, state: NodeSet) -> NodeSet:
     p = event.payload
     failure = Failure(at=event.occurred_at, job_id=p.job_id, attempt=p.attempt, cause=p.cause)
-    return state.model_copy(update={"nodes": p.nodes, "failures": record(state.failures, failure)})
+    return state.model_copy(
+        update={
+            "nodes": node_ids(p.nodes, NODE_SET_NODES_KEPT, NODES_BYTES_KEPT),
+            "failures": record(state.failures, failure),
+        }
+    )
 
 
 @_fold.register

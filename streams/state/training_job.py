@@ -26,6 +26,15 @@ from schemas.events import (
     LogSignalDetected,
     RestartJob,
 )
+from streams.state.bounds import (
+    ATTEMPT_NODES_BYTES_KEPT,
+    ATTEMPT_NODES_KEPT,
+    ATTEMPTS_KEPT,
+    JOB_NODES_KEPT,
+    NODES_BYTES_KEPT,
+    RESTARTS_KEPT,
+    node_ids,
+)
 from streams.state.stamp import Entity, stamped
 
 TERMINAL = frozenset({JobState.SUCCEEDED, JobState.FAILED, JobState.PREEMPTED, JobState.CANCELLED})
@@ -153,6 +162,16 @@ def apply(state: TrainingJob | None, event: Event) -> TrainingJob:
     return stamped(state, current, _fold(event, current), event)
 
 
+def _job_nodes(nodes: tuple[str, ...]) -> tuple[str, ...]:
+    return node_ids(nodes, JOB_NODES_KEPT, NODES_BYTES_KEPT)
+
+
+def _forgotten(number: int, kept: tuple[int, ...], limit: int) -> bool:
+    """An attempt (or restart) older than everything a full, trimmed list still holds: a
+    redelivery of something folded long ago, never new."""
+    return len(kept) >= limit and number < min(kept)
+
+
 def _seconds(start: datetime | None, end: datetime) -> float:
     return max(0.0, (end - start).total_seconds()) if start is not None else 0.0
 
@@ -180,7 +199,7 @@ def _(event: JobStateChanged, state: TrainingJob) -> TrainingJob:
         return state  # a late (or redelivered) report about an attempt already over
     update: dict[str, object] = {"state": p.state, "attempt": p.attempt}
     if p.nodes:
-        update["nodes"] = p.nodes
+        update["nodes"] = _job_nodes(p.nodes)
     if p.state is JobState.RUNNING and p.attempt > state.attempts_started:
         t = event.occurred_at
         update |= {
@@ -229,7 +248,8 @@ def _(event: LogSignalDetected, state: TrainingJob) -> TrainingJob:
 @_fold.register
 def _(event: JobExited, state: TrainingJob) -> TrainingJob:
     p = event.payload
-    if any(a.number == p.attempt for a in state.attempts):
+    numbers = tuple(a.number for a in state.attempts)
+    if p.attempt in numbers or _forgotten(p.attempt, numbers, ATTEMPTS_KEPT):
         return state  # redelivered exit of an attempt already folded
     t = event.occurred_at
     same_attempt = p.attempt == state.attempts_started
@@ -239,7 +259,7 @@ def _(event: JobExited, state: TrainingJob) -> TrainingJob:
         number=p.attempt,
         state=p.state,
         exit_code=p.exit_code,
-        nodes=p.nodes or state.nodes,
+        nodes=node_ids(p.nodes or state.nodes, ATTEMPT_NODES_KEPT, ATTEMPT_NODES_BYTES_KEPT),
         started_at=state.running_since if same_attempt else None,
         ended_at=t,
         completed=completed,
@@ -255,10 +275,12 @@ def _(event: JobExited, state: TrainingJob) -> TrainingJob:
         lost += tail
     return state.model_copy(
         update={
-            "attempts": (*state.attempts, attempt),
+            "attempts": (*state.attempts, attempt)[-ATTEMPTS_KEPT:],
             "state": p.state if p.attempt >= state.attempt else state.state,
             "attempt": max(state.attempt, p.attempt),
-            "nodes": attempt.nodes if p.attempt >= state.attempt else state.nodes,
+            "nodes": _job_nodes(p.nodes or state.nodes)
+            if p.attempt >= state.attempt
+            else state.nodes,
             "failures": state.failures + is_failure(p),
             "preemptions": state.preemptions + (p.state is JobState.PREEMPTED),
             "cancellations": state.cancellations + (p.state is JobState.CANCELLED),
@@ -274,9 +296,12 @@ def _(event: JobExited, state: TrainingJob) -> TrainingJob:
 
 @_fold.register
 def _(event: RestartJob, state: TrainingJob) -> TrainingJob:
-    if any(r.attempt == event.payload.attempt for r in state.restarts):
+    numbers = tuple(r.attempt for r in state.restarts)
+    if event.payload.attempt in numbers or _forgotten(
+        event.payload.attempt, numbers, RESTARTS_KEPT
+    ):
         return state
     record = RestartRecord(
         attempt=event.payload.attempt, at=event.occurred_at, trigger_id=event.event_id
     )
-    return state.model_copy(update={"restarts": (*state.restarts, record)})
+    return state.model_copy(update={"restarts": (*state.restarts, record)[-RESTARTS_KEPT:]})

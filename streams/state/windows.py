@@ -11,7 +11,8 @@ from datetime import UTC, datetime, timedelta
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-FAILURES_KEPT = 256
+from streams.state.bounds import FAILURES_BYTES_KEPT, FAILURES_KEPT, ID_CHARS_MAX, newest
+
 RETENTION_S = 7 * 24 * 3600.0
 
 
@@ -45,11 +46,18 @@ class WindowConfig(BaseModel):
 
 def record(failures: tuple[Failure, ...], failure: Failure) -> tuple[Failure, ...]:
     """Add a failure once (redelivery-safe), drop those older than the retention horizon."""
-    if any(f.job_id == failure.job_id and f.attempt == failure.attempt for f in failures):
+    if len(failure.job_id) > ID_CHARS_MAX or any(
+        f.job_id == failure.job_id and f.attempt == failure.attempt for f in failures
+    ):
         return failures
     horizon = failure.at - timedelta(seconds=RETENTION_S)
     kept = sorted((*failures, failure), key=lambda f: f.at)
-    return tuple(f for f in kept if f.at >= horizon)[-FAILURES_KEPT:]
+    recent = [f for f in kept if f.at >= horizon]
+    return newest(recent, FAILURES_KEPT, FAILURES_BYTES_KEPT, _size)
+
+
+def _size(failure: Failure) -> int:
+    return len(failure.__pydantic_serializer__.to_json(failure))
 
 
 def window_starts(at: datetime, config: WindowConfig) -> list[datetime]:

@@ -36,8 +36,8 @@ def idle_allocation(
     idle_since = node.idle_since
     if idle_since is None:
         return
-    for job, attempt in sorted(node.jobs.items()):
-        since = max(idle_since, node.jobs_started_at.get(job, idle_since))
+    for job, here in sorted(node.jobs.items()):
+        attempt, since = here.attempt, max(idle_since, here.since)
         idle_s = (event.occurred_at - since).total_seconds()
         if idle_s < config.idle_s:
             continue

@@ -11,18 +11,23 @@ from typing import Any
 
 import orjson
 import pytest
+from pydantic import SecretStr
 
 from schemas.codec import decode, encode, encode_batch
+from schemas.signing import verify
 from streams.state.internal import NodeActionReported, decode_internal
 from tests.factories import checkpoint
 from tests.support.triggers import quarantine as quarantine_trigger
 from tests.unit.streams.builders import ended, result, sample
+
+KEY = "agents-test-key"
 
 
 @pytest.fixture(scope="module")
 def app_module(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ModuleType]:
     patch = pytest.MonkeyPatch()
     patch.setenv("CENTRALITY_STREAMS_STORE", "memory://")
+    patch.setenv("CENTRALITY_TRIGGER_KEY", KEY)
     patch.setenv("CENTRALITY_STREAMS_DATA_DIR", str(tmp_path_factory.mktemp("streams")))
     yield importlib.import_module("streams.app")
     patch.undo()
@@ -33,9 +38,11 @@ class Sent:
 
     def __init__(self) -> None:
         self.values: list[bytes] = []
+        self.headers: list[Any] = []
 
     async def __call__(self, *, value: bytes, **kwargs: Any) -> asyncio.Future[None]:
         self.values.append(value)
+        self.headers.append(kwargs.get("headers"))
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         done.set_result(None)
         return done
@@ -65,6 +72,9 @@ async def test_job_agent_folds_decides_and_forwards(
         stored = await written(app_module.tables["jobs"], job.encode(), "restarts")
     [restart] = [e for v in triggers.values for e in decode(v)]
     assert restart.type == "RestartJob" and restart.payload.checkpoint_step == 7
+    [(value, headers)] = zip(triggers.values, triggers.headers, strict=True)
+    assert verify(value, headers, SecretStr(KEY))  # signed with the worker's key
+    assert not verify(value, headers, SecretStr("another key"))
     assert stored["last_checkpoint_step"] == 7 and stored["restarts"][0]["attempt"] == 1
     # the exit concerns both nodes and their node set: three derived events to re-key
     assert len(forwards.values) == 3

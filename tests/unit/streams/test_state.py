@@ -150,4 +150,8 @@ def test_node_learns_its_jobs_and_failures_from_forwarded_job_events() -> None:
     n = fold_node(*derived, *derived)
     assert n.jobs == {}
     assert [(f.job_id, f.attempt) for f in n.failures] == [("a", 1)]
-    assert fold_node(*derived[:2]).jobs == {"a": 1, "b": 1}
+    both = fold_node(*derived[:2]).jobs
+    assert {job: (here.attempt, here.since) for job, here in both.items()} == {
+        "a": (1, derived[0].occurred_at),
+        "b": (1, derived[1].occurred_at),
+    }

@@ -1,0 +1,71 @@
+"""Which failures are worth another try, and how long we keep trying.
+
+Deterministic failures (a record too large, an invalid value, a codec nobody can read) fail the
+same way every time: retrying them only wedges the worker, so they are never retried. Transient
+ones (a broker unreachable, a leader moving, a request timing out) are retried with jittered
+exponential backoff, for a bounded time and never past a stop request, so one partition's
+trouble cannot hold the others (they share the agent) for ever.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import structlog
+from aiokafka.errors import KafkaError, KafkaTimeoutError
+from tenacity import (
+    AsyncRetrying,
+    RetryCallState,
+    retry_if_exception,
+    stop_after_delay,
+    wait_random_exponential,
+)
+from tenacity.stop import stop_base
+
+log = structlog.get_logger("streams")
+
+
+def transient(exc: BaseException) -> bool:
+    """Worth another try; Faust wraps Kafka's errors (`ProducerSendError` from ...), so the
+    causes are what count."""
+    cause: BaseException | None = exc
+    while cause is not None:
+        if isinstance(cause, KafkaError):
+            return bool(cause.retriable) or isinstance(cause, KafkaTimeoutError)
+        if isinstance(cause, ConnectionError | TimeoutError):
+            return True
+        cause = cause.__cause__
+    return False
+
+
+class _stop_when(stop_base):
+    def __init__(self, stopping: Callable[[], bool]) -> None:
+        self.stopping = stopping
+
+    def __call__(self, retry_state: RetryCallState) -> bool:
+        return self.stopping()
+
+
+def _log_retry(what: str) -> Callable[[RetryCallState], None]:
+    def before_sleep(state: RetryCallState) -> None:
+        exc = state.outcome.exception() if state.outcome else None
+        log.warning(
+            f"{what}_retry",
+            error=repr(exc),
+            attempt=state.attempt_number,
+            retry_in_s=round(state.upcoming_sleep, 3),
+        )
+
+    return before_sleep
+
+
+def retrying(what: str, budget_s: float, stopping: Callable[[], bool]) -> AsyncRetrying:
+    """Transient failures retried for at most `budget_s` and never once `stopping()`; the last
+    failure (or any deterministic one, at once) is raised."""
+    return AsyncRetrying(
+        retry=retry_if_exception(transient),
+        wait=wait_random_exponential(multiplier=0.1, max=5.0),
+        stop=stop_after_delay(budget_s) | _stop_when(stopping),
+        before_sleep=_log_retry(what),
+        reraise=True,
+    )

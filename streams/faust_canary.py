@@ -1,0 +1,118 @@
+"""The private Faust, mode and aiokafka names `streams.faust_transport` relies on, checked at
+start-up.
+
+The transport's fixes (see FAUST_WORKAROUNDS.md) override or wrap private methods. An upgrade
+that renames one, or changes its parameters, would otherwise silently turn a fix off (the
+override is never called) or fail deep inside the worker. Each entry is a name and the parameter
+names it must have; `check` lists every mismatch, and `require` refuses to start with all of them.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from collections.abc import Mapping
+from importlib import metadata
+
+PINNED = {"faust-streaming": "0.15.3", "mode-streaming": "0.7.1", "aiokafka": "0.14.0"}
+
+# "module:Class.attribute" → parameter names (None: it must exist; its signature is not ours).
+EXPECTED: Mapping[str, tuple[str, ...] | None] = {
+    "faust.transport.drivers.aiokafka:AIOKafkaConsumerThread._create_worker_consumer": (
+        "self",
+        "transport",
+    ),
+    "faust.transport.drivers.aiokafka:AIOKafkaConsumerThread.seek": ("self", "partition", "offset"),
+    "faust.transport.drivers.aiokafka:AIOKafkaConsumerThread.seek_to_beginning": (
+        "self",
+        "partitions",
+    ),
+    "faust.transport.drivers.aiokafka:Consumer._new_consumer_thread": ("self",),
+    "faust.transport.drivers.aiokafka:Consumer.getmany": ("self", "timeout"),
+    "faust.transport.drivers.aiokafka:Consumer.perform_seek": ("self",),
+    "faust.transport.drivers.aiokafka:Consumer.seek_to_committed": ("self",),
+    "faust.transport.drivers.aiokafka:Consumer._is_changelog_tp": ("self", "tp"),
+    "faust.transport.drivers.aiokafka:Consumer.stop_flow": ("self",),
+    "faust.transport.drivers.aiokafka:Consumer.resume_flow": ("self",),
+    "faust.transport.drivers.aiokafka:Producer.__init__": ("self", "transport", "loop", "kwargs"),
+    "faust.transport.drivers.aiokafka:Producer.flush": ("self",),
+    "faust.transport.drivers.aiokafka:Producer.on_stop": ("self",),
+    "faust.transport.drivers:TRANSPORTS": None,
+    "faust.transport.producer:ProducerBuffer.__post_init__": ("self",),
+    "faust.transport.producer:ProducerBuffer._send_pending": ("self", "fut"),
+    "faust.transport.producer:ProducerBuffer._handle_pending": None,
+    "faust.transport.producer:ProducerBuffer.size": None,
+    "mode.services:Service.wait_first": ("self", "coros", "timeout"),
+    "aiokafka.consumer.fetcher:MemoryRecords": None,
+    "aiokafka.consumer.fetcher:PartitionRecords._unpack_records": ("self",),
+}
+# Source fragments that must still be there: attributes set inside a method, not declared.
+SOURCE: Mapping[str, str] = {
+    "aiokafka.consumer.consumer:AIOKafkaConsumer.start": "self._fetch_max_wait_ms",
+    "aiokafka.consumer.fetcher:PartitionRecords._unpack_records": "records.next_batch()",
+    "faust.types.tuples:Message.ack": "if not self.acked:",
+}
+
+
+class FaustApiChanged(RuntimeError):
+    """A private name the transport's fixes rely on is missing or changed."""
+
+
+def _resolve(path: str) -> object:
+    module, _, attributes = path.partition(":")
+    found: object = importlib.import_module(module)
+    for name in attributes.split("."):
+        found = inspect.getattr_static(found, name)
+    return found
+
+
+def _parameters(found: object) -> tuple[str, ...] | None:
+    target = found.__func__ if isinstance(found, staticmethod | classmethod) else found
+    try:
+        return tuple(inspect.signature(target).parameters)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+
+
+def check(
+    expected: Mapping[str, tuple[str, ...] | None] = EXPECTED,
+    source: Mapping[str, str] = SOURCE,
+) -> list[str]:
+    """Every way the installed libraries differ from what the transport was written against."""
+    problems = []
+    for path, want in expected.items():
+        try:
+            found = _resolve(path)
+        except (ImportError, AttributeError):
+            problems.append(f"{path} is gone")
+            continue
+        if want is not None and (got := _parameters(found)) != want:
+            problems.append(f"{path} takes {got}, expected {want}")
+    for path, fragment in source.items():
+        try:
+            text = inspect.getsource(_resolve(path))  # type: ignore[arg-type]
+        except (ImportError, AttributeError, OSError, TypeError):
+            problems.append(f"{path} is gone")
+            continue
+        if fragment not in text:
+            problems.append(f"{path} no longer contains {fragment!r}")
+    return problems
+
+
+def require() -> None:
+    problems = check()
+    if problems:
+        installed = {name: _version(name) for name in PINNED}
+        raise FaustApiChanged(
+            "streams.faust_transport patches private Faust/mode/aiokafka internals written for "
+            f"{PINNED}; installed {installed}. Changed: " + "; ".join(problems) + ". Pin the "
+            "versions above, or review each fix in streams/FAUST_WORKAROUNDS.md against the "
+            "new code and update streams/faust_canary.py."
+        )
+
+
+def _version(name: str) -> str | None:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None

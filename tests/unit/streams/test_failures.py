@@ -1,0 +1,77 @@
+"""Which failures the streams worker retries, and for how long."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from aiokafka.errors import (
+    KafkaConnectionError,
+    KafkaTimeoutError,
+    MessageSizeTooLargeError,
+    NotLeaderForPartitionError,
+    UnknownTopicOrPartitionError,
+)
+from faust.exceptions import ProducerSendError
+
+from streams.failures import retrying, transient
+
+
+def wrapped(cause: Exception) -> ProducerSendError:
+    """As Faust raises a failed send."""
+    try:
+        raise ProducerSendError(f"Error while sending: {cause!r}") from cause
+    except ProducerSendError as exc:
+        return exc
+
+
+@pytest.mark.parametrize(
+    "exc",
+    [
+        KafkaConnectionError(),
+        KafkaTimeoutError(),
+        NotLeaderForPartitionError(),
+        wrapped(UnknownTopicOrPartitionError()),
+        ConnectionResetError(),
+    ],
+)
+def test_broker_trouble_is_transient(exc: Exception) -> None:
+    assert transient(exc)
+
+
+@pytest.mark.parametrize(
+    "exc",
+    [
+        MessageSizeTooLargeError(),
+        wrapped(MessageSizeTooLargeError()),
+        ValueError(),
+        OverflowError(),
+    ],
+)
+def test_what_fails_the_same_way_every_time_is_not(exc: Exception) -> None:
+    assert not transient(exc)
+
+
+async def attempts(exc: Exception, budget_s: float, stopping: bool = False) -> int:
+    tries = 0
+    with pytest.raises(type(exc)):
+        async for attempt in retrying("test", budget_s, lambda: stopping):
+            with attempt:
+                tries += 1
+                raise exc
+    return tries
+
+
+async def test_a_deterministic_failure_is_tried_once() -> None:
+    assert await attempts(MessageSizeTooLargeError(), budget_s=5) == 1
+
+
+async def test_a_transient_failure_is_retried_within_its_budget_then_raised() -> None:
+    started = time.monotonic()
+    tries = await attempts(KafkaConnectionError(), budget_s=0.5)
+    assert tries > 1
+    assert time.monotonic() - started < 0.5 + 5.0 + 0.5  # budget, at most one backoff, slack
+
+
+async def test_a_stopping_worker_does_not_retry() -> None:
+    assert await attempts(KafkaConnectionError(), budget_s=60, stopping=True) == 1

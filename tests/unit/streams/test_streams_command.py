@@ -1,0 +1,57 @@
+"""`centrality streams`: no unsigned decisions (it refuses to start without the signing key), and
+a child that ignores SIGTERM is killed at the stop deadline."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from centrality.supervise import run_with_stop_deadline
+
+CLI = Path(sys.executable).with_name("centrality")
+
+
+def test_the_worker_refuses_to_start_without_a_signing_key(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CENTRALITY_TRIGGER_")}
+    env["CENTRALITY_TRIGGER_KEY_FILE"] = str(tmp_path / "absent.key")
+    done = subprocess.run(
+        [str(CLI), "streams"], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 2
+    assert "needs the trigger signing key" in done.stderr
+    assert "CENTRALITY_TRIGGER_KEY" in done.stderr
+
+
+def test_a_child_that_ignores_sigterm_is_killed_at_the_deadline(tmp_path: Path) -> None:
+    ready = tmp_path / "ready"
+    script = (
+        "import pathlib, signal, time\n"
+        "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+        f"pathlib.Path({str(ready)!r}).touch()\n"
+        "time.sleep(600)\n"
+    )
+    parent = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from centrality.supervise import run_with_stop_deadline as run; "
+            f"sys.exit(-run([sys.executable, '-c', {script!r}], 1.5))",
+        ],
+        cwd=Path(__file__).parents[3],
+    )
+    deadline = time.monotonic() + 30
+    while not ready.exists():
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    started = time.monotonic()
+    parent.send_signal(signal.SIGTERM)
+    assert parent.wait(timeout=10) == signal.SIGKILL  # the child had to be killed
+    assert 1.5 <= time.monotonic() - started < 5
+
+
+def test_a_child_that_stops_on_sigterm_is_waited_for() -> None:
+    assert run_with_stop_deadline([sys.executable, "-c", "pass"], 5) == 0
