@@ -15,6 +15,7 @@ import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+import cramjam
 import lz4.block  # type: ignore[import-untyped]
 import lz4.frame  # type: ignore[import-untyped]
 from backports import zstd
@@ -46,6 +47,8 @@ TRANSPORT_PARAMS = frozenset(
         "add_http_cors_header",
         "http_response_buffer_size",
         "stacktrace",
+        "network_compression_method",
+        "network_zstd_compression_level",
     }
 )
 
@@ -211,14 +214,7 @@ def _zlib_streams(body: bytes) -> bytes:
 
 
 def _brotli(body: bytes) -> bytes:
-    try:
-        import brotli  # type: ignore[import-not-found,unused-ignore]
-    except ImportError as exc:
-        raise ClickHouseError.make(
-            1001, "STD_EXCEPTION", "brotli Content-Encoding needs the brotli package"
-        ) from exc
-    data: bytes = brotli.decompress(body)
-    return data
+    return bytes(cramjam.brotli.decompress(body))
 
 
 _BLOCK_HEADER = struct.Struct("<BII")
@@ -272,6 +268,8 @@ def compress_response(body: bytes, accept_encoding: str | None) -> tuple[bytes, 
         return gzip.compress(body, compresslevel=3), "gzip"
     if "deflate" in accepted:
         return zlib.compress(body, 3), "deflate"
+    if "br" in accepted:
+        return bytes(cramjam.brotli.compress(body, level=3)), "br"
     return body, None
 
 
