@@ -10,6 +10,7 @@ engine shuts down (and flushes) when its last handle closes.
 from __future__ import annotations
 
 import contextlib
+import json
 import re
 import threading
 import time
@@ -119,13 +120,13 @@ class Engine:
             database=req.database,
             session_id=req.session_id,
             session_timeout_s=req.session_timeout_s,
-            default_format="TSVRaw",
+            default_format="JSONCompactEachRow",
         )
         try:
             body = self.execute(describe).body
         except ClickHouseError:
             return []
-        return [line.split("\t")[1] for line in body.decode().splitlines()]
+        return [str(json.loads(line)[1]) for line in body.splitlines() if line]
 
     @contextlib.contextmanager
     def _borrow(self, req: QueryRequest) -> Iterator[_Handle]:

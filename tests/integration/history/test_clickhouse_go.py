@@ -26,6 +26,26 @@ GO_MODULE = Path(__file__).resolve().parents[2] / "go" / "clickhouse"
 COMPRESSIONS = ("none", "lz4", "zstd", "gzip", "br")
 # The first run downloads clickhouse-go and its dependencies; later runs take seconds.
 GO_TIMEOUT_S = 280
+# Beyond what the dashboards select: every layout the server must walk to re-frame a block.
+WIDE_TYPES = """
+SELECT toInt8(-1) AS i8, toUInt128(1) AS u128, toInt256(-5) AS i256, toFloat32(1.5) AS f32,
+    toDecimal128(3.25, 4) AS d128, toDate('2026-01-02') AS d, toDate32('1900-01-01') AS d32,
+    toDateTime64('2026-01-02 03:04:05.678', 3, 'Asia/Tokyo') AS dt64,
+    toDateTime(number, 'Europe/Berlin') AS dtz, generateUUIDv4() AS u, toIPv4('1.2.3.4') AS ip4,
+    toIPv6('::1') AS ip6, CAST('b', 'Enum8(\\'a\\' = 1, \\'b\\' = 2)') AS e, true AS b,
+    toFixedString('ab', 3) AS fs, [toNullable(number), NULL] AS an,
+    toLowCardinality(if(number = 1, NULL, toString(number))) AS lcn, map('k', [number]) AS m,
+    CAST((number, 'x'), 'Tuple(a UInt64, b String)') AS t, [[toString(number)]] AS aa,
+    if(number = 2, NULL, number) AS nn
+FROM numbers(3)
+"""
+WIDE_TYPE_NAMES = [
+    "Int8", "UInt128", "Int256", "Float32", "Decimal(38, 4)", "Date", "Date32",
+    "DateTime64(3, 'Asia/Tokyo')", "DateTime('Europe/Berlin')", "UUID", "IPv4", "IPv6",
+    "Enum8('a' = 1, 'b' = 2)", "Bool", "FixedString(3)", "Array(Nullable(UInt64))",
+    "LowCardinality(Nullable(String))", "Map(String, Array(UInt64))",
+    "Tuple(a UInt64, b String)", "Array(Array(String))", "Nullable(UInt64)",
+]  # fmt: skip
 
 
 def _run_go(plan: dict[str, Any], tmp_path: Path) -> dict[str, Any]:
@@ -69,7 +89,8 @@ def test_clickhouse_go_reads_every_dashboard_query_and_inserts(
         "password": password.get_secret_value() if password else "",
         "database": clickhouse_settings.database,
         "queries": [{"name": n, "sql": sql} for n, _, sql in variables]
-        + [{"name": n, "sql": sql} for n, sql in panels],
+        + [{"name": n, "sql": sql} for n, sql in panels]
+        + [{"name": "wide types", "sql": WIDE_TYPES}],
     }
 
     result = _run_go(plan, tmp_path)
@@ -86,6 +107,10 @@ def test_clickhouse_go_reads_every_dashboard_query_and_inserts(
     # Every scanned column carried its ClickHouse type, time zones included.
     for q in result["queries"]:
         assert q["types"] and all(q["types"]), q
+    for compression in COMPRESSIONS:
+        wide = by_key[("wide types", compression)]
+        assert wide["types"] == WIDE_TYPE_NAMES
+        assert wide["first_column"] == ["-1", "-1", "-1"]
     assert result["inserted_rows"] == result["read_back_rows"] == 1000
     # What clickhouse-go inserted is what another client reads.
     with connect(clickhouse_settings) as client:
