@@ -176,8 +176,7 @@ def _skip_data(t: _Type, rows: int, r: _Reader) -> None:
     if size is not None:
         r.skip(size * rows)
     elif t.name == "String":
-        for _ in range(rows):
-            r.skip(r.varint())
+        _skip_strings(r, rows)
     elif t.name == "FixedString":
         r.skip(int(t.args[0]) * rows)
     elif t.name == "Decimal":
@@ -198,6 +197,25 @@ def _skip_data(t: _Type, rows: int, r: _Reader) -> None:
         _skip_low_cardinality(_parse_type(t.args[0]), rows, r)
     else:
         raise _unsupported(t.name)
+
+
+def _skip_strings(r: _Reader, rows: int) -> None:
+    # The hot loop of big results: most strings are shorter than 128 bytes, a one-byte length.
+    buf, pos = r.buf, r.pos
+    try:
+        for _ in range(rows):
+            n = buf[pos]
+            if n < 0x80:
+                pos += n + 1
+            else:
+                r.pos = pos
+                n = r.varint()
+                pos = r.pos + n
+    except IndexError:
+        raise _truncated() from None
+    if pos > len(buf):
+        raise _truncated()
+    r.pos = pos
 
 
 def _skip_offsets_and(t: _Type, rows: int, r: _Reader) -> None:

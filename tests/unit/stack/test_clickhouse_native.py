@@ -138,3 +138,20 @@ def test_low_cardinality_for_clients_older_than_it_is_refused() -> None:
         reencode(block, 54404)
     assert err.value.name == "NOT_IMPLEMENTED"
     assert reencode(block, 54405) == BLOCK_INFO + block
+
+
+def test_strings_of_every_length_class_are_walked() -> None:
+    long = b"y" * 300  # a two-byte length
+    block = b"\x01\x03" + _col("s", "String") + b"\x00" + b"\xac\x02" + long + b"\x01z"
+    assert (
+        reencode(block, 54460)
+        == BLOCK_INFO
+        + b"\x01\x03"
+        + _col("s", "String")
+        + b"\x00"
+        + (block[len(b"\x01\x03" + _col("s", "String")) :])
+    )
+    with pytest.raises(ClickHouseError):
+        reencode(block[:-1], 54460)
+    with pytest.raises(ClickHouseError):
+        reencode(block[:-2], 54460)
