@@ -236,6 +236,8 @@ def _skip_low_cardinality(inner: _Type, rows: int, r: _Reader) -> None:
         if flags & _LC_HAS_ADDITIONAL_KEYS:
             _skip_data(keys_type, r.u64(), r)
         count = r.u64()
+        if flags & 0xFF >= len(_LC_KEY_SIZES):
+            raise _truncated()
         r.skip(count * _LC_KEY_SIZES[flags & 0xFF])
         done += count
 

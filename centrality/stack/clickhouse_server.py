@@ -118,12 +118,13 @@ class _Handler(BaseHTTPRequestHandler):
             self._authenticate(params)
             self._query(params, body, query_id)
         except ClickHouseError as err:
-            self._send_error(err, query_id)
+            self._send_error(err, query_id, params)
         except (ConnectionError, TimeoutError):
             self.close_connection = True
         except Exception as exc:
             log.error("request_failed", error=repr(exc), exc_info=True)
-            self._send_error(ClickHouseError.make(1001, "STD_EXCEPTION", repr(exc)), query_id)
+            error = ClickHouseError.make(1001, "STD_EXCEPTION", repr(exc))
+            self._send_error(error, query_id, params)
 
     def _read_body(self) -> bytes:
         if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
@@ -200,7 +201,7 @@ class _Handler(BaseHTTPRequestHandler):
         payload, encoding = result.body, None
         if fmt == "Native":
             payload = self._native_at_revision(req, payload, _revision(params))
-        if params.get("compress") in ("1", "true"):
+        if _compressed_blocks(params):
             payload = encode_compressed_blocks(
                 payload,
                 compression_method(params.get("network_compression_method")),
@@ -225,17 +226,21 @@ class _Handler(BaseHTTPRequestHandler):
                 return engine_type
             if types is None:
                 types = self.server.engine.column_types(req)
-            return types[i] if i < len(types) else engine_type
+            found = types[i] if i < len(types) else ""
+            return found if found.startswith("DateTime(") else engine_type
 
         return reencode(body, revision, type_name)
 
-    def _send_error(self, err: ClickHouseError, query_id: str) -> None:
+    def _send_error(self, err: ClickHouseError, query_id: str, params: dict[str, str]) -> None:
         if err.http_status >= 500:
             log.warning("query_error", code=err.code, name=err.name, query_id=query_id)
         headers = {"X-ClickHouse-Exception-Code": str(err.code)}
         if err.http_status == 401:
             headers["WWW-Authenticate"] = 'Basic realm="ClickHouse server"'
         body = err.body(self.server.engine.version)
+        if _compressed_blocks(params):
+            # As ClickHouse does: clickhouse-go reads error bodies through its block reader too.
+            body = encode_compressed_blocks(body)
         self._send(err.http_status, body, "text/plain; charset=UTF-8", query_id, extra=headers)
 
     def _send(
@@ -267,6 +272,10 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(body)
+
+
+def _compressed_blocks(params: dict[str, str]) -> bool:
+    return params.get("compress") in ("1", "true")
 
 
 def _revision(params: dict[str, str]) -> int:

@@ -41,10 +41,11 @@ type queryResult struct {
 }
 
 type result struct {
-	ServerVersion string        `json:"server_version"`
-	Queries       []queryResult `json:"queries"`
-	InsertedRows  int           `json:"inserted_rows"`
-	ReadBackRows  int           `json:"read_back_rows"`
+	ServerVersion string            `json:"server_version"`
+	Queries       []queryResult     `json:"queries"`
+	Errors        map[string]string `json:"errors"`
+	InsertedRows  int               `json:"inserted_rows"`
+	ReadBackRows  int               `json:"read_back_rows"`
 }
 
 // The ways clickhouse-go asks for a compressed answer over HTTP: compress=1 (ClickHouse's block
@@ -68,7 +69,7 @@ func main() {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
-	var out result
+	out := result{Errors: map[string]string{}}
 	for _, name := range []string{"none", "lz4", "zstd", "gzip", "br"} {
 		conn := open(p, compressions[name])
 		if out.ServerVersion == "" {
@@ -78,6 +79,13 @@ func main() {
 		}
 		for _, q := range p.Queries {
 			out.Queries = append(out.Queries, run(ctx, conn, q, name))
+		}
+		// The server's error must reach the caller readable, whatever the compression. (Query,
+		// not Exec: Exec sends no compress=1 yet reads an error body as compressed blocks.)
+		if rows, err := conn.Query(ctx, "SELECT no_such_column"); err != nil {
+			out.Errors[name] = err.Error()
+		} else {
+			check(rows.Close(), "close")
 		}
 		check(conn.Close(), "close")
 	}

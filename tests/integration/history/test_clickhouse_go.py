@@ -111,6 +111,9 @@ def test_clickhouse_go_reads_every_dashboard_query_and_inserts(
         wide = by_key[("wide types", compression)]
         assert wide["types"] == WIDE_TYPE_NAMES
         assert wide["first_column"] == ["-1", "-1", "-1"]
+    for compression in COMPRESSIONS:
+        error = result["errors"].get(compression, "")
+        assert "Code: 47" in error and "UNKNOWN_IDENTIFIER" in error, (compression, error)
     assert result["inserted_rows"] == result["read_back_rows"] == 1000
     # What clickhouse-go inserted is what another client reads.
     with connect(clickhouse_settings) as client:
