@@ -10,6 +10,8 @@ engine shuts down (and flushes) when its last handle closes.
 from __future__ import annotations
 
 import contextlib
+import json
+import re
 import threading
 import time
 from collections.abc import Iterator, Mapping
@@ -24,6 +26,8 @@ from centrality.stack.clickhouse_http import (
     is_set_statement,
     is_use_statement,
 )
+
+_TRAILING_FORMAT = re.compile(r"\s+FORMAT\s+[A-Za-z0-9_]+\s*$", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -105,6 +109,24 @@ class Engine:
                 return self._run(handle, req)
             except RuntimeError as exc:
                 raise ClickHouseError.from_engine(exc) from None
+
+    def column_types(self, req: QueryRequest) -> list[str]:
+        """The result's column types, from DESCRIBE: the query is analysed, not run again."""
+        inner = _TRAILING_FORMAT.sub("", req.sql.strip().rstrip(";"))
+        describe = QueryRequest(
+            sql=f"DESCRIBE TABLE ({inner})",
+            params=req.params,
+            settings=req.settings,
+            database=req.database,
+            session_id=req.session_id,
+            session_timeout_s=req.session_timeout_s,
+            default_format="JSONCompactEachRow",
+        )
+        try:
+            body = self.execute(describe).body
+        except ClickHouseError:
+            return []
+        return [str(json.loads(line)[1]) for line in body.splitlines() if line]
 
     @contextlib.contextmanager
     def _borrow(self, req: QueryRequest) -> Iterator[_Handle]:

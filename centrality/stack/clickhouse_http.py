@@ -15,9 +15,11 @@ import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+import cramjam
 import lz4.block  # type: ignore[import-untyped]
 import lz4.frame  # type: ignore[import-untyped]
 from backports import zstd
+from clickhouse_cityhash.cityhash import CityHash128  # type: ignore[import-untyped]
 
 # Request parameters the HTTP layer consumes itself; everything else that is not a `param_*`
 # is a query-level setting, as on a real server.
@@ -46,6 +48,8 @@ TRANSPORT_PARAMS = frozenset(
         "add_http_cors_header",
         "http_response_buffer_size",
         "stacktrace",
+        "network_compression_method",
+        "network_zstd_compression_level",
     }
 )
 
@@ -211,33 +215,35 @@ def _zlib_streams(body: bytes) -> bytes:
 
 
 def _brotli(body: bytes) -> bytes:
-    try:
-        import brotli  # type: ignore[import-not-found,unused-ignore]
-    except ImportError as exc:
-        raise ClickHouseError.make(
-            1001, "STD_EXCEPTION", "brotli Content-Encoding needs the brotli package"
-        ) from exc
-    data: bytes = brotli.decompress(body)
-    return data
+    return bytes(cramjam.brotli.decompress(body))
 
 
 _BLOCK_HEADER = struct.Struct("<BII")
-_BLOCK_CHECKSUM = 16
+_BLOCK_CHECKSUM = struct.Struct("<QQ")
+
+
+def block_checksum(framed: memoryview | bytes) -> bytes:
+    """ClickHouse's CityHash128 (v1.0.2) of a block's header and payload: low half first."""
+    digest = int(CityHash128(bytes(framed)))
+    return _BLOCK_CHECKSUM.pack(digest >> 64, digest & 0xFFFFFFFFFFFFFFFF)
 
 
 def decode_native_blocks(body: bytes) -> bytes:
-    """`decompress=1`: ClickHouse's own compressed-block framing (checksum, method, sizes).
-
-    The CityHash checksum is not verified: on loopback, TCP already guards the bytes.
-    """
+    """`decompress=1`: ClickHouse's own compressed-block framing (checksum, method, sizes)."""
     out: list[bytes] = []
     pos = 0
     view = memoryview(body)
     while pos < len(body):
-        head = pos + _BLOCK_CHECKSUM
+        head = pos + _BLOCK_CHECKSUM.size
         if head + _BLOCK_HEADER.size > len(body):
             raise ClickHouseError.make(271, "CANNOT_DECOMPRESS", "Truncated compressed block")
         method, compressed, plain = _BLOCK_HEADER.unpack_from(body, head)
+        if compressed < _BLOCK_HEADER.size or head + compressed > len(body):
+            raise ClickHouseError.make(271, "CANNOT_DECOMPRESS", "Truncated compressed block")
+        if block_checksum(view[head : head + compressed]) != body[pos:head]:
+            raise ClickHouseError.make(
+                40, "CHECKSUM_DOESNT_MATCH", "Checksum doesn't match: corrupted data"
+            )
         payload = view[head + _BLOCK_HEADER.size : head + compressed]
         if method == 0x82:
             out.append(lz4.block.decompress(payload, uncompressed_size=plain))
@@ -272,6 +278,8 @@ def compress_response(body: bytes, accept_encoding: str | None) -> tuple[bytes, 
         return gzip.compress(body, compresslevel=3), "gzip"
     if "deflate" in accepted:
         return zlib.compress(body, 3), "deflate"
+    if "br" in accepted:
+        return bytes(cramjam.brotli.compress(body, level=3)), "br"
     return body, None
 
 

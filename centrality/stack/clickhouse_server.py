@@ -38,6 +38,12 @@ from centrality.stack.clickhouse_http import (
     query_settings,
     split_insert,
 )
+from centrality.stack.clickhouse_native import (
+    REVISION_WITH_TIME_ZONE_IN_DATETIME,
+    compression_method,
+    encode_compressed_blocks,
+    reencode,
+)
 
 log = structlog.get_logger("centrality.clickhouse")
 
@@ -48,6 +54,11 @@ _CONTENT_TYPES = {
     "JSON": "application/json; charset=UTF-8",
     "JSONCompact": "application/json; charset=UTF-8",
     "JSONEachRow": "application/x-ndjson; charset=UTF-8",
+}
+_HEADER_PARAMS = {
+    "X-ClickHouse-Database": "database",
+    "X-ClickHouse-Format": "default_format",
+    "X-ClickHouse-Quota": "quota_key",
 }
 _OK_PATHS = frozenset({"/ping", "/replicas_status"})
 _IDLE_KEEPALIVE_S = 60
@@ -88,6 +99,11 @@ class _Handler(BaseHTTPRequestHandler):
     def _handle(self, *, read_body: bool) -> None:
         split = urlsplit(self.path)
         params = dict(parse_qsl(split.query, keep_blank_values=True))
+        # ClickHouse takes these from headers too; the URL wins where both are given.
+        for header, param in _HEADER_PARAMS.items():
+            value = self.headers.get(header)
+            if value:
+                params.setdefault(param, value)
         query_id = params.get("query_id") or str(uuid.uuid4())
         try:
             body = self._read_body() if read_body else b""
@@ -102,12 +118,13 @@ class _Handler(BaseHTTPRequestHandler):
             self._authenticate(params)
             self._query(params, body, query_id)
         except ClickHouseError as err:
-            self._send_error(err, query_id)
+            self._send_error(err, query_id, params)
         except (ConnectionError, TimeoutError):
             self.close_connection = True
         except Exception as exc:
             log.error("request_failed", error=repr(exc), exc_info=True)
-            self._send_error(ClickHouseError.make(1001, "STD_EXCEPTION", repr(exc)), query_id)
+            error = ClickHouseError.make(1001, "STD_EXCEPTION", repr(exc))
+            self._send_error(error, query_id, params)
 
     def _read_body(self) -> bytes:
         if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
@@ -182,6 +199,14 @@ class _Handler(BaseHTTPRequestHandler):
         result = self.server.engine.execute(req)
         fmt = "" if insert else output_format(sql, default_format)
         payload, encoding = result.body, None
+        if fmt == "Native":
+            payload = self._native_at_revision(req, payload, _revision(params))
+        if _compressed_blocks(params):
+            payload = encode_compressed_blocks(
+                payload,
+                compression_method(params.get("network_compression_method")),
+                _int_param(params, "network_zstd_compression_level", 1),
+            )
         # On by default since ClickHouse 24.x; clickhouse-connect reads that default from
         # system.settings and then only sends Accept-Encoding, expecting a compressed answer.
         if params.get("enable_http_compression", "1") not in ("0", "false"):
@@ -189,13 +214,33 @@ class _Handler(BaseHTTPRequestHandler):
         content_type = _CONTENT_TYPES.get(fmt, "application/octet-stream" if fmt else "text/plain")
         self._send(200, payload, content_type, query_id, fmt=fmt, result=result, encoding=encoding)
 
-    def _send_error(self, err: ClickHouseError, query_id: str) -> None:
+    def _native_at_revision(self, req: QueryRequest, body: bytes, revision: int) -> bytes:
+        if revision < REVISION_WITH_TIME_ZONE_IN_DATETIME:
+            return reencode(body, revision)
+        types: list[str] | None = None
+
+        def type_name(i: int, engine_type: str) -> str:
+            # The engine wrote for revision 0, which drops a top-level DateTime's time zone.
+            nonlocal types
+            if engine_type != "DateTime":
+                return engine_type
+            if types is None:
+                types = self.server.engine.column_types(req)
+            found = types[i] if i < len(types) else ""
+            return found if found.startswith("DateTime(") else engine_type
+
+        return reencode(body, revision, type_name)
+
+    def _send_error(self, err: ClickHouseError, query_id: str, params: dict[str, str]) -> None:
         if err.http_status >= 500:
             log.warning("query_error", code=err.code, name=err.name, query_id=query_id)
         headers = {"X-ClickHouse-Exception-Code": str(err.code)}
         if err.http_status == 401:
             headers["WWW-Authenticate"] = 'Basic realm="ClickHouse server"'
         body = err.body(self.server.engine.version)
+        if _compressed_blocks(params):
+            # As ClickHouse does: clickhouse-go reads error bodies through its block reader too.
+            body = encode_compressed_blocks(body)
         self._send(err.http_status, body, "text/plain; charset=UTF-8", query_id, extra=headers)
 
     def _send(
@@ -227,6 +272,21 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(body)
+
+
+def _compressed_blocks(params: dict[str, str]) -> bool:
+    return params.get("compress") in ("1", "true")
+
+
+def _revision(params: dict[str, str]) -> int:
+    return _int_param(params, "client_protocol_version", 0)
+
+
+def _int_param(params: dict[str, str], name: str, default: int) -> int:
+    try:
+        return int(params.get(name) or default)
+    except ValueError as exc:
+        raise bad_request(f"Invalid {name}: {params[name]!r}") from exc
 
 
 def _summary(result: QueryResult | None) -> str:
