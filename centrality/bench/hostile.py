@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from aiokafka import AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient
 from pydantic import SecretStr
 from rich.console import Console
@@ -31,7 +32,7 @@ from rich.console import Console
 from centrality.bench.cli import bench_app
 from centrality.bench.hostile_report import Outcome, print_outcome
 from centrality.bench.hostile_send import Senders
-from centrality.bench.hostile_storm import Storm
+from centrality.bench.hostile_storm import Hostile, Storm
 from centrality.bench.hostile_watch import (
     Group,
     Groups,
@@ -50,6 +51,7 @@ from schemas.emitter import Emitter
 from schemas.emitter.settings import EmitterSettings
 from schemas.events import CheckpointSaved, JobExited
 from schemas.settings import KafkaSettings
+from schemas.topics import topic_name
 from streams.history.client import connect
 from streams.history.migrations import migrate
 from streams.history.settings import ClickHouseSettings
@@ -63,6 +65,7 @@ INPUTS = {
 }
 DECIDING = ("streams", "actions")
 DECIDING_TOPICS = ("triggers", "actions")  # where the story's decision and action appear
+MARKED = ("jobs", "nodes", "gpu")  # the Faust worker's inputs: it holds back its last offset
 UNSIGNED_PREFIX = b"hostile-unsigned/"
 
 
@@ -73,9 +76,11 @@ class Options:
     stall_s: float
     story_timeout_s: float
     stop_timeout_s: float
+    ready_timeout_s: float = 180.0
     decide_within_s: float = 5.0
     stop_within_s: float = 10.0
     seed: int = 12
+    kinds: tuple[str, ...] = ()  # empty: every kind
     keep: bool = False
 
 
@@ -146,10 +151,80 @@ async def send_story(run: Run, job: str) -> float:
     return time.monotonic()
 
 
+@dataclass
+class Episode:
+    """A story sent and watched until decided, with the workers' groups since `since`."""
+
+    groups: Groups
+    watch: StoryWatch
+    since: float
+    story_at: float
+
+    def consumed_s(self) -> dict[str, float | None]:
+        return {
+            g.worker: None if g.consumed_at is None else g.consumed_at - self.since
+            for g in self.groups.groups
+        }
+
+    @property
+    def decided_s(self) -> float | None:
+        decided = self.watch.decided_at
+        return None if decided is None else decided - self.story_at
+
+    @property
+    def decided_after_consumed_s(self) -> float | None:
+        deciding = [g.consumed_at for g in self.groups.groups if g.worker in DECIDING]
+        if self.watch.decided_at is None or any(at is None for at in deciding):
+            return None
+        return self.watch.decided_at - max(at for at in deciding if at is not None)
+
+
+async def episode(
+    run: Run,
+    opts: Options,
+    pipeline: Pipeline,
+    markers: list[Hostile],
+    job: str,
+    since: float,
+    timeout_s: float,
+) -> Episode:
+    """Notes the ends of the workers' inputs, sends the markers and the story for `job`, then
+    waits (see `wait`)."""
+    kafka = run.kafka
+    groups = Groups(
+        kafka,
+        [
+            Group(w, run.groups[w], await end_offsets(kafka, partitions(kafka, INPUTS[w])))
+            for w in WORKERS
+        ],
+    )
+    watch = StoryWatch(kafka, job, await end_offsets(kafka, partitions(kafka, DECIDING_TOPICS)))
+    await send_markers(kafka, markers)
+    story_at = await send_story(run, job)
+    try:
+        await wait(opts, pipeline, groups, watch, since + timeout_s)
+    finally:
+        await groups.close()
+        await watch.close()
+    return Episode(groups, watch, since, story_at)
+
+
+async def send_markers(kafka: KafkaSettings, markers: list[Hostile]) -> None:
+    producer = AIOKafkaProducer(bootstrap_servers=kafka.bootstrap)
+    await producer.start()
+    try:
+        for m in markers:
+            await producer.send(
+                topic_name(m.topic, kafka), m.value, key=m.key, partition=m.partition
+            )
+        await producer.flush()
+    finally:
+        await producer.stop()
+
+
 async def storm_and_story(
     run: Run, opts: Options, pipeline: Pipeline, outcome: Outcome, progress: Console
 ) -> None:
-    kafka = run.kafka
     rss = PeakRss()
     pids = {name: proc.pid for name, proc in pipeline.procs.items()}
 
@@ -160,61 +235,68 @@ async def storm_and_story(
 
     sampler = asyncio.create_task(sample_rss())
     built = time.perf_counter()
-    storm = Storm(run.key, seed=opts.seed)
+    hostile = Storm(run.key, seed=opts.seed, only=opts.kinds)
     outcome.build_s = time.perf_counter() - built
-    senders = Senders(kafka)
-    await senders.start()
+    markers = hostile.markers(MARKED)
     try:
-        await senders.send_all(storm.messages(opts.messages))
-    finally:
-        await senders.stop()
-    sent_at = time.monotonic()
-    outcome.sent = senders.sent
-    outcome.unsigned = storm.unsigned
-    progress.log(
-        f"storm sent: {senders.sent.summary()['total']} messages in {senders.sent.send_s:.1f} s"
-    )
-
-    groups = Groups(
-        kafka,
-        [
-            Group(w, run.groups[w], await end_offsets(kafka, partitions(kafka, INPUTS[w])))
-            for w in WORKERS
-        ],
-    )
-    job = f"slurm/hostile-story/{run.id}"
-    watch = StoryWatch(kafka, job, await end_offsets(kafka, partitions(kafka, DECIDING_TOPICS)))
-    story_at = await send_story(run, job)
-    progress.log(f"story sent for {job}; waiting for the storm to be consumed and the decision")
-    try:
-        await wait(opts, pipeline, groups, watch, sent_at)
+        # A first story on the idle pipeline: the storm starts once every worker is up (Faust
+        # takes seconds to join and recover), so start-up is not counted as the storm's.
+        started = time.monotonic()
+        warmup = await episode(
+            run,
+            opts,
+            pipeline,
+            markers,
+            f"slurm/hostile-warmup/{run.id}",
+            started,
+            opts.ready_timeout_s,
+        )
+        outcome.ready_s = time.monotonic() - started
+        outcome.warmup_decided_s = warmup.decided_s
+        if warmup.decided_s is None or None in warmup.consumed_s().values():
+            progress.log(f"the workers were not ready within {opts.ready_timeout_s:g} s")
+            return
+        progress.log(f"workers ready in {outcome.ready_s:.1f} s; sending the storm")
+        await send_storm(run, hostile, opts, outcome, progress)
+        job = f"slurm/hostile-story/{run.id}"
+        progress.log(f"story sent for {job}; waiting for the storm to be consumed and the decision")
+        story = await episode(run, opts, pipeline, markers, job, time.monotonic(), opts.timeout_s)
     finally:
         sampler.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await sampler
         rss.sample(pids)
-        await groups.close()
-        await watch.close()
-    outcome.peak_rss_mb = rss.peak_mb()
-    outcome.consumed_s = {
-        g.worker: None if g.consumed_at is None else g.consumed_at - sent_at for g in groups.groups
-    }
-    outcome.lag = {g.worker: g.lag for g in groups.groups}
+        outcome.peak_rss_mb = rss.peak_mb()
+    outcome.consumed_s = story.consumed_s()
+    outcome.lag = {g.worker: g.lag for g in story.groups.groups}
     now = time.monotonic()
-    outcome.wedged = [g.worker for g in groups.groups if g.stalled(now, opts.stall_s)]
-    outcome.story_decided_s = None if watch.decided_at is None else watch.decided_at - story_at
-    deciding = [g.consumed_at for g in groups.groups if g.worker in DECIDING]
-    if watch.decided_at is not None and all(at is not None for at in deciding):
-        outcome.decided_after_storm_s = watch.decided_at - max(a for a in deciding if a)
-    outcome.restart_seen = watch.restart_at is not None
+    outcome.wedged = [g.worker for g in story.groups.groups if g.stalled(now, opts.stall_s)]
+    outcome.story_decided_s = story.decided_s
+    outcome.decided_after_storm_s = story.decided_after_consumed_s
+    outcome.restart_seen = story.watch.restart_at is not None
+
+
+async def send_storm(
+    run: Run, hostile: Storm, opts: Options, outcome: Outcome, progress: Console
+) -> None:
+    senders = Senders(run.kafka)
+    await senders.start()
+    try:
+        await senders.send_all(hostile.messages(opts.messages))
+    finally:
+        await senders.stop()
+    outcome.sent = senders.sent
+    outcome.unsigned = hostile.unsigned
+    progress.log(
+        f"storm sent: {senders.sent.summary()['total']} messages in {senders.sent.send_s:.1f} s"
+    )
 
 
 async def wait(
-    opts: Options, pipeline: Pipeline, groups: Groups, watch: StoryWatch, sent_at: float
+    opts: Options, pipeline: Pipeline, groups: Groups, watch: StoryWatch, deadline: float
 ) -> None:
-    """Until every worker consumed the storm and the story is decided, or nothing more can
-    come: a worker dead or stalled, the story overdue, the overall deadline passed."""
-    deadline = sent_at + opts.timeout_s
+    """Until every worker consumed its inputs and the story is decided, or nothing more can
+    come: a worker dead or stalled, the story overdue, the deadline passed."""
     while time.monotonic() < deadline:
         await groups.poll()
         await watch.poll()
@@ -312,6 +394,9 @@ def bench_hostile(
     ),
     stop_timeout_s: float = typer.Option(30.0, help="SIGKILL a worker still running after this."),
     seed: int = typer.Option(12, help="Seed of the storm: the same seed, the same messages."),
+    kinds: str = typer.Option(
+        "", help="Only these kinds, comma-separated (e.g. `truncated,json-edge`); default all."
+    ),
     keep: bool = typer.Option(False, help="Keep the run's topics, database and logs."),
     json: bool = typer.Option(False, "--json", help="Print one JSON line."),
 ) -> None:
@@ -327,6 +412,7 @@ def bench_hostile(
         story_timeout_s=story_timeout_s,
         stop_timeout_s=stop_timeout_s,
         seed=seed,
+        kinds=tuple(k.strip() for k in kinds.split(",") if k.strip()),
         keep=keep,
     )
     outcome = run_bench(stack, opts, progress)

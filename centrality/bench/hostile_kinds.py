@@ -14,7 +14,7 @@ from typing import Any
 import orjson
 from pydantic import SecretStr
 
-from centrality.bench.hostile_schema import INT64, Field, int_bounds
+from centrality.bench.hostile_schema import INT64, Field, int_bounds, number_bounds
 from centrality.bench.hostile_storm import (
     Headers,
     Hostile,
@@ -226,8 +226,8 @@ def extreme_valid(storm: Storm, topic: str) -> Hostile:
         low, high = int_bounds(schema)
         value: Any = rng.choice((low, high, max(low, min(high, 2**40)), max(low, min(high, 0))))
     elif field.kind == "number":
-        low, high = schema.get("minimum", -1e308), schema.get("maximum", 1e308)
-        value = rng.choice((low, high, 5e-324 if low <= 0 < high else high))
+        low, high = number_bounds(schema)
+        value = rng.choice((low, high, 5e-324 if low <= 5e-324 <= high else high))
     elif field.kind == "string":
         limit = schema.get("maxLength")
         odd = rng.choice(_ODD_TEXT)

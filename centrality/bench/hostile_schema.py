@@ -8,6 +8,7 @@ bench keeps working while the contract's limits evolve.
 
 from __future__ import annotations
 
+import math
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -166,6 +167,17 @@ class DocumentFactory:
         if kind == "null":
             return None
         return rng.choice(SCALARS)
+
+
+def number_bounds(node: Schema) -> tuple[float, float]:
+    """The extreme floats the schema allows (an exclusive bound's next float inwards)."""
+    low = float(node.get("minimum", -1e308))
+    high = float(node.get("maximum", 1e308))
+    if "exclusiveMinimum" in node:
+        low = math.nextafter(float(node["exclusiveMinimum"]), math.inf)
+    if "exclusiveMaximum" in node:
+        high = math.nextafter(float(node["exclusiveMaximum"]), -math.inf)
+    return low, high
 
 
 def int_bounds(node: Schema) -> tuple[int, int]:

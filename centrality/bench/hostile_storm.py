@@ -93,10 +93,15 @@ class Storm:
         per_type: int = 8,
         subjects: int = 1000,
         now: datetime | None = None,
+        only: Sequence[str] = (),
     ) -> None:
         self.rng = Random(seed)
         self.key = key
-        self.kinds = registered()
+        known = registered()
+        unknown = set(only) - set(known)
+        if unknown:
+            raise ValueError(f"unknown kinds {sorted(unknown)}; known: {sorted(known)}")
+        self.kinds = {name: k for name, k in known.items() if not only or name in only}
         self.events = load()
         self.factory = DocumentFactory(self.rng, now or datetime.now(UTC))
         self.jobs = [f"slurm/hostile/{i}" for i in range(subjects)]
@@ -138,6 +143,25 @@ class Storm:
         for i in range(n):
             k = self.kinds[cycle[i % len(cycle)]]
             yield k.make(self, rng.choice(k.topics))
+
+    def markers(self, topics: Sequence[str]) -> list[Hostile]:
+        """A valid event on every partition of these topics, sent after what is to be counted as
+        consumed: a consumer may hold back the offset of the last record it read (Faust acks
+        an event when it takes the next one), so the records before a marker are the ones whose
+        commit can be awaited."""
+        out = []
+        for topic in topics:
+            for partition in range(spec(topic).partitions):
+                doc = self.fresh(self.template(topic))
+                subject = next(
+                    f"hostile-marker/{i}"
+                    for i in range(10_000)
+                    if _partition(f"hostile-marker/{i}".encode(), spec(topic).partitions)
+                    == partition
+                )
+                doc["subject"] = subject
+                out.append(self.encoded("marker", topic, doc))
+        return out
 
     # Building blocks for kinds.
 

@@ -59,7 +59,7 @@ class Group:
         position = sum(max(0, committed.get(tp, 0)) for tp in self.targets)
         if position != self.position:
             self.position, self.moved_at = position, now
-        done = all(committed.get(tp, 0) >= end for tp, end in self.targets.items())
+        done = all(max(0, committed.get(tp, 0)) >= end for tp, end in self.targets.items())
         if done and self.consumed_at is None:
             self.consumed_at = now
 
