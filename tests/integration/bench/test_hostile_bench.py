@@ -17,13 +17,14 @@ from centrality.stack.stack import Stack
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 MESSAGES = 3000
+# Short enough to report within the test's time when a worker wedges.
+ARGS = ("--json", "--stall-s", "30", "--story-timeout-s", "20", "--timeout-s", "150")
 
 
 def test_workers_survive_a_hostile_storm_and_keep_deciding(stack: Stack) -> None:
     cli = Path(sys.executable).with_name("centrality")
     run = subprocess.run(
-        [str(cli), "bench", "hostile", "--messages", str(MESSAGES), "--json"]
-        + ["--stall-s", "30", "--story-timeout-s", "20", "--timeout-s", "150"],
+        [str(cli), "bench", "hostile", "--messages", str(MESSAGES), *ARGS],
         env={**os.environ, **stack.env()},
         capture_output=True,
         timeout=280,
