@@ -226,8 +226,8 @@ def extreme_valid(storm: Storm, topic: str) -> Hostile:
         low, high = int_bounds(schema)
         value: Any = rng.choice((low, high, max(low, min(high, 2**40)), max(low, min(high, 0))))
     elif field.kind == "number":
-        low, high = number_bounds(schema)
-        value = rng.choice((low, high, 5e-324 if low <= 5e-324 <= high else high))
+        least, most = number_bounds(schema)
+        value = rng.choice((least, most, 5e-324 if least <= 5e-324 <= most else most))
     elif field.kind == "string":
         limit = schema.get("maxLength")
         odd = rng.choice(_ODD_TEXT)

@@ -18,6 +18,7 @@ from typing import Any
 import orjson
 from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
+from aiokafka.errors import KafkaError
 
 from schemas.codec import DecodeError, decode
 from schemas.events import ActionStarted, ActionSucceeded, RestartJob
@@ -84,9 +85,12 @@ class Groups:
             await self._admin.start()
         now = time.monotonic()
         for group in self.groups:
-            found = await self._admin.list_consumer_group_offsets(
-                group.group_id, partitions=list(group.targets)
-            )
+            try:
+                found = await self._admin.list_consumer_group_offsets(
+                    group.group_id, partitions=list(group.targets)
+                )
+            except KafkaError:  # e.g. no coordinator yet on a fresh broker: ask again next time
+                continue
             group.update({tp: meta.offset for tp, meta in found.items()}, now)
 
     async def close(self) -> None:
