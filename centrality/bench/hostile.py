@@ -76,7 +76,7 @@ class Options:
     stall_s: float
     story_timeout_s: float
     stop_timeout_s: float
-    ready_timeout_s: float = 180.0
+    ready_timeout_s: float
     decide_within_s: float = 5.0
     stop_within_s: float = 10.0
     seed: int = 12
@@ -393,6 +393,9 @@ def bench_hostile(
         30.0, help="Longest wait for the story once the deciding workers consumed the storm."
     ),
     stop_timeout_s: float = typer.Option(30.0, help="SIGKILL a worker still running after this."),
+    ready_timeout_s: float = typer.Option(
+        180.0, help="Longest wait for the workers to decide a first story before the storm."
+    ),
     seed: int = typer.Option(12, help="Seed of the storm: the same seed, the same messages."),
     kinds: str = typer.Option(
         "", help="Only these kinds, comma-separated (e.g. `truncated,json-edge`); default all."
@@ -411,6 +414,7 @@ def bench_hostile(
         stall_s=stall_s,
         story_timeout_s=story_timeout_s,
         stop_timeout_s=stop_timeout_s,
+        ready_timeout_s=ready_timeout_s,
         seed=seed,
         kinds=tuple(k.strip() for k in kinds.split(",") if k.strip()),
         keep=keep,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -97,7 +98,8 @@ class Outcome:
 
 def print_outcome(outcome: Outcome, *, json: bool, console: Console, progress: Console) -> None:
     for name, tail in outcome.log_tails.items():
-        progress.log(f"{name} worker exited with {outcome.exit_codes[name]}; its log ends:\n{tail}")
+        progress.log(f"{name} worker exited with {outcome.exit_codes[name]}; its log ends:")
+        print(tail, file=sys.stderr)
     result = outcome.to_json()
     if json:
         print(orjson.dumps(result).decode())
