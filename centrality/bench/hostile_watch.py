@@ -109,6 +109,7 @@ class StoryWatch:
         self.trigger_id: uuid.UUID | None = None
         self.restart_at: float | None = None
         self.decided_at: float | None = None
+        self._succeeded: dict[uuid.UUID, float] = {}
         self._consumer: AIOKafkaConsumer | None = None
 
     async def poll(self) -> None:
@@ -135,13 +136,12 @@ class StoryWatch:
         for event in events:
             if isinstance(event, RestartJob) and self.restart_at is None:
                 self.trigger_id, self.restart_at = event.event_id, now
-            if (
-                isinstance(event, ActionSucceeded)
-                and event.payload.action == "restart_job"
-                and event.payload.trigger_id == self.trigger_id
-                and self.decided_at is None
-            ):
-                self.decided_at = now
+            if isinstance(event, ActionSucceeded) and event.payload.action == "restart_job":
+                self._succeeded.setdefault(event.payload.trigger_id, now)
+        # The two topics are fetched independently: the result may be read before its trigger.
+        if self.decided_at is None and self.trigger_id in self._succeeded:
+            assert self.restart_at is not None
+            self.decided_at = max(self.restart_at, self._succeeded[self.trigger_id])
 
     async def close(self) -> None:
         if self._consumer is not None:
