@@ -31,7 +31,8 @@ from schemas.topics import spec
 
 LONG = "x" * 3_000_000
 NODES = [f"n{i:05d}" for i in range(50_000)]
-# Lengths past a field's own limit (the first entry) up to the issue's 500,000-character subject.
+# String lengths, largest first (the issue's 500,000-character subject); None: just past the
+# field's own `maxLength`.
 LONG_LADDER = (500_000, None, 1024, 16_384, 131_072, None, 1024, 16_384)
 LIST_LADDER = (50_000, None, 1000, 10_000)
 BOMB_CODECS = (
@@ -75,7 +76,7 @@ _WRONG_TYPES: dict[str, tuple[Any, ...]] = {
 
 @kind("wrong-type", 1200)
 def wrong_type(storm: Storm, topic: str) -> Hostile:
-    """One field of the wrong JSON type; sometimes a required field missing or one unknown."""
+    """One field of the wrong JSON type; sometimes a field missing, or one no schema names."""
     template = storm.template(topic)
     doc = storm.fresh(template)
     field = storm.rng.choice(template.event.fields)
@@ -130,11 +131,17 @@ def huge_list(storm: Storm, topic: str) -> Hostile:
 
 
 def _huge_batch(storm: Storm, topic: str, step: int) -> Hostile:
-    template = storm.template(topic)
-    doc = storm.fresh(template)
+    """Thousands of distinct events of one subject in one message: a test of amplification
+    (outputs per input), not of duplicates."""
+    doc = storm.fresh(storm.template(topic))
     one = orjson.dumps(doc)
     n = min(LIST_LADDER[step] or 1000, 900_000 // len(one))  # under the broker's message limit
-    return storm.finish("huge-list", topic, key_of(doc), b"[" + b",".join([one] * n) + b"]")
+    event_id = str(doc["event_id"]).encode()
+    copies = [
+        one.replace(event_id, str(uuid.UUID(int=storm.rng.getrandbits(128), version=4)).encode())
+        for _ in range(n)
+    ]
+    return storm.finish("huge-list", topic, key_of(doc), b"[" + b",".join(copies) + b"]")
 
 
 # Past 64 bits: spliced in as digits, since orjson refuses to write them (and Python to parse
