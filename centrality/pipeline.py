@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from types import TracebackType
 from typing import Self
@@ -49,17 +50,28 @@ class Pipeline:
         text = (self.log_dir / f"{name}.log").read_text(errors="replace")
         return "\n".join(text.splitlines()[-lines:])
 
-    def stop(self, timeout_s: float = 20.0) -> None:
-        for proc in self.procs.values():
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGTERM)
-        for proc in self.procs.values():
-            try:
-                proc.wait(timeout_s)
-            except subprocess.TimeoutExpired:
+    def stop(self, timeout_s: float = 20.0) -> dict[str, float | None]:
+        """SIGTERM every running worker at once, SIGKILL what is left after `timeout_s`.
+
+        Returns the seconds each signalled worker took to exit; None for one that was killed.
+        """
+        signalled_at = time.monotonic()
+        running = {name: proc for name, proc in self.procs.items() if proc.poll() is None}
+        for proc in running.values():
+            os.killpg(proc.pid, signal.SIGTERM)
+        took: dict[str, float | None] = {}
+        while len(took) < len(running) and time.monotonic() - signalled_at < timeout_s:
+            for name, proc in running.items():
+                if name not in took and proc.poll() is not None:
+                    took[name] = time.monotonic() - signalled_at
+            time.sleep(0.02)
+        for name, proc in running.items():
+            if name not in took:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
+                took[name] = None
         self.procs.clear()
+        return took
 
     def __enter__(self) -> Self:
         self.start()

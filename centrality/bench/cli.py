@@ -21,6 +21,7 @@ BENCH_MODULES: tuple[str, ...] = (
     "centrality.bench.replay",
     "centrality.bench.agent",
     "centrality.bench.streams",
+    "centrality.bench.hostile",
 )
 
 

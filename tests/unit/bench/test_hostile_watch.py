@@ -1,0 +1,132 @@
+"""What the hostile bench concludes from what it reads: the story's decision, a group's
+consumption or stall, peak memory, and the targets."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+from aiokafka import ConsumerRecord, TopicPartition
+
+from centrality.bench.hostile import Options
+from centrality.bench.hostile_report import Outcome
+from centrality.bench.hostile_watch import Group, PeakRss, StoryWatch
+from schemas.codec import encode
+from schemas.events import ActionSucceeded, RestartJob
+from schemas.settings import KafkaSettings
+from tests.factories import exited
+
+JOB = "slurm/test/story"
+OPTS = Options(
+    messages=1, timeout_s=1, stall_s=10, story_timeout_s=1, stop_timeout_s=1, ready_timeout_s=1
+)
+
+
+def _record(key: str, value: bytes) -> ConsumerRecord[bytes, bytes]:
+    return ConsumerRecord("t", 0, 0, 0, 0, key.encode(), value, None, 0, len(value), ())
+
+
+def _story() -> tuple[RestartJob, ActionSucceeded]:
+    cause = exited(subject=JOB)
+    trigger = RestartJob.decide(
+        cause=cause,
+        source="rule",
+        rule="r",
+        window="attempt-1",
+        reason="crashed",
+        attempt=1,
+        checkpoint_uri=None,
+    )
+    result = ActionSucceeded(
+        source="actions",
+        cluster=cause.cluster,
+        subject=JOB,
+        occurred_at=cause.occurred_at,
+        payload={
+            "trigger_id": trigger.event_id,
+            "trigger_type": "RestartJob",
+            "action": "restart_job",
+        },
+    )
+    return trigger, result
+
+
+def test_the_story_is_decided_whichever_topic_is_read_first() -> None:
+    trigger, result = _story()
+    for order in ((trigger, result), (result, trigger)):
+        watch = StoryWatch(KafkaSettings(), JOB, {})
+        for i, event in enumerate(order):
+            assert watch.decided_at is None
+            watch._see(_record(JOB, encode(event)), now=float(i))
+        assert watch.trigger_id == trigger.event_id
+        assert watch.decided_at == 1.0
+
+
+def test_a_result_for_another_trigger_decides_nothing() -> None:
+    trigger, result = _story()
+    other = result.model_copy(
+        update={"payload": result.payload.model_copy(update={"trigger_id": result.event_id})}
+    )
+    watch = StoryWatch(KafkaSettings(), JOB, {})
+    watch._see(_record(JOB, encode(trigger)), now=0.0)
+    watch._see(_record(JOB, encode(other)), now=1.0)
+    watch._see(_record(JOB, b"\xff garbage"), now=2.0)
+    assert watch.decided_at is None
+
+
+def test_a_group_is_done_at_the_ends_and_stalled_when_it_stops_moving() -> None:
+    a, b = TopicPartition("t", 0), TopicPartition("t", 1)
+    group = Group("streams", "g", {a: 5, b: 0}, moved_at=0.0)
+    group.update({a: 3, b: -1}, now=1.0)  # -1: nothing committed on an empty partition
+    assert group.consumed_at is None and group.lag == 2
+    assert not group.stalled(10.0, stall_s=10) and group.stalled(11.5, stall_s=10)
+    group.update({a: 5, b: -1}, now=12.0)
+    assert group.consumed_at == 12.0 and group.lag == 0
+    assert not group.stalled(100.0, stall_s=10), "a consumed group is not wedged"
+
+
+def test_peak_rss_counts_the_whole_process_group() -> None:
+    child = subprocess.Popen(
+        [sys.executable, "-c", "x = bytearray(200 << 20); import time; time.sleep(30)"],
+        start_new_session=True,
+    )
+    try:
+        rss = PeakRss()
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            rss.sample({"child": child.pid, "me": os.getpid()})
+            peak = rss.peak_mb()["child"]
+            if peak and peak > 200:
+                break
+            time.sleep(0.1)
+        peaks = rss.peak_mb()
+        assert peaks["child"] is not None and peaks["child"] > 200
+        assert peaks["me"] is not None and peaks["me"] > 10
+    finally:
+        child.kill()
+        child.wait()
+
+
+def test_targets() -> None:
+    good = Outcome(messages=1, opts=OPTS, warmup_decided_s=1.0)
+    good.sent.send_s = 1.0
+    good.alive = dict.fromkeys(("streams", "actions", "sink"), True)
+    good.consumed_s = dict.fromkeys(good.alive, 1.0)
+    good.decided_after_storm_s = 4.9
+    good.unsigned_obeyed = 0
+    good.stop_s = dict.fromkeys(good.alive, 9.9)
+    assert good.ok
+    for change in (
+        {"alive": {**good.alive, "actions": False}},
+        {"consumed_s": {**good.consumed_s, "streams": None}},
+        {"decided_after_storm_s": 5.1},
+        {"decided_after_storm_s": None},
+        {"unsigned_obeyed": 1},
+        {"stop_s": {**good.stop_s, "streams": None}},
+        {"stop_s": {**good.stop_s, "sink": 10.5}},
+        {"warmup_decided_s": None},
+    ):
+        bad = Outcome(**{**good.__dict__, **change})
+        assert not bad.ok, change
