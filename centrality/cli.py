@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import importlib
 import sys
@@ -101,14 +102,17 @@ def streams() -> None:
     """Run the Faust streams worker (tables, rules, triggers); it stops within
     `CENTRALITY_STREAMS_STOP_TIMEOUT_S` of SIGTERM or Ctrl-C, whatever it is doing."""
     from centrality.supervise import run_with_stop_deadline
+    from schemas.settings import KafkaSettings
     from schemas.signing import MissingKeyError, SigningSettings
     from streams.settings import StreamsSettings
+    from streams.topics import ensure_internal_topics
 
     try:
         SigningSettings().require("the streams worker")
     except MissingKeyError as exc:
         console.print(f"[red]{exc}[/]")
         raise typer.Exit(2) from None
+    asyncio.run(ensure_internal_topics(KafkaSettings(), StreamsSettings()))
     faust = Path(sys.executable).with_name("faust")
     argv = [str(faust), "-A", "streams.app", "worker", "--without-web", "-l", "info"]
     code = run_with_stop_deadline(argv, StreamsSettings().stop_timeout_s)

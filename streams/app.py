@@ -45,7 +45,7 @@ from schemas.settings import KafkaSettings
 from schemas.signing import SigningSettings, signed_headers
 from schemas.topics import JOB_PARTITIONS, NODE_PARTITIONS, topic_name
 from schemas.tracing import inject_headers
-from streams import batches, faust_transport
+from streams import batches, faust_transport, topics
 from streams.clean_start import guard
 from streams.entities import JOBS, KINDS, NODES, Kind, forwarded, kind_of, step
 from streams.failures import retrying, transient
@@ -105,9 +105,9 @@ def _catalog(name: str) -> str:
     return topic_name(name, kafka)
 
 
-FORWARD = f"{settings.app_id}-forward"
-JOB_TICKS = f"{settings.app_id}-job-ticks"
-NODE_TICKS = f"{settings.app_id}-node-ticks"
+FORWARD = topics.forward(settings)
+JOB_TICKS = topics.job_ticks(settings)
+NODE_TICKS = topics.node_ticks(settings)
 
 # `internal=True` makes Faust declare these on start: it creates our internal topics and leaves
 # existing catalog topics alone (`centrality up` creates those with the catalog's settings).
