@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -45,7 +44,7 @@ from schemas.events import (
     LogSignalDetected,
     NodeHeartbeat,
 )
-from streams.history.query import HistoryRow, wait_for
+from streams.history.query import HistoryRow, rows_for, wait_for
 from streams.history.settings import ClickHouseSettings
 from streams.history.timeline import timeline
 
@@ -156,22 +155,21 @@ def story(run: str, now: datetime) -> Story:
     return s
 
 
-def settled(s: Story) -> Callable[[list[HistoryRow]], bool]:
-    """The outcomes the demo narrates have all reached ClickHouse."""
-
-    def done(rows: list[HistoryRow]) -> bool:
-        acted = {
-            (r.subject, _p(r).get("trigger_type")) for r in rows if r.type == "ActionSucceeded"
-        }
-        notified = {r.subject for r in rows if r.type == "Notify"}
-        return {
-            (s.jobs["crash"], "RestartJob"),
-            (s.nodes["xid"], "ReleaseNodes"),
-            (s.nodes["healthy"], "ReleaseNodes"),
-            (s.jobs["idle"], "Notify"),
-        } <= acted and {s.nodes["broken"], s.jobs["idle"]} <= notified
-
-    return done
+def missing(s: Story, rows: list[HistoryRow]) -> list[str]:
+    """The outcomes the demo narrates that have not reached ClickHouse yet."""
+    acted = {(r.subject, _p(r).get("trigger_type")) for r in rows if r.type == "ActionSucceeded"}
+    notified = {r.subject for r in rows if r.type == "Notify"}
+    wanted = [
+        (s.jobs["crash"], "RestartJob"),
+        (s.nodes["xid"], "ReleaseNodes"),
+        (s.nodes["healthy"], "ReleaseNodes"),
+        (s.jobs["idle"], "Notify"),
+    ]
+    return [f"{t} done for {subject}" for subject, t in wanted if (subject, t) not in acted] + [
+        f"Notify about {subject}"
+        for subject in (s.nodes["broken"], s.jobs["idle"])
+        if subject not in notified
+    ]
 
 
 def _p(row: HistoryRow) -> dict[str, Any]:
@@ -222,7 +220,17 @@ def run_demo(
                 f"a {FLEET}-node cluster sent {len(s.events)} events (jobs, XIDs, GPU samples)"
             )
             with console.status("the workers decide and act; waiting for it all in ClickHouse…"):
-                rows = wait_for(clickhouse, s.subjects, settled(s), timeout_s, pipeline.check)
+                try:
+                    rows = wait_for(
+                        clickhouse,
+                        s.subjects,
+                        lambda r: not missing(s, r),
+                        timeout_s,
+                        pipeline.check,
+                    )
+                except TimeoutError as exc:
+                    still = missing(s, rows_for(clickhouse, s.subjects))
+                    raise TimeoutError(f"{exc}; still missing: {still}") from None
         result = DemoResult(s, rows, list(slack.posts))
     narrate(console, result, clickhouse)
     return result
