@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import structlog
 
+from collectors.clock import MONOTONIC, Clock
+
 log = structlog.get_logger(__name__)
 
 
 async def poll_forever(
-    poll_once: Callable[[], Awaitable[Any]], poll_s: float, stop: asyncio.Event, name: str
+    poll_once: Callable[[], Awaitable[Any]],
+    poll_s: float,
+    stop: asyncio.Event,
+    name: str,
+    clock: Clock = MONOTONIC,
 ) -> None:
     """A failed poll (scheduler or Kafka away) is logged and retried: state on disk says
     where we were, so nothing is lost meanwhile."""
@@ -22,5 +27,4 @@ async def poll_forever(
             await poll_once()
         except Exception as exc:
             log.warning("poll_failed", collector=name, error=str(exc))
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stop.wait(), poll_s)
+        await clock.sleep(poll_s, stop)

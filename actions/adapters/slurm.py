@@ -25,24 +25,12 @@ from typing import Any
 from actions.adapters.base import RunResult, adapter
 from actions.adapters.jobids import parse_job_id
 from actions.adapters.settings import SlurmSettings
-from actions.adapters.slurm_cli import SlurmCli
+from actions.adapters.slurm_cli import SlurmCli, exit_status, expand_nodes, hostlist_of
 from actions.adapters.slurm_window import maintenance_window
 from actions.errors import PermanentError, TemporaryError
+from schemas.slurm import SLURM_FINISHED, slurm_job_word
 
 RESUME_PREFIX = "centrality-resume="
-_FINISHED = frozenset(
-    {
-        "COMPLETED",
-        "FAILED",
-        "CANCELLED",
-        "TIMEOUT",
-        "NODE_FAIL",
-        "OUT_OF_MEMORY",
-        "PREEMPTED",
-        "BOOT_FAIL",
-        "DEADLINE",
-    }
-)
 
 
 @adapter("slurm")
@@ -86,7 +74,11 @@ class SlurmAdapter:
         if not reason.strip():
             raise PermanentError("Slurm needs a reason to drain")
         self.cli.run(
-            "scontrol", "update", f"nodename={_nodelist(nodes)}", "state=drain", f"reason={reason}"
+            "scontrol",
+            "update",
+            f"nodename={hostlist_of(nodes)}",
+            "state=drain",
+            f"reason={reason}",
         )
         return {"scheduler": self.name, "drained": list(nodes), "reason": reason}
 
@@ -98,20 +90,20 @@ class SlurmAdapter:
             if state in ("drained", "draining", "drain")
         ]
         if drained:
-            self.cli.run("scontrol", "update", f"nodename={_nodelist(drained)}", "state=resume")
+            self.cli.run("scontrol", "update", f"nodename={hostlist_of(drained)}", "state=resume")
         return {
             "scheduler": self.name,
             "resumed": drained,
-            "already_up": sorted(set(nodes) - set(drained)),
+            "already_up": sorted(set(expand_nodes(nodes)) - set(drained)),
         }
 
     def taint(self, nodes: Sequence[str], *, key: str, reason: str) -> dict[str, Any]:
-        for node in nodes:
+        for node in expand_nodes(nodes):
             self._set_features(node, [*self.cli.features(node), key])
         return {"scheduler": self.name, "tainted": list(nodes), "key": key, "as": "feature"}
 
     def untaint(self, nodes: Sequence[str], *, key: str) -> dict[str, Any]:
-        for node in nodes:
+        for node in expand_nodes(nodes):
             self._set_features(node, [f for f in self.cli.features(node) if f != key])
         return {"scheduler": self.name, "untainted": list(nodes), "key": key}
 
@@ -132,8 +124,8 @@ class SlurmAdapter:
                 "sbatch",
                 "--parsable",
                 "--job-name=centrality-run",
-                f"--nodelist={_nodelist(nodes)}",
-                f"--nodes={len(nodes)}",
+                f"--nodelist={hostlist_of(nodes)}",
+                f"--nodes={len(expand_nodes(nodes))}",
                 "--ntasks-per-node=1",
                 f"--time={max(1, math.ceil(timeout_s / 60))}",
                 f"--output={out_dir}/%j.out",
@@ -145,13 +137,12 @@ class SlurmAdapter:
             job = self.cli.run(*argv, "--wrap", f"srun {shlex.join(command)}", env=dict(env))
             job = job.strip().split(";")[0]
             try:
-                fields = self._wait_state(job, _FINISHED, timeout_s)
+                fields = self._wait_state(job, SLURM_FINISHED, timeout_s)
             except TemporaryError:
                 self.cli.run("scancel", job)
                 raise
-        code = int(fields.get("ExitCode", "1:0").split(":")[0])
         return RunResult(
-            exit_code=code,
+            exit_code=exit_status(fields),
             stdout=_read(out_dir / f"{job}.out"),
             stderr=_read(out_dir / f"{job}.err"),
             job_id=f"slurm/{self.settings.cluster}/{job}",
@@ -179,7 +170,7 @@ class SlurmAdapter:
         deadline = time.monotonic() + timeout_s
         while True:
             fields = self.cli.job(job)
-            if fields.get("JobState") in states:
+            if slurm_job_word(fields.get("JobState")) in states:
                 return fields
             if time.monotonic() >= deadline:
                 raise TemporaryError(
@@ -196,12 +187,6 @@ class SlurmAdapter:
             f"AvailableFeatures={value}",
             f"ActiveFeatures={value}",
         )
-
-
-def _nodelist(nodes: Sequence[str]) -> str:
-    if not nodes or any(not re.fullmatch(r"[\w.\-\[\]]+", n) for n in nodes):
-        raise PermanentError(f"bad node names: {list(nodes)}")
-    return ",".join(nodes)
 
 
 def _read(path: Path) -> str:

@@ -5,10 +5,14 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass
+
+import hostlist
 
 from actions.adapters.settings import SlurmSettings
 from actions.errors import PermanentError, TemporaryError
+from schemas.slurm import slurm_job_word
 
 # Messages of a controller that is down, restarting or overloaded: asking again later may work.
 _TEMPORARY = re.compile(
@@ -57,21 +61,13 @@ class SlurmCli:
 
     def job(self, job_id: str) -> dict[str, str]:
         """`scontrol show job` as key → value (the controller forgets jobs after MinJobAge)."""
-        fields: dict[str, str] = {}
-        for line in self.run("scontrol", "show", "job", job_id).splitlines():
-            # Values such as Comment= and StdOut= may hold spaces: one key per line owns the rest.
-            for key, value in _pairs(line):
-                fields.setdefault(key, value)
-        return fields
+        return parse_job(self.run("scontrol", "show", "job", job_id))
 
     def nodes(self, nodes: list[str]) -> dict[str, tuple[str, str]]:
         """node → (state, reason) from sinfo (state like `idle`, `drained`, `draining`)."""
-        out = self.run("sinfo", "-h", "-N", "-n", ",".join(nodes), "-o", "%N|%T|%E|%f")
-        found: dict[str, tuple[str, str]] = {}
-        for line in out.splitlines():
-            name, state, reason, _ = line.split("|", 3)
-            found[name] = (state.rstrip("*$~#!%@^-"), reason)
-        missing = sorted(set(nodes) - set(found))
+        out = self.run("sinfo", "-h", "-N", "-n", hostlist_of(nodes), "-o", "%N|%T|%E|%f")
+        found = parse_nodes(out)
+        missing = sorted(set(expand_nodes(nodes)) - set(found))
         if missing:
             raise PermanentError(f"unknown Slurm nodes: {', '.join(missing)}")
         return found
@@ -79,6 +75,54 @@ class SlurmCli:
     def features(self, node: str) -> list[str]:
         out = self.run("sinfo", "-h", "-N", "-n", node, "-o", "%f").strip()
         return [] if out in ("", "(null)") else sorted(set(out.split(",")))
+
+
+def parse_job(text: str) -> dict[str, str]:
+    fields: dict[str, str] = {}
+    for line in text.splitlines():
+        # Values such as Comment= and StdOut= may hold spaces: one key per line owns the rest.
+        for key, value in _pairs(line):
+            fields.setdefault(key, value)
+    return fields
+
+
+def exit_status(job: dict[str, str]) -> int:
+    """A finished job's `ExitCode=code:signal` as a shell would report it; never 0 for a job
+    that Slurm did not end COMPLETED (a NODE_FAIL says `0:0` on 22.05)."""
+    code, _, signal = job.get("ExitCode", "1:0").partition(":")
+    status = 128 + int(signal) if signal.isdigit() and int(signal) else int(code or 1)
+    if status == 0 and slurm_job_word(job.get("JobState")) != "COMPLETED":
+        return 1
+    return status
+
+
+def parse_nodes(out: str) -> dict[str, tuple[str, str]]:
+    """`sinfo -h -N -o %N|%T|%E|%f` lines; the state without sinfo's suffixes (`idle*`)."""
+    found: dict[str, tuple[str, str]] = {}
+    for line in out.splitlines():
+        name, state, reason, _ = line.split("|", 3)
+        found[name] = (state.rstrip("*$~#!%@^-"), reason)
+    return found
+
+
+_NODE_NAME = re.compile(r"[\w.\-]+")
+
+
+def expand_nodes(nodes: Sequence[str]) -> list[str]:
+    """Node names and hostlists (`gpu-[01-04]`, `rack[0-1]_blade[0-3]`) as Slurm expands them."""
+    try:
+        names: list[str] = hostlist.expand_hostlist(",".join(nodes)) if nodes else []
+    except hostlist.BadHostlist as e:
+        raise PermanentError(f"bad node names {list(nodes)}: {e}") from e
+    if not names or any(not _NODE_NAME.fullmatch(n) for n in names):
+        raise PermanentError(f"bad node names: {list(nodes)}")
+    return names
+
+
+def hostlist_of(nodes: Sequence[str]) -> str:
+    """The compact hostlist Slurm's commands take (`node[1-3]`), checked name by name."""
+    collected: str = hostlist.collect_hostlist(expand_nodes(nodes))
+    return collected
 
 
 def _pairs(line: str) -> list[tuple[str, str]]:

@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
-from actions.adapters.slurm_cli import SlurmCli
+from actions.adapters.slurm_cli import SlurmCli, hostlist_of
 
 DRAINED = frozenset({"drained", "draining", "drain"})
 
@@ -35,14 +35,14 @@ def maintenance_window(
         "create",
         "reservation",
         f"reservation={name}",
-        f"nodes={','.join(nodes)}",
+        f"nodes={hostlist_of(nodes)}",
         f"users={getpass.getuser()}",
         "flags=maint,ignore_jobs",
         "starttime=now",
         f"duration={max(1, math.ceil(duration_s / 60)) + 1}",
     )
     try:
-        cli.run("scontrol", "update", f"nodename={','.join(drained)}", "state=resume")
+        cli.run("scontrol", "update", f"nodename={hostlist_of(list(drained))}", "state=resume")
         yield name
     finally:
         for node, reason in drained.items():

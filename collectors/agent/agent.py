@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
+import shutil
 from collections.abc import Awaitable, Callable
 
 import structlog
@@ -16,12 +16,19 @@ import structlog
 from collectors.agent.kernel_log import KernelLogSource, kernel_log_source
 from collectors.agent.settings import AgentSettings
 from collectors.agent.xid_dedup import XidDeduper
+from collectors.clock import MONOTONIC, Clock
 from collectors.events import Stamp
 from collectors.gpu.backend import BackendUnavailable, GpuBackend, Xid
 from collectors.gpu.kernel_xids import KernelXidParser
 from collectors.gpu.pci import GpuIndex, sysfs_bus_ids
 from collectors.health.executable import executable_checks
-from collectors.health.registry import CheckContext, CheckResult, HealthCheck, load_checks
+from collectors.health.registry import (
+    CheckContext,
+    CheckResult,
+    DiskUsage,
+    HealthCheck,
+    load_checks,
+)
 from collectors.health.runner import HealthRunner
 from collectors.sink import EventSink
 from schemas.events import (
@@ -39,18 +46,25 @@ AGENT_VERSION = "0.1.0"
 
 
 async def _every(
-    interval_s: float, stop: asyncio.Event, tick: Callable[[], Awaitable[None]]
+    interval_s: float,
+    stop: asyncio.Event,
+    tick: Callable[[], Awaitable[None]],
+    clock: Clock,
+    *,
+    first_in_s: float = 0.0,
 ) -> None:
-    """Call `tick` on a fixed cadence (not drifting by its own duration) until `stop`."""
-    next_at = time.monotonic()
+    """Call `tick` on a fixed cadence (not drifting by its own duration) until `stop`, the
+    first time `first_in_s` from now."""
+    next_at = clock.now() + first_in_s
+    if first_in_s:
+        await clock.sleep(first_in_s, stop)
     while not stop.is_set():
         try:
             await tick()
         except Exception as exc:  # a failed send must not stop sampling; the next one may pass
             log.warning("agent_tick_failed", tick=getattr(tick, "__name__", "?"), error=str(exc))
         next_at += interval_s
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stop.wait(), max(0.0, next_at - time.monotonic()))
+        await clock.sleep(next_at - clock.now(), stop)
 
 
 class NodeAgent:
@@ -60,8 +74,12 @@ class NodeAgent:
         backend: GpuBackend,
         sink: EventSink,
         kernel_log: KernelLogSource | None = None,
+        *,
+        clock: Clock = MONOTONIC,
+        disk_usage: DiskUsage = shutil.disk_usage,
     ) -> None:
         self.settings = settings
+        self.clock = clock
         self.backend = backend
         self.sink = sink
         self.kernel_log = kernel_log or kernel_log_source(
@@ -71,7 +89,7 @@ class NodeAgent:
         self.gpu_index = GpuIndex({}, [])
         self.stamp = Stamp(source=f"agent@{settings.node}", cluster=settings.cluster)
         self.gpus = 0
-        self.started = time.monotonic()
+        self.started = clock.now()
         self.ctx = CheckContext(
             expected_gpus=settings.expected_gpus,
             visible_gpus=self._visible_gpus,
@@ -80,6 +98,8 @@ class NodeAgent:
             disk_paths=settings.disk_paths,
             disk_warn_pct=settings.disk_warn_pct,
             disk_critical_pct=settings.disk_critical_pct,
+            now=clock.now,
+            disk_usage=disk_usage,
         )
         self.checks: list[HealthCheck] = [
             *load_checks(settings.checks),
@@ -101,6 +121,7 @@ class NodeAgent:
             self._report_health,
             concurrency=settings.check_concurrency,
             resend_s=settings.check_resend_s,
+            clock=clock,
         )
 
     def open_backend(self) -> None:
@@ -116,18 +137,31 @@ class NodeAgent:
 
     async def run(self, stop: asyncio.Event) -> None:
         self.open_backend()
+        sampled = False
         if self.gpus:
             # Health checks read the samples: take the first before they start.
             with contextlib.suppress(Exception):
                 await self.sample()
+                sampled = True
         try:
             async with asyncio.TaskGroup() as tg:
-                tg.create_task(_every(self.settings.heartbeat_interval_s, stop, self.heartbeat))
+                tg.create_task(
+                    _every(self.settings.heartbeat_interval_s, stop, self.heartbeat, self.clock)
+                )
                 tg.create_task(self.health.run(stop))
                 if self.kernel_log is not None:
                     tg.create_task(self._kernel_log_loop(self.kernel_log, stop))
                 if self.gpus:
-                    tg.create_task(_every(self.settings.interval_s, stop, self.sample))
+                    interval_s = self.settings.interval_s
+                    tg.create_task(
+                        _every(
+                            interval_s,
+                            stop,
+                            self.sample,
+                            self.clock,
+                            first_in_s=interval_s if sampled else 0.0,
+                        )
+                    )
                     tg.create_task(self._xid_loop(stop))
         finally:
             self.backend.close()
@@ -154,7 +188,7 @@ class NodeAgent:
                 NodeHeartbeatPayload(
                     agent_version=AGENT_VERSION,
                     gpus=self.gpus,
-                    uptime_s=round(time.monotonic() - self.started, 3),
+                    uptime_s=round(self.clock.now() - self.started, 3),
                     interval_s=self.settings.heartbeat_interval_s,
                 ),
             )
@@ -169,7 +203,7 @@ class NodeAgent:
 
     async def observe_xid(self, xid: Xid, channel: str, pci_bus_id: str | None = None) -> bool:
         """Record and send an XID unless another channel already reported it."""
-        now = time.monotonic()
+        now = self.clock.now()
         if not self.dedup.first_sighting(xid.gpu, xid.xid, channel, now):
             return False
         self.ctx.xids.append((now, xid))
@@ -210,8 +244,7 @@ class NodeAgent:
                 log.warning("kernel_log_unreadable", source=source.name, error=str(exc))
             except Exception as exc:
                 log.warning("kernel_log_failed", source=source.name, error=str(exc))
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), 30.0)
+            await self.clock.sleep(30.0, stop)
 
     async def _xid_loop(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
@@ -219,7 +252,7 @@ class NodeAgent:
                 await self.poll_xids(1.0)
             except Exception as exc:
                 log.warning("xid_poll_failed", error=str(exc))
-                await asyncio.sleep(1.0)
+                await self.clock.sleep(1.0, stop)
 
     def _visible_gpus(self) -> int:
         return self.backend.visible_gpus() if self.gpus else 0

@@ -19,6 +19,8 @@ from typing import Protocol
 
 import structlog
 
+from collectors.clock import MONOTONIC, Clock
+
 log = structlog.get_logger(__name__)
 
 _READ_BYTES = 64 * 1024
@@ -32,19 +34,17 @@ class KernelLogSource(Protocol):
         ...
 
 
-async def _pause(stop: asyncio.Event, seconds: float) -> None:
-    with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(stop.wait(), seconds)
-
-
 class FollowedFile:
     """A file read like `tail -F`: new lines only, reopened when rotated or truncated."""
 
-    def __init__(self, path: Path, poll_s: float, from_start: bool = False) -> None:
+    def __init__(
+        self, path: Path, poll_s: float, from_start: bool = False, clock: Clock = MONOTONIC
+    ) -> None:
         self.name = str(path)
         self.path = path
         self.poll_s = poll_s
         self.from_start = from_start
+        self.clock = clock
 
     async def lines(self, stop: asyncio.Event) -> AsyncIterator[str]:
         inode: int | None = None
@@ -56,7 +56,7 @@ class FollowedFile:
                 st = self.path.stat()
             except FileNotFoundError:
                 first = False  # a file that appears later is read from its start
-                await _pause(stop, self.poll_s)
+                await self.clock.sleep(self.poll_s, stop)
                 continue
             if st.st_ino != inode or st.st_size < offset:
                 offset = st.st_size if first and not self.from_start else 0
@@ -72,17 +72,20 @@ class FollowedFile:
                     yield raw.decode(errors="replace")
                 if st.st_size > offset:
                     continue
-            await _pause(stop, self.poll_s)
+            await self.clock.sleep(self.poll_s, stop)
 
 
 class Kmsg:
     """/dev/kmsg: one record per read, `prio,seq,usec,flags;text`, then `KEY=value` lines."""
 
-    def __init__(self, path: Path, poll_s: float, from_start: bool = False) -> None:
+    def __init__(
+        self, path: Path, poll_s: float, from_start: bool = False, clock: Clock = MONOTONIC
+    ) -> None:
         self.name = str(path)
         self.path = path
         self.poll_s = poll_s
         self.from_start = from_start
+        self.clock = clock
 
     async def lines(self, stop: asyncio.Event) -> AsyncIterator[str]:
         fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK)
@@ -92,7 +95,7 @@ class Kmsg:
             while not stop.is_set():
                 for record in _drain(fd):
                     yield record
-                await _pause(stop, self.poll_s)
+                await self.clock.sleep(self.poll_s, stop)
         finally:
             os.close(fd)
 

@@ -66,6 +66,7 @@ class FakeGpuBackend:
         *,
         seed: int = 0,
         clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
         nvlinks: int = 18,
         memory_total_bytes: int = 80 * GIB,
     ) -> None:
@@ -73,6 +74,7 @@ class FakeGpuBackend:
         self.faults = faults
         self.seed = seed
         self.clock = clock
+        self.sleep = sleep  # blocks the calling thread (wait_xids runs in one) on `clock`
         self.nvlinks = nvlinks
         self.memory_total_bytes = memory_total_bytes
         self._t0 = clock()
@@ -138,13 +140,13 @@ class FakeGpuBackend:
         ]
 
     def wait_xids(self, timeout_s: float) -> list[Xid]:
-        deadline = time.monotonic() + timeout_s
+        deadline = self.clock() + timeout_s
         while True:
             found = self.pending_xids()
-            left = deadline - time.monotonic()
+            left = deadline - self.clock()
             if found or left <= 0:
                 return found
-            time.sleep(min(left, 0.25))
+            self.sleep(min(left, 0.25))
 
     def close(self) -> None:
         return None

@@ -48,7 +48,8 @@ def throttle_names(mask: int) -> tuple[str, ...]:
 class NvmlBackend:
     name = "nvml"
 
-    def __init__(self) -> None:
+    def __init__(self, init: Callable[[], None] = pynvml.nvmlInit) -> None:
+        self._init = init  # loads the driver's library: where a test makes it absent
         self._handles: list[Any] = []
         self._uuids: list[str | None] = []
         self._links: list[list[int]] = []
@@ -56,7 +57,7 @@ class NvmlBackend:
 
     def open(self) -> int:
         try:
-            pynvml.nvmlInit()
+            self._init()
             count = pynvml.nvmlDeviceGetCount()
         except pynvml.NVMLError as exc:
             raise BackendUnavailable(f"NVML: {exc}") from exc

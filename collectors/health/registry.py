@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib
+import shutil
+import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
@@ -28,6 +30,9 @@ class CheckResult:
     details: dict[str, Any] = field(default_factory=dict)
 
 
+DiskUsage: TypeAlias = Callable[[str], tuple[int, int, int]]  # path → total, used, free bytes
+
+
 @dataclass
 class CheckContext:
     """What the agent knows that checks read: latest samples, recent XIDs, its settings."""
@@ -41,6 +46,9 @@ class CheckContext:
     disk_critical_pct: float
     samples: dict[int, GpuSampledPayload] = field(default_factory=dict)
     xids: deque[tuple[float, Xid]] = field(default_factory=lambda: deque(maxlen=1024))
+    # The host, where checks read it: the agent's clock (XIDs are stamped on it) and the disks.
+    now: Callable[[], float] = time.monotonic
+    disk_usage: DiskUsage = shutil.disk_usage
 
 
 CheckFn: TypeAlias = Callable[[CheckContext], CheckResult | Awaitable[CheckResult]]

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import inspect
-import time
 from collections.abc import Awaitable, Callable
 
 import structlog
 
+from collectors.clock import MONOTONIC, Clock
 from collectors.health.registry import CheckContext, CheckResult, HealthCheck
 from schemas.events.nodes import HealthStatus
 
@@ -42,11 +41,13 @@ class HealthRunner:
         *,
         concurrency: int = 4,
         resend_s: float = 300.0,
+        clock: Clock = MONOTONIC,
     ) -> None:
         self.checks = checks
         self.ctx = ctx
         self.report = report
         self.resend_s = resend_s
+        self.clock = clock
         self._slots = asyncio.Semaphore(concurrency)
         self._last: dict[str, tuple[HealthStatus, float]] = {}
 
@@ -61,15 +62,14 @@ class HealthRunner:
     async def _loop(self, check: HealthCheck, stop: asyncio.Event) -> None:
         while not stop.is_set():
             await self._tick(check)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), check.interval_s)
+            await self.clock.sleep(check.interval_s, stop)
 
     async def _tick(self, check: HealthCheck) -> None:
         async with self._slots:
-            started = time.perf_counter()
+            started = self.clock.now()
             result = await run_check(check, self.ctx)
-            duration_ms = (time.perf_counter() - started) * 1000
-        now = time.monotonic()
+            duration_ms = (self.clock.now() - started) * 1000
+        now = self.clock.now()
         last = self._last.get(check.name)
         if last is None or last[0] != result.status or now - last[1] >= self.resend_s:
             try:

@@ -18,8 +18,14 @@ from schemas.events.jobs import CompletionHook
 log = structlog.get_logger(__name__)
 
 ANNOTATION = "centrality.io/hooks"
-METADATA_KEY = "centrality.hooks"
+METADATA_KEY = HOOKS_KEY = "centrality.hooks"
 _MAX_HOOKS = 16  # the contract's limit per job
+
+
+def comment_value(comment: object, key: str) -> str | None:
+    """`key=value` inside a free-text comment (Slurm's `--comment`); `;` ends a value."""
+    match = re.search(rf"(?:^|[\s;]){re.escape(key)}=([^;]*)", str(comment or ""))
+    return match.group(1).strip() if match else None
 
 
 def parse_hooks(text: str | None, *, job: str) -> tuple[CompletionHook, ...]:

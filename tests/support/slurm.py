@@ -18,6 +18,7 @@ Clients reach the cluster through `SLURM_CONF`: use `cluster.env()` for subproce
 
 from __future__ import annotations
 
+import getpass
 import os
 import shutil
 import socket
@@ -47,6 +48,7 @@ class SlurmCluster:
     gpus_per_node: int = 2
     cpus_per_node: int = 2
     start_timeout_s: float = 5.0
+    extra_conf: str = ""  # more slurm.conf lines (e.g. accounting, for the capture tool)
     _ctld_port: int = field(default_factory=free_port)
     _node_ports: list[int] = field(default_factory=list)
 
@@ -97,7 +99,8 @@ class SlurmCluster:
     def stop(self) -> None:
         if self._ctld().pid() is not None:
             subprocess.run(
-                ["scancel", "--full", f"--clusters={self.name}", "--user=root"],
+                # No --clusters: without slurmdbd it fails and cancels nothing.
+                ["scancel", f"--user={getpass.getuser()}"],
                 env=self.env(),
                 capture_output=True,
                 timeout=10,
@@ -228,7 +231,7 @@ JobCompLoc={d}/log/jobcomp.txt
 TaskProlog={TASK_PROLOG}
 {nodes}
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
-"""
+{self.extra_conf}"""
 
     def _gres_conf(self) -> str:
         last = self.gpus_per_node - 1

@@ -1,7 +1,5 @@
 """Disk space on the paths jobs write to (checkpoints, logs, /tmp)."""
 
-import shutil
-
 from collectors.health.registry import CheckContext, CheckResult, health_check
 from schemas.events.nodes import HealthStatus
 
@@ -10,8 +8,8 @@ from schemas.events.nodes import HealthStatus
 def disk_space(ctx: CheckContext) -> CheckResult:
     used: dict[str, float] = {}
     for path in ctx.disk_paths:
-        usage = shutil.disk_usage(path)
-        used[path] = round(100.0 * usage.used / usage.total, 1) if usage.total else 0.0
+        total, taken, _ = ctx.disk_usage(path)
+        used[path] = round(100.0 * taken / total, 1) if total else 0.0
     worst = max(used.items(), key=lambda kv: kv[1], default=("", 0.0))
     details = {"used_pct": used}
     text = f"{worst[0]} {worst[1]}% used"

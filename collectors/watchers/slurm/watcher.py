@@ -1,10 +1,13 @@
 """Slurm watcher: polls `squeue --json` and `sinfo --json`; jobs that vanished between polls
-are completed from the job completion log (`sacct -c`, jobcomp/filetxt).
+are completed from Slurm's records (`sacct --json` with slurmdbd, else `sacct -c`).
 
 Per job it emits JobSubmitted once, JobStateChanged on every change of raw state or attempt,
-and JobExited once per attempt (an attempt ended by a requeue too). Node state changes (drain,
-down) become NodeHealthChecked `slurm_node_state`. What was emitted is kept in a ledger on disk
+and JobExited once per attempt (an attempt ended by a requeue too). A node whose state as the
+controller sees it (available, draining, drained, down) or whose reason changed becomes
+NodeStateObserved, whoever drained or downed it. What was emitted is kept in a ledger on disk
 and event ids derive from it, so a restart neither repeats nor loses events.
+
+Reads Slurm 22.05 and 23.02+ JSON alike (see states.py); hostlists go through python-hostlist.
 """
 
 from __future__ import annotations
@@ -12,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import os
 import re
-from datetime import UTC, datetime
 from typing import Any
 
 import orjson
@@ -21,19 +23,30 @@ import structlog
 from collectors.events import Stamp
 from collectors.loop import poll_forever
 from collectors.sink import EventSink
+from collectors.watchers.hooks import HOOKS_KEY, comment_value, parse_hooks
 from collectors.watchers.ledger import Ledger
-from collectors.watchers.lifecycle import TERMINAL, JobTracker, Observation
-from collectors.watchers.slurm.hostlist import expand
+from collectors.watchers.lifecycle import JobTracker, Observation, when
+from collectors.watchers.slurm import ends
+from collectors.watchers.slurm.ends import AttemptEnd
+from collectors.watchers.slurm.nodes import NodeView, from_scontrol, from_sinfo
 from collectors.watchers.slurm.settings import SlurmWatchSettings
-from collectors.watchers.slurm.states import exit_of, job_state, node_health, raw_state
+from collectors.watchers.slurm.states import exit_of, expand, job_state, number
 from schemas.envelope import Event
 from schemas.events import JobExited
-from schemas.events.jobs import JobExitedPayload, JobSubmittedPayload
+from schemas.events.jobs import JobExitedPayload, JobState, JobSubmittedPayload
+from schemas.events.nodes import NodeStateObserved, NodeStateObservedPayload, SchedulerNodeState
 
 log = structlog.get_logger(__name__)
 
 _GPUS = re.compile(r"gres/gpu(?::[^=]+)?=(\d+)")
-NODE_CHECK = "slurm_node_state"
+
+
+def _requeue_gap(event: Event) -> bool:
+    return isinstance(event, JobExited) and event.payload.raw_state == "REQUEUED"
+
+
+def _native(job: dict[str, Any]) -> str:
+    return str(number(job["job_id"]))
 
 
 def _reason(job: dict[str, Any]) -> str | None:
@@ -52,8 +65,8 @@ class SlurmWatcher:
         self._env = {**os.environ, **({"SLURM_CONF": str(settings.conf)} if settings.conf else {})}
 
     def job_id(self, job: dict[str, Any]) -> str:
-        array_job, task = job.get("array_job_id") or 0, job.get("array_task_id")
-        native = f"{array_job}_{task}" if array_job and task is not None else str(job["job_id"])
+        array_job, task = number(job.get("array_job_id")), number(job.get("array_task_id"))
+        native = f"{array_job}_{task}" if array_job and task is not None else _native(job)
         return f"slurm/{self.settings.cluster}/{native}"
 
     async def run(self, stop: asyncio.Event) -> None:
@@ -66,34 +79,40 @@ class SlurmWatcher:
         for job in jobs:
             jid = self.job_id(job)
             present.add(jid)
-            sent += await self.tracker.commit(self.sink, jid, *self._job_events(jid, job))
+            events, entry = self._job_events(jid, job)
+            events = await self._unseen_ends(_native(job), events)
+            if entry is not None and "slurm_id" not in entry:
+                entry["slurm_id"] = _native(job)  # an array task's own id, as sacct has it
+            sent += await self.tracker.commit(self.sink, jid, events, entry)
         sent += await self._vanished(present)
         self.tracker.forget_ended(f"slurm/{self.settings.cluster}/", present)
-        for node in (await self._json("sinfo", "--json"))["nodes"]:
-            sent += await self.tracker.commit(
-                self.sink, f"node:{node['name']}", *self._node_events(node)
-            )
+        for node in await self._nodes():
+            sent += await self.tracker.commit(self.sink, f"node:{node.name}", *self._node(node))
         self.ledger.save()
         return sent
 
     def _job_events(
         self, jid: str, job: dict[str, Any]
     ) -> tuple[list[Event], dict[str, Any] | None]:
-        raw = raw_state(job.get("job_state"))
+        raw, state = job_state(job.get("job_state"))
+        attempt = (number(job.get("restart_cnt")) or 0) + 1
+        known = self.ledger.get(jid)
+        if raw == "COMPLETING" and known is not None and attempt > known["attempt"]:
+            state = JobState.PENDING  # 22.05's word for a requeued job's old attempt ending
         code, signal = exit_of(job.get("exit_code"))
         gpus = _GPUS.search(str(job.get("tres_alloc_str") or ""))
         seen = Observation(
             raw_state=raw,
-            state=job_state(raw),
-            attempt=int(job.get("restart_cnt") or 0) + 1,
-            nodes=expand(job.get("nodes") or ""),
+            state=state,
+            attempt=attempt,
+            nodes=expand(job.get("nodes")),
             reason=_reason(job),
             exit_code=code,
             signal=signal,
             gpus=int(gpus.group(1)) if gpus else 0,
-            submitted_at=job.get("submit_time"),
-            started_at=job.get("start_time"),
-            ended_at=job.get("end_time"),
+            submitted_at=number(job.get("submit_time")),
+            started_at=number(job.get("start_time")),
+            ended_at=number(job.get("end_time")),
         )
         return self.tracker.observe(jid, seen, self._submitted(job))
 
@@ -103,69 +122,117 @@ class SlurmWatcher:
             name=job.get("name"),
             user=job.get("user_name"),
             queue=job.get("partition"),
-            nodes_requested=job.get("node_count"),
+            nodes_requested=number(job.get("node_count")),
             gpus_requested=int(gpus.group(1)) if gpus else None,
             command=job.get("command") or None,
             raw={
-                "native_id": str(job["job_id"]),
+                "native_id": _native(job),
                 "tres_per_node": str(job.get("tres_per_node") or ""),
             },
+            hooks=parse_hooks(comment_value(job.get("comment"), HOOKS_KEY), job=_native(job)),
         )
 
     async def _vanished(self, present: set[str]) -> list[Event]:
-        """Jobs gone from squeue before their end was seen: complete them from jobcomp."""
+        """Jobs gone from squeue before their end was seen: complete them from Slurm's records."""
         gone = self.tracker.unfinished(f"slurm/{self.settings.cluster}/", present)
         if not gone:
             return []
-        records = await self._jobcomp()
+        # Entries written before slurm_id was kept: the job id's own number (no array task).
+        ids = {
+            jid: self.ledger.entries[jid].get("slurm_id") or jid.rsplit("/", 1)[1] for jid in gone
+        }
+        records = await self._attempt_ends(list(ids.values()))
         sent: list[Event] = []
         for jid in gone:
             entry = dict(self.ledger.entries[jid])
-            record = records.get(jid.rsplit("/", 1)[1])
-            if record is None:
+            ended = [e for e in records.get(ids[jid], []) if e.ended]
+            if not ended:
                 log.warning("slurm_job_vanished", job=jid)
                 self.ledger.drop(jid)
                 continue
-            code, _, signal = record["ExitCode"].partition(":")
-            raw = record["State"].split()[0]
+            end = ended[-1]
             payload = JobExitedPayload(
-                state=job_state(raw),
-                raw_state=raw,
-                exit_code=int(code) if code.isdigit() else None,
-                signal=int(signal) or None if signal.isdigit() else None,
+                state=end.state,
+                raw_state=end.raw_state,
+                exit_code=end.exit_code,
+                signal=end.signal,
                 attempt=entry["attempt"],
-                nodes=expand(record["NodeList"]),
-                reason="from the job completion log",
+                nodes=end.nodes,
+                reason="from Slurm's records (accounting or job completion log)",
             )
-            at = datetime.fromisoformat(record["End"]).astimezone(UTC)
-            event = self.tracker.make(JobExited, jid, entry, payload, at)
+            event = self.tracker.make(JobExited, jid, entry, payload, end.at)
             entry["exited"] = entry["attempt"]
             sent += await self.tracker.commit(self.sink, jid, [event], entry)
         return sent
 
-    async def _jobcomp(self) -> dict[str, dict[str, str]]:
-        fields = ["JobID", "State", "ExitCode", "NodeList", "End"]
-        out = await self._run("sacct", "-c", "-P", "-n", f"--format={','.join(fields)}")
-        records: dict[str, dict[str, str]] = {}
-        for line in out.splitlines():
-            record = dict(zip(fields, line.split("|"), strict=False))
-            if job_state(record.get("State", "UNKNOWN")) in TERMINAL:
-                records[record["JobID"]] = record  # the last terminal record wins
-        return records
+    async def _unseen_ends(self, slurm_id: str, events: list[Event]) -> list[Event]:
+        """Attempts that a requeue ended between two looks are PREEMPTED/REQUEUED to the
+        tracker; Slurm's records say how they really ended (a NODE_FAIL requeued by Slurm is a
+        failure of those nodes, not a preemption)."""
+        if not any(_requeue_gap(e) for e in events):
+            return events
+        told_ends = (await self._attempt_ends([slurm_id])).get(slurm_id, [])
+        told: list[Event] = []
+        for event in events:
+            attempt = event.payload.attempt if _requeue_gap(event) else 0
+            end = told_ends[attempt - 1] if 0 < attempt <= len(told_ends) else None
+            if end is not None and end.ended:
+                payload = event.payload.model_copy(
+                    update={
+                        "state": end.state,
+                        "raw_state": end.raw_state,
+                        "exit_code": end.exit_code,
+                        "signal": end.signal,
+                        "nodes": end.nodes or event.payload.nodes,
+                        "reason": "requeued; from Slurm's records",
+                    }
+                )
+                event = event.model_copy(update={"payload": payload})
+            told.append(event)
+        return told
 
-    def _node_events(self, node: dict[str, Any]) -> tuple[list[Event], dict[str, Any] | None]:
-        flags = [str(f) for f in node.get("state_flags") or []]
-        state = raw_state(node.get("state"))
-        reason = str(node.get("reason") or "")
-        words = " ".join([state, *flags]).lower()
-        return self.tracker.node_state(
-            f"node:{node['name']}",
-            node["name"],
-            NODE_CHECK,
-            node_health(state, flags),
-            f"{words}: {reason}" if reason else words,
-            {"state": state, "flags": flags, "reason": reason},
+    async def _attempt_ends(self, slurm_ids: list[str]) -> dict[str, list[AttemptEnd]]:
+        """From accounting where the cluster has it, else from the job completion log."""
+        wanted = sorted({i for i in slurm_ids if re.fullmatch(r"\d+", i)})
+        if not wanted:
+            return {}
+        ids = f"--jobs={','.join(wanted)}"
+        try:
+            return ends.from_sacct(await self._json(*ends.SACCT_ARGV, ids))
+        except RuntimeError as e:  # "Slurm accounting storage is disabled"
+            log.debug("slurm_accounting_unavailable", error=str(e)[:200])
+        try:
+            return ends.from_jobcomp(await self._run(*ends.JOBCOMP_ARGV, ids))
+        except RuntimeError as e:
+            log.info("slurm_job_ends_unknown", error=str(e)[:200])
+            return {}
+
+    async def _nodes(self) -> list[NodeView]:
+        """`sinfo --json`, or `scontrol show node` where sinfo has no JSON (before 21.08)."""
+        try:
+            return from_sinfo(await self._json("sinfo", "--json"))
+        except (RuntimeError, orjson.JSONDecodeError) as e:
+            log.debug("slurm_sinfo_json_unavailable", error=str(e)[:200])
+            return from_scontrol(await self._run("scontrol", "show", "node"))
+
+    def _node(self, node: NodeView) -> tuple[list[Event], dict[str, Any] | None]:
+        """NodeStateObserved when the node's state or reason changed; raw words alone (IDLE to
+        MIXED as jobs come and go) are no change."""
+        key = f"node:{node.name}"
+        old = self.ledger.get(key)
+        # 24.11 keeps the last reason after a resume: it explains nothing about a working node.
+        reason = node.reason if node.state != SchedulerNodeState.AVAILABLE else None
+        seen = {"state": node.state.value, "reason": reason}
+        if old is not None and {k: old.get(k) for k in seen} == seen:
+            return [], None
+        entry = {**(old or {"incarnation": key}), **seen}
+        payload = NodeStateObservedPayload(
+            state=node.state,
+            raw_state=node.raw_state[:256],
+            reason=reason[:1024] if reason else None,
+            scheduler="slurm",
         )
+        return [self.tracker.make(NodeStateObserved, node.name, entry, payload, when(None))], entry
 
     async def _json(self, *argv: str) -> dict[str, Any]:
         doc: dict[str, Any] = orjson.loads(await self._run(*argv))

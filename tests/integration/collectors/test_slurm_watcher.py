@@ -13,9 +13,9 @@ from collectors.watchers.slurm.settings import SlurmWatchSettings
 from collectors.watchers.slurm.watcher import SlurmWatcher
 from schemas.emitter import Emitter
 from schemas.envelope import Event
-from schemas.events import JobExited, JobStateChanged, JobSubmitted, NodeHealthChecked
+from schemas.events import JobExited, JobStateChanged, JobSubmitted
 from schemas.events.jobs import JobState
-from schemas.events.nodes import HealthStatus
+from schemas.events.nodes import NodeStateObserved, SchedulerNodeState
 from schemas.settings import KafkaSettings
 from tests.kafka_helpers import read_events
 from tests.support.slurm import SlurmCluster
@@ -137,27 +137,35 @@ async def test_node_drain_and_resume(slurm_cluster: SlurmCluster, tmp_path: Path
     sink = RecordingSink()
     watcher = SlurmWatcher(watch_settings(slurm_cluster, tmp_path), sink)
     await watcher.poll_once()
-    first = {e.subject: e.payload.status for e in sink.of_type(NodeHealthChecked)}
-    assert set(first) == set(slurm_cluster.node_names)
+    first = {e.subject: e.payload.state for e in sink.of_type(NodeStateObserved)}
+    assert first == {n: SchedulerNodeState.AVAILABLE for n in slurm_cluster.node_names}
     sink.events.clear()
     try:
         slurm_cluster.scontrol("update", "nodename=node3", "state=drain", "reason=centrality-test")
         await watcher.poll_once()
         await watcher.poll_once()
-        [drained] = sink.of_type(NodeHealthChecked)
-        assert drained.subject == "node3" and drained.payload.status == HealthStatus.WARN
-        assert drained.payload.details["reason"] == "centrality-test"
+        [drained] = sink.of_type(NodeStateObserved)
+        assert drained.subject == "node3" and drained.payload.state == SchedulerNodeState.DRAINED
+        assert (drained.payload.raw_state, drained.payload.reason) == (
+            "IDLE+DRAIN",
+            "centrality-test",
+        )
+        assert drained.payload.scheduler == "slurm"
     finally:
         slurm_cluster.scontrol("update", "nodename=node3", "state=resume")
     # After a resume slurmctld may briefly show NOT_RESPONDING until slurmd re-registers.
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
         await watcher.poll_once()
-        last = sink.of_type(NodeHealthChecked)[-1]
-        if last.payload.status == HealthStatus.OK:
+        last = sink.of_type(NodeStateObserved)[-1]
+        if last.payload.state == SchedulerNodeState.AVAILABLE:
             break
         await asyncio.sleep(0.5)
-    assert last.subject == "node3" and last.payload.status == HealthStatus.OK, last.payload
+    assert last.subject == "node3" and last.payload.state == SchedulerNodeState.AVAILABLE
+    # Only changes are sent, and a restarted watcher sends none of them again.
+    count = len(sink.of_type(NodeStateObserved))
+    await SlurmWatcher(watch_settings(slurm_cluster, tmp_path), sink).poll_once()
+    assert len(sink.of_type(NodeStateObserved)) == count
 
 
 async def test_a_job_gone_from_squeue_is_completed_from_the_jobcomp_log(
@@ -181,4 +189,7 @@ async def test_a_job_gone_from_squeue_is_completed_from_the_jobcomp_log(
     await Forgetful(watch_settings(slurm_cluster, tmp_path), sink).poll_once()
     [end] = [e for e in of_job(sink.events, slurm_cluster, job) if isinstance(e, JobExited)]
     assert (end.payload.state, end.payload.exit_code) == (JobState.FAILED, 4)
-    assert end.payload.nodes and end.payload.reason == "from the job completion log"
+    assert (
+        end.payload.nodes
+        and end.payload.reason == "from Slurm's records (accounting or job completion log)"
+    )

@@ -15,6 +15,7 @@ from collectors.health.builtin.fatal_xids import fatal_xids
 from collectors.sink import RecordingSink
 from schemas.events import GpuXidObserved
 from schemas.events.nodes import HealthStatus
+from tests.support.clock import ManualClock
 
 XIDS = Path(__file__).parents[2] / "fixtures" / "realworld" / "xid"
 
@@ -30,26 +31,33 @@ def settings(tmp_path: Path, **kw: object) -> AgentSettings:
     return AgentSettings.model_validate({**base, **kw})
 
 
-async def read_until(agent: NodeAgent, source: FollowedFile, sink: RecordingSink, n: int) -> None:
-    """Read the kernel log until `n` XID events were sent (or 5 s), then stop."""
+async def read_all(agent: NodeAgent, path: Path) -> None:
+    """Read a kernel log file from its start until the reader waits for more, then stop."""
+    source = FollowedFile(path, 0.02, from_start=True, clock=agent.clock)
+    assert isinstance(agent.clock, ManualClock)
     stop = asyncio.Event()
     task = asyncio.create_task(agent.read_kernel_log(source, stop))
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + 5
-    while len(sink.of_type(GpuXidObserved)) < n and loop.time() < deadline:
-        await asyncio.wait([task], timeout=0.02)
-    await asyncio.sleep(0.1)  # and nothing more arrives
-    stop.set()
-    await asyncio.wait_for(task, 5)
+    try:
+        await agent.clock.settle(1)
+    finally:
+        stop.set()
+        await agent.clock.finish(task)
+
+
+def agent_on(
+    tmp_path: Path, backend: FakeGpuBackend, sink: RecordingSink, **kw: object
+) -> NodeAgent:
+    return NodeAgent(settings(tmp_path, **kw), backend, sink, clock=ManualClock())
 
 
 async def test_xid_seen_by_nvml_an_xid_line_and_a_fallen_off_line_is_sent_once(
     tmp_path: Path,
 ) -> None:
     # The fake backend numbers bus 0x10 + i as GPU i, so 0000:15:00 is GPU 5.
-    backend = FakeGpuBackend(8, (Fault.parse("xid:5:0:79"),))
+    clock = ManualClock()
+    backend = FakeGpuBackend(8, (Fault.parse("xid:5:0:79"),), clock=clock.now, sleep=clock.block)
     sink = RecordingSink()
-    agent = NodeAgent(settings(tmp_path), backend, sink)
+    agent = NodeAgent(settings(tmp_path), backend, sink, clock=clock)
     agent.open_backend()
     assert await agent.poll_xids(0.5) == 1
     log = tmp_path / "kern.log"
@@ -58,7 +66,7 @@ async def test_xid_seen_by_nvml_an_xid_line_and_a_fallen_off_line_is_sent_once(
         "Jun 11 09:44:44 h kernel: NVRM: GPU 0000:15:00.0: GPU has fallen off the bus.\n"
         "Jun 11 09:44:45 h kernel: NVRM: Xid (PCI:0000:16:00): 79, GPU has fallen off the bus.\n"
     )
-    await read_until(agent, FollowedFile(log, 0.02, from_start=True), sink, 2)
+    await read_all(agent, log)
     sent = [(e.payload.gpu, e.payload.xid, e.payload.channel) for e in sink.of_type(GpuXidObserved)]
     assert sent == [(5, 79, "nvml"), (6, 79, "kernel")]
     assert sink.of_type(GpuXidObserved)[1].payload.pci_bus_id == "0000:16:00"
@@ -69,10 +77,9 @@ async def test_kernel_only_xids_map_through_sysfs_and_repeats_are_kept(tmp_path:
     for entry in ("0000:3b:00.0", "0000:cb:00.0", "bind", "module", "new_id"):
         (sysfs / entry).mkdir(parents=True)
     sink = RecordingSink()
-    agent = NodeAgent(settings(tmp_path, pci_driver_dir=sysfs), FakeGpuBackend(0), sink)
+    agent = agent_on(tmp_path, FakeGpuBackend(0), sink, pci_driver_dir=sysfs)
     agent.open_backend()  # no GPUs through the backend: NVML failed, say
-    source = FollowedFile(XIDS / "gpud_pr46_dmesg_ctime.log", 0.02, from_start=True)
-    await read_until(agent, source, sink, 4)
+    await read_all(agent, XIDS / "gpud_pr46_dmesg_ctime.log")
     events = sink.of_type(GpuXidObserved)
     assert [(e.payload.gpu, e.payload.xid) for e in events] == [(1, 13), (1, 13), (1, 13), (1, 109)]
     assert {e.payload.pci_bus_id for e in events} == {"0000:cb:00"}
@@ -83,10 +90,9 @@ async def test_a_gpu_fallen_off_without_an_xid_turns_the_fatal_check_critical(
     tmp_path: Path,
 ) -> None:
     sink = RecordingSink()
-    agent = NodeAgent(settings(tmp_path), FakeGpuBackend(0), sink)
+    agent = agent_on(tmp_path, FakeGpuBackend(0), sink)
     agent.open_backend()
-    source = FollowedFile(XIDS / "nvsentinel_issue155_fallen_off_no_xid.log", 0.02, True)
-    await read_until(agent, source, sink, 1)
+    await read_all(agent, XIDS / "nvsentinel_issue155_fallen_off_no_xid.log")
     [event] = sink.of_type(GpuXidObserved)
     assert (event.payload.xid, event.payload.channel, event.payload.pci_bus_id) == (
         79,
@@ -99,29 +105,31 @@ async def test_a_gpu_fallen_off_without_an_xid_turns_the_fatal_check_critical(
 async def test_followed_file_reads_new_lines_only_and_survives_rotation(tmp_path: Path) -> None:
     log = tmp_path / "kern.log"
     log.write_text("NVRM: Xid (PCI:0000:01:00): 13, old, before the agent\n")
+    clock = ManualClock()
     stop = asyncio.Event()
     got: list[str] = []
 
     async def collect() -> None:
-        async for line in FollowedFile(log, 0.02).lines(stop):
+        async for line in FollowedFile(log, 0.02, clock=clock).lines(stop):
             got.append(line)
 
     task = asyncio.create_task(collect())
-    await asyncio.sleep(0.1)
-    with log.open("a") as f:
-        f.write("new one\npartial")
-    await asyncio.sleep(0.1)
-    with log.open("a") as f:
-        f.write(" line\n")
-    await asyncio.sleep(0.1)
-    shutil.move(log, tmp_path / "kern.log.1")
-    log.write_text("after rotation\n")
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + 5
-    while len(got) < 3 and loop.time() < deadline:
-        await asyncio.wait([task], timeout=0.02)
-    stop.set()
-    await asyncio.wait_for(task, 5)
+    try:
+        await clock.settle(1)  # opened at the end of what was there
+        assert got == []
+        with log.open("a") as f:
+            f.write("new one\npartial")
+        await clock.advance(0.02)
+        assert got == ["new one"]  # the partial line waits for its end
+        with log.open("a") as f:
+            f.write(" line\n")
+        await clock.advance(0.02)
+        shutil.move(log, tmp_path / "kern.log.1")
+        log.write_text("after rotation\n")
+        await clock.advance(0.02)
+    finally:
+        stop.set()
+        await clock.finish(task)
     assert got == ["new one", "partial line", "after rotation"]
 
 
@@ -158,22 +166,22 @@ def test_gpu_index_exact_then_sysfs_order_then_sorted_place() -> None:
 
 async def test_a_log_file_that_appears_later_is_read_from_its_start(tmp_path: Path) -> None:
     log = tmp_path / "kern.log"
+    clock = ManualClock()
     stop = asyncio.Event()
     got: list[str] = []
 
     async def collect() -> None:
-        async for line in FollowedFile(log, 0.02).lines(stop):
+        async for line in FollowedFile(log, 0.02, clock=clock).lines(stop):
             got.append(line)
 
     task = asyncio.create_task(collect())
-    await asyncio.wait([task], timeout=0.1)
-    log.write_text("first\nsecond\n")
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + 5
-    while len(got) < 2 and loop.time() < deadline:
-        await asyncio.wait([task], timeout=0.02)
-    stop.set()
-    await asyncio.wait_for(task, 5)
+    try:
+        await clock.settle(1)  # looked, found no file
+        log.write_text("first\nsecond\n")
+        await clock.advance(0.02)
+    finally:
+        stop.set()
+        await clock.finish(task)
     assert got == ["first", "second"]
 
 
