@@ -136,8 +136,8 @@ def sink() -> None:
 
 
 @app.command()
-def demo(timeout_s: float = typer.Option(120.0, help="How long to wait for the chain.")) -> None:
-    """Run the walking skeleton on the local stack and show what it wrote to ClickHouse."""
+def demo(timeout_s: float = typer.Option(240.0, help="How long to wait for the chain.")) -> None:
+    """A small cluster's bad day through the real workers, narrated from ClickHouse."""
     from centrality.demo import run_demo
 
     configure_logging(json=False, level="WARNING")

@@ -1,129 +1,326 @@
-"""`make demo`: the walking skeleton on the local stack, narrated.
+"""`make demo`: a small simulated cluster with faults, through the real workers, narrated.
 
-Two jobs end on the real broker. One said `Training Complete`; the other crashed after saving a
-checkpoint. Only the second is restarted from its checkpoint, and every step lands in ClickHouse.
+A 32-node cluster heartbeats; five jobs and two nodes misbehave in the ways clusters do. The
+streams worker decides, the action worker acts (scheduler adapter `memory`, which records instead
+of draining, and answers benchmarks as a healthy H100 would, except for the node told to fail),
+Slack is a local stub, and everything is read back from ClickHouse:
+
+- a crash is restarted from its checkpoint; a finished job is left alone;
+- a preempted job is requeued but never counted as a failure against its nodes;
+- a fatal XID, and five failures on one node set, each end in drain → benchmark → verdict →
+  release or keep, every step taken on the previous step's outcome;
+- an allocation idling on its GPUs is flagged;
+- then the timelines of one job and one node, from ClickHouse.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from pathlib import Path
+from typing import Any, Literal
 
-import orjson
 from rich.console import Console
-from rich.table import Table
+from rich.markup import escape
+from rich.panel import Panel
+from rich.tree import Tree
 
+from centrality.history_cli import print_events, summary
 from centrality.pipeline import Pipeline
+from centrality.slack_render import render_message
+from centrality.slack_stub import SlackStub
 from centrality.stack.stack import Stack
 from schemas.emitter import Emitter
 from schemas.envelope import Event
-from schemas.events import CheckpointSaved, JobExited, LogSignalDetected
+from schemas.events import (
+    CheckpointSaved,
+    GpuSampled,
+    GpuXidObserved,
+    JobExited,
+    JobStateChanged,
+    LogSignalDetected,
+    NodeHeartbeat,
+)
 from schemas.signing import SigningSettings, ensure_key_file
-from streams.history.query import wait_for_types
+from streams.history.query import HistoryRow, rows_for, wait_for
+from streams.history.settings import ClickHouseSettings
+from streams.history.timeline import timeline
 
 SOURCE = "demo"
 CLUSTER = "demo"
+FLEET = 32
+GPUS = 8
+# Failures are counted over any hour (hopping windows, a 5-minute hop), not clock hours, so five
+# failures in 40 minutes count wherever the hour boundary falls.
+RULES = {"repeated_failures_on_node_set": {"window": {"window_s": 3600, "hop_s": 300}}}
 
 
-def story(run: str) -> tuple[str, str, list[Event]]:
-    """The events of two jobs; returns (crashed job id, completed job id, events)."""
-    now = datetime.now(UTC)
-    crashed, completed = f"slurm/{CLUSTER}/{run}-1", f"slurm/{CLUSTER}/{run}-2"
-    nodes = ("gpu-node-07", "gpu-node-08")
+def node(n: int) -> str:
+    return f"gpu-node-{n:02d}"
 
-    def at(job: str, seconds: int) -> dict[str, Any]:
-        return {
-            "source": SOURCE,
-            "cluster": CLUSTER,
-            "subject": job,
-            "occurred_at": now - timedelta(seconds=60 - seconds),
+
+@dataclass
+class Story:
+    """What the demo sends, and the subjects whose outcomes it waits for."""
+
+    jobs: dict[str, str]  # role → job id
+    nodes: dict[str, str]  # role → node id
+    events: list[Event] = field(default_factory=list)
+
+    @property
+    def subjects(self) -> list[str]:
+        return [*self.jobs.values(), *self.nodes.values()]
+
+
+def story(run: str, now: datetime) -> Story:
+    s = Story(
+        jobs={
+            r: f"slurm/{CLUSTER}/{run}-{r}" for r in ("crash", "done", "preempt", "flaky", "idle")
+        },
+        nodes={"xid": node(11), "healthy": node(5), "broken": node(6), "idle": node(12)},
+    )
+    t0 = now - timedelta(minutes=75)
+
+    def at(subject: str, minutes: float) -> dict[str, Any]:
+        when = t0 + timedelta(minutes=minutes)
+        return {"source": SOURCE, "cluster": CLUSTER, "subject": subject, "occurred_at": when}
+
+    def attempt(
+        job: str,
+        n: int,
+        nodes: tuple[str, ...],
+        start: float,
+        end: float,
+        during: tuple[Event, ...] = (),
+        **how: Any,
+    ) -> None:
+        s.events.append(
+            JobStateChanged(
+                **at(job, start),
+                payload={"state": "RUNNING", "raw_state": "RUNNING", "attempt": n, "nodes": nodes},
+            )
+        )
+        s.events.extend(during)
+        if how:
+            s.events.append(
+                JobExited(**at(job, end), payload={"attempt": n, "nodes": nodes, **how})
+            )
+
+    e = s.events
+    # The fleet the circuit breaker counts: every node heartbeating now.
+    e += [
+        NodeHeartbeat(
+            **at(node(i), 75), payload={"agent_version": "demo", "gpus": GPUS, "interval_s": 30}
+        )
+        for i in range(1, FLEET + 1)
+    ]
+    j = s.jobs
+    checkpoint = CheckpointSaved(
+        **at(j["crash"], 20), payload={"step": 1200, "uri": f"s3://ckpt/{run}/step-1200"}
+    )
+    attempt(j["crash"], 1, (node(1), node(2)), 0, 30, (checkpoint,), state="FAILED", exit_code=1)
+    finished = LogSignalDetected(
+        **at(j["done"], 39.9),
+        payload={
+            "signal": "TRAINING_COMPLETE",
+            "line": "`Trainer.fit` stopped: `max_epochs=3` reached.",
+        },
+    )
+    attempt(j["done"], 1, (node(3), node(4)), 0, 40, (finished,), state="SUCCEEDED", exit_code=0)
+    for n in range(1, 6):  # preempted five times on one node set: never a failure there
+        attempt(
+            j["preempt"],
+            n,
+            (node(7), node(8)),
+            10 * n,
+            10 * n + 5,
+            state="PREEMPTED",
+            raw_state="PREEMPTED",
+        )
+    for n in range(1, 6):  # failed five times on one node set: those nodes are suspect
+        attempt(
+            j["flaky"], n, (node(5), node(6)), 10 * n, 10 * n + 5, state="FAILED", exit_code=134
+        )
+    e.append(
+        GpuXidObserved(
+            **at(node(11), 70),
+            payload={"gpu": 3, "xid": 79, "message": "GPU has fallen off the bus."},
+        )
+    )
+    attempt(j["idle"], 1, (node(12),), 0, 0)  # holds gpu-node-12, which does nothing
+    for minutes in (1, 74):
+        e += [
+            GpuSampled(**at(node(12), minutes), payload={"gpu": g, "utilization_pct": 0.0})
+            for g in range(GPUS)
+        ]
+    return s
+
+
+def missing(s: Story, rows: list[HistoryRow]) -> list[str]:
+    """The outcomes the demo narrates that have not reached ClickHouse yet."""
+    acted = {(r.subject, _p(r).get("trigger_type")) for r in rows if r.type == "ActionSucceeded"}
+    done = {_p(r).get("trigger_id") for r in rows if r.type == "ActionSucceeded"}
+    told = {(r.subject, _p(r).get("rule")) for r in rows if r.type == "Notify"}
+    told_done = {
+        (r.subject, _p(r).get("rule")) for r in rows if r.type == "Notify" and r.event_id in done
+    }
+    wanted = [
+        (s.jobs["crash"], "RestartJob"),
+        (s.nodes["xid"], "ReleaseNodes"),
+        (s.nodes["healthy"], "ReleaseNodes"),
+    ]
+    notices = [(s.nodes["broken"], "benchmark_verdict"), (s.jobs["idle"], "idle_allocation")]
+    return [f"{t} done for {subject}" for subject, t in wanted if (subject, t) not in acted] + [
+        f"{rule} told about {subject}"
+        for subject, rule in notices
+        if (subject, rule) not in told or (subject, rule) not in told_done
+    ]
+
+
+def _p(row: HistoryRow) -> dict[str, Any]:
+    payload: dict[str, Any] = json.loads(row.payload)
+    return payload
+
+
+@dataclass
+class DemoResult:
+    story: Story
+    rows: list[HistoryRow]
+    slack: list[dict[str, Any]]
+
+
+def run_demo(
+    console: Console,
+    *,
+    stack: Stack | None = None,
+    env: dict[str, str] | None = None,
+    log_dir: Path | None = None,
+    timeout_s: float = 180.0,
+) -> DemoResult:
+    """Run the story through the three workers. Without `stack`, the local stack is brought up;
+    a test passes its own running stack and `env` (topic prefix, database, groups)."""
+    console.rule("[bold]Centrality: a small cluster having a bad day")
+    if stack is None:
+        ensure_key_file(SigningSettings().key_file)  # as `centrality up`: the workers sign with it
+        stack = Stack()
+        with console.status("bringing up the local stack (Kafka + ClickHouse)…"):
+            stack.up(progress=lambda msg: console.log(msg))
+    clickhouse = _clickhouse(stack, env)
+    s = story(uuid.uuid4().hex[:6], datetime.now(UTC))
+    log_dir = log_dir or stack.settings.state_dir / "run" / "demo"
+    with SlackStub() as slack:
+        workers = {
+            **stack.env(),
+            **(env or {}),
+            "CENTRALITY_SLACK_TOKEN": "xoxb-demo",
+            "CENTRALITY_SLACK_BASE_URL": slack.base_url,
+            "CENTRALITY_SLACK_CHANNEL": "#gpu-incidents",
+            "CENTRALITY_STREAMS_RULE_CONFIG": json.dumps(RULES),
+            "CENTRALITY_MEMORY_UNHEALTHY": json.dumps(
+                {s.nodes["broken"]: "GPU 2 at 310 TFLOP/s (< 600)"}
+            ),
         }
+        with Pipeline(workers, log_dir) as pipeline:
+            console.log(f"workers started (streams, actions, sink); their logs in {log_dir}")
+            asyncio.run(_emit(stack, workers, s.events))
+            console.log(
+                f"a {FLEET}-node cluster sent {len(s.events)} events (jobs, XIDs, GPU samples)"
+            )
+            with console.status("the workers decide and act; waiting for it all in ClickHouse…"):
+                try:
+                    rows = wait_for(
+                        clickhouse,
+                        s.subjects,
+                        lambda r: not missing(s, r),
+                        timeout_s,
+                        pipeline.check,
+                    )
+                except TimeoutError as exc:
+                    still = missing(s, rows_for(clickhouse, s.subjects))
+                    raise TimeoutError(f"{exc}; still missing: {still}") from None
+        result = DemoResult(s, rows, list(slack.posts))
+    narrate(console, result, clickhouse)
+    return result
 
+
+def _clickhouse(stack: Stack, env: dict[str, str] | None) -> ClickHouseSettings:
+    database = (env or {}).get("CENTRALITY_CLICKHOUSE_DATABASE")
     return (
-        crashed,
-        completed,
-        [
-            CheckpointSaved(
-                **at(crashed, 10), payload={"step": 1200, "uri": f"s3://ckpt/{run}/step-1200"}
-            ),
-            CheckpointSaved(
-                **at(completed, 12), payload={"step": 900, "uri": f"s3://ckpt/{run}b/step-900"}
-            ),
-            LogSignalDetected(
-                **at(completed, 20),
-                payload={"signal": "TRAINING_COMPLETE", "line": "Training Complete", "rank": 0},
-            ),
-            JobExited(
-                **at(completed, 21), payload={"state": "SUCCEEDED", "exit_code": 0, "nodes": nodes}
-            ),
-            JobExited(
-                **at(crashed, 30),
-                payload={
-                    "state": "FAILED",
-                    "exit_code": 1,
-                    "nodes": nodes,
-                    "reason": "NonZeroExitCode",
-                },
-            ),
-        ],
+        stack.clickhouse.model_copy(update={"database": database}) if database else stack.clickhouse
     )
 
 
-async def emit_all(stack: Stack, events: list[Event]) -> None:
-    async with Emitter(stack.kafka) as emitter:
+async def _emit(stack: Stack, env: dict[str, str], events: list[Event]) -> None:
+    prefix = env.get("CENTRALITY_KAFKA_TOPIC_PREFIX")
+    kafka = stack.kafka.model_copy(update={"topic_prefix": prefix}) if prefix else stack.kafka
+    async with Emitter(kafka) as emitter:
         for event in events:
             await emitter.emit(event)
+        await emitter.flush()
 
 
-def summary(payload: dict[str, Any]) -> str:
-    """The few payload fields a person reads first."""
-    detail = payload.get("detail")
-    fields = {**payload, **(detail if isinstance(detail, dict) else {})}
-    keys = ("state", "exit_code", "signal", "step", "uri", "checkpoint_uri", "attempt", "requeued")
-    return " ".join(f"{k}={fields[k]}" for k in keys if fields.get(k) is not None)
+STORY_TYPES = frozenset(
+    {
+        "RestartJob", "QuarantineNodes", "RunBenchmark", "BenchmarkCompleted", "ReleaseNodes",
+        "Notify", "CancelJob", "ActionSucceeded", "ActionFailed",
+    }
+)  # fmt: skip
 
 
-def run_demo(console: Console, timeout_s: float = 120.0) -> None:
-    stack = Stack()
-    console.rule("[bold]Centrality walking skeleton")
-    with console.status("bringing up the local stack (Kafka + ClickHouse)…"):
-        stack.up(progress=lambda msg: console.log(msg))
-    ensure_key_file(SigningSettings().key_file)  # as `centrality up`: the workers sign with it
-    run = uuid.uuid4().hex[:6]
-    crashed, completed, events = story(run)
-    log_dir = stack.settings.state_dir / "run" / "demo"
-    with Pipeline(stack.env(), log_dir) as pipeline:
-        console.log(f"workers started (streams, actions, sink); logs in {log_dir}")
-        asyncio.run(emit_all(stack, events))
-        for e in events:
-            console.log(f"emitted [cyan]{e.type}[/] for {e.subject}")
-        with console.status("waiting for the rule, the action and the history sink…"):
-            rows = wait_for_types(
-                stack.clickhouse,
-                [crashed, completed],
-                {"RestartJob", "ActionSucceeded"},
-                timeout_s,
-                pipeline.check,
-            )
-    table = Table(title=f"ClickHouse {stack.clickhouse.database}.events for the two jobs")
-    for col in ("time", "job", "type", "source", "what"):
-        table.add_column(col, overflow="fold")
-    for row in rows:
-        style = "bold green" if row.type in {"RestartJob", "ActionSucceeded"} else ""
-        table.add_row(
-            row.occurred_at.strftime("%H:%M:%S.%f")[:12],
-            row.subject.rsplit("/", 1)[-1],
-            row.type,
-            row.source,
-            summary(orjson.loads(row.payload)),
-            style=style,
-        )
-    console.print(table)
-    console.print(f"[bold]{completed}[/] said 'Training Complete': left alone.")
+def _chain(title: str, events: list[Event]) -> Tree:
+    tree = Tree(title)
+    for e in events:
+        if e.type in STORY_TYPES:
+            tree.add(f"{e.occurred_at:%H:%M:%S}  [bold]{e.type}[/] {escape(summary(e))}")
+    return tree
+
+
+def narrate(console: Console, r: DemoResult, clickhouse: ClickHouseSettings) -> None:
+    j, n = r.story.jobs, r.story.nodes
+    since, until = datetime.now(UTC) - timedelta(hours=2), datetime.now(UTC) + timedelta(minutes=1)
+
+    def of(kind: Literal["job", "node"], subject: str) -> list[Event]:
+        return timeline(clickhouse, kind, subject, since, until)
+
+    crash = of("job", j["crash"])
+    console.print(Panel(_chain(f"{j['crash']} crashed after its step-1200 checkpoint", crash),
+                        title="1. a crash is restarted from its checkpoint"))  # fmt: skip
+    decided = [e for e in of("job", j["done"]) if e.type in STORY_TYPES]
+    verdict = "[green]left alone[/]" if not decided else f"[red]{len(decided)} decisions[/]"
+    console.print(Panel(f"{j['done']} logged `Trainer.fit` stopped and exited 0: {verdict}",
+                        title="2. a finished job is left alone"))  # fmt: skip
+    drained = [
+        e for n7 in (node(7), node(8)) for e in of("node", n7) if e.type == "QuarantineNodes"
+    ]
+    requeued = [e for e in of("job", j["preempt"]) if e.type == "RestartJob"]
+    counted = "[green]no failure counted against its nodes[/]" if not drained else "[red]drained[/]"
+    console.print(Panel(f"{j['preempt']} was preempted 5 times on gpu-node-07/08: requeued "
+                        f"({len(requeued)} RestartJob) and {counted}",
+                        title="3. preemption is not failure"))  # fmt: skip
+    for role, why in (
+        ("xid", "a fatal XID 79"),
+        ("healthy", "5 failed attempts on gpu-node-05/06"),
+        ("broken", "the same 5 failed attempts; its benchmark fails"),
+    ):
+        console.print(Panel(_chain(f"{n[role]}: {why}", of("node", n[role])),
+                            title="4. drain → benchmark → verdict → release or keep"))  # fmt: skip
+    idle = [e for e in of("job", j["idle"]) if e.type in STORY_TYPES]
     console.print(
-        f"[bold]{crashed}[/] crashed without it: [green]RestartJob[/] from its checkpoint, "
-        "handled by the action worker ([green]ActionSucceeded[/])."
+        Panel(_chain(f"{j['idle']} holds {n['idle']}", idle), title="5. an idle allocation")
     )
-    console.print("The stack keeps running; `make down` stops it.")
+    console.rule("[bold]What Slack was told")
+    for post in r.slack:
+        blocks = post.get("blocks") or []
+        console.print(
+            render_message(str(post.get("channel", "")), blocks, str(post.get("text", "")))
+        )
+    console.rule("[bold]Timelines, read back from ClickHouse")
+    print_events(f"job {j['crash']}", crash, console)
+    print_events(f"node {n['broken']}", of("node", n["broken"]), console)
+    console.print(
+        "The stack keeps running; `make down` stops it. "
+        "`centrality history job|node ID` tells any other story."
+    )

@@ -56,7 +56,7 @@ def _event_json(event: Event) -> dict[str, Any]:
     return event.model_dump(mode="json")
 
 
-def _print_events(title: str, events: list[Event]) -> None:
+def print_events(title: str, events: list[Event], console: Console | None = None) -> None:
     table = Table("occurred at (UTC)", "type", "subject", "what", title=title)
     for e in events:
         style = "bold red" if isinstance(e, Trigger) else "cyan" if e.topic == "actions" else ""
@@ -66,7 +66,7 @@ def _print_events(title: str, events: list[Event]) -> None:
             e.subject,
             summary(e),
         )
-    Console().print(table)
+    (console or Console()).print(table)
 
 
 def _timeline(
@@ -81,7 +81,7 @@ def _timeline(
     if json:
         print(orjson.dumps([_event_json(e) for e in events]).decode())
         return
-    _print_events(f"{kind} {subject}: {len(events)} events", events)
+    print_events(f"{kind} {subject}: {len(events)} events", events)
 
 
 TIMELINE_SINCE = typer.Option("7d", help="Start: ISO time or an age (30m, 2h, 7d).")

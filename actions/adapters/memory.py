@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from actions.adapters.base import RunResult, adapter
+from actions.adapters.settings import MemorySettings
 from actions.benchmark.runner import KIND
 
 GPUS = 8
@@ -53,7 +54,7 @@ class InMemoryAdapter:
         self.failures: dict[str, list[Exception]] = {}
         self.calls: list[str] = []
         self.run_stdout: str | None = None  # None: a simulated report per node
-        self.unhealthy: dict[str, str] = {}  # node → why its simulated benchmark fails
+        self.unhealthy = dict(MemorySettings().unhealthy)  # node → why its benchmark fails
         self.execute_runs = False
 
     def fail(self, method: str, *errors: Exception) -> None:

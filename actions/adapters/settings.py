@@ -6,6 +6,16 @@ from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
+class MemorySettings(BaseSettings):
+    """`CENTRALITY_MEMORY_*`: what the recording adapter (demos, tests) answers."""
+
+    model_config = SettingsConfigDict(env_prefix="CENTRALITY_MEMORY_", extra="ignore")
+
+    unhealthy: dict[str, str] = Field(
+        default_factory=dict, description="Node → why its simulated benchmark fails."
+    )
+
+
 class SlurmSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="CENTRALITY_SLURM_", extra="ignore")
 

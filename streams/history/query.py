@@ -38,6 +38,26 @@ def rows_for(settings: ClickHouseSettings, subjects: list[str]) -> list[HistoryR
         return [HistoryRow(*row) for row in result.result_rows]
 
 
+def wait_for(
+    settings: ClickHouseSettings,
+    subjects: list[str],
+    done: Callable[[list[HistoryRow]], bool],
+    timeout_s: float,
+    check: Callable[[], None] = lambda: None,
+) -> list[HistoryRow]:
+    """Poll the subjects' rows until `done` says so; `check` may raise to stop waiting early."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        rows = rows_for(settings, subjects)
+        if done(rows):
+            return rows
+        check()
+        if time.monotonic() > deadline:
+            seen = sorted({r.type for r in rows})
+            raise TimeoutError(f"history did not settle within {timeout_s:.0f}s; saw {seen}")
+        time.sleep(0.5)
+
+
 def wait_for_types(
     settings: ClickHouseSettings,
     subjects: list[str],
@@ -45,20 +65,13 @@ def wait_for_types(
     timeout_s: float,
     check: Callable[[], None] = lambda: None,
 ) -> list[HistoryRow]:
-    """Poll until every type in `want` has a row; `check` may raise to stop waiting early."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        rows = rows_for(settings, subjects)
-        seen = {r.type for r in rows}
-        if want <= seen:
-            return rows
-        check()
-        if time.monotonic() > deadline:
-            raise TimeoutError(
-                f"history did not show {sorted(want - seen)} within {timeout_s:.0f}s;"
-                f" saw {sorted(seen)}"
-            )
-        time.sleep(0.5)
+    """Poll until every type in `want` has a row."""
+    try:
+        return wait_for(
+            settings, subjects, lambda rows: want <= {r.type for r in rows}, timeout_s, check
+        )
+    except TimeoutError as exc:
+        raise TimeoutError(f"history did not show {sorted(want)}: {exc}") from None
 
 
 _EVENT_SELECT = (

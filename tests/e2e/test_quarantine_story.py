@@ -17,11 +17,11 @@ from typing import Any
 import pytest
 
 from centrality.pipeline import Pipeline
+from centrality.slack_stub import SlackStub
 from collectors.simulate.config import SimConfig
 from collectors.simulate.model import ClusterModel
 from streams.history.query import HistoryRow, rows_for
 from streams.history.settings import ClickHouseSettings
-from tests.support.slack_stub import SlackStub
 
 pytestmark = pytest.mark.e2e
 

@@ -16,13 +16,13 @@ from actions.settings import ActionsSettings
 from actions.slack.notifier import SlackNotifier
 from actions.slack.settings import SlackSettings
 from actions.worker import ActionWorker
+from centrality.slack_stub import SlackStub
 from schemas.codec import decode
 from schemas.emitter import Emitter
 from schemas.envelope import Event
 from schemas.events import Trigger
 from schemas.settings import KafkaSettings
 from schemas.topics import topic_name
-from tests.support.slack_stub import SlackStub
 
 
 @asynccontextmanager

@@ -2,7 +2,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.support.slack_stub import SlackStub
+from centrality.slack_stub import SlackStub
 
 
 @pytest.fixture

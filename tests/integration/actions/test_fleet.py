@@ -11,6 +11,7 @@ from aiokafka import AIOKafkaProducer
 
 from actions.adapters.memory import InMemoryAdapter
 from actions.fleet import FleetWatcher, ObservedFleet
+from centrality.slack_stub import SlackStub
 from schemas.codec import encode
 from schemas.emitter import Emitter
 from schemas.events import NodeHealthChecked, NodeHeartbeat, QuarantineNodes
@@ -18,7 +19,6 @@ from schemas.events.actions import ActionFailed, ActionSucceeded
 from schemas.settings import KafkaSettings
 from schemas.topics import topic_name
 from tests.support.action_worker import send, wait_for, worker
-from tests.support.slack_stub import SlackStub
 from tests.support.triggers import quarantine
 
 pytestmark = pytest.mark.integration

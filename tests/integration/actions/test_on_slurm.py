@@ -11,6 +11,7 @@ import pytest
 
 from actions.adapters.base import make_adapter
 from actions.adapters.slurm import SlurmAdapter
+from centrality.slack_stub import SlackStub
 from schemas.events import (
     ActionSucceeded,
     BenchmarkCompleted,
@@ -23,7 +24,6 @@ from schemas.settings import KafkaSettings
 from tests.factories import exited
 from tests.kafka_helpers import read_events
 from tests.support.action_worker import count, send, wait_for, worker
-from tests.support.slack_stub import SlackStub
 from tests.support.slurm import SlurmCluster
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]

@@ -12,7 +12,7 @@ from pydantic import SecretStr
 from actions.errors import TemporaryError
 from actions.slack.notifier import Message, SlackNotifier, make_notifier
 from actions.slack.settings import SlackSettings
-from tests.support.slack_stub import SlackStub
+from centrality.slack_stub import SlackStub
 
 TOKEN = "xoxb-very-secret-token"
 

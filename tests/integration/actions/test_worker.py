@@ -6,10 +6,10 @@ import pytest
 
 from actions.adapters.memory import InMemoryAdapter
 from actions.errors import TemporaryError
+from centrality.slack_stub import SlackStub
 from schemas.events import ActionFailed, ActionStarted, ActionSucceeded
 from schemas.settings import KafkaSettings
 from tests.support.action_worker import count, send, wait_for, worker
-from tests.support.slack_stub import SlackStub
 from tests.support.triggers import notify, restart
 
 pytestmark = pytest.mark.integration

@@ -18,9 +18,9 @@ from actions.registry import handler_for
 from actions.settings import ActionsSettings
 from actions.slack.notifier import SlackNotifier
 from actions.slack.settings import SlackSettings
+from centrality.slack_stub import SlackStub
 from schemas.envelope import Event
 from schemas.events import ActionFailed, ActionStarted, ActionSucceeded, BenchmarkCompleted
-from tests.support.slack_stub import SlackStub
 from tests.support.triggers import benchmark, notify, quarantine, release, restart
 
 

@@ -1,4 +1,7 @@
-"""A local Slack Web API stub: records chat.postMessage calls, can answer 429 (Retry-After)."""
+"""A local Slack Web API stub: records chat.postMessage calls, can answer 429 (Retry-After).
+
+The demo points the action worker at it to show what people would be told; tests script it.
+"""
 
 from __future__ import annotations
 

@@ -1,0 +1,80 @@
+"""`make demo` is an end-to-end test: the story it narrates is what history holds."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from centrality.demo import node, run_demo
+from centrality.stack.stack import Stack
+from schemas.envelope import Event
+from streams.history.settings import ClickHouseSettings
+from streams.history.timeline import timeline
+
+pytestmark = pytest.mark.e2e
+
+
+def chain(settings: ClickHouseSettings, kind: str, subject: str) -> list[Event]:
+    now = datetime.now(UTC)
+    return timeline(settings, kind, subject, now - timedelta(hours=3), now + timedelta(hours=1))  # type: ignore[arg-type]
+
+
+def types(events: list[Event], *only: str) -> list[str]:
+    return [e.type if e.topic != "actions" else f"{e.type}:{e.payload.trigger_type}" for e in events
+            if e.type in only or (e.topic == "actions" and e.type != "ActionStarted")]  # fmt: skip
+
+
+def test_the_demo_tells_the_whole_story(
+    stack: Stack,
+    worker_env: dict[str, str],
+    clickhouse_settings: ClickHouseSettings,
+    tmp_path: Path,
+) -> None:
+    console = Console(record=True, width=160)
+    result = run_demo(console, stack=stack, env=worker_env, log_dir=tmp_path, timeout_s=240)
+    jobs, nodes = result.story.jobs, result.story.nodes
+    decisions = ("RestartJob", "QuarantineNodes", "RunBenchmark", "ReleaseNodes", "Notify")
+
+    crash = chain(clickhouse_settings, "job", jobs["crash"])
+    [restart] = [e for e in crash if e.type == "RestartJob"]
+    assert restart.payload.checkpoint_uri.endswith("/step-1200")  # type: ignore[attr-defined]
+    assert "ActionSucceeded:RestartJob" in types(crash)
+    assert types(chain(clickhouse_settings, "job", jobs["done"]), *decisions) == []
+    assert "RestartJob" in types(chain(clickhouse_settings, "job", jobs["preempt"]), *decisions)
+    for preempted_on in (node(7), node(8)):
+        assert "QuarantineNodes" not in types(chain(clickhouse_settings, "node", preempted_on))
+
+    released = [
+        "QuarantineNodes", "ActionSucceeded:QuarantineNodes", "RunBenchmark",
+        "ActionSucceeded:RunBenchmark", "BenchmarkCompleted", "ReleaseNodes",
+        "ActionSucceeded:ReleaseNodes",
+    ]  # fmt: skip
+    for role in ("xid", "healthy"):
+        story = chain(clickhouse_settings, "node", nodes[role])
+        assert types(story, "BenchmarkCompleted", *decisions) == released, role
+    kept = chain(clickhouse_settings, "node", nodes["broken"])
+    assert types(kept, "BenchmarkCompleted", *decisions)[:6] == [*released[:5], "Notify"]
+    assert "ReleaseNodes" not in types(kept)
+    [verdict] = [e for e in kept if e.type == "BenchmarkCompleted"]
+    assert verdict.payload.verdict == "fail"  # type: ignore[attr-defined]
+
+    idle = chain(clickhouse_settings, "job", jobs["idle"])
+    [flagged] = [e for e in idle if e.type == "Notify"]
+    assert flagged.payload.rule == "idle_allocation"  # type: ignore[attr-defined]
+
+    told = [p["text"] for p in result.slack]
+    assert any(t.startswith(f"Drained {nodes['xid']}") for t in told)
+    assert any(f"{nodes['healthy']} back in service" in t for t in told)
+    assert any(f"Node {nodes['broken']} stays quarantined" in t for t in told)
+    assert any("Idle GPU allocation" in t for t in told)
+    assert not any(f"{nodes['broken']} back in service" in t for t in told)
+
+    shown = console.export_text()
+    for heading in ("1. a crash", "2. a finished job", "3. preemption", "4. drain", "5. an idle",
+                    "What Slack was told", "Timelines"):  # fmt: skip
+        assert heading in shown
+    assert json.dumps(jobs["crash"])[1:-1] in shown
