@@ -99,14 +99,18 @@ class Emitter:
             spool.close(remove_if_empty=True)
         await self._disconnect()
 
-    async def emit(self, event: Event) -> None:
+    async def emit(self, event: Event, headers: Sequence[tuple[str, bytes]] = ()) -> None:
+        """`headers` (a trigger's signature, say) travel with this event's own message, so they
+        are for families that are not batched."""
         topic = topic_name(event.topic, self.settings)
         if spec(event.topic).batched:
+            if headers:
+                raise ValueError(f"{event.type} travels batched: it cannot carry headers")
             full = self._batcher.add(topic, event)
             if full is not None:
                 await self._deliver(full.topic, full.key, full.value())
             return
-        await self._deliver(topic, event.key, encode(event))
+        await self._deliver(topic, event.key, encode(event), headers)
 
     async def emit_batch(self, events: Sequence[Event]) -> None:
         """Send events of one subject as one message, now."""
@@ -130,8 +134,14 @@ class Emitter:
             topic_name("deadletter", self.settings), letter.topic.encode(), letter.to_bytes()
         )
 
-    async def _deliver(self, topic: str, key: bytes | None, value: bytes) -> None:
-        record = SpooledRecord(topic, key, value, inject_headers())
+    async def _deliver(
+        self,
+        topic: str,
+        key: bytes | None,
+        value: bytes,
+        headers: Sequence[tuple[str, bytes]] = (),
+    ) -> None:
+        record = SpooledRecord(topic, key, value, [*inject_headers(), *headers])
         async with self._lock:
             producer = self._producer if self.spool.empty else None
             if producer is None:
