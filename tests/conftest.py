@@ -83,4 +83,5 @@ def worker_env(
         "CENTRALITY_ACTIONS_GROUP_ID": f"actions-{unique}",
         "CENTRALITY_SINK_GROUP_ID": f"sink-{unique}",
         "CENTRALITY_SINK_BATCH_MAX_MS": "200",
+        "CENTRALITY_TRIGGER_KEY": "centrality-test-trigger-key",
     }

@@ -4,8 +4,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from schemas.events import JobExited, Notify, QuarantineNodes, RestartJob, RunBenchmark
+from pydantic import SecretStr
+
+from schemas.codec import encode
+from schemas.events import JobExited, Notify, QuarantineNodes, RestartJob, RunBenchmark, Trigger
+from schemas.signing import SigningSettings, signed_headers
 from tests.factories import exited
+
+# The key test workers trust (`CENTRALITY_TRIGGER_KEY` in `worker_env`) and test triggers carry.
+TRIGGER_KEY = SecretStr("centrality-test-trigger-key")
+SIGNING = SigningSettings(key=TRIGGER_KEY)
+
+
+def signature_of(trigger: Trigger, key: SecretStr = TRIGGER_KEY) -> list[tuple[str, bytes]]:
+    return signed_headers(encode(trigger), key)
 
 
 def cause(subject: str = "slurm/test/42", cluster: str = "test") -> JobExited:
