@@ -5,7 +5,8 @@ they were; a `detail` mapping whose JSON is over `MAX_DETAIL_BYTES` is replaced 
 (`truncated`, its size, its keys, the start of its JSON). Subject, cluster and nodes are kept
 whole: they come from the trigger, which the worker refuses above
 `CENTRALITY_ACTIONS_MAX_TRIGGER_BYTES` (dead letter `too_large`), and with that limit every
-result and entry stays below Kafka's default message size (1 MiB).
+result and entry stays below Kafka's default message size (1 MiB). A dead letter keeps the
+first `MAX_RAW_BYTES` of its message and `MAX_KEY_BYTES` of its key, and says so in `detail`.
 """
 
 from __future__ import annotations
@@ -15,6 +16,9 @@ from typing import Any
 from pydantic_core import to_json
 
 MAX_TEXT_CHARS = 2000
+# A dead letter carries its message's first bytes only (base64 makes them a third larger).
+MAX_RAW_BYTES = 256 * 1024
+MAX_KEY_BYTES = 1024
 MAX_DETAIL_BYTES = 16 * 1024
 _HEAD_CHARS = 2000
 _MAX_KEYS = 50

@@ -22,6 +22,7 @@ from aiokafka.errors import KafkaError
 from pydantic import SecretStr
 
 from actions.adapters.base import SchedulerAdapter, make_adapter
+from actions.bounds import MAX_KEY_BYTES, MAX_RAW_BYTES
 from actions.dispatch import Dispatcher
 from actions.inflight import Inflight
 from actions.ledger import KafkaLedger
@@ -186,16 +187,20 @@ class ActionWorker:
 
     async def _dead_letter(self, emitter: Emitter, record: Record, why: Rejected) -> None:
         log.warning("trigger_dead_lettered", reason=why.reason, offset=record.offset)
+        raw, key = record.value or b"", record.key
+        detail = why.detail[:1000]
+        if len(raw) > MAX_RAW_BYTES:
+            detail += f" (raw: the first {MAX_RAW_BYTES} of {len(raw)} bytes)"
         await emitter.dead_letter(
             DeadLetter(
                 reason=why.reason,
-                detail=why.detail[:1000],
+                detail=detail,
                 consumer=self.settings.group_id,
                 topic=record.topic,
                 partition=record.partition,
                 offset=record.offset,
-                key=record.key,
-                raw=record.value or b"",
+                key=None if key is None else key[:MAX_KEY_BYTES],
+                raw=raw[:MAX_RAW_BYTES],
             )
         )
 

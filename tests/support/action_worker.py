@@ -35,7 +35,7 @@ async def worker(
     stop = asyncio.Event()
     w = ActionWorker(
         kafka,
-        ActionsSettings(group_id=f"g-{uuid.uuid4().hex[:8]}", **settings),
+        ActionsSettings(**{"group_id": f"g-{uuid.uuid4().hex[:8]}", **settings}),
         adapter,
         notifier,
         SIGNING,
