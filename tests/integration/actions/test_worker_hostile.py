@@ -20,6 +20,7 @@ from schemas.emitter import Emitter
 from schemas.events import ActionFailed, ActionSucceeded, RestartJob
 from schemas.settings import KafkaSettings
 from tests.kafka_helpers import read_messages
+from tests.support import foreign
 from tests.support.action_worker import count, send, wait_for, worker
 from tests.support.slack_stub import SlackStub
 from tests.support.triggers import quarantine, restart, signature_of
@@ -151,3 +152,22 @@ async def test_slack_down_does_not_delay_drains_and_notifications_follow(
         slack.down = False
         await until(lambda: len(slack.posts) == 3)
     assert all("quarantine_nodes done" in p["text"] for p in slack.posts)
+
+
+async def test_signed_triggers_in_every_codec_from_librdkafka_are_acted_on(
+    kafka_settings: KafkaSettings, slack: SlackStub
+) -> None:
+    adapter = InMemoryAdapter()
+    triggers = {codec: restart(f"slurm/test/{codec}") for codec in foreign.CODECS}
+    async with worker(kafka_settings, adapter, slack):
+        for codec, t in triggers.items():
+            foreign.produce(
+                kafka_settings, "triggers", codec, [(t.key, encode(t), signature_of(t))]
+            )
+        await wait_for(
+            kafka_settings,
+            lambda s: all(count(s, ActionSucceeded, t) for t in triggers.values()),
+        )
+    assert sorted(job for job, _ in adapter.requeued) == sorted(
+        f"slurm/test/{codec}" for codec in foreign.CODECS
+    )
