@@ -11,7 +11,7 @@ from actions.inflight import Inflight
 TP = TopicPartition("triggers", 0)
 
 
-async def test_one_subject_in_order_others_meanwhile_and_commits_up_to_the_first_unfinished() -> (
+async def test_subject_in_order_others_meanwhile_commits_up_to_first_unfinished() -> (
     None
 ):
     inflight = Inflight(limit=8)
