@@ -129,12 +129,12 @@ class ActionWorker:
                 await ledger.load_retrying(stop)
                 self.notifier.threads.update(ledger.threads())
             known = assigned
-            for batch in skipped:
-                letter = batch.dead_letter(self.settings.group_id)
-                inflight.start(batch.tp, batch.next_offset - 1, None, emitter.dead_letter(letter))
             for records in fetched.values():
                 for record in records:
                     self._start(record, inflight, emitter, dispatcher, key)
+            for batch in skipped:  # after the records before it: offsets queue up in order
+                letter = batch.dead_letter(self.settings.group_id)
+                inflight.start(batch.tp, batch.next_offset - 1, None, emitter.dead_letter(letter))
             await _commit(consumer, inflight.committable())
 
     def _start(

@@ -11,9 +11,7 @@ from actions.inflight import Inflight
 TP = TopicPartition("triggers", 0)
 
 
-async def test_subject_in_order_others_meanwhile_commits_up_to_first_unfinished() -> (
-    None
-):
+async def test_subject_in_order_others_meanwhile_commits_up_to_first_unfinished() -> None:
     inflight = Inflight(limit=8)
     log: list[str] = []
     gate = asyncio.Event()
