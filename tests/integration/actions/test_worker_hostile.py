@@ -10,6 +10,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+import aiokafka.codec
 import pytest
 from pydantic import SecretStr
 
@@ -171,3 +172,18 @@ async def test_signed_triggers_in_every_codec_from_librdkafka_are_acted_on(
     assert sorted(job for job, _ in adapter.requeued) == sorted(
         f"slurm/test/{codec}" for codec in foreign.CODECS
     )
+
+
+async def test_trigger_batch_it_cannot_decompress_is_dead_lettered_and_read_past(
+    kafka_settings: KafkaSettings, slack: SlackStub, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    adapter = InMemoryAdapter()
+    unreadable, plain = restart("slurm/test/lz4"), restart("slurm/test/plain")
+    for codec, t in (("lz4", unreadable), ("none", plain)):
+        foreign.produce(kafka_settings, "triggers", codec, [(t.key, encode(t), signature_of(t))])
+    monkeypatch.setattr(aiokafka.codec, "cramjam", None)  # a worker without the codec
+    async with worker(kafka_settings, adapter, slack):
+        await wait_for(kafka_settings, lambda s: count(s, ActionSucceeded, plain) == 1)
+        [letter] = await dead_letters(kafka_settings, "codec", 1)
+    assert "UnsupportedCodecError" in letter.detail
+    assert adapter.requeued == [("slurm/test/plain", "s3://ckpt/step-1200")]

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -61,7 +62,9 @@ async def emit_steadily(kafka: KafkaSettings, spool: Path, n: int, offset: int) 
     options = EmitterSettings(spool_dir=spool, delivery_timeout_ms=1500)
     async with Emitter(kafka, options) as emitter:
         for i in range(offset, offset + n):
-            await emitter.emit(exited(attempt=1, subject=f"slurm/o/{i}"))
+            event = exited(attempt=1, subject=f"slurm/o/{i}")
+            # Recent, or the table's TTL would drop it at insert.
+            await emitter.emit(event.model_copy(update={"occurred_at": datetime.now(UTC)}))
             await asyncio.sleep(0.01)
         deadline = time.monotonic() + 120
         while not emitter.spool.empty:
