@@ -161,7 +161,7 @@ class HistorySink:
         finally:
             for write, _ in inflight:
                 write.cancel()
-            self._pool.shutdown(wait=False, cancel_futures=True)
+            _stop_pool(self._pool)
             await consumer.stop()
 
     def _start_pool(self) -> ProcessPoolExecutor:
@@ -260,7 +260,14 @@ class HistorySink:
         async def insert() -> writer.Written:
             if not submitted:
                 submitted.append(self._submit(batch))
-            return await asyncio.wrap_future(submitted.pop())
+            written = asyncio.wrap_future(submitted.pop())
+            stopping = asyncio.ensure_future(stop.wait())
+            either: list[asyncio.Future[Any]] = [written, stopping]
+            await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
+            stopping.cancel()
+            if not written.done():  # an insert hanging on a frozen server must not hold a stop
+                raise Stopping
+            return written.result()
 
         async def paused(delay_s: float) -> None:
             if not self._paused:
@@ -363,3 +370,18 @@ class HistorySink:
         except RetryError:
             return None
         return result
+
+
+class Stopping(Exception):
+    """Asked to stop while an insert was still under way."""
+
+
+def _stop_pool(pool: ProcessPoolExecutor) -> None:
+    """Stop the insert processes without waiting: one stuck in an insert (a frozen server) would
+    otherwise hold the exit for its HTTP timeout. Its batch is not committed, so it is read again
+    and the server drops what it already took (the insert's deduplication token)."""
+    # ProcessPoolExecutor has no public terminate before Python 3.14.
+    processes = list((pool._processes or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        process.terminate()
