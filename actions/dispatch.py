@@ -12,18 +12,28 @@ from datetime import datetime
 from typing import Any
 
 import structlog
+from tenacity import (
+    AsyncRetrying,
+    RetryCallState,
+    retry_if_exception_type,
+    stop_after_attempt,
+    wait_exponential_jitter,
+)
 
 import actions.handlers  # noqa: F401  (registers the built-in handlers)
 from actions.adapters.base import SchedulerAdapter
+from actions.bounds import bounded_detail, bounded_text
 from actions.context import ActionContext
 from actions.dryrun import Plan, PlanningAdapter, PlanningNotifier
-from actions.errors import PermanentError, TemporaryError
+from actions.errors import TemporaryError
 from actions.fleet import FleetSizes, ObservedFleet
 from actions.ledger import Ledger, LedgerEntry, Outcome
 from actions.registry import HandlerSpec, handler_for
 from actions.settings import ActionsSettings
+from actions.slack.background import BackgroundNotifier
 from actions.slack.blocks import incident_message
 from actions.slack.notifier import Message, Notifier
+from actions.threads import in_thread
 from schemas.envelope import Event, utcnow
 from schemas.events import ActionFailed, ActionStarted, ActionSucceeded, BenchmarkCompleted, Trigger
 
@@ -47,6 +57,7 @@ class Dispatcher:
         emit: Emit,
         clock: Callable[[], datetime] = utcnow,
         fleet: ObservedFleet | None = None,
+        notifications: BackgroundNotifier | None = None,
     ) -> None:
         self.settings = settings
         self.adapter = adapter
@@ -58,6 +69,7 @@ class Dispatcher:
         self.fleets = FleetSizes(
             settings.fleet_size, fleet or ObservedFleet(settings.fleet_window_s)
         )
+        self.notifications = notifications or BackgroundNotifier(notifier)
 
     async def handle(self, trigger: Trigger) -> None:
         spec = handler_for(trigger)
@@ -113,31 +125,45 @@ class Dispatcher:
         return entries if self.settings.dry_run else [e for e in entries if e.outcome != "dry_run"]
 
     async def _act(self, spec: HandlerSpec, trigger: Trigger, ctx: ActionContext) -> None:
+        """Attempts with jittered backoff while the handler says temporary (a timeout is).
+
+        A call past its timeout goes on in its thread: the next attempt starts only once it has
+        ended, so an action never runs twice at once; if it still runs when the backoff is over,
+        the action ends as a temporary failure instead.
+        """
         if not ctx.dry_run:
             await self._record(spec, trigger, ctx, "started", 0)
-        attempt = 1
-        while True:
-            await self.emit(self._result(ActionStarted, spec, trigger, ctx, attempt))
-            ctx.outbox.clear()
-            try:
-                detail = await asyncio.wait_for(
-                    asyncio.to_thread(spec.fn, trigger, ctx), spec.timeout_s
-                )
-            except TemporaryError as exc:
-                if attempt <= spec.retries:
-                    log.warning("action_retry", action=spec.name, attempt=attempt, error=str(exc))
-                    delay = spec.backoff_s * self.settings.backoff_scale * 2 ** (attempt - 1)
-                    await asyncio.sleep(delay)
-                    attempt += 1
-                    continue
-                return await self._failed(spec, trigger, ctx, attempt, exc, permanent=False)
-            except TimeoutError:
-                # The call may still finish in its thread: never retried, so never done twice.
-                timeout = PermanentError(f"timed out after {spec.timeout_s:g}s")
-                return await self._failed(spec, trigger, ctx, attempt, timeout, permanent=True)
-            except Exception as exc:  # PermanentError, or a bug: retrying blindly could harm
-                return await self._failed(spec, trigger, ctx, attempt, exc, permanent=True)
-            return await self._succeeded(spec, trigger, ctx, attempt, detail)
+        timeout_s = self.settings.timeouts_s.get(spec.name, spec.timeout_s)
+        backoff_s = spec.backoff_s * self.settings.backoff_scale
+        call: asyncio.Future[dict[str, Any]] | None = None
+        attempt = 0
+        retrying = AsyncRetrying(
+            retry=retry_if_exception_type(TemporaryError),
+            stop=stop_after_attempt(spec.retries + 1),
+            wait=wait_exponential_jitter(initial=backoff_s, jitter=backoff_s),
+            before_sleep=_log_retry(spec),
+            reraise=True,
+        )
+        try:
+            async for trying in retrying:
+                with trying:
+                    attempt = trying.retry_state.attempt_number
+                    if call is not None and not call.done():
+                        raise CallStillRunning(
+                            f"timed out after {timeout_s:g}s and still running: not tried again"
+                        )
+                    await self.emit(self._result(ActionStarted, spec, trigger, ctx, attempt))
+                    ctx.outbox.clear()
+                    call = in_thread(spec.fn, trigger, ctx)
+                    try:
+                        detail = await asyncio.wait_for(asyncio.shield(call), timeout_s)
+                    except TimeoutError:
+                        raise TemporaryError(f"timed out after {timeout_s:g}s") from None
+        except (TemporaryError, CallStillRunning) as exc:
+            return await self._failed(spec, trigger, ctx, attempt, exc, permanent=False)
+        except Exception as exc:  # PermanentError, or a bug: retrying blindly could harm
+            return await self._failed(spec, trigger, ctx, attempt, exc, permanent=True)
+        return await self._succeeded(spec, trigger, ctx, attempt, detail)
 
     async def _succeeded(
         self,
@@ -220,12 +246,11 @@ class Dispatcher:
         await self._record(spec, trigger, ctx, outcome, 0, error=why, detail=detail)
 
     async def _notify(self, ctx: ActionContext, message: Message) -> dict[str, Any]:
-        """A notification that cannot be sent must not lose the record of the action itself."""
-        try:
-            return await asyncio.to_thread(ctx.notifier.post, ctx.incident, message)
-        except Exception as exc:
-            log.error("notify_failed", incident=ctx.incident, error=f"{type(exc).__name__}: {exc}")
-            return {"error": f"{type(exc).__name__}: {exc}"}
+        """Queued, never awaited: a slow or absent Slack must not hold up an action or its
+        record. In shadow mode the plan records it at once."""
+        if ctx.dry_run:
+            return ctx.notifier.post(ctx.incident, message)
+        return self.notifications.submit(ctx.incident, message)
 
     async def _record(
         self,
@@ -248,8 +273,8 @@ class Dispatcher:
                 nodes=tuple(getattr(trigger.payload, "nodes", ())),
                 outcome="dry_run" if ctx.dry_run else outcome,
                 attempts=attempts,
-                detail=detail or {},
-                error=error,
+                detail=bounded_detail(detail or {}),
+                error=None if error is None else bounded_text(error),
                 incident=ctx.incident,
                 thread=self.notifier.threads.get(ctx.incident),
                 recorded_at=self.clock(),
@@ -265,6 +290,10 @@ class Dispatcher:
         attempt: int,
         **payload: Any,
     ) -> Event:
+        if "error" in payload:
+            payload["error"] = bounded_text(payload["error"])
+        if "detail" in payload:
+            payload["detail"] = bounded_detail(payload["detail"])
         return cls.model_validate(
             {
                 "source": self.settings.source,
@@ -282,3 +311,17 @@ class Dispatcher:
                 },
             }
         )
+
+
+class CallStillRunning(Exception):
+    """The previous attempt's call outlived its timeout; starting another could double it."""
+
+
+def _log_retry(spec: HandlerSpec) -> Callable[[RetryCallState], None]:
+    def before_sleep(state: RetryCallState) -> None:
+        error = state.outcome.exception() if state.outcome else None
+        log.warning(
+            "action_retry", action=spec.name, attempt=state.attempt_number, error=str(error)
+        )
+
+    return before_sleep

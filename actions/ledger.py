@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any, Literal
 
 import structlog
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+from aiokafka.errors import KafkaError
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, wait_random_exponential
 
 from schemas.envelope import utcnow
 from schemas.settings import KafkaSettings
@@ -117,13 +119,23 @@ class KafkaLedger(Ledger):
         await self._producer.stop()
 
     async def record(self, entry: LedgerEntry) -> None:
-        await self._producer.send_and_wait(
-            self.topic, value=entry.to_bytes(), key=str(entry.trigger_id).encode()
-        )
+        """Durable before it counts; retried while the broker is away (until cancelled), never
+        when the broker refuses the entry itself."""
+        async for attempt in _retrying_transient("ledger_record"):
+            with attempt:
+                await self._producer.send_and_wait(
+                    self.topic, value=entry.to_bytes(), key=str(entry.trigger_id).encode()
+                )
         await super().record(entry)
 
     async def refresh(self) -> None:
         await self.load()
+
+    async def load_retrying(self, stop: asyncio.Event) -> None:
+        """`load`, again and again while the broker is away, unless stopped."""
+        async for attempt in _retrying_transient("ledger_load", stop):
+            with attempt:
+                await self.load()
 
     async def load(self) -> None:
         """Read the whole topic up to its current end (triggers and ledger are not co-partitioned,
@@ -154,9 +166,40 @@ class KafkaLedger(Ledger):
         while pending:
             fetched = await consumer.getmany(*pending, timeout_ms=500)
             for records in fetched.values():
-                self._apply(LedgerEntry.from_bytes(r.value) for r in records if r.value)
+                self._apply(_entries(records))
                 count += len(records)
             for tp in list(pending):
                 if await consumer.position(tp) >= ends[tp]:
                     pending.discard(tp)
         return count
+
+
+def _entries(records: Iterable[Any]) -> Iterator[LedgerEntry]:
+    """Entries of the ledger; anything else found on its topic is logged and passed over."""
+    for r in records:
+        if not r.value:
+            continue
+        try:
+            yield LedgerEntry.from_bytes(r.value)
+        except ValidationError as exc:
+            log.error("ledger_entry_invalid", offset=r.offset, error=str(exc)[:300])
+
+
+def _transient(exc: BaseException) -> bool:
+    if isinstance(exc, KafkaError):
+        return bool(exc.retriable)
+    return isinstance(exc, (TimeoutError, OSError))
+
+
+def _retrying_transient(what: str, stop: asyncio.Event | None = None) -> AsyncRetrying:
+    def log_retry(state: RetryCallState) -> None:
+        error = state.outcome.exception() if state.outcome else None
+        log.warning(f"{what}_retry", attempt=state.attempt_number, error=repr(error)[:300])
+
+    return AsyncRetrying(
+        retry=retry_if_exception(_transient),
+        wait=wait_random_exponential(multiplier=0.2, max=10),
+        stop=lambda _: stop is not None and stop.is_set(),
+        before_sleep=log_retry,
+        reraise=True,
+    )

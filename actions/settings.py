@@ -54,6 +54,24 @@ class ActionsSettings(BaseSettings):
     )
     benchmark_timeout_s: float = Field(default=900.0, gt=0)
     ledger_load_timeout_s: float = Field(default=30.0, gt=0)
+    timeouts_s: dict[str, float] = Field(
+        default_factory=dict,
+        description="Per action, how long one call may take before it counts as a temporary "
+        'failure (overrides the handler\'s own, e.g. `{"restart_job": 60}`).',
+    )
+    concurrency: int = Field(
+        default=16, ge=1, description="Triggers handled at once (in order per subject)."
+    )
+    max_trigger_bytes: int = Field(
+        default=256 * 1024,
+        ge=1024,
+        description="Larger triggers are dead-lettered (`too_large`): results must fit a message.",
+    )
+    stop_grace_s: float = Field(
+        default=4.0,
+        ge=0,
+        description="On SIGTERM, how long actions under way may finish before they are abandoned.",
+    )
 
     def allows(self, cluster: str, action: str) -> bool:
         if not self.allow:

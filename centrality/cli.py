@@ -123,8 +123,13 @@ def streams() -> None:
 def actions() -> None:
     """Run the action worker (triggers → scheduler adapters → action results)."""
     from actions.worker import ActionWorker
+    from schemas.signing import MissingKeyError
 
-    run_until_signalled(ActionWorker().run)
+    try:
+        run_until_signalled(ActionWorker().run)
+    except MissingKeyError as exc:  # refused before reading a single trigger
+        console.print(f"[red]{exc}[/]", soft_wrap=True)
+        raise typer.Exit(2) from None
 
 
 @app.command()

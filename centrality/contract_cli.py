@@ -18,11 +18,14 @@ from pydantic.fields import FieldInfo
 from rich.console import Console
 from rich.table import Table
 
+from schemas.codec import encode
 from schemas.emitter import Emitter
 from schemas.envelope import Event
+from schemas.events import Trigger
 from schemas.jsonschema import JSON_DIR, export
 from schemas.registry import event_types
 from schemas.settings import KafkaSettings
+from schemas.signing import MissingKeyError, SigningSettings, signed_headers
 from schemas.topics import spec, topic_name
 
 ENVELOPE = {"event_id", "source", "cluster", "subject", "occurred_at", "observed_at"}
@@ -57,8 +60,16 @@ def emit(
     except (ValueError, ValidationError) as exc:
         err.print(f"[red]invalid {event_type}[/]:\n{_explain(exc)}")
         raise typer.Exit(2) from None
+    headers: list[tuple[str, bytes]] = []
+    if isinstance(event, Trigger):  # workers act only on signed triggers: an operator's command
+        try:
+            key = SigningSettings().require(f"`centrality emit {event_type}`")
+        except MissingKeyError as exc:
+            err.print(f"[red]{exc}[/]", soft_wrap=True)
+            raise typer.Exit(2) from None
+        headers = signed_headers(encode(event), key)
     kafka = KafkaSettings()
-    spooled = asyncio.run(_send(kafka, event))
+    spooled = asyncio.run(_send(kafka, event, headers))
     if json:
         print(event.model_dump_json())
     where = topic_name(event.topic, kafka)
@@ -71,9 +82,9 @@ def emit(
         err.print(f"sent {event.type} {event.event_id} to {where} (key {event.subject})")
 
 
-async def _send(kafka: KafkaSettings, event: Event) -> bool:
+async def _send(kafka: KafkaSettings, event: Event, headers: list[tuple[str, bytes]]) -> bool:
     async with Emitter(kafka) as emitter:
-        await emitter.emit(event)
+        await emitter.emit(event, headers)
         await emitter.flush()
         return not emitter.spool.empty
 

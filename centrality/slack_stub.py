@@ -17,6 +17,7 @@ from urllib.parse import parse_qs
 @dataclass
 class SlackStub:
     rate_limit_next: int = 0  # how many coming calls get a 429
+    down: bool = False  # every call gets a 503, as while Slack has an outage
     retry_after_s: int = 1
     posts: list[dict[str, Any]] = field(default_factory=list)
     rejected: int = 0
@@ -65,6 +66,9 @@ class SlackStub:
 
     def answer(self, path: str, headers: Any, body: str) -> tuple[int, dict[str, str], Any]:
         with self._lock:
+            if self.down:
+                self.rejected += 1
+                return 503, {}, {"ok": False, "error": "service_unavailable"}
             if self.rate_limit_next > 0:
                 self.rate_limit_next -= 1
                 self.rejected += 1

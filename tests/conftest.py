@@ -22,9 +22,7 @@ from streams.history.client import connect
 from streams.history.migrations import migrate
 from streams.history.settings import ClickHouseSettings
 from tests.ports import free_ports
-
-# Signs the triggers of every worker a test starts (each worker refuses to start without one).
-TRIGGER_KEY = "test-trigger-key-" + uuid.uuid4().hex
+from tests.support.triggers import TRIGGER_KEY
 
 # Scheduler test clusters, session-scoped: registered once here so every test shares one of each.
 pytest_plugins = ["tests.support.slurm", "tests.support.ray", "tests.support.kube"]
@@ -82,7 +80,7 @@ def worker_env(
         "CENTRALITY_KAFKA_TOPIC_PREFIX": kafka_settings.topic_prefix,
         "CENTRALITY_CLICKHOUSE_DATABASE": clickhouse_settings.database,
         "CENTRALITY_STREAMS_APP_ID": f"streams-{unique}",
-        "CENTRALITY_TRIGGER_KEY": TRIGGER_KEY,
+        "CENTRALITY_TRIGGER_KEY": TRIGGER_KEY.get_secret_value(),
         "CENTRALITY_STREAMS_DATA_DIR": str(tmp_path / "streams"),
         "CENTRALITY_ACTIONS_GROUP_ID": f"actions-{unique}",
         "CENTRALITY_SINK_GROUP_ID": f"sink-{unique}",

@@ -15,4 +15,14 @@ class SlackSettings(BaseSettings):
     max_retries: int = Field(
         default=3, ge=0, description="Retries on 429, 5xx, broken connections."
     )
-    timeout_s: int = Field(default=10, gt=0)
+    timeout_s: int = Field(default=10, gt=0, description="Per request to the Slack API.")
+    queue_max: int = Field(
+        default=1000, ge=1, description="Notifications waiting for Slack; beyond, new ones drop."
+    )
+    retry_initial_s: float = Field(
+        default=1.0, gt=0, description="Scale of the jittered backoff while Slack is down."
+    )
+    retry_max_s: float = Field(default=60.0, gt=0, description="Longest wait between retries.")
+    give_up_after_s: float = Field(
+        default=3600.0, gt=0, description="A notification not posted by then is logged as lost."
+    )

@@ -121,7 +121,8 @@ def huge_list(storm: Storm, topic: str) -> Hostile:
     named_nodes = [f for f in arrays if f.path[-1] == "nodes"]
     field = storm.rng.choice(named_nodes or arrays)
     limit = field.schema.get("maxItems")
-    n = LIST_LADDER[step] or (limit + 1 if limit else 100_000)
+    # Always past the stated limit; where none is stated, long enough to hurt.
+    n = max(LIST_LADDER[step] or 0, limit + 1) if limit else (LIST_LADDER[step] or 100_000)
     doc = storm.fresh(template)
     item = storm.factory.value(field.schema.get("items", {}), template.event.defs)
     if not isinstance(item, str):  # under the broker's message limit: past it, nothing arrives

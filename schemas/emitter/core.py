@@ -108,12 +108,16 @@ class Emitter:
         if refused is not None:
             raise refused
 
-    async def emit(self, event: Event) -> None:
+    async def emit(self, event: Event, headers: Sequence[tuple[str, bytes]] = ()) -> None:
         """Raises MessageTooLarge for an event no message can carry, and SpoolFullError when
         neither Kafka nor the spool (nor, for batched families, the bounded memory in front of
-        them) takes it: either way the event was not accepted."""
+        them) takes it: either way the event was not accepted. `headers` (a trigger's
+        signature, say) travel with this event's own message, so they are for families that
+        are not batched."""
         topic = topic_name(event.topic, self.settings)
         if spec(event.topic).batched:
+            if headers:
+                raise ValueError(f"{event.type} travels batched: it cannot carry headers")
             if self._batcher.size_bytes >= self.options.pending_max_bytes:
                 await self.flush()  # raises SpoolFullError while nothing takes the batches
             full = self._batcher.add(topic, event)
@@ -123,7 +127,7 @@ class Emitter:
                 with contextlib.suppress(SpoolFullError):
                     await self._deliver_batch(full)
             return
-        await self._deliver(topic, event.key, encode_checked(event))
+        await self._deliver(topic, event.key, encode_checked(event), headers)
 
     async def emit_batch(self, events: Sequence[Event]) -> None:
         """Send events of one subject now, as one message or, past the message size limit, as
@@ -159,8 +163,14 @@ class Emitter:
             topic_name("deadletter", self.settings), letter.topic.encode(), letter.to_bytes()
         )
 
-    async def _deliver(self, topic: str, key: bytes | None, value: bytes) -> None:
-        record = SpooledRecord(topic, key, value, inject_headers())
+    async def _deliver(
+        self,
+        topic: str,
+        key: bytes | None,
+        value: bytes,
+        headers: Sequence[tuple[str, bytes]] = (),
+    ) -> None:
+        record = SpooledRecord(topic, key, value, [*inject_headers(), *headers])
         async with self._lock:
             producer = self._producer if self.spool.empty else None
             if producer is None:

@@ -24,25 +24,30 @@ import multiprocessing
 import os
 import time
 from collections import deque
+from collections.abc import Awaitable, Callable
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import structlog
 from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka.errors import KafkaError
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
+from tenacity import AsyncRetrying, RetryCallState, RetryError, wait_random_exponential
 
+from schemas.batches import SkippedBatch, SkippingFetcher
 from schemas.deadletter import count_dead_letter
 from schemas.settings import KafkaSettings
 from schemas.topics import CATALOG, topic_name
 from streams.history import writer
 from streams.history.migrations import migrate
-from streams.history.rows import Record, estimated_rows
+from streams.history.rows import SINK_CONSUMER, Record, estimated_rows
 from streams.history.settings import ClickHouseSettings
 
 log = structlog.get_logger("sink")
+T = TypeVar("T")
 _INSERT_POLL_MS = 20
 
 
@@ -103,6 +108,7 @@ class HistorySink:
         self._rows_seen = 0
         self._paused = False
         self._pool: ProcessPoolExecutor | None = None
+        self._fetcher: SkippingFetcher | None = None
 
     def topics(self) -> list[str]:
         """Every event topic plus the dead letters; the action ledger is the workers' own."""
@@ -112,7 +118,9 @@ class HistorySink:
 
     async def run(self, stop: asyncio.Event | None = None) -> None:
         stop = stop or asyncio.Event()
-        await self._retrying("migrate", lambda: migrate(self.clickhouse), stop)
+        await self._retrying("migrate", lambda: asyncio.to_thread(migrate, self.clickhouse), stop)
+        if stop.is_set():
+            return
         self._pool = self._start_pool()
         consumer = AIOKafkaConsumer(
             *self.topics(),
@@ -133,6 +141,7 @@ class HistorySink:
                 )
             )
             await consumer.start()
+            self._fetcher = SkippingFetcher(consumer)
             log.info("sink_started", topics=self.topics(), database=self.clickhouse.database)
             while True:
                 batch = await self._collect(consumer, stop, inflight)
@@ -152,7 +161,7 @@ class HistorySink:
         finally:
             for write, _ in inflight:
                 write.cancel()
-            self._pool.shutdown(wait=False, cancel_futures=True)
+            _stop_pool(self._pool)
             await consumer.stop()
 
     def _start_pool(self) -> ProcessPoolExecutor:
@@ -198,8 +207,11 @@ class HistorySink:
             insert_done = bool(inflight) and inflight[0][0].done()
             if inflight:
                 wait_ms = 0 if insert_done else min(wait_ms, _INSERT_POLL_MS)
-            fetched = await consumer.getmany(timeout_ms=wait_ms, max_records=max_records)
-            if not fetched and insert_done:
+            assert self._fetcher is not None
+            fetched, skipped = await self._fetcher.getmany(
+                timeout_ms=wait_ms, max_records=max_records
+            )
+            if not fetched and not skipped and insert_done:
                 break
             for tp, records in fetched.items():
                 for r in records:
@@ -211,7 +223,28 @@ class HistorySink:
                 self.records_fetched += len(records)
                 batch.first.setdefault(tp, records[0].offset)
                 batch.last[tp] = records[-1].offset
+            for skip in skipped:
+                self._add_skipped(batch, skip)
         return batch
+
+    def _add_skipped(self, batch: Batch, skip: SkippedBatch) -> None:
+        """An unreadable batch becomes a dead-letter row and its offsets count as written, so
+        it is committed past with its neighbours and never fetched again."""
+        letter = skip.dead_letter(SINK_CONSUMER)
+        count_dead_letter(letter)
+        log.warning("dead_letter", topic=letter.topic, offset=letter.offset, reason=letter.reason)
+        batch.records.append(
+            Record(
+                self.deadletter_topic,
+                skip.tp.partition,
+                skip.first_offset,
+                skip.tp.topic.encode(),
+                letter.to_bytes(),
+            )
+        )
+        batch.rows += 1
+        batch.first.setdefault(skip.tp, skip.first_offset)
+        batch.last[skip.tp] = skip.next_offset - 1
 
     async def _settle(
         self,
@@ -222,29 +255,36 @@ class HistorySink:
     ) -> bool:
         """Wait for a batch's insert, retrying it until ClickHouse takes it, then commit its
         offsets: never before. False if stopped first."""
-        backoff_s = 0.5
-        while True:
-            try:
-                written = await asyncio.wrap_future(write)
-                break
-            except Exception as exc:  # any failure of the store: keep the batch, back off, retry
-                if not self._paused:
-                    consumer.pause(*consumer.assignment())
-                    self._paused = True
-                log.warning(
-                    "insert_failed",
-                    error=str(exc)[:300],
-                    rows=batch.rows,
-                    retry_in_s=backoff_s,
-                )
-                if not await self._back_off(consumer, backoff_s, stop):
-                    return False
-                backoff_s = min(backoff_s * 2, self.settings.retry_backoff_max_s)
-                write = self._submit(batch)
+        submitted = [write]
+
+        async def insert() -> writer.Written:
+            if not submitted:
+                submitted.append(self._submit(batch))
+            written = asyncio.wrap_future(submitted.pop())
+            stopping = asyncio.ensure_future(stop.wait())
+            either: list[asyncio.Future[Any]] = [written, stopping]
+            await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
+            stopping.cancel()
+            if not written.done():  # an insert hanging on a frozen server must not hold a stop
+                raise Stopping
+            return written.result()
+
+        async def paused(delay_s: float) -> None:
+            if not self._paused:
+                consumer.pause(*consumer.assignment())
+                self._paused = True
+            await self._back_off(consumer, delay_s, stop)
+
+        written = await self._retrying("insert", insert, stop, sleep=paused, rows=batch.rows)
+        if written is None:
+            return False
         if self._paused:
             consumer.resume(*consumer.assignment())
             self._paused = False
-        await consumer.commit({tp: o + 1 for tp, o in batch.last.items()})
+        try:
+            await consumer.commit({tp: o + 1 for tp, o in batch.last.items()})
+        except KafkaError as exc:  # written: read again later, the server drops it as a duplicate
+            log.warning("commit_failed", error=repr(exc))
         self.rows_written += written.rows
         for letter in written.rejected:
             count_dead_letter(letter)
@@ -294,13 +334,54 @@ class HistorySink:
             blocked=self._paused,
         )
 
-    async def _retrying(self, what: str, fn: Any, stop: asyncio.Event) -> None:
-        backoff_s = 0.5
-        while not stop.is_set():
-            try:
-                await asyncio.to_thread(fn)
-                return
-            except Exception as exc:  # ClickHouse not up yet: wait for it like for an insert
-                log.warning(f"{what}_failed", error=str(exc)[:300], retry_in_s=backoff_s)
-                await asyncio.sleep(backoff_s)
-                backoff_s = min(backoff_s * 2, self.settings.retry_backoff_max_s)
+    async def _retrying(
+        self,
+        what: str,
+        attempt: Callable[[], Awaitable[T]],
+        stop: asyncio.Event,
+        *,
+        sleep: Callable[[float], Awaitable[None]] | None = None,
+        **context: Any,
+    ) -> T | None:
+        """`attempt()` until it succeeds, with jittered backoff (any failure of the store counts
+        as transient: ClickHouse down or not up yet); None if stopped first."""
+
+        def log_retry(state: RetryCallState) -> None:
+            error = state.outcome.exception() if state.outcome else None
+            wait_s = state.next_action.sleep if state.next_action else 0.0
+            log.warning(
+                f"{what}_failed", error=str(error)[:300], retry_in_s=round(wait_s, 2), **context
+            )
+
+        async def pause(delay_s: float) -> None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), delay_s)
+
+        retrying = AsyncRetrying(
+            wait=wait_random_exponential(multiplier=0.5, max=self.settings.retry_backoff_max_s),
+            stop=lambda _: stop.is_set(),
+            sleep=sleep or pause,
+            before_sleep=log_retry,
+        )
+        try:
+            async for trying in retrying:
+                with trying:
+                    result = await attempt()
+        except RetryError:
+            return None
+        return result
+
+
+class Stopping(Exception):
+    """Asked to stop while an insert was still under way."""
+
+
+def _stop_pool(pool: ProcessPoolExecutor) -> None:
+    """Stop the insert processes without waiting: one stuck in an insert (a frozen server) would
+    otherwise hold the exit for its HTTP timeout. Its batch is not committed, so it is read again
+    and the server drops what it already took (the insert's deduplication token)."""
+    # ProcessPoolExecutor has no public terminate before Python 3.14.
+    processes = list((pool._processes or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        process.terminate()

@@ -30,6 +30,7 @@ from datetime import UTC, datetime, timedelta
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
+from schemas.batches import SkippingFetcher
 from schemas.codec import DecodeError, decode
 from schemas.envelope import Event
 from schemas.events import Trigger
@@ -223,8 +224,11 @@ class KafkaSource:
         out: dict[TopicPartition, list[Event]] = {tp: [] for tp in spans}
         left = {tp for tp, (start, end) in spans.items() if start < end}
         deadline = time.monotonic() + self.stall_timeout_s
+        fetcher = SkippingFetcher(consumer)
         while left:
-            batches = await consumer.getmany(*left, timeout_ms=200)
+            batches, skipped = await fetcher.getmany(*left, timeout_ms=200)
+            for skip in skipped:  # a batch this client cannot read: counted, read past
+                undecodable[skip.reason] += 1
             for tp, records in batches.items():
                 end = spans[tp][1]
                 for record in records:
@@ -234,7 +238,7 @@ class KafkaSource:
                 if await consumer.position(tp) >= spans[tp][1]:
                     left.discard(tp)
                     consumer.pause(tp)
-            if batches:
+            if batches or skipped:
                 deadline = time.monotonic() + self.stall_timeout_s
             elif time.monotonic() > deadline:
                 raise TimeoutError(f"no records from {sorted(left)} for {self.stall_timeout_s} s")

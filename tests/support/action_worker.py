@@ -23,6 +23,7 @@ from schemas.envelope import Event
 from schemas.events import Trigger
 from schemas.settings import KafkaSettings
 from schemas.topics import topic_name
+from tests.support.triggers import SIGNING, signature_of
 
 
 @asynccontextmanager
@@ -33,7 +34,11 @@ async def worker(
     notifier = SlackNotifier(SlackSettings(token=SecretStr("xoxb-t"), base_url=slack.base_url))
     stop = asyncio.Event()
     w = ActionWorker(
-        kafka, ActionsSettings(group_id=f"g-{uuid.uuid4().hex[:8]}", **settings), adapter, notifier
+        kafka,
+        ActionsSettings(**{"group_id": f"g-{uuid.uuid4().hex[:8]}", **settings}),
+        adapter,
+        notifier,
+        SIGNING,
     )
     task = asyncio.create_task(w.run(stop))
     try:
@@ -44,9 +49,10 @@ async def worker(
 
 
 async def send(kafka: KafkaSettings, *triggers: Trigger) -> None:
+    """Signed, as the streams app sends them."""
     async with Emitter(kafka) as emitter:
         for t in triggers:
-            await emitter.emit(t)
+            await emitter.emit(t, signature_of(t))
 
 
 async def wait_for(

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import SecretStr
+
+from schemas.codec import encode
 from schemas.events import (
     JobExited,
     Notify,
@@ -11,8 +14,18 @@ from schemas.events import (
     ReleaseNodes,
     RestartJob,
     RunBenchmark,
+    Trigger,
 )
+from schemas.signing import SigningSettings, signed_headers
 from tests.factories import exited
+
+# The key test workers trust (`CENTRALITY_TRIGGER_KEY` in `worker_env`) and test triggers carry.
+TRIGGER_KEY = SecretStr("centrality-test-trigger-key")
+SIGNING = SigningSettings(key=TRIGGER_KEY)
+
+
+def signature_of(trigger: Trigger, key: SecretStr = TRIGGER_KEY) -> list[tuple[str, bytes]]:
+    return signed_headers(encode(trigger), key)
 
 
 def cause(subject: str = "slurm/test/42", cluster: str = "test") -> JobExited:

@@ -9,10 +9,15 @@ import sys
 from pathlib import Path
 
 import pytest
+from aiokafka import AIOKafkaConsumer
+from pydantic import SecretStr
 
 from schemas.events import JobExited
 from schemas.settings import KafkaSettings
+from schemas.signing import verify
+from schemas.topics import topic_name
 from tests.kafka_helpers import read_events
+from tests.support.triggers import TRIGGER_KEY
 
 pytestmark = pytest.mark.integration
 CLI = str(Path(sys.executable).with_name("centrality"))
@@ -72,3 +77,56 @@ def test_emit_explains_invalid_input_and_sends_nothing(
     unknown = run(["emit", "NoSuchThing", "--cluster", "c"], kafka_settings, tmp_path)
     assert unknown.returncode == 2 and "JobExited" in unknown.stderr
     assert asyncio.run(read_events(kafka_settings, "jobs")) == []
+
+
+QUARANTINE = [
+    "emit", "QuarantineNodes", "--cluster", "c1", "--subject", "slurm/c1/7", "--nodes", "n1",
+    "--rule", "operator", "--window", "w1", "--reason", "by hand", "--caused_by", "[]",
+]  # fmt: skip
+
+
+def test_emit_of_a_trigger_without_the_key_is_refused(
+    kafka_settings: KafkaSettings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("CENTRALITY_TRIGGER_KEY", raising=False)
+    monkeypatch.setenv("CENTRALITY_TRIGGER_KEY_FILE", str(tmp_path / "no.key"))
+    result = run(QUARANTINE, kafka_settings, tmp_path)
+    assert result.returncode == 2
+    [line] = result.stderr.strip().splitlines()
+    assert "needs the trigger signing key" in line and "CENTRALITY_TRIGGER_KEY" in line
+    assert asyncio.run(read_events(kafka_settings, "triggers")) == []
+
+
+def test_emit_of_a_trigger_signs_it(
+    kafka_settings: KafkaSettings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CENTRALITY_TRIGGER_KEY", TRIGGER_KEY.get_secret_value())
+    result = run(QUARANTINE, kafka_settings, tmp_path)
+    assert result.returncode == 0, result.stderr
+    [(value, headers)] = asyncio.run(signed_records(kafka_settings))
+    assert verify(value, headers, TRIGGER_KEY)
+    assert not verify(value, headers, SecretStr("another key"))
+
+
+async def signed_records(kafka: KafkaSettings) -> list[tuple[bytes, list[tuple[str, bytes]]]]:
+    consumer = AIOKafkaConsumer(
+        topic_name("triggers", kafka), bootstrap_servers=kafka.bootstrap,
+        auto_offset_reset="earliest", enable_auto_commit=False,
+    )  # fmt: skip
+    await consumer.start()
+    try:
+        fetched = await consumer.getmany(timeout_ms=5000)
+        return [(r.value or b"", list(r.headers)) for rs in fetched.values() for r in rs]
+    finally:
+        await consumer.stop()
+
+
+def test_action_worker_refuses_to_start_without_the_key(
+    kafka_settings: KafkaSettings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("CENTRALITY_TRIGGER_KEY", raising=False)
+    monkeypatch.setenv("CENTRALITY_TRIGGER_KEY_FILE", str(tmp_path / "no.key"))
+    result = run(["actions"], kafka_settings, tmp_path)
+    assert result.returncode == 2
+    assert "the action worker needs the trigger signing key" in result.stderr
+    assert "Traceback" not in result.stderr

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 from collections.abc import Iterator
@@ -20,7 +21,13 @@ from actions.slack.notifier import SlackNotifier
 from actions.slack.settings import SlackSettings
 from centrality.slack_stub import SlackStub
 from schemas.envelope import Event
-from schemas.events import ActionFailed, ActionStarted, ActionSucceeded, BenchmarkCompleted
+from schemas.events import (
+    ActionFailed,
+    ActionStarted,
+    ActionSucceeded,
+    BenchmarkCompleted,
+    Trigger,
+)
 from tests.support.triggers import benchmark, notify, quarantine, release, restart
 
 
@@ -42,6 +49,11 @@ class Rig:
     async def _emit(self, event: Event) -> None:
         self.events.append(event)
 
+    async def handle(self, trigger: Trigger) -> None:
+        """Handle, then wait for the notifications it queued (they are posted in the background)."""
+        await self.dispatcher.handle(trigger)
+        await asyncio.wait_for(self.dispatcher.notifications.join(), 30)
+
     def of(self, cls: type[Event]) -> list[Any]:
         return [e for e in self.events if isinstance(e, cls)]
 
@@ -49,7 +61,7 @@ class Rig:
 async def test_redelivered_trigger_acts_once(slack: SlackStub) -> None:
     rig = Rig(slack)
     for _ in range(3):
-        await rig.dispatcher.handle(restart())
+        await rig.handle(restart())
     assert rig.adapter.requeued == [("slurm/test/42", "s3://ckpt/step-1200")]
     assert len(rig.of(ActionStarted)) == len(rig.of(ActionSucceeded)) == 1
     assert rig.ledger.get(restart().event_id).outcome == "succeeded"  # type: ignore[union-attr]
@@ -57,7 +69,7 @@ async def test_redelivered_trigger_acts_once(slack: SlackStub) -> None:
 
 async def test_quarantine_drains_and_taints(slack: SlackStub) -> None:
     rig = Rig(slack)
-    await rig.dispatcher.handle(quarantine(("n1",)))
+    await rig.handle(quarantine(("n1",)))
     assert rig.adapter.drained == {"n1": "centrality: 5 failures on the same nodes"}
     assert rig.adapter.taints == {"n1": {"centrality.io/quarantined"}}
     [done] = rig.of(ActionSucceeded)
@@ -69,8 +81,8 @@ async def test_quarantine_drains_and_taints(slack: SlackStub) -> None:
 
 async def test_breaker_trips_notifies_and_does_not_act(slack: SlackStub) -> None:
     rig = Rig(slack, quarantine_max_share=0.2)  # 2 of 10 nodes
-    await rig.dispatcher.handle(quarantine(("n1", "n2"), window="a"))
-    await rig.dispatcher.handle(quarantine(("n3",), window="b"))
+    await rig.handle(quarantine(("n1", "n2"), window="a"))
+    await rig.handle(quarantine(("n3",), window="b"))
     assert set(rig.adapter.drained) == {"n1", "n2"}
     [failed] = rig.of(ActionFailed)
     assert failed.payload.error.startswith("circuit breaker: quarantining 3 of 10 nodes")
@@ -84,8 +96,8 @@ async def test_breaker_trips_notifies_and_does_not_act(slack: SlackStub) -> None
 
 async def test_dry_run_changes_nothing_and_records_the_plan(slack: SlackStub) -> None:
     rig = Rig(slack, dry_run=True)
-    await rig.dispatcher.handle(quarantine(("n1",)))
-    await rig.dispatcher.handle(restart())
+    await rig.handle(quarantine(("n1",)))
+    await rig.handle(restart())
     assert rig.adapter.calls == [] and slack.posts == []
     done = rig.of(ActionSucceeded)
     assert [d.payload.dry_run for d in done] == [True, True]
@@ -104,7 +116,7 @@ async def test_dry_run_changes_nothing_and_records_the_plan(slack: SlackStub) ->
 async def test_failing_adapter_retries_then_fails_and_notifies(slack: SlackStub) -> None:
     rig = Rig(slack)
     rig.adapter.fail("requeue", *(TemporaryError("slurmctld busy") for _ in range(4)))
-    await rig.dispatcher.handle(restart())
+    await rig.handle(restart())
     assert rig.adapter.calls == ["requeue"] * 4  # 1 + 3 retries
     assert [s.payload.attempt for s in rig.of(ActionStarted)] == [1, 2, 3, 4]
     [failed] = rig.of(ActionFailed)
@@ -114,14 +126,14 @@ async def test_failing_adapter_retries_then_fails_and_notifies(slack: SlackStub)
     assert post["text"].startswith("slurm/test/42 not requeued")
     assert "it failed — TemporaryError: slurmctld busy" in json_text(post)
     assert not failed.payload.refused
-    await rig.dispatcher.handle(restart())  # redelivered after failing: still nothing more
+    await rig.handle(restart())  # redelivered after failing: still nothing more
     assert len(rig.adapter.calls) == 4
 
 
 async def test_permanent_error_is_not_retried(slack: SlackStub) -> None:
     rig = Rig(slack)
     rig.adapter.fail("requeue", PermanentError("job is gone"))
-    await rig.dispatcher.handle(restart())
+    await rig.handle(restart())
     assert rig.adapter.calls == ["requeue"]
     assert rig.of(ActionFailed)[0].payload.permanent
 
@@ -129,14 +141,14 @@ async def test_permanent_error_is_not_retried(slack: SlackStub) -> None:
 async def test_temporary_error_then_success(slack: SlackStub) -> None:
     rig = Rig(slack)
     rig.adapter.fail("requeue", TemporaryError("blip"))
-    await rig.dispatcher.handle(restart())
+    await rig.handle(restart())
     [done] = rig.of(ActionSucceeded)
     assert done.payload.attempt == 2 and len(rig.adapter.requeued) == 1
 
 
 async def test_allowlist_refuses_without_acting(slack: SlackStub) -> None:
     rig = Rig(slack, allow={"test": ["notify"]})
-    await rig.dispatcher.handle(restart())
+    await rig.handle(restart())
     assert rig.adapter.calls == []
     assert "not enabled on cluster test" in rig.of(ActionFailed)[0].payload.error
 
@@ -153,7 +165,7 @@ async def test_action_in_doubt_is_reported_not_repeated(slack: SlackStub) -> Non
         "started",
         0,
     )
-    await rig.dispatcher.handle(trigger)
+    await rig.handle(trigger)
     assert rig.adapter.calls == []
     assert "in doubt" in rig.of(ActionFailed)[0].payload.error
     assert rig.ledger.get(trigger.event_id).outcome == "failed"  # type: ignore[union-attr]
@@ -161,14 +173,14 @@ async def test_action_in_doubt_is_reported_not_repeated(slack: SlackStub) -> Non
 
 async def drained(rig: Rig, *nodes: str) -> None:
     """Benchmarks run only on drained nodes: drain them first, as the quarantine story does."""
-    await rig.dispatcher.handle(quarantine(nodes, window="drain-first"))
+    await rig.handle(quarantine(nodes, window="drain-first"))
     assert set(nodes) <= set(rig.adapter.drained)
 
 
 async def test_a_benchmark_never_runs_on_a_node_still_in_service(slack: SlackStub) -> None:
     rig = Rig(slack, quarantine_max_share=0.5)
     await drained(rig, "n1")
-    await rig.dispatcher.handle(benchmark(("n1", "n2")))
+    await rig.handle(benchmark(("n1", "n2")))
     assert "run_on_nodes" not in rig.adapter.calls
     [refused] = rig.of(ActionFailed)
     assert refused.payload.refused and refused.payload.error == (
@@ -176,8 +188,8 @@ async def test_a_benchmark_never_runs_on_a_node_still_in_service(slack: SlackStu
     )
     assert slack.posts[-1]["text"].startswith("n1, n2 not benchmarked: ")
     # Released nodes are in service again: no benchmark there either.
-    await rig.dispatcher.handle(release(("n1",)))
-    await rig.dispatcher.handle(benchmark(("n1",), window="w2"))
+    await rig.handle(release(("n1",)))
+    await rig.handle(benchmark(("n1",), window="w2"))
     assert "run_on_nodes" not in rig.adapter.calls
 
 
@@ -188,7 +200,7 @@ async def test_benchmark_per_node_results_and_slack_table(slack: SlackStub) -> N
         '{"kind": "centrality-benchmark", "node": "n1", "verdict": "pass", "gpus": '
         '[{"gpu": 0, "matmul_tflops": 712.5, "memory_bandwidth_gbps": 3900.0}]}\n'
     )
-    await rig.dispatcher.handle(benchmark(("n1", "n2")))
+    await rig.handle(benchmark(("n1", "n2")))
     [(nodes, command)] = rig.adapter.runs
     assert nodes == ("n1", "n2") and command[-2:] == ("--suites", "gpu,nccl")
     results = {e.subject: e.payload for e in rig.of(BenchmarkCompleted)}
@@ -210,7 +222,7 @@ async def test_real_runner_on_each_node_reaches_slack(slack: SlackStub) -> None:
     )
     rig.adapter.execute_runs = True
     await drained(rig, "gpu-a", "gpu-b")
-    await rig.dispatcher.handle(benchmark(("gpu-a", "gpu-b")))
+    await rig.handle(benchmark(("gpu-a", "gpu-b")))
     results = {e.subject: e.payload.verdict for e in rig.of(BenchmarkCompleted)}
     assert results == {"gpu-a": "no-gpu", "gpu-b": "no-gpu"}  # this machine has no GPU
     table = json_text(slack.posts[-1])
@@ -223,7 +235,7 @@ async def test_memory_adapter_benchmark_is_a_report_the_runner_parser_accepts(
     rig = Rig(slack, quarantine_max_share=0.5)
     await drained(rig, "n1", "n2")
     rig.adapter.unhealthy = {"n2": "gpu 3: matmul TFLOP/s 180.0 < 600"}
-    await rig.dispatcher.handle(benchmark(("n1", "n2")))
+    await rig.handle(benchmark(("n1", "n2")))
     results = {e.subject: e.payload for e in rig.of(BenchmarkCompleted)}
     assert {n: r.verdict for n, r in results.items()} == {"n1": "pass", "n2": "fail"}
     assert len(results["n1"].gpus) == 8 and results["n1"].gpus[0].matmul_tflops == 720.0
@@ -242,7 +254,7 @@ async def test_a_notice_says_its_text_and_claims_no_action(slack: SlackStub) -> 
             )
         }
     )
-    await rig.dispatcher.handle(told)
+    await rig.handle(told)
     [post] = slack.posts
     assert post["text"].startswith("Node n1 not quarantined: drain was refused: ")
     blocks = json_text(post)
@@ -270,6 +282,6 @@ async def test_a_tripped_guard_reads_what_other_workers_did_before_refusing(
     rig = Rig(slack)
     rig.ledger = PeerLedger(drainer.ledger)
     rig.dispatcher.ledger = rig.ledger
-    await rig.dispatcher.handle(benchmark(("n1",)))
+    await rig.handle(benchmark(("n1",)))
     assert rig.ledger.refreshed == 1 and rig.adapter.calls == ["run_on_nodes"]
     assert not rig.of(ActionFailed)
