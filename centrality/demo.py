@@ -270,10 +270,12 @@ STORY_TYPES = frozenset(
 )  # fmt: skip
 
 
-def _chain(title: str, events: list[Event]) -> Tree:
+def _chain(title: str, events: list[Event], skip: str = "") -> Tree:
+    """`skip`: a trigger type told elsewhere (a node's jobs' restarts in a node's story)."""
     tree = Tree(title)
     for e in events:
-        if e.type in STORY_TYPES:
+        answers = getattr(e.payload, "trigger_type", None)
+        if e.type in STORY_TYPES and skip not in (e.type, answers):
             tree.add(f"{e.occurred_at:%H:%M:%S}  [bold]{e.type}[/] {escape(summary(e))}")
     return tree
 
@@ -305,7 +307,7 @@ def narrate(console: Console, r: DemoResult, clickhouse: ClickHouseSettings) -> 
         ("healthy", "5 failed attempts on gpu-node-05/06"),
         ("broken", "the same 5 failed attempts; its benchmark fails"),
     ):
-        console.print(Panel(_chain(f"{n[role]}: {why}", of("node", n[role])),
+        console.print(Panel(_chain(f"{n[role]}: {why}", of("node", n[role]), skip="RestartJob"),
                             title="4. drain → benchmark → verdict → release or keep"))  # fmt: skip
     idle = [e for e in of("job", j["idle"]) if e.type in STORY_TYPES]
     console.print(
