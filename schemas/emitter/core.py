@@ -16,7 +16,13 @@ from typing import Self
 
 import structlog
 from aiokafka import AIOKafkaProducer
-from aiokafka.errors import KafkaError
+from aiokafka.errors import (
+    InvalidTopicError,
+    KafkaError,
+    MessageSizeTooLargeError,
+    RecordListTooLargeError,
+    RecordTooLargeError,
+)
 
 from schemas.codec import MAX_MESSAGE_BYTES, encode_checked, split_batches
 from schemas.deadletter import DeadLetter, count_dead_letter
@@ -32,6 +38,18 @@ log = structlog.get_logger("emitter")
 
 _DRAIN_CHUNK = 500
 _UNREACHABLE = (KafkaError, TimeoutError, OSError)
+# The broker refuses this very record (a topic whose max.message.bytes is below the contract's
+# limit, a bad topic name): sending it again can never succeed, so it is never spooled or retried.
+_REFUSED = (
+    MessageSizeTooLargeError,
+    RecordTooLargeError,
+    RecordListTooLargeError,
+    InvalidTopicError,
+)
+
+
+class RecordRefused(RuntimeError):
+    """Kafka refused the record itself: the event was not accepted (and is not spooled)."""
 
 
 class Emitter:
@@ -178,11 +196,15 @@ class Emitter:
                 return
             try:
                 sent = await producer.send(topic, value=value, key=key, headers=record.headers)
+            except _REFUSED as exc:
+                raise RecordRefused(f"{topic} refused a {len(value)}-byte record: {exc!r}") from exc
             except _UNREACHABLE as exc:
                 self._to_spool(record, exc)
                 return
         try:
             await asyncio.wait_for(sent, self.options.delivery_timeout_ms / 1000)
+        except _REFUSED as exc:
+            raise RecordRefused(f"{topic} refused a {len(value)}-byte record: {exc!r}") from exc
         except _UNREACHABLE as exc:
             async with self._lock:
                 self._to_spool(record, exc)
@@ -230,6 +252,14 @@ class Emitter:
                 await asyncio.wait_for(
                     asyncio.gather(*futures), self.options.delivery_timeout_ms / 1000
                 )
+            except _REFUSED:
+                # One record of the chunk can never be sent (a broker limit lowered since it
+                # was spooled): send them one by one, dropping only the refused, so it cannot
+                # hold everything behind it for ever.
+                if not await self._send_each([r for _, r in chunk]):
+                    await self._disconnect()
+                    await asyncio.sleep(backoff_s)
+                    continue
             except _UNREACHABLE as exc:
                 log.info("spool_redelivery_waiting", error=repr(exc), retry_in_s=backoff_s)
                 await self._disconnect()
@@ -242,6 +272,28 @@ class Emitter:
                     log.info("spool_drained", dir=str(spool.directory))
                     self._spool_warned = False
             backoff_s = 0.2
+
+    async def _send_each(self, records: list[SpooledRecord]) -> bool:
+        """Records sent one by one, the refused dropped; False if the broker went away meanwhile
+        (the caller retries the chunk: a record sent twice is absorbed by event-id dedupe)."""
+        for r in records:
+            try:
+                if self._producer is None:
+                    await self._connect()
+                assert self._producer is not None
+                sent = await self._producer.send(
+                    r.topic, value=r.value, key=r.key, headers=r.headers
+                )
+                await asyncio.wait_for(sent, self.options.delivery_timeout_ms / 1000)
+            except _REFUSED as exc:
+                log.error(
+                    "spooled_record_refused", topic=r.topic, bytes=len(r.value), error=repr(exc)
+                )
+                # An idempotent producer's sequence is broken by a refused batch: a new one.
+                await self._disconnect()
+            except _UNREACHABLE:
+                return False
+        return True
 
     async def _linger(self) -> None:
         while not self._stopping.is_set():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -151,3 +152,52 @@ async def test_batched_families_split_at_the_message_limit(
     messages = await read_messages(kafka_settings, "logs")
     assert all(len(m) <= MAX_MESSAGE_BYTES for m in messages)
     assert [e.event_id for m in messages for e in decode(m)] == [e.event_id for e in events]
+
+
+async def _limit_topic(settings: KafkaSettings, topic: str, max_bytes: int) -> None:
+    from aiokafka.admin import AIOKafkaAdminClient
+    from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
+
+    admin = AIOKafkaAdminClient(bootstrap_servers=settings.bootstrap)
+    await admin.start()
+    try:
+        resource = ConfigResource(
+            ConfigResourceType.TOPIC, topic, configs={"max.message.bytes": str(max_bytes)}
+        )
+        await admin.alter_configs([resource])
+    finally:
+        await admin.close()
+
+
+async def test_a_record_the_broker_refuses_is_refused_not_spooled_and_blocks_nothing(
+    kafka_settings: KafkaSettings, tmp_path: Path
+) -> None:
+    from schemas.codec import encode
+    from schemas.emitter.core import RecordRefused
+    from schemas.emitter.spool import Spool, SpooledRecord
+    from schemas.topics import topic_name
+
+    topic = topic_name("jobs", kafka_settings)
+    await _limit_topic(kafka_settings, topic, 2048)
+    big = exited(subject="slurm/t/big").model_copy(
+        update={"payload": exited().payload.model_copy(update={"reason": "x" * 4000})}
+    )
+    small = [exited(attempt=n, subject="slurm/t/small") for n in (1, 2, 3)]
+    # Spooled while Kafka was away, before the topic's limit was lowered: one of them can never
+    # be sent, and must not hold the others behind it.
+    spool = Spool(tmp_path / "spool", 1 << 20)
+    spool.append([SpooledRecord(topic, e.key, encode(e), []) for e in (small[0], big, small[1])])
+    spool.close()
+    async with Emitter(kafka_settings, options(tmp_path)) as emitter:
+        await emitter.emit(small[2])  # behind the spool: drained in order after it
+        for _ in range(200):  # the spool drains, the refused record dropped on the way
+            if emitter.spool.empty:
+                break
+            await asyncio.sleep(0.05)
+        assert emitter.spool.empty
+        # Sent directly, the refusal reaches the caller: the event was not accepted.
+        with pytest.raises(RecordRefused, match="refused"):
+            await emitter.emit(big.model_copy(update={"subject": "slurm/t/big2"}))
+    got = await read_events(kafka_settings, "jobs")
+    assert sorted(str(e.event_id) for e in got) == sorted(str(e.event_id) for e in small)
+    assert Spool(tmp_path / "spool", 1 << 20).empty
