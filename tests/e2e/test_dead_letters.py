@@ -14,11 +14,13 @@ from centrality.pipeline import Pipeline
 from schemas.deadletter import DeadLetter
 from schemas.emitter import Emitter
 from schemas.settings import KafkaSettings
+from schemas.signing import signed_headers
 from schemas.topics import topic_name
 from streams.history.query import wait_for_types
 from streams.history.settings import ClickHouseSettings
 from tests.factories import T0, checkpoint, exited
 from tests.kafka_helpers import read_messages
+from tests.support.triggers import TRIGGER_KEY
 
 pytestmark = pytest.mark.e2e
 
@@ -30,7 +32,11 @@ async def produce_garbage(settings: KafkaSettings) -> None:
     await producer.start()
     try:
         for topic, raw in GARBAGE.items():
-            await producer.send_and_wait(topic_name(topic, settings), raw, key=b"slurm/dl/1")
+            # Signed: the action worker gets past the signature to the bytes themselves.
+            headers = signed_headers(raw, TRIGGER_KEY) if topic == "triggers" else None
+            await producer.send_and_wait(
+                topic_name(topic, settings), raw, key=b"slurm/dl/1", headers=headers
+            )
     finally:
         await producer.stop()
 
