@@ -34,8 +34,8 @@ class KernelLogSource(Protocol):
         ...
 
 
-class FollowedFile:
-    """A file read like `tail -F`: new lines only, reopened when rotated or truncated."""
+class _Polled:
+    """A kernel log read by polling: where, how often, and whether old lines count."""
 
     def __init__(
         self, path: Path, poll_s: float, from_start: bool = False, clock: Clock = MONOTONIC
@@ -45,6 +45,10 @@ class FollowedFile:
         self.poll_s = poll_s
         self.from_start = from_start
         self.clock = clock
+
+
+class FollowedFile(_Polled):
+    """A file read like `tail -F`: new lines only, reopened when rotated or truncated."""
 
     async def lines(self, stop: asyncio.Event) -> AsyncIterator[str]:
         inode: int | None = None
@@ -75,17 +79,8 @@ class FollowedFile:
             await self.clock.sleep(self.poll_s, stop)
 
 
-class Kmsg:
+class Kmsg(_Polled):
     """/dev/kmsg: one record per read, `prio,seq,usec,flags;text`, then `KEY=value` lines."""
-
-    def __init__(
-        self, path: Path, poll_s: float, from_start: bool = False, clock: Clock = MONOTONIC
-    ) -> None:
-        self.name = str(path)
-        self.path = path
-        self.poll_s = poll_s
-        self.from_start = from_start
-        self.clock = clock
 
     async def lines(self, stop: asyncio.Event) -> AsyncIterator[str]:
         fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK)

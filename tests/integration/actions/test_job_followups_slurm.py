@@ -2,20 +2,8 @@
 
 from __future__ import annotations
 
-import pytest
-
-from actions.adapters.base import make_adapter
 from actions.adapters.slurm import SlurmAdapter
 from tests.support.slurm import SlurmCluster
-
-
-@pytest.fixture
-def slurm(slurm_cluster: SlurmCluster, monkeypatch: pytest.MonkeyPatch) -> SlurmAdapter:
-    for key, value in slurm_cluster.adapter_env().items():
-        monkeypatch.setenv(key, value)
-    adapter = make_adapter("slurm")
-    assert isinstance(adapter, SlurmAdapter)
-    return adapter
 
 
 def test_a_held_followup_runs_only_once_released(

@@ -4,12 +4,10 @@ cluster, results in Kafka and Slack, and the same triggers again changing nothin
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from actions.adapters.base import make_adapter
 from actions.adapters.slurm import SlurmAdapter
 from centrality.slack_stub import SlackStub
 from schemas.events import (
@@ -34,16 +32,6 @@ echo "resume=${CENTRALITY_RESUME_FROM:-none}"
 exit 3
 """
 SUSPECTS = ("node2", "node3")
-
-
-@pytest.fixture
-def slurm(slurm_cluster: SlurmCluster, monkeypatch: pytest.MonkeyPatch) -> Iterator[SlurmAdapter]:
-    for key, value in slurm_cluster.adapter_env().items():
-        monkeypatch.setenv(key, value)
-    adapter = make_adapter("slurm")
-    assert isinstance(adapter, SlurmAdapter)
-    yield adapter
-    adapter.resume(slurm_cluster.node_names)  # the cluster is shared by the session
 
 
 def decide(cls: type, cluster: str, window: str, **payload: object) -> object:

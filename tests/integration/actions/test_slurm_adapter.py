@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 
-from actions.adapters.base import make_adapter
 from actions.adapters.settings import SlurmSettings
 from actions.adapters.slurm import SlurmAdapter
 from actions.errors import PermanentError, TemporaryError
@@ -20,15 +19,6 @@ echo "run=${SLURM_RESTART_COUNT:-0} node=$SLURMD_NODENAME resume=${CENTRALITY_RE
 [ -n "$CENTRALITY_RESUME_FROM" ] && echo "Training Complete" && exit 0
 exit 3
 """
-
-
-@pytest.fixture
-def slurm(slurm_cluster: SlurmCluster, monkeypatch: pytest.MonkeyPatch) -> SlurmAdapter:
-    for key, value in slurm_cluster.adapter_env().items():
-        monkeypatch.setenv(key, value)
-    adapter = make_adapter("slurm")
-    assert isinstance(adapter, SlurmAdapter)
-    return adapter
 
 
 def test_requeue_runs_a_failed_job_again_from_the_checkpoint(
