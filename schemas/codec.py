@@ -79,8 +79,11 @@ def encode_batch(events: Sequence[Event]) -> bytes:
     return b"[" + b",".join(encode(e) for e in events) + b"]"
 
 
-def decode(raw: bytes) -> list[Event]:
-    """Bytes → events, upcasting old schema versions. Raises DecodeError, never anything else."""
+def decode(raw: bytes | None) -> list[Event]:
+    """Bytes → events, upcasting old schema versions. Raises DecodeError, never anything else
+    (a Kafka record without a value, a tombstone, is `empty`)."""
+    if not raw:
+        raise DecodeError("empty", "no value (a tombstone)" if raw is None else "no bytes")
     if len(raw) > MAX_MESSAGE_BYTES:
         raise DecodeError("oversized", f"{len(raw)} bytes > {MAX_MESSAGE_BYTES}")
     fast = _decode_current(raw)

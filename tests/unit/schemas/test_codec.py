@@ -69,3 +69,10 @@ def test_trigger_id_is_deterministic() -> None:
                            title="t", incident="i")  # fmt: skip
     assert notify.event_id != a.event_id  # one decision, several triggers: distinct ids
     assert isinstance(a.event_id, uuid.UUID)
+
+
+def test_a_record_without_a_value_is_a_decode_error_not_a_crash() -> None:
+    for raw in (None, b""):
+        with pytest.raises(DecodeError) as info:
+            decode(raw)
+        assert info.value.reason == "empty"
