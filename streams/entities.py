@@ -33,6 +33,7 @@ from streams.forwards import forwards
 from streams.rules.registry import RuleEngine
 from streams.state import node, node_set, training_job
 from streams.state.internal import (
+    JobActionReported,
     JobTick,
     NodeActionReported,
     NodeDecided,
@@ -55,7 +56,15 @@ JOBS = Kind(
     "jobs",
     training_job.TrainingJob,
     training_job.apply,
-    (JobSubmitted, JobStateChanged, JobExited, CheckpointSaved, LogSignalDetected, JobTick),
+    (
+        JobSubmitted,
+        JobStateChanged,
+        JobExited,
+        CheckpointSaved,
+        LogSignalDetected,
+        JobActionReported,
+        JobTick,
+    ),
     tick=JobTick,
 )
 NODES = Kind(

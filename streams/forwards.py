@@ -25,6 +25,7 @@ from schemas.events import (
 from schemas.events.actions import ActionFailedPayload
 from streams.state.bounds import NODE_SET_NODES_KEPT, NODES_BYTES_KEPT, node_ids
 from streams.state.internal import (
+    JobActionReported,
     NodeActionReported,
     NodeDecided,
     NodeJobObserved,
@@ -124,10 +125,29 @@ forwards.register(ReleaseNodes, _decided)
 
 def _reported(result: ActionSucceeded | ActionFailed) -> list[Event]:
     p = result.payload
-    # A dry run did nothing: what was only planned must not move a node's state.
-    if p.dry_run or p.trigger_type not in STORY_TRIGGERS:
-        return []
     failed = p if isinstance(p, ActionFailedPayload) else None
+    # A dry run did nothing: what was only planned must not move any state.
+    if p.dry_run:
+        return []
+    if p.trigger_type == "RestartJob":
+        return [
+            JobActionReported(
+                event_id=derived_id(result.event_id, result.subject),
+                source="streams",
+                cluster=result.cluster,
+                subject=result.subject,
+                occurred_at=result.occurred_at,
+                payload={
+                    "trigger_id": p.trigger_id,
+                    "trigger_type": p.trigger_type,
+                    "succeeded": failed is None,
+                    "error": failed.error if failed else None,
+                    "cause": result.event_id,
+                },
+            )
+        ]
+    if p.trigger_type not in STORY_TRIGGERS:
+        return []
     return [
         NodeActionReported(
             event_id=derived_id(result.event_id, node),

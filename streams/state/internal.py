@@ -103,6 +103,22 @@ class NodeActionReported(Event):
     payload: NodeActionReportedPayload
 
 
+class JobActionReportedPayload(Payload):
+    trigger_id: uuid.UUID
+    trigger_type: Literal["RestartJob"]
+    succeeded: bool
+    error: str | None = None
+    cause: uuid.UUID
+
+
+class JobActionReported(Event):
+    """An action worker reports what it did about this job (`subject`: the job id): a job is
+    restarting once its requeue succeeded, not when a rule asked for it."""
+
+    type: Literal["JobActionReported"] = "JobActionReported"
+    payload: JobActionReportedPayload
+
+
 class TickPayload(Payload):
     pass
 
@@ -137,7 +153,15 @@ def tick(cls: type[Event], subject: str, cluster: str, now: datetime) -> Event:
 
 _INTERNAL: dict[str, type[Event]] = {
     cls.model_fields["type"].default: cls
-    for cls in (NodeJobObserved, NodeSetFailed, NodeDecided, NodeActionReported, JobTick, NodeTick)
+    for cls in (
+        NodeJobObserved,
+        NodeSetFailed,
+        NodeDecided,
+        NodeActionReported,
+        JobActionReported,
+        JobTick,
+        NodeTick,
+    )
 }
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 from functools import singledispatch
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -33,8 +34,10 @@ from streams.state.bounds import (
     JOB_NODES_KEPT,
     NODES_BYTES_KEPT,
     RESTARTS_KEPT,
+    clip,
     node_ids,
 )
+from streams.state.internal import JobActionReported
 from streams.state.stamp import Entity, stamped
 
 TERMINAL = frozenset({JobState.SUCCEEDED, JobState.FAILED, JobState.PREEMPTED, JobState.CANCELLED})
@@ -60,13 +63,16 @@ class Attempt(BaseModel):
 
 
 class RestartRecord(BaseModel):
-    """A restart this brain requested (its own `RestartJob`, folded back into the job)."""
+    """A restart this brain requested (its own `RestartJob`, folded back into the job), and
+    what the action worker reported: `requested` until the requeue succeeded or failed."""
 
     model_config = ConfigDict(frozen=True)
 
     attempt: int
     at: datetime
     trigger_id: uuid.UUID
+    outcome: Literal["requested", "requeued", "failed"] = "requested"
+    error: str | None = None
 
 
 class TrainingJob(Entity):
@@ -140,6 +146,12 @@ class TrainingJob(Entity):
     def completed(self, attempt: int) -> bool:
         """Attempt `attempt` ended after logging its completion."""
         return any(a.number == attempt and a.completed for a in self.attempts)
+
+    @property
+    def restarting(self) -> bool:
+        """Requeued by Centrality (the requeue succeeded) and its next attempt not seen yet."""
+        last = self.restarts[-1] if self.restarts else None
+        return last is not None and last.outcome == "requeued" and last.attempt >= self.attempt
 
     @property
     def restarts_requested(self) -> int:
@@ -305,3 +317,18 @@ def _(event: RestartJob, state: TrainingJob) -> TrainingJob:
         attempt=event.payload.attempt, at=event.occurred_at, trigger_id=event.event_id
     )
     return state.model_copy(update={"restarts": (*state.restarts, record)[-RESTARTS_KEPT:]})
+
+
+@_fold.register
+def _(event: JobActionReported, state: TrainingJob) -> TrainingJob:
+    p = event.payload
+    outcome: Literal["requeued", "failed"] = "requeued" if p.succeeded else "failed"
+    restarts = tuple(
+        r.model_copy(update={"outcome": outcome, "error": p.error and clip(p.error)})
+        if r.trigger_id == p.trigger_id and r.outcome == "requested"
+        else r
+        for r in state.restarts
+    )
+    if restarts == state.restarts:
+        return state  # another trigger's, a redelivered or a late report: nothing changes
+    return state.model_copy(update={"restarts": restarts})
