@@ -38,9 +38,11 @@ def exited(
     attempt: int = 1,
     subject: str = JOB,
     at_s: float = 0.0,
-    exit_code: int = 1,
+    exit_code: int | None = 1,
+    nodes: tuple[str, ...] = ("n1", "n2"),
 ) -> JobExited:
+    """The one factory of `JobExited` (`tests.unit.streams.builders.ended` puts the job first)."""
     return JobExited(
         **envelope(subject, at_s),
-        payload={"state": state, "exit_code": exit_code, "attempt": attempt, "nodes": ["n1", "n2"]},
+        payload={"state": state, "exit_code": exit_code, "attempt": attempt, "nodes": nodes},
     )

@@ -9,7 +9,7 @@ from actions.settings import ActionsSettings
 from actions.slack.notifier import LogNotifier
 from schemas.envelope import Event
 from schemas.events import ActionFailed, ActionSucceeded, CancelJob, JobExited, ReleaseJob
-from tests.factories import envelope
+from tests.factories import exited
 
 
 def rig(**settings: object) -> tuple[Dispatcher, InMemoryAdapter, list[Event]]:
@@ -23,7 +23,7 @@ def rig(**settings: object) -> tuple[Dispatcher, InMemoryAdapter, list[Event]]:
 
 
 def cause() -> JobExited:
-    return JobExited(**envelope("slurm/test/1", 10), payload={"state": "SUCCEEDED"})
+    return exited("SUCCEEDED", subject="slurm/test/1", at_s=10, exit_code=0)
 
 
 def release() -> ReleaseJob:

@@ -10,6 +10,7 @@ from pydantic import SecretStr
 from schemas.events import JobExited, NodeHeartbeat
 from schemas.placement import misplaced, partition_for
 from schemas.signing import SigningSettings, ensure_key_file, signed_headers, verify
+from tests.factories import exited
 
 KEY = SecretStr("k1")
 
@@ -34,13 +35,7 @@ def test_the_key_comes_from_the_environment_first_then_the_key_file(tmp_path: Pa
 
 
 def _exit(subject: str) -> JobExited:
-    return JobExited(
-        source="t",
-        cluster="c",
-        subject=subject,
-        occurred_at=datetime(2026, 1, 1, tzinfo=UTC),
-        payload={"state": "FAILED"},
-    )
+    return exited(subject=subject)
 
 
 def test_misplaced_messages_are_named_by_reason() -> None:

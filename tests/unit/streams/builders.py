@@ -18,7 +18,7 @@ from schemas.events import (
     NodeStateObserved,
     Trigger,
 )
-from tests.factories import envelope
+from tests.factories import envelope, exited
 
 NODES = ("n1", "n2")
 
@@ -40,10 +40,7 @@ def ended(
     nodes: tuple[str, ...] = NODES,
     exit_code: int | None = 1,
 ) -> JobExited:
-    return JobExited(
-        **envelope(job, at_s),
-        payload={"state": state, "exit_code": exit_code, "attempt": attempt, "nodes": nodes},
-    )
+    return exited(state, attempt, subject=job, at_s=at_s, exit_code=exit_code, nodes=nodes)
 
 
 def heartbeat(node: str = "n1", at_s: float = 0.0) -> NodeHeartbeat:
@@ -52,8 +49,12 @@ def heartbeat(node: str = "n1", at_s: float = 0.0) -> NodeHeartbeat:
     )
 
 
-def health(node: str, check: str, status: str, at_s: float = 0.0) -> NodeHealthChecked:
-    return NodeHealthChecked(**envelope(node, at_s), payload={"check": check, "status": status})
+def health(
+    node: str, check: str, status: str, at_s: float = 0.0, message: str = ""
+) -> NodeHealthChecked:
+    return NodeHealthChecked(
+        **envelope(node, at_s), payload={"check": check, "status": status, "message": message}
+    )
 
 
 def xid(node: str = "n1", code: int = 79, at_s: float = 0.0, gpu: int = 0) -> GpuXidObserved:

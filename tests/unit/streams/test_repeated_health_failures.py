@@ -1,5 +1,4 @@
 from schemas.events import NodeHealthChecked
-from tests.factories import envelope
 from tests.unit.streams.builders import benchmark, health, result, xid
 from tests.unit.streams.test_rules import brain, feed, kinds
 
@@ -7,10 +6,7 @@ RULE = "repeated_health_failures"
 
 
 def critical(check: str, at_s: float, node: str = "n1", message: str = "") -> NodeHealthChecked:
-    return NodeHealthChecked(
-        **envelope(node, at_s),
-        payload={"check": check, "status": "CRITICAL", "message": message},
-    )
+    return health(node, check, "CRITICAL", at_s, message)
 
 
 def test_three_critical_results_within_the_window_quarantine_once() -> None:
