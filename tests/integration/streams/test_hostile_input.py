@@ -15,6 +15,7 @@ from pathlib import Path
 import orjson
 from confluent_kafka.admin import AdminClient
 
+from schemas import limits
 from schemas.admin import ensure_topics
 from schemas.codec import encode
 from schemas.deadletter import DeadLetter
@@ -104,10 +105,20 @@ def storm(settings: KafkaSettings, unique: str, count: int) -> tuple[list[Messag
         else:
             value = b"[" * 5000 + b"]" * 5000  # deeper than the JSON parser recurses
         out.append((topic, key, value, None))
-    huge_job = ended(f"slurm/huge/{unique}", nodes=tuple(f"h{unique}-{i}" for i in range(50_000)))
-    long_subject = heartbeat("n" * 500_000)  # keyed short: key and value must fit one record
+    # Past the contract's node limit: built without validation, as a foreign producer would.
+    huge_job = ended(f"slurm/huge/{unique}")
+    too_many = tuple(f"h{unique}-{i}" for i in range(limits.MAX_NODES + 1))
+    huge_job = huge_job.model_copy(
+        update={"payload": huge_job.payload.model_copy(update={"nodes": too_many})}
+    )
+    # Keyed short (key and value must fit one record); past the limit, so built unvalidated.
+    long_subject = heartbeat("n1").model_copy(update={"subject": "n" * 500_000})
     out += [placed(settings, huge_job), (nodes, b"n" * 100, encode(long_subject), None)]
-    out += [placed(settings, sample(f"storm-{unique}-0", gpu=2**31 - 1, at_s=5))]
+    huge_gpu = sample(f"storm-{unique}-0", at_s=5)  # a GPU index past the limit, unvalidated
+    huge_gpu = huge_gpu.model_copy(
+        update={"payload": huge_gpu.payload.model_copy(update={"gpu": 2**31 - 1})}
+    )
+    out += [placed(settings, huge_gpu)]
     return out, misplaced
 
 
@@ -167,7 +178,7 @@ def test_a_storm_never_stops_the_worker_deciding(
     )
     for reason, sent in misplaced.items():  # each misplaced message, once, with its reason
         assert by_reason[reason] == sent, (reason, by_reason)
-    assert by_reason["limit"] >= 1, by_reason  # the 500,000-character subject
+    assert by_reason["limit"] >= 2, by_reason  # the 500,000-character subject, the node list
     assert {"malformed", "invalid", "unknown-type"} <= set(by_reason), by_reason
     assert all(d.raw for d in letters if d.reason in misplaced)
 
