@@ -18,9 +18,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Literal
 
-XidSeverity = Literal["info", "warning", "critical"]
+from schemas.events.triggers import Severity
+
+XidSeverity = Severity
 
 
 class XidResolution(StrEnum):

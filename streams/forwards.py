@@ -23,6 +23,7 @@ from schemas.events import (
     RunBenchmark,
 )
 from schemas.events.actions import ActionFailedPayload
+from schemas.events.jobs import is_failure
 from streams.state.bounds import NODE_SET_NODES_KEPT, NODES_BYTES_KEPT, node_ids
 from streams.state.internal import (
     JobActionReported,
@@ -33,7 +34,6 @@ from streams.state.internal import (
     derived_id,
     node_set_key,
 )
-from streams.state.training_job import is_failure
 
 NODES_FORWARDED_MAX = 4096
 

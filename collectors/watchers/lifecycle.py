@@ -16,6 +16,7 @@ from collectors.watchers.ledger import Ledger
 from schemas.envelope import Event
 from schemas.events import JobExited, JobStateChanged, JobSubmitted, NodeHealthChecked
 from schemas.events.jobs import (
+    TERMINAL_STATES,
     JobExitedPayload,
     JobState,
     JobStateChangedPayload,
@@ -23,7 +24,7 @@ from schemas.events.jobs import (
 )
 from schemas.events.nodes import HealthStatus, NodeHealthCheckedPayload
 
-TERMINAL = frozenset({JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED, JobState.PREEMPTED})
+TERMINAL = TERMINAL_STATES  # the contract's
 
 
 def when(epoch_s: float | None) -> datetime:

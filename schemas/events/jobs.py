@@ -32,6 +32,12 @@ class JobState(StrEnum):
     UNKNOWN = "UNKNOWN"
 
 
+# How an attempt can end. PREEMPTED and CANCELLED end it too, but are never a failure.
+TERMINAL_STATES = frozenset(
+    {JobState.SUCCEEDED, JobState.FAILED, JobState.PREEMPTED, JobState.CANCELLED}
+)
+
+
 class CompletionHook(Payload):
     """A follow-up the job declares: release a held job when this one ends so."""
 
@@ -104,3 +110,11 @@ class JobExited(Event):
 
     type: Literal["JobExited"] = "JobExited"
     payload: JobExitedPayload
+
+
+def is_failure(p: JobExitedPayload) -> bool:
+    """A failure counts against the nodes it ran on; preemption and cancellation never do, and
+    an UNKNOWN end counts only with a non-zero exit code."""
+    if p.state is JobState.FAILED:
+        return True
+    return p.state is JobState.UNKNOWN and p.exit_code not in (None, 0)

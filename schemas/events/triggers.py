@@ -20,6 +20,10 @@ def trigger_id(trigger_type: str, rule: str, subject: str, window: str) -> uuid.
     return uuid.uuid5(_TRIGGER_NAMESPACE, f"{trigger_type}\x1f{rule}\x1f{subject}\x1f{window}")
 
 
+# How much a decision matters: the one scale for rules, XIDs and what people are told.
+Severity = Literal["info", "warning", "critical"]
+
+
 class TriggerPayload(Payload):
     rule: str = Field(min_length=1, max_length=NAME)
     window: str = Field(
@@ -29,7 +33,7 @@ class TriggerPayload(Payload):
     caused_by: tuple[uuid.UUID, ...] = Field(
         max_length=CAUSES, description="Ids of the events behind the decision."
     )
-    severity: Literal["info", "warning", "critical"] = "warning"
+    severity: Severity = "warning"
 
 
 class Trigger(Event):

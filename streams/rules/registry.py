@@ -5,17 +5,17 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from schemas.envelope import Event
 from schemas.events import Trigger
+from schemas.events.triggers import Severity as Severity  # rules import it from here
 from streams.state.memo import FIRED_IDS_KEPT, Fired, RuleMemo
 
 S = TypeVar("S")
 F = TypeVar("F", bound=Callable[..., Iterable[Trigger]])
-Severity = Literal["info", "warning", "critical"]
 
 
 class RuleConfig(BaseModel):

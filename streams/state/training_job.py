@@ -19,7 +19,6 @@ from schemas.events import (
     CheckpointSaved,
     CompletionHook,
     JobExited,
-    JobExitedPayload,
     JobState,
     JobStateChanged,
     JobSubmitted,
@@ -27,6 +26,7 @@ from schemas.events import (
     LogSignalDetected,
     RestartJob,
 )
+from schemas.events.jobs import is_failure
 from streams.state.bounds import (
     ATTEMPT_NODES_BYTES_KEPT,
     ATTEMPT_NODES_KEPT,
@@ -39,15 +39,6 @@ from streams.state.bounds import (
 )
 from streams.state.internal import JobActionReported
 from streams.state.stamp import Entity, stamped
-
-TERMINAL = frozenset({JobState.SUCCEEDED, JobState.FAILED, JobState.PREEMPTED, JobState.CANCELLED})
-
-
-def is_failure(p: JobExitedPayload) -> bool:
-    """A failure counts against the nodes it ran on; preemption and cancellation never do."""
-    if p.state is JobState.FAILED:
-        return True
-    return p.state is JobState.UNKNOWN and p.exit_code not in (None, 0)
 
 
 class Attempt(BaseModel):

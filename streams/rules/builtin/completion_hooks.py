@@ -9,8 +9,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from schemas.events import JobExited, JobState, ReleaseJob
+from schemas.events.jobs import is_failure
 from streams.rules.registry import RuleConfig, rule
-from streams.state.training_job import TrainingJob, is_failure
+from streams.state.training_job import TrainingJob
 
 NAME = "completion_hooks"
 
