@@ -6,6 +6,7 @@ from typing import Literal
 from pydantic import Field
 
 from schemas.envelope import Event, Payload
+from schemas.events.nodes import NodeEvent
 from schemas.limits import (
     GPUS_PER_NODE,
     MAP_ENTRIES,
@@ -94,7 +95,7 @@ class BenchmarkCompletedPayload(Payload):
 
 
 @event(topic="nodes")
-class BenchmarkCompleted(Event):
+class BenchmarkCompleted(NodeEvent):
     """Benchmark figures of one node; on the node topic so the Node table sees them in order."""
 
     type: Literal["BenchmarkCompleted"] = "BenchmarkCompleted"

@@ -4,7 +4,8 @@ from typing import Literal
 
 from pydantic import Field
 
-from schemas.envelope import Event, Payload
+from schemas.envelope import Payload
+from schemas.events.nodes import NodeEvent
 from schemas.limits import (
     GPUS_PER_NODE,
     INT64_MAX,
@@ -47,7 +48,7 @@ class GpuSampledPayload(Payload):
 
 
 @event(topic="gpu")
-class GpuSampled(Event):
+class GpuSampled(NodeEvent):
     """One GPU at one instant; an interval's samples of a node travel as one batch."""
 
     type: Literal["GpuSampled"] = "GpuSampled"
@@ -76,7 +77,7 @@ class GpuXidObservedPayload(Payload):
 
 
 @event(topic="nodes")
-class GpuXidObserved(Event):
+class GpuXidObserved(NodeEvent):
     type: Literal["GpuXidObserved"] = "GpuXidObserved"
     payload: GpuXidObservedPayload
 
@@ -97,6 +98,6 @@ class NcclSampledPayload(Payload):
 
 
 @event(topic="gpu")
-class NcclSampled(Event):
+class NcclSampled(NodeEvent):
     type: Literal["NcclSampled"] = "NcclSampled"
     payload: NcclSampledPayload

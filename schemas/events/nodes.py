@@ -6,8 +6,18 @@ from typing import Literal
 from pydantic import Field
 
 from schemas.envelope import Event, Payload
-from schemas.limits import GPUS_PER_NODE, NAME, TEXT, WORD, Details
+from schemas.limits import GPUS_PER_NODE, NAME, NODE_NAME, TEXT, WORD, Details
 from schemas.registry import event
+
+
+class NodeEvent(Event):
+    """An event about one node: its subject is the node's name, the same string node lists
+    carry, so it is held to a node name's length (a longer one could never be named in a
+    decision about the node)."""
+
+    subject: str = Field(
+        min_length=1, max_length=NODE_NAME, description="The node id; the partitioning key."
+    )
 
 
 class NodeHeartbeatPayload(Payload):
@@ -18,7 +28,7 @@ class NodeHeartbeatPayload(Payload):
 
 
 @event(topic="nodes")
-class NodeHeartbeat(Event):
+class NodeHeartbeat(NodeEvent):
     type: Literal["NodeHeartbeat"] = "NodeHeartbeat"
     payload: NodeHeartbeatPayload
 
@@ -39,7 +49,7 @@ class NodeHealthCheckedPayload(Payload):
 
 
 @event(topic="nodes")
-class NodeHealthChecked(Event):
+class NodeHealthChecked(NodeEvent):
     type: Literal["NodeHealthChecked"] = "NodeHealthChecked"
     payload: NodeHealthCheckedPayload
 
@@ -62,7 +72,7 @@ class NodeStateObservedPayload(Payload):
 
 
 @event(topic="nodes")
-class NodeStateObserved(Event):
+class NodeStateObserved(NodeEvent):
     """What a scheduler reports about a node (drained or down by anyone, Centrality included):
     node state follows this, not what a rule asked for."""
 

@@ -118,9 +118,9 @@ class RunBenchmark(Trigger):
 
 
 class NotifyPayload(TriggerPayload):
-    title: str = Field(min_length=1, max_length=NAME)
+    title: str = Field(min_length=1, max_length=TEXT)
     text: str = Field(default="", max_length=TEXT)
-    incident: str = Field(max_length=NAME, description="Messages of one incident share a thread.")
+    incident: str = Field(max_length=TEXT, description="Messages of one incident share a thread.")
     nodes: Nodes = ()
     job_id: str | None = Field(default=None, max_length=SUBJECT)
 

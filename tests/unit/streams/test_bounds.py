@@ -77,7 +77,7 @@ def test_trimmed_attempts_and_restarts_are_not_folded_again() -> None:
 
 
 def test_a_node_hearing_everything_stays_bounded() -> None:
-    name = worst_id(1)
+    name = worst_id(1, limits.NODE_NAME)
     state = None
     for i in range(2000):
         gpu = i % limits.GPUS_PER_NODE

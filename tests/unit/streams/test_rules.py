@@ -6,6 +6,10 @@ from collections import Counter
 from datetime import timedelta
 from typing import Any
 
+import pytest
+
+from schemas import limits
+from schemas.codec import DecodeError, decode, encode
 from schemas.envelope import Event
 from schemas.events import Trigger
 from streams.process import Brain
@@ -185,3 +189,17 @@ def test_replay_gives_the_same_decisions_as_live() -> None:
     events = [*failing_jobs(6), xid("n9", 79, at_s=5), heartbeat("n9", at_s=0)]
     ids = [{t.event_id for t in feed(brain(), *events) + brain().tick(at(1000))} for _ in range(2)]
     assert ids[0] == ids[1] and len(ids[0]) > 5
+
+
+def test_the_longest_node_name_the_contract_allows_can_be_named_in_every_decision() -> None:
+    """A node subject longer than a node name once made every clock tick fail to build its
+    Notify (and dead-letter) for as long as the node was in the table."""
+    name = "n" * limits.NODE_NAME
+    b = brain()
+    feed(b, heartbeat(name, at_s=0), xid(name, 79, at_s=1))
+    lost = [t for t in b.tick(T0 + timedelta(hours=1)) if t.payload.rule == "heartbeat_lost"]
+    assert [t.payload.nodes for t in lost] == [(name,)]
+    too_long = heartbeat(name).model_copy(update={"subject": name + "x"})
+    with pytest.raises(DecodeError) as info:
+        decode(encode(too_long))
+    assert info.value.reason == "limit" and info.value.detail.startswith("subject")
