@@ -101,6 +101,7 @@ class KafkaLedger(Ledger):
 
     def __init__(self, kafka: KafkaSettings, *, load_timeout_s: float = 30.0) -> None:
         super().__init__()
+        self._read_up_to: dict[TopicPartition, int] = {}  # offsets read so far, per partition
         self.kafka = kafka
         self.topic = topic_name("action-ledger", kafka)
         self.load_timeout_s = load_timeout_s
@@ -129,7 +130,10 @@ class KafkaLedger(Ledger):
         await super().record(entry)
 
     async def refresh(self) -> None:
-        await self.load()
+        """Read only what was recorded since the last load or refresh: a refusal re-checks the
+        ledger, and re-reading the whole topic each time made a storm of refused triggers
+        crawl (about 15 a second)."""
+        await self.load(since_last=True)
 
     async def load_retrying(self, stop: asyncio.Event) -> None:
         """`load`, again and again while the broker is away, unless stopped."""
@@ -137,9 +141,9 @@ class KafkaLedger(Ledger):
             with attempt:
                 await self.load()
 
-    async def load(self) -> None:
+    async def load(self, *, since_last: bool = False) -> None:
         """Read the whole topic up to its current end (triggers and ledger are not co-partitioned,
-        so any worker may need any entry)."""
+        so any worker may need any entry); `since_last`: from where the last read ended."""
         # Without a group the consumer is assigned every partition of the topic.
         consumer = AIOKafkaConsumer(
             self.topic,
@@ -154,15 +158,20 @@ class KafkaLedger(Ledger):
             if not partitions:
                 raise RuntimeError(f"ledger topic {self.topic} is missing; run `centrality up`")
             await consumer.seek_to_beginning(*partitions)
+            if since_last:
+                for tp in partitions:
+                    if self._read_up_to.get(tp):
+                        consumer.seek(tp, self._read_up_to[tp])
             ends = await consumer.end_offsets(partitions)
             count = await asyncio.wait_for(self._read_to(consumer, ends), self.load_timeout_s)
+            self._read_up_to.update(ends)
         finally:
             await consumer.stop()
         log.info("ledger_loaded", records=count, triggers=len(self._entries))
 
     async def _read_to(self, consumer: AIOKafkaConsumer, ends: dict[TopicPartition, int]) -> int:
         count = 0
-        pending = {tp for tp, end in ends.items() if end > 0}
+        pending = {tp for tp, end in ends.items() if await consumer.position(tp) < end}
         while pending:
             fetched = await consumer.getmany(*pending, timeout_ms=500)
             for records in fetched.values():

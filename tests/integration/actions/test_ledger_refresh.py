@@ -1,0 +1,49 @@
+"""Two action workers' ledgers on the real broker: a refresh reads only what is new."""
+
+from __future__ import annotations
+
+import uuid
+
+from structlog.testing import capture_logs
+
+from actions.ledger import KafkaLedger, LedgerEntry
+from schemas.settings import KafkaSettings
+
+
+def entry(subject: str) -> LedgerEntry:
+    return LedgerEntry(
+        trigger_id=uuid.uuid4(),
+        trigger_type="QuarantineNodes",
+        action="quarantine_nodes",
+        cluster="c",
+        subject=subject,
+        outcome="succeeded",
+        incident=f"c/{subject}",
+    )
+
+
+async def test_a_refresh_sees_another_workers_entries_reading_only_the_new_ones(
+    kafka_settings: KafkaSettings,
+) -> None:
+    mine, theirs = KafkaLedger(kafka_settings), KafkaLedger(kafka_settings)
+    await mine.start()
+    await theirs.start()
+    try:
+        old = [entry(f"n{i}") for i in range(50)]
+        for e in old:
+            await theirs.record(e)
+        await mine.load()
+        assert {e.trigger_id for e in old} <= {e.trigger_id for e in mine.entries()}
+        new = entry("n-new")
+        await theirs.record(new)
+        with capture_logs() as logs:
+            await mine.refresh()
+        assert mine.get(new.trigger_id) == new
+        [loaded] = [log for log in logs if log["event"] == "ledger_loaded"]
+        assert loaded["records"] == 1  # not the 51 the topic holds
+        with capture_logs() as logs:
+            await mine.refresh()  # nothing new: nothing read
+        assert [log["records"] for log in logs if log["event"] == "ledger_loaded"] == [0]
+    finally:
+        await mine.stop()
+        await theirs.stop()
