@@ -25,7 +25,8 @@ from streams.history.settings import ClickHouseSettings
 
 pytestmark = pytest.mark.e2e
 
-NODES, XID_NODES, SEED = 200, 5, 3
+# The fleet size is a knob: `CENTRALITY_E2E_SIM_NODES=10000` is issue 13's 10,000-node run.
+NODES, XID_NODES, SEED = int(os.environ.get("CENTRALITY_E2E_SIM_NODES", "200")), 5, 3
 
 
 @pytest.fixture
