@@ -154,19 +154,30 @@ async def test_batched_families_split_at_the_message_limit(
     assert [e.event_id for m in messages for e in decode(m)] == [e.event_id for e in events]
 
 
-async def _limit_topic(settings: KafkaSettings, topic: str, max_bytes: int) -> None:
-    from aiokafka.admin import AIOKafkaAdminClient
-    from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
+async def _limited_catalog(settings: KafkaSettings, max_bytes: int) -> KafkaSettings:
+    """Settings whose `jobs` topic refuses records over `max_bytes`, from its creation on.
 
+    Altering an existing topic's limit is applied by the broker asynchronously, so a record sent
+    right after could still be accepted; a topic created with the limit has it from the start.
+    """
+    from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+
+    from schemas.admin import ensure_topics
+    from schemas.topics import CATALOG
+
+    limited = settings.model_copy(update={"topic_prefix": f"{settings.topic_prefix}limited."})
+    spec = next(s for s in CATALOG if s.name == "jobs")
+    configs = {**spec.configs, "max.message.bytes": str(max_bytes)}
     admin = AIOKafkaAdminClient(bootstrap_servers=settings.bootstrap)
     await admin.start()
     try:
-        resource = ConfigResource(
-            ConfigResourceType.TOPIC, topic, configs={"max.message.bytes": str(max_bytes)}
+        await admin.create_topics(
+            [NewTopic(spec.full_name(limited), spec.partitions, 1, topic_configs=configs)]
         )
-        await admin.alter_configs([resource])
     finally:
         await admin.close()
+    await ensure_topics(limited)
+    return limited
 
 
 async def test_a_record_the_broker_refuses_is_refused_not_spooled_and_blocks_nothing(
@@ -177,8 +188,8 @@ async def test_a_record_the_broker_refuses_is_refused_not_spooled_and_blocks_not
     from schemas.emitter.spool import Spool, SpooledRecord
     from schemas.topics import topic_name
 
+    kafka_settings = await _limited_catalog(kafka_settings, 2048)
     topic = topic_name("jobs", kafka_settings)
-    await _limit_topic(kafka_settings, topic, 2048)
     big = exited(subject="slurm/t/big").model_copy(
         update={"payload": exited().payload.model_copy(update={"reason": "x" * 4000})}
     )
