@@ -8,35 +8,27 @@ what misbehaves. A cluster with no node seen is never quarantined.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 from actions.fleet import FleetSizes
-from actions.ledger import LedgerEntry
+from actions.ledger import History, LedgerEntry
 from actions.settings import ActionsSettings
 from schemas.events import QuarantineNodes, RestartJob, RunBenchmark
 
-# `started` is an action in doubt: count it, as it may have happened.
-_ACTED = ("succeeded", "started", "dry_run")
-
 
 def _recent(
-    history: Sequence[LedgerEntry], cluster: str, action: str, since: datetime
+    history: History, cluster: str, action: str, since: datetime, subject: str | None = None
 ) -> list[LedgerEntry]:
     return [
         e
-        for e in history
-        if e.cluster == cluster
-        and e.action == action
-        and e.outcome in _ACTED
-        and e.error is None
-        and e.recorded_at >= since
+        for e in history.acted(cluster, action, subject)
+        if e.error is None and e.recorded_at >= since
     ]
 
 
 def quarantine_share(
     trigger: QuarantineNodes,
-    history: Sequence[LedgerEntry],
+    history: History,
     settings: ActionsSettings,
     now: datetime,
     fleets: FleetSizes,
@@ -68,17 +60,13 @@ def quarantine_share(
 
 def restart_rate(
     trigger: RestartJob,
-    history: Sequence[LedgerEntry],
+    history: History,
     settings: ActionsSettings,
     now: datetime,
     fleets: FleetSizes,
 ) -> str | None:
     since = now - timedelta(seconds=settings.restart_window_s)
-    done = [
-        e
-        for e in _recent(history, trigger.cluster, "restart_job", since)
-        if e.subject == trigger.subject
-    ]
+    done = _recent(history, trigger.cluster, "restart_job", since, subject=trigger.subject)
     if len(done) >= settings.restart_max_per_window:
         return (
             f"job {trigger.subject} was restarted {len(done)} times within "
@@ -89,7 +77,7 @@ def restart_rate(
 
 def drained_first(
     trigger: RunBenchmark,
-    history: Sequence[LedgerEntry],
+    history: History,
     settings: ActionsSettings,
     now: datetime,
     fleets: FleetSizes,
@@ -99,11 +87,9 @@ def drained_first(
     drained: set[str] = set()
     moves = [
         e
-        for e in history
-        if e.cluster == trigger.cluster
-        and e.action in ("quarantine_nodes", "release_nodes")
-        and e.outcome in ("succeeded", "dry_run")  # in doubt is not drained
-        and e.error is None
+        for action in ("quarantine_nodes", "release_nodes")
+        for e in history.acted(trigger.cluster, action)
+        if e.outcome != "started" and e.error is None  # in doubt is not drained
     ]
     for entry in sorted(moves, key=lambda e: e.recorded_at):
         if entry.action == "quarantine_nodes":

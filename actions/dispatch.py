@@ -98,7 +98,12 @@ class Dispatcher:
         guard = spec.guard
         if guard is None:
             return None
-        tripped = guard(trigger, self._history(), self.settings, self.clock(), self.fleets)
+
+        def check() -> str | None:
+            history = self.ledger.history(planned=self.settings.dry_run)
+            return guard(trigger, history, self.settings, self.clock(), self.fleets)
+
+        tripped = check()
         if tripped is not None:
             # Triggers and the ledger are not co-partitioned: another worker may have acted
             # (drained, released) since this one read the ledger. Read again before refusing.
@@ -107,7 +112,7 @@ class Dispatcher:
             except Exception as exc:  # unread, the ledger still holds what this worker knows
                 log.warning("ledger_refresh_failed", error=f"{type(exc).__name__}: {exc}")
                 return tripped
-            tripped = guard(trigger, self._history(), self.settings, self.clock(), self.fleets)
+            tripped = check()
         return tripped
 
     def _context(self, trigger: Trigger) -> ActionContext:
@@ -118,11 +123,6 @@ class Dispatcher:
         return ActionContext(
             PlanningAdapter(plan), PlanningNotifier(plan), self.settings, incident, dry_run=True
         )
-
-    def _history(self) -> list[LedgerEntry]:
-        # In shadow mode what was planned counts too, so shadow trips where live would.
-        entries = self.ledger.entries()
-        return entries if self.settings.dry_run else [e for e in entries if e.outcome != "dry_run"]
 
     async def _act(self, spec: HandlerSpec, trigger: Trigger, ctx: ActionContext) -> None:
         """Attempts with jittered backoff while the handler says temporary (a timeout is).

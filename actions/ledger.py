@@ -27,6 +27,8 @@ from schemas.topics import topic_name
 log = structlog.get_logger("actions.ledger")
 
 Outcome = Literal["started", "succeeded", "failed", "skipped", "dry_run"]
+# What may have been done, so what the circuit breakers count: `started` is an action in doubt.
+ACTED: tuple[Outcome, ...] = ("succeeded", "started", "dry_run")
 
 
 class ThreadRef(BaseModel):
@@ -70,11 +72,46 @@ class LedgerEntry(BaseModel):
         return dry_run or self.outcome != "dry_run"
 
 
+class History:
+    """What the circuit breakers read: entries of actions that were (or may have been) done, by
+    cluster and action, and by subject too. Refusals and failures are not kept here, so a storm
+    of refused triggers makes no guard slower; `planned` says whether shadow runs count."""
+
+    def __init__(self, *, planned: bool) -> None:
+        self.planned = planned
+        self._by_action: dict[tuple[str, str], dict[uuid.UUID, LedgerEntry]] = {}
+        self._by_subject: dict[tuple[str, str, str], dict[uuid.UUID, LedgerEntry]] = {}
+
+    @classmethod
+    def of(cls, entries: Iterable[LedgerEntry], *, planned: bool = False) -> History:
+        history = cls(planned=planned)
+        for entry in entries:
+            history.put(None, entry)
+        return history
+
+    def acted(self, cluster: str, action: str, subject: str | None = None) -> list[LedgerEntry]:
+        if subject is None:
+            return list(self._by_action.get((cluster, action), {}).values())
+        return list(self._by_subject.get((cluster, action, subject), {}).values())
+
+    def put(self, old: LedgerEntry | None, new: LedgerEntry) -> None:
+        """`new` replaces `old`, the previous entry of the same trigger, if any."""
+        if old is not None:
+            self._by_action.get((old.cluster, old.action), {}).pop(old.trigger_id, None)
+            key = (old.cluster, old.action, old.subject)
+            self._by_subject.get(key, {}).pop(old.trigger_id, None)
+        if new.outcome in ACTED and (self.planned or new.outcome != "dry_run"):
+            self._by_action.setdefault((new.cluster, new.action), {})[new.trigger_id] = new
+            key = (new.cluster, new.action, new.subject)
+            self._by_subject.setdefault(key, {})[new.trigger_id] = new
+
+
 class Ledger:
     """The ledger in memory; `record` is where a durable ledger persists first."""
 
     def __init__(self) -> None:
         self._entries: dict[uuid.UUID, LedgerEntry] = {}
+        self._histories = {planned: History(planned=planned) for planned in (False, True)}
 
     def get(self, trigger_id: uuid.UUID) -> LedgerEntry | None:
         return self._entries.get(trigger_id)
@@ -82,18 +119,26 @@ class Ledger:
     def entries(self) -> list[LedgerEntry]:
         return list(self._entries.values())
 
+    def history(self, *, planned: bool) -> History:
+        """What guards count; in shadow mode (`planned`) what was planned counts too, so shadow
+        trips where live would."""
+        return self._histories[planned]
+
     def threads(self) -> dict[str, ThreadRef]:
         return {e.incident: e.thread for e in self._entries.values() if e.thread is not None}
 
     async def record(self, entry: LedgerEntry) -> None:
-        self._entries[entry.trigger_id] = entry
+        self._apply((entry,))
 
     async def refresh(self) -> None:
         """Catch up with what other workers recorded (nothing to do for one in memory)."""
 
     def _apply(self, entries: Iterable[LedgerEntry]) -> None:
         for entry in entries:
+            old = self._entries.get(entry.trigger_id)
             self._entries[entry.trigger_id] = entry
+            for history in self._histories.values():
+                history.put(old, entry)
 
 
 class KafkaLedger(Ledger):
@@ -111,12 +156,22 @@ class KafkaLedger(Ledger):
             enable_idempotence=True,
             acks="all",
         )
+        # One reader for every load: a consumer per read costs a connection and a metadata
+        # round trip, and refusals come in bursts. Reads take turns; see `refresh`.
+        self._reader: AIOKafkaConsumer | None = None
+        self._reading = asyncio.Lock()
+        self._reads_started = 0
+        self._reads_done = 0  # the number of the last read that ended well
 
     async def start(self) -> None:
         """Open the producer; entries are read by `load`, on every partition assignment."""
         await self._producer.start()
 
     async def stop(self) -> None:
+        async with self._reading:
+            if self._reader is not None:
+                await self._reader.stop()
+                self._reader = None
         await self._producer.stop()
 
     async def record(self, entry: LedgerEntry) -> None:
@@ -130,10 +185,14 @@ class KafkaLedger(Ledger):
         await super().record(entry)
 
     async def refresh(self) -> None:
-        """Read only what was recorded since the last load or refresh: a refusal re-checks the
-        ledger, and re-reading the whole topic each time made a storm of refused triggers
-        crawl (about 15 a second)."""
-        await self.load(since_last=True)
+        """Read what was recorded since the last read. Callers that ask while a read is under
+        way share the next one: any read that started after a caller asked will do for it, so a
+        storm of refused triggers costs a few reads, not one each."""
+        asked = self._reads_started
+        async with self._reading:
+            if self._reads_done > asked:
+                return
+            await self._load(since_last=True)
 
     async def load_retrying(self, stop: asyncio.Event) -> None:
         """`load`, again and again while the broker is away, unless stopped."""
@@ -144,15 +203,13 @@ class KafkaLedger(Ledger):
     async def load(self, *, since_last: bool = False) -> None:
         """Read the whole topic up to its current end (triggers and ledger are not co-partitioned,
         so any worker may need any entry); `since_last`: from where the last read ended."""
-        # Without a group the consumer is assigned every partition of the topic.
-        consumer = AIOKafkaConsumer(
-            self.topic,
-            bootstrap_servers=self.kafka.bootstrap,
-            client_id=f"{self.kafka.client_id}-ledger-load",
-            enable_auto_commit=False,
-            auto_offset_reset="earliest",
-        )
-        await consumer.start()
+        async with self._reading:
+            await self._load(since_last=since_last)
+
+    async def _load(self, *, since_last: bool) -> None:
+        self._reads_started += 1
+        number = self._reads_started
+        consumer = await self._started_reader()
         try:
             partitions = list(consumer.assignment())
             if not partitions:
@@ -164,10 +221,32 @@ class KafkaLedger(Ledger):
                         consumer.seek(tp, self._read_up_to[tp])
             ends = await consumer.end_offsets(partitions)
             count = await asyncio.wait_for(self._read_to(consumer, ends), self.load_timeout_s)
-            self._read_up_to.update(ends)
-        finally:
+        except BaseException:
+            # A reader in an unknown state (a timeout mid-fetch, the broker away) is not reused.
+            self._reader = None
             await consumer.stop()
+            raise
+        self._read_up_to.update(ends)
+        self._reads_done = number
         log.info("ledger_loaded", records=count, triggers=len(self._entries))
+
+    async def _started_reader(self) -> AIOKafkaConsumer:
+        if self._reader is None:
+            # Without a group the consumer is assigned every partition of the topic.
+            reader = AIOKafkaConsumer(
+                self.topic,
+                bootstrap_servers=self.kafka.bootstrap,
+                client_id=f"{self.kafka.client_id}-ledger-load",
+                enable_auto_commit=False,
+                auto_offset_reset="earliest",
+            )
+            try:
+                await reader.start()
+            except BaseException:
+                await reader.stop()
+                raise
+            self._reader = reader
+        return self._reader
 
     async def _read_to(self, consumer: AIOKafkaConsumer, ends: dict[TopicPartition, int]) -> int:
         count = 0

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -12,14 +12,12 @@ from schemas.events import Trigger
 if TYPE_CHECKING:
     from actions.context import ActionContext
     from actions.fleet import FleetSizes
-    from actions.ledger import LedgerEntry
+    from actions.ledger import History
     from actions.settings import ActionsSettings
 
 Handler = Callable[[Any, "ActionContext"], dict[str, Any]]
 # A guard (circuit breaker) returns why the action must not run now, or None.
-Guard = Callable[
-    [Any, "Sequence[LedgerEntry]", "ActionsSettings", datetime, "FleetSizes"], str | None
-]
+Guard = Callable[[Any, "History", "ActionsSettings", datetime, "FleetSizes"], str | None]
 H = TypeVar("H", bound=Handler)
 
 

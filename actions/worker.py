@@ -197,7 +197,6 @@ class ActionWorker:
                 await self._dead_letter(emitter, record, why)
 
     async def _dead_letter(self, emitter: Emitter, record: Record, why: Rejected) -> None:
-        log.warning("trigger_dead_lettered", reason=why.reason, offset=record.offset)
         raw, key = record.value or b"", record.key
         detail = why.detail[:1000]
         if len(raw) > MAX_RAW_BYTES:

@@ -48,7 +48,7 @@ from schemas.tracing import inject_headers
 from streams import batches, faust_transport, topics
 from streams.clean_start import guard
 from streams.entities import JOBS, KINDS, NODES, Kind, forwarded, kind_of, step
-from streams.failures import retrying, transient
+from streams.failures import call_retrying, transient
 from streams.rules.registry import RuleEngine
 from streams.settings import StreamsSettings
 from streams.state.bounds import ID_CHARS_MAX, STATE_BYTES_MAX
@@ -230,9 +230,12 @@ async def _handle_message(message: Any) -> None:
                 await forward_topic.send(key=derived.key, value=encode(derived))
     for (_, key), (kind, batch) in by_kind.items():
         try:
-            async for attempt in retrying("output", settings.send_retry_s, lambda: app.should_stop):
-                with attempt:
-                    await handle_events(kind, key, batch)
+            await call_retrying(
+                "output",
+                lambda: handle_events(kind, key, batch),  # noqa: B023  (awaited right here)
+                settings.send_retry_s,
+                lambda: app.should_stop,
+            )
         except Refused as exc:
             await _dead_letter(exc.reason, exc.detail, message)
         except Exception as exc:  # a bug in a fold or rule must not wedge the partition forever
@@ -363,7 +366,6 @@ async def clock() -> None:
 async def _dead_letter(reason: str, detail: str, message: Any) -> None:
     """A dead letter that cannot be sent is logged, counted and given up, unless the worker is
     stopping meanwhile: then the message is left for redelivery."""
-    log.warning("dead_letter", reason=reason, topic=message.topic, offset=message.offset)
     raw = message.value or b""
     if len(raw) > DEAD_LETTER_RAW_MAX:
         detail = f"{detail} (raw: first {DEAD_LETTER_RAW_MAX} of {len(raw)} bytes)"
@@ -379,13 +381,15 @@ async def _dead_letter(reason: str, detail: str, message: Any) -> None:
         key=key,
         raw=raw,
     )
-    count_dead_letter(letter)
+    count_dead_letter(letter)  # and logged there, throttled: poison comes in storms
+    value = letter.to_bytes()
     try:
-        async for attempt in retrying(
-            "dead_letter", settings.send_retry_s, lambda: app.should_stop
-        ):
-            with attempt:
-                await deadletter_topic.send(key=message.topic.encode(), value=letter.to_bytes())
+        await call_retrying(
+            "dead_letter",
+            lambda: deadletter_topic.send(key=message.topic.encode(), value=value),
+            settings.send_retry_s,
+            lambda: app.should_stop,
+        )
     except Exception as exc:
         if app.should_stop and transient(exc):
             _leave_for_redelivery(message, exc)

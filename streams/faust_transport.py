@@ -88,7 +88,7 @@ from mode import Service
 from mode.services import WaitResults
 
 from streams import batches, clean_start, eager, faust_canary
-from streams.failures import retrying
+from streams.failures import call_retrying
 
 log = structlog.get_logger("streams")
 
@@ -209,11 +209,12 @@ class _Buffer(ProducerBuffer):
 
     async def _send_with_retry(self, message: Any) -> None:
         try:
-            async for attempt in retrying(
-                "changelog_send", CHANGELOG_RETRY_S, lambda: self.should_stop
-            ):
-                with attempt:
-                    await self._send_pending(message)
+            await call_retrying(
+                "changelog_send",
+                lambda: self._send_pending(message),
+                CHANGELOG_RETRY_S,
+                lambda: self.should_stop,
+            )
         except asyncio.CancelledError:
             raise
         except Exception as exc:

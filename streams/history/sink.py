@@ -232,7 +232,6 @@ class HistorySink:
         it is committed past with its neighbours and never fetched again."""
         letter = skip.dead_letter(SINK_CONSUMER)
         count_dead_letter(letter)
-        log.warning("dead_letter", topic=letter.topic, offset=letter.offset, reason=letter.reason)
         batch.records.append(
             Record(
                 self.deadletter_topic,
@@ -288,9 +287,6 @@ class HistorySink:
         self.rows_written += written.rows
         for letter in written.rejected:
             count_dead_letter(letter)
-            log.warning(
-                "dead_letter", topic=letter.topic, offset=letter.offset, reason=letter.reason
-            )
         return True
 
     async def _back_off(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 
 from structlog.testing import capture_logs
@@ -44,6 +45,33 @@ async def test_a_refresh_sees_another_workers_entries_reading_only_the_new_ones(
         with capture_logs() as logs:
             await mine.refresh()  # nothing new: nothing read
         assert [log["records"] for log in logs if log["event"] == "ledger_loaded"] == [0]
+    finally:
+        await mine.stop()
+        await theirs.stop()
+
+
+async def test_refreshes_asked_at_once_share_a_read_that_sees_what_came_before(
+    kafka_settings: KafkaSettings,
+) -> None:
+    mine, theirs = KafkaLedger(kafka_settings), KafkaLedger(kafka_settings)
+    await mine.start()
+    await theirs.start()
+    try:
+        await mine.load()
+        new = [entry(f"n{i}") for i in range(5)]
+        for e in new:
+            await theirs.record(e)
+        with capture_logs() as logs:
+            await asyncio.gather(*(mine.refresh() for _ in range(40)))
+        assert all(mine.get(e.trigger_id) == e for e in new)
+        reads = [log for log in logs if log["event"] == "ledger_loaded"]
+        # The first caller's read, and at most one more shared by all who asked meanwhile.
+        assert 1 <= len(reads) <= 2
+        assert sum(r["records"] for r in reads) == len(new)
+        later = entry("n-later")
+        await theirs.record(later)
+        await mine.refresh()  # asked after those reads ended: a read of its own
+        assert mine.get(later.trigger_id) == later
     finally:
         await mine.stop()
         await theirs.stop()

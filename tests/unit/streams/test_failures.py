@@ -14,7 +14,7 @@ from aiokafka.errors import (
 )
 from faust.exceptions import ProducerSendError
 
-from streams.failures import retrying, transient
+from streams.failures import call_retrying, retrying, transient
 
 
 def wrapped(cause: Exception) -> ProducerSendError:
@@ -75,3 +75,37 @@ async def test_a_transient_failure_is_retried_within_its_budget_then_raised() ->
 
 async def test_a_stopping_worker_does_not_retry() -> None:
     assert await attempts(KafkaConnectionError(), budget_s=60, stopping=True) == 1
+
+
+async def calls(failures: list[Exception], budget_s: float = 5, stopping: bool = False) -> int:
+    """How many times `call_retrying` called a function that fails with `failures` in turn."""
+    tries = 0
+
+    async def call() -> str:
+        nonlocal tries
+        tries += 1
+        if failures:
+            raise failures.pop(0)
+        return "sent"
+
+    # A lambda, as callers pass: tenacity alone would hand back its awaitable unawaited.
+    assert await call_retrying("test", lambda: call(), budget_s, lambda: stopping) == "sent"
+    return tries
+
+
+async def test_call_retrying_calls_once_when_the_first_try_works() -> None:
+    assert await calls([]) == 1
+
+
+async def test_call_retrying_retries_transient_failures_of_the_first_try() -> None:
+    assert await calls([KafkaConnectionError(), KafkaTimeoutError()]) == 3
+
+
+async def test_call_retrying_raises_a_deterministic_failure_at_once() -> None:
+    with pytest.raises(MessageSizeTooLargeError):
+        await calls([MessageSizeTooLargeError()])
+
+
+async def test_call_retrying_does_not_retry_while_stopping() -> None:
+    with pytest.raises(KafkaConnectionError):
+        await calls([KafkaConnectionError()], stopping=True)

@@ -1,0 +1,60 @@
+"""The ledger in memory: what the circuit breakers are given to count."""
+
+from __future__ import annotations
+
+import uuid
+
+from actions.ledger import Ledger, LedgerEntry, Outcome
+
+
+def entry(outcome: Outcome, cluster: str = "c", trigger_id: uuid.UUID | None = None) -> LedgerEntry:
+    return LedgerEntry(
+        trigger_id=trigger_id or uuid.uuid4(),
+        trigger_type="QuarantineNodes",
+        action="quarantine_nodes",
+        cluster=cluster,
+        subject="n1",
+        nodes=("n1",),
+        outcome=outcome,
+        incident=f"{cluster}/n1",
+    )
+
+
+async def test_acted_holds_what_was_or_may_have_been_done_per_cluster() -> None:
+    ledger = Ledger()
+    done, doubt, planned = entry("succeeded"), entry("started"), entry("dry_run")
+    other = entry("succeeded", cluster="d")
+    for e in (done, doubt, planned, other, entry("skipped"), entry("failed")):
+        await ledger.record(e)
+    shadow = ledger.history(planned=True)
+    assert {e.trigger_id for e in shadow.acted("c", "quarantine_nodes")} == {
+        done.trigger_id,
+        doubt.trigger_id,
+        planned.trigger_id,
+    }
+    live = ledger.history(planned=False)  # what was only planned never counts for real
+    assert {e.trigger_id for e in live.acted("c", "quarantine_nodes")} == {
+        done.trigger_id,
+        doubt.trigger_id,
+    }
+    assert live.acted("d", "quarantine_nodes") == [other]
+    assert live.acted("c", "quarantine_nodes", subject="n1") == live.acted("c", "quarantine_nodes")
+    assert live.acted("c", "quarantine_nodes", subject="n2") == []
+    assert live.acted("c", "release_nodes") == [] and live.acted("none", "quarantine_nodes") == []
+    assert len(ledger.entries()) == 6
+
+
+async def test_an_entry_that_changes_outcome_moves_in_and_out_of_acted() -> None:
+    ledger = Ledger()
+    started = entry("started")
+    history = ledger.history(planned=False)
+    await ledger.record(started)
+    assert history.acted("c", "quarantine_nodes", "n1") == [started]
+    failed = entry("failed", trigger_id=started.trigger_id)
+    await ledger.record(failed)
+    assert history.acted("c", "quarantine_nodes") == []
+    assert history.acted("c", "quarantine_nodes", "n1") == []
+    assert ledger.get(started.trigger_id) == failed
+    succeeded = entry("succeeded", trigger_id=started.trigger_id)
+    await ledger.record(succeeded)
+    assert history.acted("c", "quarantine_nodes", "n1") == [succeeded]
