@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from actions.fleet import FleetSizes
-from actions.ledger import History, LedgerEntry
+from actions.ledger import DRAIN, History, LedgerEntry
 from actions.settings import ActionsSettings
 from schemas.events import QuarantineNodes, RestartJob, RunBenchmark
 
@@ -40,14 +40,7 @@ def quarantine_share(
             "CENTRALITY_ACTIONS_FLEET_SIZE does not name it"
         )
     since = now - timedelta(seconds=settings.quarantine_window_s)
-    quarantined: set[str] = set()
-    events = _recent(history, trigger.cluster, "quarantine_nodes", since)
-    events += _recent(history, trigger.cluster, "release_nodes", since)
-    for entry in sorted(events, key=lambda e: e.recorded_at):
-        if entry.action == "quarantine_nodes":
-            quarantined |= set(entry.nodes)
-        else:
-            quarantined -= set(entry.nodes)
+    quarantined = {n for n, at in history.drained(trigger.cluster).items() if at >= since}
     wanted = quarantined | set(trigger.payload.nodes)
     limit = settings.quarantine_max_share * fleet
     if len(wanted) > limit:
@@ -84,18 +77,15 @@ def drained_first(
 ) -> str | None:
     """A benchmark runs only on nodes this worker's ledger shows drained and not yet released:
     never on a node still in service, whatever asked for it."""
-    drained: set[str] = set()
-    moves = [
-        e
-        for action in ("quarantine_nodes", "release_nodes")
-        for e in history.acted(trigger.cluster, action)
-        if e.outcome != "started" and e.error is None  # in doubt is not drained
-    ]
-    for entry in sorted(moves, key=lambda e: e.recorded_at):
-        if entry.action == "quarantine_nodes":
-            drained |= set(entry.nodes)
-        else:
-            drained -= set(entry.nodes)
+    drained = set()
+    for node in trigger.payload.nodes:
+        latest = None
+        for e in history.moves(trigger.cluster, node):
+            done = e.outcome != "started" and e.error is None  # in doubt is not drained
+            if done and (latest is None or e.recorded_at >= latest.recorded_at):
+                latest = e
+        if latest is not None and latest.action == DRAIN:
+            drained.add(node)
     missing = [n for n in trigger.payload.nodes if n not in drained]
     if missing:
         return f"{', '.join(missing)} not drained: a benchmark runs only on drained nodes"

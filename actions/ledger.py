@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Iterable, Iterator
+from datetime import datetime
 from typing import Any, Literal
 
 import structlog
@@ -29,6 +30,7 @@ log = structlog.get_logger("actions.ledger")
 Outcome = Literal["started", "succeeded", "failed", "skipped", "dry_run"]
 # What may have been done, so what the circuit breakers count: `started` is an action in doubt.
 ACTED: tuple[Outcome, ...] = ("succeeded", "started", "dry_run")
+DRAIN, RELEASE = "quarantine_nodes", "release_nodes"  # the actions that take nodes out and back
 
 
 class ThreadRef(BaseModel):
@@ -75,12 +77,18 @@ class LedgerEntry(BaseModel):
 class History:
     """What the circuit breakers read: entries of actions that were (or may have been) done, by
     cluster and action, and by subject too. Refusals and failures are not kept here, so a storm
-    of refused triggers makes no guard slower; `planned` says whether shadow runs count."""
+    of refused triggers makes no guard slower; `planned` says whether shadow runs count.
+
+    Drains and releases are also kept per node, with each node's standing (drained since when)
+    updated as they come: the share breaker reads a whole cluster's standing on every drain, and
+    folding every drain and release again each time made a cluster with many of them crawl."""
 
     def __init__(self, *, planned: bool) -> None:
         self.planned = planned
         self._by_action: dict[tuple[str, str], dict[uuid.UUID, LedgerEntry]] = {}
         self._by_subject: dict[tuple[str, str, str], dict[uuid.UUID, LedgerEntry]] = {}
+        self._moves: dict[tuple[str, str], dict[uuid.UUID, LedgerEntry]] = {}  # (cluster, node)
+        self._drained: dict[str, dict[str, datetime]] = {}  # cluster: node: drained at
 
     @classmethod
     def of(cls, entries: Iterable[LedgerEntry], *, planned: bool = False) -> History:
@@ -94,16 +102,48 @@ class History:
             return list(self._by_action.get((cluster, action), {}).values())
         return list(self._by_subject.get((cluster, action, subject), {}).values())
 
+    def moves(self, cluster: str, node: str) -> list[LedgerEntry]:
+        """The node's drains and releases, in the order they were read."""
+        return list(self._moves.get((cluster, node), {}).values())
+
+    def drained(self, cluster: str) -> dict[str, datetime]:
+        """Nodes whose latest drain or release (done, or maybe done, without error) is a drain,
+        with when it was recorded."""
+        return self._drained.get(cluster, {})
+
     def put(self, old: LedgerEntry | None, new: LedgerEntry) -> None:
         """`new` replaces `old`, the previous entry of the same trigger, if any."""
         if old is not None:
             self._by_action.get((old.cluster, old.action), {}).pop(old.trigger_id, None)
             key = (old.cluster, old.action, old.subject)
             self._by_subject.get(key, {}).pop(old.trigger_id, None)
+            for node in self._nodes_moved(old):
+                self._moves.get((old.cluster, node), {}).pop(old.trigger_id, None)
         if new.outcome in ACTED and (self.planned or new.outcome != "dry_run"):
             self._by_action.setdefault((new.cluster, new.action), {})[new.trigger_id] = new
             key = (new.cluster, new.action, new.subject)
             self._by_subject.setdefault(key, {})[new.trigger_id] = new
+            for node in self._nodes_moved(new):
+                self._moves.setdefault((new.cluster, node), {})[new.trigger_id] = new
+        for entry in (e for e in (old, new) if e is not None):
+            for node in self._nodes_moved(entry):
+                self._settle(entry.cluster, node)
+
+    @staticmethod
+    def _nodes_moved(entry: LedgerEntry | None) -> tuple[str, ...]:
+        return entry.nodes if entry is not None and entry.action in (DRAIN, RELEASE) else ()
+
+    def _settle(self, cluster: str, node: str) -> None:
+        latest: LedgerEntry | None = None
+        for entry in self._moves.get((cluster, node), {}).values():
+            # Of moves recorded at the same time, the one read last stands.
+            if entry.error is None and (latest is None or entry.recorded_at >= latest.recorded_at):
+                latest = entry
+        drained = self._drained.setdefault(cluster, {})
+        if latest is not None and latest.action == DRAIN:
+            drained[node] = latest.recorded_at
+        else:
+            drained.pop(node, None)
 
 
 class Ledger:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from datetime import UTC, datetime, timedelta
 
 from actions.ledger import Ledger, LedgerEntry, Outcome
 
@@ -58,3 +59,37 @@ async def test_an_entry_that_changes_outcome_moves_in_and_out_of_acted() -> None
     succeeded = entry("succeeded", trigger_id=started.trigger_id)
     await ledger.record(succeeded)
     assert history.acted("c", "quarantine_nodes", "n1") == [succeeded]
+
+
+def move(action: str, at_s: int, outcome: Outcome = "succeeded", **kw: object) -> LedgerEntry:
+    return entry(outcome).model_copy(
+        update={
+            "action": action,
+            "nodes": ("n1", "n2"),
+            "recorded_at": datetime(2026, 1, 1, tzinfo=UTC) + timedelta(seconds=at_s),
+            **kw,
+        }
+    )
+
+
+async def test_a_nodes_standing_follows_its_latest_move_whatever_the_reading_order() -> None:
+    ledger = Ledger()
+    history = ledger.history(planned=False)
+    drain, release = move("quarantine_nodes", 10), move("release_nodes", 20)
+    await ledger.record(release)  # read before the drain it follows: the order read is no matter
+    await ledger.record(drain)
+    assert history.drained("c") == {}
+    again = move("quarantine_nodes", 30, outcome="started")  # in doubt: it may have drained
+    await ledger.record(again)
+    assert set(history.drained("c")) == {"n1", "n2"}
+    assert history.drained("c")["n1"] == again.recorded_at
+    await ledger.record(again.model_copy(update={"outcome": "failed"}))  # it did not
+    assert history.drained("c") == {}
+    await ledger.record(move("quarantine_nodes", 40, error="drain refused"))
+    assert history.drained("c") == {}
+    # Moves done with an error stay in the record; they only do not count as drains.
+    assert [(e.action, e.error) for e in history.moves("c", "n1")] == [
+        ("release_nodes", None),
+        ("quarantine_nodes", None),
+        ("quarantine_nodes", "drain refused"),
+    ]
