@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from types import TracebackType
@@ -25,6 +26,7 @@ class Pipeline:
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
 
     def start(self) -> None:
+        _exit_on_sigterm()
         self.log_dir.mkdir(parents=True, exist_ok=True)
         cli = Path(sys.executable).with_name("centrality")
         for name in WORKERS:
@@ -84,3 +86,17 @@ class Pipeline:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
+
+
+def _exit_on_sigterm() -> None:
+    """The workers run in sessions of their own (a terminal's Ctrl-C must reach only this
+    command, which stops them in order), so a SIGTERM that killed this process outright would
+    leave them running: make it an exit, which runs the `finally` and `with` that stop them."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _raise_exit)
+
+
+def _raise_exit(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
