@@ -88,6 +88,7 @@ class History:
         self._by_action: dict[tuple[str, str], dict[uuid.UUID, LedgerEntry]] = {}
         self._by_subject: dict[tuple[str, str, str], dict[uuid.UUID, LedgerEntry]] = {}
         self._moves: dict[tuple[str, str], dict[uuid.UUID, LedgerEntry]] = {}  # (cluster, node)
+        self._standing: dict[tuple[str, str], LedgerEntry] = {}  # (cluster, node): latest move
         self._drained: dict[str, dict[str, datetime]] = {}  # cluster: node: drained at
 
     @classmethod
@@ -125,23 +126,41 @@ class History:
             self._by_subject.setdefault(key, {})[new.trigger_id] = new
             for node in self._nodes_moved(new):
                 self._moves.setdefault((new.cluster, node), {})[new.trigger_id] = new
-        for entry in (e for e in (old, new) if e is not None):
-            for node in self._nodes_moved(entry):
-                self._settle(entry.cluster, node)
+        nodes = {n: None for e in (old, new) for n in self._nodes_moved(e)}
+        for node in nodes:
+            self._stand(new.cluster, node, old, new)
 
     @staticmethod
     def _nodes_moved(entry: LedgerEntry | None) -> tuple[str, ...]:
         return entry.nodes if entry is not None and entry.action in (DRAIN, RELEASE) else ()
 
-    def _settle(self, cluster: str, node: str) -> None:
-        latest: LedgerEntry | None = None
-        for entry in self._moves.get((cluster, node), {}).values():
-            # Of moves recorded at the same time, the one read last stands.
-            if entry.error is None and (latest is None or entry.recorded_at >= latest.recorded_at):
-                latest = entry
+    def _stand(self, cluster: str, node: str, old: LedgerEntry | None, new: LedgerEntry) -> None:
+        """The node's standing after `new` replaced `old`: the latest move without error (of
+        moves recorded at the same time, the one read last). Found without a scan of the
+        node's moves unless the standing move itself is taken back."""
+        key = (cluster, node)
+        moves = self._moves.get(key, {})
+        standing = self._standing.get(key)
+        counts = moves.get(new.trigger_id) is new and new.error is None
+        if standing is not None and old is not None and standing.trigger_id == old.trigger_id:
+            if counts and new.recorded_at >= old.recorded_at:
+                standing = new
+            else:
+                standing = None
+                for entry in moves.values():
+                    if entry.error is None and (
+                        standing is None or entry.recorded_at >= standing.recorded_at
+                    ):
+                        standing = entry
+        elif counts and (standing is None or new.recorded_at >= standing.recorded_at):
+            standing = new
         drained = self._drained.setdefault(cluster, {})
-        if latest is not None and latest.action == DRAIN:
-            drained[node] = latest.recorded_at
+        if standing is None:
+            self._standing.pop(key, None)
+        else:
+            self._standing[key] = standing
+        if standing is not None and standing.action == DRAIN:
+            drained[node] = standing.recorded_at
         else:
             drained.pop(node, None)
 

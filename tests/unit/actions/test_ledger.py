@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import uuid
 from datetime import UTC, datetime, timedelta
 
@@ -93,3 +94,30 @@ async def test_a_nodes_standing_follows_its_latest_move_whatever_the_reading_ord
         ("quarantine_nodes", None),
         ("quarantine_nodes", "drain refused"),
     ]
+
+
+async def test_standings_kept_as_entries_come_agree_with_folding_them_all_again() -> None:
+    rng = random.Random(7)
+    ledger = Ledger()
+    ids = [uuid.uuid4() for _ in range(30)]
+    for _ in range(600):
+        outcome = rng.choice(["started", "succeeded", "failed", "skipped"])
+        entry_ = move(
+            rng.choice(["quarantine_nodes", "release_nodes"]),
+            rng.randrange(100),
+            outcome=outcome,  # type: ignore[arg-type]
+            trigger_id=rng.choice(ids),
+            nodes=tuple(rng.sample(["n1", "n2", "n3"], rng.randint(1, 2))),
+            error=rng.choice([None, None, None, "boom"]),
+        )
+        await ledger.record(entry_)
+        history = ledger.history(planned=False)
+        expected: dict[str, datetime] = {}
+        for node in ("n1", "n2", "n3"):
+            latest = None
+            for e in history.moves("c", node):
+                if e.error is None and (latest is None or e.recorded_at >= latest.recorded_at):
+                    latest = e
+            if latest is not None and latest.action == "quarantine_nodes":
+                expected[node] = latest.recorded_at
+        assert history.drained("c") == expected
