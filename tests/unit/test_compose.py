@@ -129,3 +129,11 @@ def test_simulate_profile_is_off_by_default_and_fills_the_pipeline(
 def test_grafana_provisioning_is_mounted(services: dict[str, Any]) -> None:
     for mount in services["grafana"]["volumes"]:
         assert Path(mount["source"]).is_dir(), f"grafana mounts {mount['source']}, missing"
+
+
+def test_worker_settings_are_documented_settings(services: dict[str, Any]) -> None:
+    readme = (ROOT / "README.md").read_text()
+    for name in WORKERS:
+        for variable in services[name].get("environment", {}):
+            assert variable.startswith("CENTRALITY_"), f"{name}: {variable}"
+            assert f"`{variable}`" in readme, f"{name}: {variable} is not a documented setting"

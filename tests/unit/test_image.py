@@ -113,3 +113,14 @@ def test_the_build_context_leaves_out_the_work_tree() -> None:
     for kept_out in ("tests", ".git", ".venv", "dashboards", "BENCHMARKS.md", "infra/compose"):
         assert not any(p == kept_out or p.startswith(f"{kept_out}/") for p in context), kept_out
     assert not any("__pycache__" in p for p in context)
+
+
+def test_the_images_settings_are_documented_settings(parsed: DockerfileParser) -> None:
+    readme = (ROOT / "README.md").read_text()
+    settings = [name for name in parsed.envs if name.startswith("CENTRALITY_")]
+    assert settings
+    for name in settings:
+        assert f"`{name}`" in readme, f"{name} is not a documented setting"
+    # The migrations the image points at are the ones it copies.
+    copied = [i["value"].split() for i in stages(parsed)[-1] if i["instruction"] == "COPY"]
+    assert ["infra/clickhouse", parsed.envs["CENTRALITY_CLICKHOUSE_MIGRATIONS_DIR"]] in copied
