@@ -26,6 +26,12 @@ class SlurmSettings(BaseSettings):
         description="Output of `run_on_nodes` jobs; must be readable here and writable on nodes.",
     )
     partition: str | None = Field(default=None, description="Partition of `run_on_nodes` jobs.")
+    gpus_per_node: int | None = Field(
+        default=None,
+        ge=0,
+        description="GPUs a `run_on_nodes` (benchmark) job asks for on each node; unset: all "
+        "the nodes have (the fewest any of them has, from their configured GRES).",
+    )
     command_timeout_s: float = Field(default=30.0, description="Longest wait for one command.")
     requeue_pending_timeout_s: float = Field(
         default=30.0, description="How long a requeued job may take to become PENDING again."

@@ -2,13 +2,16 @@
 
 Contracts the cluster sees:
 - requeue: `scontrol requeue`, then, once PENDING, `StartTime=now` (or Slurm waits ~2 minutes)
-  and the job's Comment set to `centrality-resume=<uri>`. `infra/slurm/task-prolog.sh`, installed
-  as the cluster's `TaskProlog`, turns that into `CENTRALITY_RESUME_FROM=<uri>` in the job's
-  environment (a job script can also read the Comment itself). The job keeps its id.
+  and the job's Comment set to `centrality-resume=<uri>`. `infra/slurm/` (`prolog.sh`,
+  `task-prolog.sh`, `epilog.sh`, installed as the cluster's Prolog, TaskProlog and Epilog)
+  turns that into `CENTRALITY_RESUME_FROM=<uri>` in every task's environment without asking
+  the controller per task (a job script can also read the Comment itself). The job keeps its id.
 - taint: Slurm has no taints; the key becomes a node feature (`sinfo -o %f`), a marker that
   repels nothing. Keeping work off a node is `drain`.
 - run_on_nodes: one task per node via `sbatch --nodelist … --wrap 'srun …'`, output in
-  `output_dir` (shared with the nodes); drained nodes are opened for that job only.
+  `output_dir` (shared with the nodes); drained nodes are opened for that job only. The job asks
+  for the nodes' GPUs (`--gres=gpu:N`: `gpus_per_node`, or every GPU their GRES shows), so a
+  benchmark measures them all and Slurm's cgroups let it see them.
 """
 
 from __future__ import annotations
@@ -132,6 +135,8 @@ class SlurmAdapter:
                 f"--error={out_dir}/%j.err",
             ]
             argv += [f"--partition={self.settings.partition}"] if self.settings.partition else []
+            gpus = self._gpus_per_node(nodes)
+            argv += [f"--gres=gpu:{gpus}"] if gpus else []
             argv += [f"--reservation={reservation}"] if reservation else []
             # The submitting environment travels with the job (sbatch's default --export=ALL).
             job = self.cli.run(*argv, "--wrap", f"srun {shlex.join(command)}", env=dict(env))
@@ -155,6 +160,12 @@ class SlurmAdapter:
                 return "".join(deque(f, maxlen=tail_lines))
         except OSError as e:
             raise PermanentError(f"log {path!r} of {job_id} is not readable here: {e}") from e
+
+    def _gpus_per_node(self, nodes: Sequence[str]) -> int:
+        if self.settings.gpus_per_node is not None:
+            return self.settings.gpus_per_node
+        # One count for every node of the job: the fewest, so it fits each of them.
+        return min(self.cli.gpus(expand_nodes(nodes)).values(), default=0)
 
     def _local_id(self, job_id: str) -> str:
         cluster, job = parse_job_id(job_id, "slurm", 2)

@@ -72,6 +72,14 @@ class SlurmCli:
             raise PermanentError(f"unknown Slurm nodes: {', '.join(missing)}")
         return found
 
+    def gpus(self, nodes: list[str]) -> dict[str, int]:
+        """node → GPUs configured on it (its GRES), as `--gres=gpu:N` counts them."""
+        out = self.run("sinfo", "-h", "-N", "-n", hostlist_of(nodes), "-o", "%N|%G")
+        return {
+            name: gpus_in_gres(gres)
+            for name, _, gres in (line.partition("|") for line in out.splitlines() if line)
+        }
+
     def features(self, node: str) -> list[str]:
         out = self.run("sinfo", "-h", "-N", "-n", node, "-o", "%f").strip()
         return [] if out in ("", "(null)") else sorted(set(out.split(",")))
@@ -103,6 +111,24 @@ def parse_nodes(out: str) -> dict[str, tuple[str, str]]:
         name, state, reason, _ = line.split("|", 3)
         found[name] = (state.rstrip("*$~#!%@^-"), reason)
     return found
+
+
+_GRES_SUFFIX = re.compile(r"\([^)]*\)")
+_MULTIPLIERS = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3}
+_COUNT = re.compile(r"(\d+)([KMG]?)")
+
+
+def gpus_in_gres(gres: str) -> int:
+    """GPUs in a GRES string as sinfo prints it: `gpu:4`, `gpu:a100:8(S:0-1)`,
+    `gpu:p100:2(S:0-1),gpu:v100:2(S:0-1)` (types add up), `tmp:844G` or `(null)` (none)."""
+    total = 0
+    # Index and socket lists in parentheses may hold commas of their own.
+    for entry in _GRES_SUFFIX.sub("", gres.strip()).split(","):
+        name, *rest = entry.strip().split(":")
+        count = _COUNT.fullmatch(rest[-1]) if name == "gpu" and rest else None
+        if count:
+            total += int(count[1]) * _MULTIPLIERS[count[2]]
+    return total
 
 
 _NODE_NAME = re.compile(r"[\w.\-]+")

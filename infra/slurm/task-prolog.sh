@@ -1,9 +1,16 @@
 #!/bin/sh
-# Slurm TaskProlog (slurm.conf: TaskProlog=/path/to/task-prolog.sh): lines it prints as
-# `export NAME=value` enter the task's environment. Centrality's Slurm adapter marks a requeued
-# job's Comment with `centrality-resume=<checkpoint uri>`; the job sees CENTRALITY_RESUME_FROM.
-comment=$(squeue -h -j "$SLURM_JOB_ID" -o %k 2>/dev/null)
-case "$comment" in
-  centrality-resume=*) echo "export CENTRALITY_RESUME_FROM=${comment#centrality-resume=}" ;;
+# Slurm TaskProlog (slurm.conf: TaskProlog=/usr/local/libexec/centrality/task-prolog.sh), run
+# before every task as the job's user: lines it prints as `export NAME=value` enter the task's
+# environment. A requeued job's tasks see CENTRALITY_RESUME_FROM=<checkpoint uri>, from the file
+# the Prolog wrote once for the job on this node: no Slurm command, so no controller RPC, per task.
+dir="${CENTRALITY_SLURM_PROLOG_DIR:-/run/centrality-slurm}"
+case "$SLURM_JOB_ID" in
+  '' | *[!0-9]*) exit 0 ;;
 esac
+# Shell built-ins only: this runs before every task of every job.
+if [ -r "$dir/$SLURM_JOB_ID.env" ]; then
+  while IFS= read -r line; do
+    printf '%s\n' "$line"
+  done <"$dir/$SLURM_JOB_ID.env"
+fi
 exit 0

@@ -34,8 +34,9 @@ from centrality.stack.process import ManagedProcess, ServiceError, port_open
 from tests.ports import free_port
 
 _BINARIES = ("slurmctld", "slurmd", "scontrol", "sbatch")
-# The prolog the project ships: requeued jobs see CENTRALITY_RESUME_FROM through it.
-TASK_PROLOG = Path(__file__).resolve().parents[2] / "infra" / "slurm" / "task-prolog.sh"
+# The prologs the project ships: requeued jobs see CENTRALITY_RESUME_FROM through them.
+SLURM_SCRIPTS = Path(__file__).resolve().parents[2] / "infra" / "slurm"
+PROLOGS = {"Prolog": "prolog.sh", "TaskProlog": "task-prolog.sh", "Epilog": "epilog.sh"}
 
 
 @dataclass
@@ -86,6 +87,7 @@ class SlurmCluster:
         for sub in ("state", "spool", "log", "dev", "out"):
             (self.run_dir / sub).mkdir(parents=True, exist_ok=True)
         self._make_gpus()
+        self._wrap_prologs()
         self.conf.write_text(self._slurm_conf())
         (self.run_dir / "gres.conf").write_text(self._gres_conf())
         self._ctld().start(["slurmctld", "-D", "-i", "-f", str(self.conf)], env=self.env())
@@ -187,6 +189,19 @@ class SlurmCluster:
                 # gres/gpu rejects plain files; a char device with NVIDIA's major looks real.
                 os.mknod(dev, 0o600 | 0o020000, os.makedev(195, i))
 
+    def _wrap_prologs(self) -> None:
+        """The shipped scripts, each node keeping its per-job files in its own directory (on a
+        real cluster every node is its own host and the default /run/centrality-slurm serves)."""
+        (self.run_dir / "prolog").mkdir(exist_ok=True)
+        for script in PROLOGS.values():
+            wrapper = self.run_dir / "prolog" / script
+            spool = f"{self.run_dir}/prolog/$SLURMD_NODENAME"
+            wrapper.write_text(
+                f'#!/bin/sh\nCENTRALITY_SLURM_PROLOG_DIR="{spool}" exec /bin/sh '
+                f"{SLURM_SCRIPTS / script}\n"
+            )
+            wrapper.chmod(0o755)
+
     def _slurm_conf(self) -> str:
         d = self.run_dir
         host = socket.gethostname().split(".")[0]
@@ -195,6 +210,7 @@ class SlurmCluster:
             f"CPUs={self.cpus_per_node} Gres=gpu:{self.gpus_per_node} State=UNKNOWN"
             for n, p in zip(self.node_names, self._node_ports, strict=True)
         )
+        prologs = "\n".join(f"{key}={d / 'prolog' / script}" for key, script in PROLOGS.items())
         return f"""\
 ClusterName={self.name}
 SlurmctldHost={host}(127.0.0.1)
@@ -228,7 +244,7 @@ KillWait=2
 MinJobAge=600
 JobCompType=jobcomp/filetxt
 JobCompLoc={d}/log/jobcomp.txt
-TaskProlog={TASK_PROLOG}
+{prologs}
 {nodes}
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 {self.extra_conf}"""

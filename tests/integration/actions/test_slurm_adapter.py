@@ -129,6 +129,35 @@ def test_run_on_nodes_runs_once_on_exactly_those_nodes(slurm: SlurmAdapter) -> N
     assert result.job_id is not None and result.job_id.startswith("slurm/ctest/")
 
 
+def test_run_on_nodes_gets_every_gpu_of_the_nodes(
+    slurm: SlurmAdapter, slurm_cluster: SlurmCluster
+) -> None:
+    result = slurm.run_on_nodes(
+        ["node1", "node3"],
+        ["sh", "-c", 'echo "$SLURMD_NODENAME ${CUDA_VISIBLE_DEVICES:-none}"'],
+        env={},
+        timeout_s=30,
+    )
+    assert result.exit_code == 0, result.stderr
+    every = ",".join(str(i) for i in range(slurm_cluster.gpus_per_node))
+    assert sorted(result.stdout.splitlines()) == [f"node1 {every}", f"node3 {every}"]
+    assert result.job_id is not None
+    job = result.job_id.rsplit("/", 1)[1]
+    assert f"gpu:{slurm_cluster.gpus_per_node}" in slurm_cluster.job_field(job, "TresPerNode")
+
+
+def test_run_on_nodes_asks_for_the_gpus_it_is_told(
+    slurm_cluster: SlurmCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for key, value in slurm_cluster.adapter_env().items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("CENTRALITY_SLURM_GPUS_PER_NODE", "1")
+    result = SlurmAdapter().run_on_nodes(
+        ["node2"], ["sh", "-c", 'echo "${CUDA_VISIBLE_DEVICES:-none}"'], env={}, timeout_s=30
+    )
+    assert (result.exit_code, result.stdout) == (0, "0\n"), result.stderr
+
+
 def test_run_on_a_drained_node_runs_there_and_leaves_it_drained(
     slurm: SlurmAdapter,
     slurm_cluster: SlurmCluster,

@@ -8,6 +8,7 @@ import pytest
 from actions.adapters.slurm_cli import (
     exit_status,
     expand_nodes,
+    gpus_in_gres,
     hostlist_of,
     parse_job,
     parse_nodes,
@@ -97,3 +98,37 @@ def test_a_compact_list_for_the_command_line() -> None:
 def test_bad_node_names_are_permanent(bad: list[str]) -> None:
     with pytest.raises(PermanentError):
         hostlist_of(bad)
+
+
+GRES = SLURM / "gres"
+
+
+def test_gpus_in_gres_on_sinfo_gres_columns() -> None:
+    # `sinfo -N -O …,Gres: ,GresUsed:` on Slurm 20.11.9: Gres is the 6th column.
+    rows = [
+        line.split() for line in (GRES / "sinfo-N-O-gres-gresused.txt").read_text().splitlines()
+    ]
+    configured = {row[0]: gpus_in_gres(row[5]) for row in rows}
+    assert configured == {
+        **{f"gpu-0{i}": 4 for i in range(1, 9)},
+        **{f"cpu-0{i}": 0 for i in range(1, 5)},
+    }
+    # GresUsed has the same grammar, an index list with a comma of its own included.
+    used = {row[0]: gpus_in_gres(row[6]) for row in rows}
+    assert used["gpu-04"] == 3 and used["gpu-05"] == 0 and used["cpu-01"] == 0
+
+
+def test_gpus_in_gres_adds_types_and_ignores_other_resources() -> None:
+    lines = (GRES / "sinfo-gres-used.txt").read_text().splitlines()[1:]
+    counts = {line.split()[1]: gpus_in_gres(line.split()[0]) for line in lines}
+    assert counts == {
+        "fb10dl03": 2,
+        "fb10dl06": 3,
+        "fb10dl07": 4,
+        "fb10dl08": 1,
+        "fb10dl09": 3,
+        "resterampe": 2,  # gpu:1080ti:1(IDX:0),gpu:980gtx:1(IDX:1)
+        "fb10dl[04-05]": 0,
+    }
+    disks = (GRES / "sinfo-h-o-n-G.txt").read_text().splitlines()
+    assert {gpus_in_gres(line.split()[1]) for line in disks} == {0}  # tmp:844G is no GPU
