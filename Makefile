@@ -22,14 +22,16 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q -e '.[test]'
 	@touch $(STAMP)
 
-tools: $(TOOLS)/bin/kustomize $(TOOLS)/checkov/bin/checkov ## kustomize (Go module proxy) and checkov (own venv) for the manifest tests
+tools: $(TOOLS)/.kustomize-$(KUSTOMIZE_VERSION) $(TOOLS)/.checkov-$(CHECKOV_VERSION) ## kustomize (Go module proxy) and checkov (own venv) for the manifest tests
 
-$(TOOLS)/bin/kustomize:
+$(TOOLS)/.kustomize-$(KUSTOMIZE_VERSION):
 	GOBIN=$(abspath $(TOOLS)/bin) go install sigs.k8s.io/kustomize/kustomize/v5@$(KUSTOMIZE_VERSION)
+	@touch $@
 
-$(TOOLS)/checkov/bin/checkov:
-	$(PYTHON) -m venv $(TOOLS)/checkov
+$(TOOLS)/.checkov-$(CHECKOV_VERSION):
+	@test -x $(TOOLS)/checkov/bin/python || $(PYTHON) -m venv $(TOOLS)/checkov
 	$(TOOLS)/checkov/bin/pip install -q checkov==$(CHECKOV_VERSION)
+	@touch $@
 
 up: install ## Start the local stack (Kafka + ClickHouse), topics and migrations
 	$(BIN)/centrality up
