@@ -358,3 +358,19 @@ def test_the_tailer_names_kubernetes_jobs_from_kubelet_log_paths(
     # A bare pod (here the kubelet path of `kubectl run nginx`) belongs to no job.
     bare = f"{pods}/default_nginx_{uid}/nginx/0.log"
     assert tailer._job_of(bare) == f"file/gpu-1{bare}"
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_files_the_settings_name_are_mounted(rendered: dict[str, list[Doc]], target: str) -> None:
+    docs = rendered[target]
+    settings = {d["metadata"]["namespace"]: d["data"] for d in of_kind(docs, "ConfigMap")}
+    for doc in of_kind(docs, *WORKLOADS):
+        spec = pod_spec(doc)
+        for c in spec["containers"]:
+            env = dict(settings[doc["metadata"]["namespace"]])
+            env.update({e["name"]: e["value"] for e in c.get("env", []) if "value" in e})
+            mounted = [m["mountPath"] for m in c.get("volumeMounts", [])]
+            for name in ("CENTRALITY_KAFKA_SSL_CAFILE", "CENTRALITY_TRIGGER_KEY_FILE"):
+                if name in env:
+                    where = f"{doc['metadata']['name']}/{c['name']}: {name}"
+                    assert any(env[name].startswith(m + "/") for m in mounted), where
