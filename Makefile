@@ -4,6 +4,10 @@ PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# Manifest tools outside the venv: checkov pins packaging<24, which pytest (>=24) cannot share.
+TOOLS := .tools
+KUSTOMIZE_VERSION := v5.8.0
+CHECKOV_VERSION := 3.3.30
 
 .DEFAULT_GOAL := help
 
@@ -18,6 +22,17 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q -e '.[test]'
 	@touch $(STAMP)
 
+tools: $(TOOLS)/.kustomize-$(KUSTOMIZE_VERSION) $(TOOLS)/.checkov-$(CHECKOV_VERSION) ## kustomize (Go module proxy) and checkov (own venv) for the manifest tests
+
+$(TOOLS)/.kustomize-$(KUSTOMIZE_VERSION):
+	GOBIN=$(abspath $(TOOLS)/bin) go install sigs.k8s.io/kustomize/kustomize/v5@$(KUSTOMIZE_VERSION)
+	@touch $@
+
+$(TOOLS)/.checkov-$(CHECKOV_VERSION):
+	@test -x $(TOOLS)/checkov/bin/python || $(PYTHON) -m venv $(TOOLS)/checkov
+	$(TOOLS)/checkov/bin/pip install -q checkov==$(CHECKOV_VERSION)
+	@touch $@
+
 up: install ## Start the local stack (Kafka + ClickHouse), topics and migrations
 	$(BIN)/centrality up
 
@@ -30,11 +45,11 @@ status: install ## Show the local stack
 demo: install ## Run the main job: the walking skeleton on the local stack, narrated
 	$(BIN)/centrality demo
 
-test: install ## Run the whole test suite (starts its own Kafka and ClickHouse)
+test: install tools ## Run the whole test suite (starts its own Kafka and ClickHouse)
 	$(BIN)/pytest
 
 lint: install ## ruff and mypy (strict on our packages)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 
-.PHONY: help install up down status demo test lint
+.PHONY: help install tools up down status demo test lint

@@ -74,6 +74,7 @@ app = faust.App(
     broker=[f"{scheme}://{host}" for host in kafka.bootstrap.split(",")],
     store=settings.store,
     datadir=str(settings.data_dir),
+    table_standby_replicas=settings.standby_replicas,
     topic_partitions=PARTITIONS,
     autodiscover=False,
     web_enabled=False,

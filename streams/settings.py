@@ -31,6 +31,12 @@ class StreamsSettings(BaseSettings):
         description="Where the worker keeps its RocksDB table stores.",
     )
     store: str = Field(default="rocksdb://", description="Faust table store URL (`memory://` too).")
+    standby_replicas: int = Field(
+        default=1,
+        ge=0,
+        description="Standby copies of each table shard other workers keep warm, so a failover "
+        "need not restore the shard from its changelog first.",
+    )
     rules: str = Field(
         default=BUILTIN_RULES,
         validation_alias=AliasChoices("CENTRALITY_RULES", "CENTRALITY_STREAMS_RULES"),

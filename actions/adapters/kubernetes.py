@@ -7,7 +7,8 @@
 - requeue `k8s/<ns>/<name>`: a batch Job or a Kubeflow PyTorchJob of that name is deleted and
   created again without its status, every container's env `CENTRALITY_RESUME_FROM` set to the
   checkpoint, `centrality.io/requeues` counting the requeues.
-- run_on_nodes: one Job per node, bound by `nodeName` (runs on cordoned, tainted nodes).
+- run_on_nodes: one Job per node, bound by `nodeName` (runs on cordoned, tainted nodes), in
+  the project's image, requesting the node's GPUs.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from actions.adapters.base import RunResult, adapter
 from actions.adapters.jobids import parse_job_id
 from actions.adapters.kubernetes_api import api_client, call, not_found
 from actions.adapters.kubernetes_specs import (
+    RunPod,
     evictable,
     recreated,
     run_job,
@@ -167,7 +169,7 @@ class KubernetesAdapter:
         ns, run = self.settings.namespace, f"centrality-run-{uuid.uuid4().hex[:8]}"
         names = [f"{run}-{i}" for i in range(len(nodes))]
         for name, node in zip(names, nodes, strict=True):
-            body = run_job(name, node, command, dict(env), self.settings.run_image, timeout_s)
+            body = run_job(name, node, command, dict(env), self._run_pod(node), timeout_s)
             call("create job", self.batch.create_namespaced_job, ns, body)
         deadline = time.monotonic() + timeout_s
         pending = set(names)
@@ -206,6 +208,15 @@ class KubernetesAdapter:
                     )
                 )
         raise PermanentError(f"no pods of {job_id}")
+
+    def _run_pod(self, node: str) -> RunPod:
+        s = self.settings
+        gpus = s.run_gpus
+        if gpus is None:
+            status = call(f"read node {node}", self.core.read_node, node).status
+            allocatable = (status.allocatable if status is not None else None) or {}
+            gpus = int(allocatable.get(s.gpu_resource, 0))
+        return RunPod(s.run_image, gpus, s.gpu_resource, s.run_cpu, s.run_memory)
 
     def _patch_node(self, node: str, body: dict[str, Any]) -> None:
         call(f"patch node {node}", self.core.patch_node, node, body)

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 RESUME_ENV = "CENTRALITY_RESUME_FROM"
+# The image's unprivileged user (the same uid as in infra/k8s).
+RUN_UID = 10001
 REQUEUES_ANNOTATION = "centrality.io/requeues"
 # Set by the API server on create; a recreated object must not carry them.
 _SERVER_METADATA = (
@@ -80,11 +83,31 @@ def evictable(pod: dict[str, Any], node: str) -> bool:
     return all(o.get("kind") != "DaemonSet" for o in meta.get("ownerReferences") or [])
 
 
+@dataclass(frozen=True)
+class RunPod:
+    """What a `run_on_nodes` pod gets: the project's image, the node's GPUs, fixed CPU/memory."""
+
+    image: str
+    gpus: int
+    gpu_resource: str
+    cpu: str
+    memory: str
+
+    def resources(self) -> dict[str, dict[str, str]]:
+        # Requests equal to limits (Guaranteed QoS): a benchmark measures the node, so it must
+        # not be squeezed by what else runs there, nor squeeze it.
+        amounts = {"cpu": self.cpu, "memory": self.memory}
+        if self.gpus > 0:
+            amounts[self.gpu_resource] = str(self.gpus)
+        return {"requests": dict(amounts), "limits": dict(amounts)}
+
+
 def run_job(
-    name: str, node: str, command: Sequence[str], env: dict[str, str], image: str, timeout_s: float
+    name: str, node: str, command: Sequence[str], env: dict[str, str], pod: RunPod, timeout_s: float
 ) -> dict[str, Any]:
     """A one-pod Job bound to `node` by nodeName: it bypasses the scheduler, so cordons and
-    taints (the quarantine it usually checks) do not keep it off."""
+    taints (the quarantine it usually checks) do not keep it off. The kubelet still admits its
+    GPU request, so it starts once the node's GPUs are free (the drain evicted their users)."""
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
@@ -99,14 +122,30 @@ def run_job(
                     "nodeName": node,
                     "restartPolicy": "Never",
                     "tolerations": [{"operator": "Exists"}],
+                    "automountServiceAccountToken": False,
+                    "securityContext": {
+                        "runAsNonRoot": True,
+                        "runAsUser": RUN_UID,
+                        "runAsGroup": RUN_UID,
+                        "seccompProfile": {"type": "RuntimeDefault"},
+                    },
                     "containers": [
                         {
                             "name": "run",
-                            "image": image,
+                            "image": pod.image,
+                            "imagePullPolicy": "Always",
                             "command": list(command),
                             "env": [{"name": k, "value": v} for k, v in sorted(env.items())],
+                            "resources": pod.resources(),
+                            "securityContext": {
+                                "allowPrivilegeEscalation": False,
+                                "readOnlyRootFilesystem": True,
+                                "capabilities": {"drop": ["ALL"]},
+                            },
+                            "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
                         }
                     ],
+                    "volumes": [{"name": "tmp", "emptyDir": {"sizeLimit": "1Gi"}}],
                 },
             },
         },

@@ -1,9 +1,17 @@
 """Settings of the scheduler adapters (`CENTRALITY_SLURM_*`, `_RAY_*`, `_K8S_*`)."""
 
+from importlib.metadata import version
 from pathlib import Path
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+IMAGE = "ghcr.io/centrality/centrality"
+
+
+def project_image() -> str:
+    """The image of this release (infra/k8s pins the same tag)."""
+    return f"{IMAGE}:{version('centrality')}"
 
 
 class MemorySettings(BaseSettings):
@@ -59,6 +67,18 @@ class KubernetesSettings(BaseSettings):
     verify_ssl: bool = Field(default=True, description="Verify the API server's certificate.")
     namespace: str = Field(default="default", description="Namespace of `run_on_nodes` Jobs.")
     run_image: str = Field(
-        default="python:3.11-slim", description="Image of the Jobs `run_on_nodes` creates."
+        default_factory=project_image,
+        description="Image of the Jobs `run_on_nodes` creates: the project's, which has the "
+        "benchmark runner.",
     )
+    run_gpus: int | None = Field(
+        default=None,
+        ge=0,
+        description="GPUs each run Job requests; unset: all the node allocates (`gpu_resource`).",
+    )
+    gpu_resource: str = Field(
+        default="nvidia.com/gpu", description="Extended resource name of a GPU on the nodes."
+    )
+    run_cpu: str = Field(default="4", description="CPU of a run Job (request = limit).")
+    run_memory: str = Field(default="16Gi", description="Memory of a run Job (request = limit).")
     poll_interval_s: float = Field(default=1.0, description="Between Job status polls.")

@@ -34,7 +34,8 @@ class TailSettings(BaseSettings):
         description="Regex on the path; its `job` group names the job.",
     )
     job_template: str = Field(
-        default="slurm/{cluster}/{job}", description="Job id made from the `job` group."
+        default="slurm/{cluster}/{job}",
+        description="Job id made from the pattern's named groups (`job` at least) and `cluster`.",
     )
     marker_dir: Path | None = Field(
         default=None,

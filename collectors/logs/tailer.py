@@ -108,7 +108,8 @@ class LogTailer:
         m = self._job_re.search(path)
         if m is None:
             return f"file/{self.settings.node}{os.path.abspath(path)}"
-        return self.settings.job_template.format(cluster=self.settings.cluster, job=m["job"])
+        # Every named group is a field (`k8s/{ns}/{job}` from a kubelet's pod log path).
+        return self.settings.job_template.format(cluster=self.settings.cluster, **m.groupdict())
 
     def _marker_of(self, f: Followed) -> str | None:
         """The job's own completion marker, looked up until found (its file may come late)."""

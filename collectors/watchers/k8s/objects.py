@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
@@ -26,15 +25,16 @@ def _epoch(stamp: Any) -> float | None:
     return datetime.fromisoformat(str(stamp).replace("Z", "+00:00")).timestamp()
 
 
-def pods_of(
-    pods: Iterable[dict[str, Any]], name: str, labels: tuple[str, ...]
-) -> list[dict[str, Any]]:
-    """The pods a controller made for `name` (selectors are applied here, not by the server)."""
-    return [
-        p
-        for p in pods
-        if any((p.get("metadata", {}).get("labels") or {}).get(key) == name for key in labels)
-    ]
+def owners(pod: dict[str, Any]) -> set[tuple[str, str]]:
+    """(kind, name) of the Job or PyTorchJob a pod was made for, read off their controllers'
+    labels (selectors are applied here, not by the server)."""
+    labels = (pod.get("metadata") or {}).get("labels") or {}
+    return {
+        (kind, str(labels[key]))
+        for kind, keys in (("Job", JOB_NAME_LABELS), ("PyTorchJob", PYTORCHJOB_LABELS))
+        for key in keys
+        if labels.get(key)
+    }
 
 
 def _terminated(pods: list[dict[str, Any]]) -> tuple[int | None, str | None]:

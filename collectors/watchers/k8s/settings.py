@@ -1,4 +1,4 @@
-"""`CENTRALITY_K8S_WATCH_*`: which API server the watcher reads and how often."""
+"""`CENTRALITY_K8S_WATCH_*`: which API server the watcher watches, and its timings."""
 
 from __future__ import annotations
 
@@ -18,7 +18,24 @@ class K8sWatchSettings(BaseSettings):
     verify_ssl: bool = Field(default=True, description="Verify the API server's certificate.")
     namespace: str | None = Field(default=None, description="One namespace; unset: all.")
     cluster: str = Field(default="default", description="Cluster name stamped on events.")
-    poll_s: float = Field(default=5.0, gt=0, description="How often objects are listed.")
+    timeout_s: int = Field(
+        default=300,
+        gt=0,
+        description="How long the API server holds one watch request open; it is then resumed "
+        "from the last resourceVersion (nothing is listed again).",
+    )
+    settle_s: float = Field(
+        default=0.5,
+        ge=0,
+        description="Changes arriving within this long are reconciled together (a pod's exit "
+        "and its Job's failure).",
+    )
+    retry_s: float = Field(
+        default=5.0, gt=0, description="Pause before a failed reconcile (Kafka away) is retried."
+    )
+    backoff_max_s: float = Field(
+        default=30.0, gt=0, description="Longest pause between API retries (jittered backoff)."
+    )
     state_file: Path = Field(
         default=Path.home() / ".local/share/centrality/k8s-watch.json",
         description="What was emitted per job and node, so a restart sends no duplicates.",

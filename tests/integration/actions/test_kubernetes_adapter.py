@@ -10,7 +10,7 @@ import pytest
 import requests
 
 from actions.adapters.kubernetes import KubernetesAdapter
-from actions.adapters.settings import KubernetesSettings
+from actions.adapters.settings import KubernetesSettings, project_image
 from actions.errors import PermanentError, TemporaryError
 from tests.support.kube import KubeApi
 
@@ -18,6 +18,7 @@ pytestmark = pytest.mark.integration
 
 JOBS = "apis/batch/v1/namespaces/ml/jobs"
 TORCH = "apis/kubeflow.org/v1/namespaces/ml/pytorchjobs"
+GPU = "nvidia.com/gpu"
 
 
 def _adapter(api: KubeApi) -> KubernetesAdapter:
@@ -192,6 +193,8 @@ def test_an_unreachable_api_server_is_temporary(kube: KubeApi) -> None:
 
 
 def test_run_on_nodes_binds_one_job_per_node_and_collects_output(kube: KubeApi) -> None:
+    for node, gpus in (("gpu-1", "8"), ("gpu-2", "4")):
+        kube.create("nodes", {"metadata": {"name": node}, "status": {"allocatable": {GPU: gpus}}})
     adapter = _adapter(kube)
     with ThreadPoolExecutor(1) as pool:
         running = pool.submit(
@@ -225,6 +228,10 @@ def test_run_on_nodes_binds_one_job_per_node_and_collects_output(kube: KubeApi) 
     assert all(s["tolerations"] == [{"operator": "Exists"}] for s in pod_specs)
     assert all(s["containers"][0]["command"] == ["python", "-m", "bench"] for s in pod_specs)
     assert all(s["containers"][0]["env"] == [{"name": "SUITES", "value": "gpu"}] for s in pod_specs)
+    # The project's image, and every GPU the node allocates (the benchmark measures them all).
+    assert all(s["containers"][0]["image"] == project_image() for s in pod_specs)
+    gpus = {s["nodeName"]: s["containers"][0]["resources"]["limits"][GPU] for s in pod_specs}
+    assert gpus == {"gpu-1": "8", "gpu-2": "4"}
     assert result.exit_code == 0
     assert sorted(result.stdout.splitlines()) == ["ran on gpu-1", "ran on gpu-2"]
 
