@@ -19,7 +19,7 @@ from typing import Any, Literal, TextIO
 
 import orjson
 import structlog
-from pydantic import ValidationInfo, field_validator
+from pydantic import Field, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from structlog.typing import EventDict, Processor, WrappedLogger
 
@@ -31,8 +31,10 @@ class LogSettings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="CENTRALITY_LOG_", extra="ignore")
 
-    level: Level = "INFO"
-    format: Literal["auto", "json", "console"] = "auto"
+    level: Level = Field(default="INFO", description="Lines below this level are dropped.")
+    format: Literal["auto", "json", "console"] = Field(
+        default="auto", description="`auto`: JSON unless stderr is a terminal."
+    )
 
     @field_validator("level", "format", mode="before")
     @classmethod
@@ -42,11 +44,10 @@ class LogSettings(BaseSettings):
         value = value.strip()
         return value.upper() if info.field_name == "level" else value.lower()
 
-    @property
-    def renders_json(self) -> bool:
-        """JSON unless asked otherwise, or `auto` and a person is watching stderr."""
+    def renders_json(self, stream: TextIO) -> bool:
+        """JSON unless asked otherwise, or `auto` and a person is watching `stream`."""
         if self.format == "auto":
-            return not sys.stderr.isatty()
+            return not stream.isatty()
         return self.format == "json"
 
 
@@ -100,7 +101,7 @@ def _logger_name(logger: WrappedLogger, method_name: str, event_dict: EventDict)
     return event_dict
 
 
-def shared_processors() -> list[Processor]:
+def _shared() -> list[Processor]:
     """What every record gets, ours and the standard library's."""
     return [
         structlog.contextvars.merge_contextvars,
@@ -111,11 +112,10 @@ def shared_processors() -> list[Processor]:
     ]
 
 
-def render_processors(as_json: bool) -> list[Processor]:
+def _render(as_json: bool, colors: bool) -> list[Processor]:
     """From a full event dict to the line."""
     if as_json:
         return [structlog.processors.format_exc_info, structlog.processors.JSONRenderer(_dumps)]
-    colors = sys.stderr.isatty()
     return [
         structlog.dev.ConsoleRenderer(
             colors=colors,
@@ -131,7 +131,7 @@ def render_processors(as_json: bool) -> list[Processor]:
 
 def configure_logging(
     *, json: bool | None = None, level: str | None = None, stream: TextIO | None = None
-) -> LogSettings:
+) -> None:
     """Configure structlog and the standard library's root logger for this process.
 
     `json` and `level` are a command's own defaults (the demo is quieter than a worker);
@@ -146,11 +146,12 @@ def configure_logging(
         defaults["level"] = level
     settings = LogSettings()
     settings = LogSettings(**{**defaults, **settings.model_dump(include=settings.model_fields_set)})
-    as_json = settings.renders_json
+    target = stream or sys.stderr
+    as_json, colors = settings.renders_json(target), target.isatty()
     number = logging.getLevelNamesMapping()[settings.level]
 
     structlog.configure(
-        processors=[*shared_processors(), *render_processors(as_json)],
+        processors=[*_shared(), *_render(as_json, colors)],
         wrapper_class=structlog.make_filtering_bound_logger(number),
         logger_factory=lambda *args: _Writer(stream or sys.stderr, str(args[0]) if args else ""),
         # Not cached: tests that run commands in-process must still be able to capture logs.
@@ -160,10 +161,10 @@ def configure_logging(
     handler = _Handler(number, stream)
     handler.setFormatter(
         structlog.stdlib.ProcessorFormatter(
-            foreign_pre_chain=shared_processors(),
+            foreign_pre_chain=_shared(),
             processors=[
                 structlog.stdlib.ProcessorFormatter.remove_processors_meta,
-                *render_processors(as_json),
+                *_render(as_json, colors),
             ],
         )
     )
@@ -176,4 +177,3 @@ def configure_logging(
     # a busy worker even when nothing prints them.
     logging.getLogger("aiokafka").setLevel(max(number, logging.INFO))
     logging.captureWarnings(True)
-    return settings
