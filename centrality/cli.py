@@ -13,8 +13,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from centrality.logs import configure_logging
 from centrality.runner import run_until_signalled
+from schemas.logs import configure_logging
 
 app = typer.Typer(
     help="Centrality: an event-sourced control plane for GPU training clusters.",
@@ -114,7 +114,8 @@ def streams() -> None:
         raise typer.Exit(2) from None
     asyncio.run(ensure_internal_topics(KafkaSettings(), StreamsSettings()))
     faust = Path(sys.executable).with_name("faust")
-    argv = [str(faust), "-A", "streams.app", "worker", "--without-web", "-l", "info"]
+    # --quiet: no banner on stdout; the worker's lines (level: CENTRALITY_LOG_LEVEL) go to stderr.
+    argv = [str(faust), "-A", "streams.app", "--quiet", "worker", "--without-web"]
     code = run_with_stop_deadline(argv, StreamsSettings().stop_timeout_s)
     raise typer.Exit(code if code >= 0 else 128 - code)
 

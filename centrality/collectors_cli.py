@@ -14,9 +14,9 @@ from pydantic_settings import BaseSettings
 from rich.console import Console
 from rich.table import Table
 
-from centrality.logs import configure_logging
 from centrality.runner import run_until_signalled
 from collectors.sink import EventSink, RecordingSink
+from schemas.logs import configure_logging
 
 console = Console(stderr=True)
 S = TypeVar("S", bound=BaseSettings)

@@ -27,7 +27,6 @@ Every trigger is signed (`schemas.signing`): action workers obey nothing else.
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -49,6 +48,7 @@ from streams import batches, faust_transport, topics
 from streams.clean_start import guard
 from streams.entities import JOBS, KINDS, NODES, Kind, forwarded, kind_of, step
 from streams.failures import call_retrying, transient
+from streams.faust_worker import Worker
 from streams.rules.registry import RuleEngine
 from streams.settings import StreamsSettings
 from streams.state.bounds import ID_CHARS_MAX, STATE_BYTES_MAX
@@ -56,9 +56,6 @@ from streams.state.internal import decode_internal, tick
 from streams.state_cache import StateCache
 
 log = structlog.get_logger("streams")
-# aiokafka logs at debug level on every send and fetch; building those records costs ~7% of the
-# worker even when no handler prints them.
-logging.getLogger("aiokafka").setLevel(logging.INFO)
 
 kafka = KafkaSettings()
 settings = StreamsSettings()
@@ -89,6 +86,7 @@ app = faust.App(
     producer_max_batch_size=256 * 1024,
     stream_buffer_maxsize=16384,
     consumer_auto_offset_reset="earliest",  # streams.faust_transport relies on it (fix 7)
+    Worker=Worker,  # logs through schemas.logs
 )
 
 

@@ -44,6 +44,7 @@ from centrality.stack.clickhouse_native import (
     encode_compressed_blocks,
     reencode,
 )
+from schemas.logs import configure_logging
 
 log = structlog.get_logger("centrality.clickhouse")
 
@@ -307,19 +308,6 @@ def _summary(result: QueryResult | None) -> str:
     )
 
 
-def _configure_logging() -> None:
-    structlog.configure(
-        processors=[
-            structlog.processors.add_log_level,
-            structlog.processors.TimeStamper(fmt="iso", utc=True),
-            structlog.processors.format_exc_info,
-            structlog.processors.JSONRenderer(),
-        ],
-        logger_factory=structlog.PrintLoggerFactory(sys.stderr),
-        cache_logger_on_first_use=True,
-    )
-
-
 def serve(data_dir: str, host: str, port: int, password: str | None) -> None:
     """Serve until SIGTERM/SIGINT, then close chDB so its data is flushed."""
     os.makedirs(data_dir, exist_ok=True)
@@ -362,7 +350,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="environment variable holding the password of user `default` (never on argv)",
     )
     args = parser.parse_args(argv)
-    _configure_logging()
+    configure_logging()
     password: str | None = None
     if args.password_env:
         password = os.environ.get(args.password_env)

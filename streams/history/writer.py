@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from schemas.deadletter import DeadLetter
+from schemas.logs import configure_logging
 from streams.history.client import connect
 from streams.history.rows import DEAD_LETTER_COLUMNS, EVENT_COLUMNS, Record, Rows, add_record
 from streams.history.settings import ClickHouseSettings
@@ -33,6 +34,7 @@ def start(settings: ClickHouseSettings, parent_pid: int) -> None:
     """Process initializer. A sink killed with SIGKILL cannot stop its pool: exit with it."""
     global _settings
     _settings = settings
+    configure_logging()  # a spawned process starts with nothing configured
 
     def orphaned() -> None:
         while os.getppid() == parent_pid:

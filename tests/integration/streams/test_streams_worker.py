@@ -256,4 +256,4 @@ def test_a_second_worker_joining_mid_stream_loses_no_state_and_no_decision(
         first.stop()
     assert set(counts) == expected
     assert sum(counts.values()) - len(counts) <= 4
-    assert "type=RestartJob" in second.process.log_file.read_text(), "it never took partitions"
+    assert '"type":"RestartJob"' in second.process.log_file.read_text(), "it never took partitions"
