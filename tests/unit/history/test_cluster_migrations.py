@@ -4,6 +4,7 @@ becomes, and the single-node default left as written."""
 
 from __future__ import annotations
 
+import asyncio
 import re
 import subprocess
 import sys
@@ -16,6 +17,7 @@ from pydantic import ValidationError
 from streams.history.cluster import on_cluster, sharded_tables
 from streams.history.migrations import MigrationsMissing, discover, plan
 from streams.history.settings import DDL_DIR, ClickHouseSettings
+from streams.history.sink import HistorySink
 
 SINGLE = ClickHouseSettings(database="db1")
 CLUSTER = SINGLE.model_copy(update={"cluster": "prod"})
@@ -138,3 +140,10 @@ def test_a_missing_or_empty_migrations_directory_is_an_error(tmp_path: Path) -> 
     for directory in (tmp_path / "absent", tmp_path):
         with pytest.raises(MigrationsMissing, match="no ClickHouse migrations"):
             plan(SINGLE.model_copy(update={"migrations_dir": directory}))
+
+
+async def test_the_sink_refuses_to_start_without_migrations(tmp_path: Path) -> None:
+    """Not retried as if ClickHouse were down: the sink stops at once, saying why."""
+    sink = HistorySink(clickhouse=SINGLE.model_copy(update={"migrations_dir": tmp_path}))
+    with pytest.raises(MigrationsMissing):
+        await asyncio.wait_for(sink.run(), 10)
