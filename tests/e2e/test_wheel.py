@@ -15,6 +15,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -94,33 +95,40 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def wheelhouse(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def wheelhouse(wheel: Path) -> Path:
     """Every third-party wheel of the base and the extras, pinned by constraints.txt."""
     digest = hashlib.sha256(CONSTRAINTS.read_bytes() + (ROOT / "pyproject.toml").read_bytes())
     house = StackSettings().cache_dir / "wheels" / digest.hexdigest()[:16]
     if not (house / ".complete").exists():
-        fetching = tmp_path_factory.mktemp("wheelhouse")
-        run(
-            [
-                sys.executable,
-                "-m",
-                "pip",
-                "wheel",  # not `download`: sdists (python-hostlist) become wheels, built once
-                "-q",
-                "-w",
-                fetching,
-                f"{wheel}[{EXTRAS}]",
-                "-c",
-                CONSTRAINTS,
-            ],
-            cwd=fetching,
-        )
-        for ours in fetching.glob("centrality-*"):
-            ours.unlink()
-        (fetching / ".complete").touch()
         house.parent.mkdir(parents=True, exist_ok=True)
-        if not house.exists():  # another run may have finished first: theirs is the same
-            shutil.move(fetching, house)
+        # Beside its final place, so the rename below is atomic: nobody sees a half-filled house.
+        fetching = Path(tempfile.mkdtemp(prefix=".fetching-", dir=house.parent))
+        try:
+            run(
+                [
+                    sys.executable,
+                    "-m",
+                    "pip",
+                    "wheel",  # not `download`: sdists (python-hostlist) become wheels, built once
+                    "-q",
+                    "-w",
+                    fetching,
+                    f"{wheel}[{EXTRAS}]",
+                    "-c",
+                    CONSTRAINTS,
+                ],
+                cwd=fetching,
+            )
+            for ours in fetching.glob("centrality-*"):
+                ours.unlink()
+        except BaseException:
+            shutil.rmtree(fetching)
+            raise
+        (fetching / ".complete").touch()
+        try:
+            fetching.rename(house)
+        except OSError:  # another run finished first: theirs is the same
+            shutil.rmtree(fetching)
     return house
 
 
@@ -188,7 +196,8 @@ def stack_env(tmp_path: Path) -> Iterator[dict[str, str]]:
     state = tmp_path / "state"
     yield clean_env(
         CENTRALITY_STACK_STATE_DIR=str(state),
-        CENTRALITY_STACK_CACHE_DIR=str(StackSettings().cache_dir),
+        # A cache of its own: the broker's jars come through the pom the wheel carries.
+        CENTRALITY_STACK_CACHE_DIR=str(tmp_path / "cache"),
         CENTRALITY_STACK_KAFKA_PORT=str(kafka),
         CENTRALITY_STACK_KAFKA_CONTROLLER_PORT=str(controller),
         CENTRALITY_STACK_CLICKHOUSE_PORT=str(clickhouse),
