@@ -17,6 +17,7 @@ from packaging.requirements import Requirement
 
 ROOT = Path(__file__).resolve().parents[2]
 PRODUCER_MODULES = (
+    "schemas.*",
     "schemas.emitter",
     "collectors.checkpoints.notify",
     "collectors.checkpoints.callbacks",
@@ -33,10 +34,14 @@ class Hide(importlib.abc.MetaPathFinder):
         return None
 
 sys.meta_path.insert(0, Hide())
-import schemas
-names = [m.name for m in pkgutil.walk_packages(schemas.__path__, "schemas.")]
-for name in [n for n in names if n != "schemas.faust_codec"] + sys.argv[2:]:
-    importlib.import_module(name)
+for name in sys.argv[2:]:
+    if name == "schemas.*":  # every module of the contract but the codec for Faust users
+        import schemas
+        walked = [m.name for m in pkgutil.walk_packages(schemas.__path__, "schemas.")]
+        for module in [m for m in walked if m != "schemas.faust_codec"]:
+            importlib.import_module(module)
+    else:
+        importlib.import_module(name)
 """
 
 
