@@ -36,7 +36,7 @@ EXTRAS = "workers,local"
 NOT_IN_BASE = ("faust", "mode", "clickhouse_connect", "slack_sdk", "chdb", "pynvml", "kubernetes")
 # What a producer's environment imports: the contract, the Emitter, the checkpoint SDK, the CLI.
 BASE_IMPORTS = """
-import importlib, pkgutil, sys
+import importlib, importlib.util, pkgutil, sys
 import schemas
 modules = [m.name for m in pkgutil.walk_packages(schemas.__path__, "schemas.")]
 modules = [m for m in modules if m != "schemas.faust_codec"]  # a codec for Faust users
@@ -44,8 +44,8 @@ modules += ["schemas.emitter", "collectors.checkpoints.notify", "collectors.chec
             "centrality.cli"]
 for name in modules:
     importlib.import_module(name)
-missing = [n for n in sys.argv[1:] if importlib.util.find_spec(n) is not None]
-assert not missing, f"the base install has {missing}"
+present = [n for n in sys.argv[1:] if importlib.util.find_spec(n) is not None]
+assert not present, f"the base install has {present}"
 print(len(modules))
 """
 
