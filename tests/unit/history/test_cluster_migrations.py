@@ -129,6 +129,20 @@ def test_a_statement_of_another_shape_is_refused_not_guessed() -> None:
         on_cluster("CREATE TABLE IF NOT EXISTS `d`.l\n(a UInt8\n)\nENGINE = Log", "c", frozenset())
     with pytest.raises(ValueError, match="cannot render"):
         on_cluster("TRUNCATE TABLE `d`.t", "c", frozenset({"t"}))
+    # Rows are sharded by the sort key's columns; an expression there is not guessed at.
+    [_, distributed] = on_cluster(
+        "CREATE TABLE IF NOT EXISTS `d`.t\n(a UInt8\n)\nENGINE = MergeTree ORDER BY a",
+        "c",
+        frozenset(),
+    )
+    assert distributed.endswith("ENGINE = Distributed('c', 'd', 't_local', cityHash64(a))")
+    for key in ("tuple()", "(a, toDate(b))"):
+        with pytest.raises(ValueError, match="cannot shard"):
+            on_cluster(
+                f"CREATE TABLE IF NOT EXISTS `d`.t\n(a UInt8\n)\nENGINE = MergeTree ORDER BY {key}",
+                "c",
+                frozenset(),
+            )
 
 
 def test_the_cluster_name_is_an_identifier() -> None:
