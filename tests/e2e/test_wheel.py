@@ -4,7 +4,9 @@ with the `workers` and `local` extras `centrality up`, the demo's story and `cen
 run from it, on the migrations and the Kafka pom the wheel carries.
 
 Third-party wheels are fetched (and sdists built) once per constraints.txt and pyproject.toml into
-the stack's cache dir (`wheels/<hash>`, like the Kafka jars), then installed offline from there.
+the stack's cache dir (`wheels/<hash>`, like the Kafka jars), then installed offline from there;
+houses of other hashes are left alone (another session may be installing from one) and can be
+deleted by hand.
 """
 
 from __future__ import annotations
