@@ -32,11 +32,9 @@ RUN groupadd --system --gid 10001 centrality \
     && install -d -o 10001 -g 10001 -m 0750 /var/lib/centrality \
         /var/lib/centrality/keys /var/lib/centrality/streams
 COPY --from=build /opt/centrality /opt/centrality
-COPY infra/clickhouse /opt/centrality/share/clickhouse
 ENV PATH=/opt/centrality/bin:$PATH \
     PYTHONUNBUFFERED=1 \
     HOME=/var/lib/centrality \
-    CENTRALITY_CLICKHOUSE_MIGRATIONS_DIR=/opt/centrality/share/clickhouse \
     CENTRALITY_STREAMS_DATA_DIR=/var/lib/centrality/streams
 USER 10001:10001
 WORKDIR /var/lib/centrality

@@ -14,12 +14,12 @@ CHECKOV_VERSION := 3.3.30
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  \033[36m%-8s\033[0m %s\n", $$1, $$2}'
 
-install: $(STAMP) ## Create .venv with Centrality installed editable plus test extras
+install: $(STAMP) ## Create .venv with Centrality editable, every extra, pinned by constraints.txt
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml constraints.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[test]'
+	$(BIN)/pip install -q -e '.[test]' -c constraints.txt
 	@touch $(STAMP)
 
 tools: $(TOOLS)/.kustomize-$(KUSTOMIZE_VERSION) $(TOOLS)/.checkov-$(CHECKOV_VERSION) ## kustomize (Go module proxy) and checkov (own venv) for the manifest tests
@@ -48,8 +48,11 @@ demo: install ## Run the main job: the walking skeleton on the local stack, narr
 test: install tools ## Run the whole test suite (starts its own Kafka and ClickHouse)
 	$(BIN)/pytest
 
+lock: install ## Re-resolve constraints.txt: the newest versions within pyproject.toml's ranges
+	PYTHON=$(BIN)/python .ci/lock
+
 lint: install ## ruff and mypy (strict on our packages)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 
-.PHONY: help install tools up down status demo test lint
+.PHONY: help install tools up down status demo test lock lint

@@ -2,7 +2,7 @@
 states one (as a pydantic constraint, so the Emitter, which builds models, and the codec, which
 validates them, enforce the same bound, and the JSON Schema files show it). Bounds are chosen so
 that everything the contract accepts fits the ClickHouse columns it lands in (see
-infra/clickhouse), and a message breaking one is dead-lettered with reason `limit`.
+streams/history/ddl), and a message breaking one is dead-lettered with reason `limit`.
 """
 
 from __future__ import annotations

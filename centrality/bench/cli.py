@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import importlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import orjson
 import typer
@@ -26,9 +26,28 @@ BENCH_MODULES: tuple[str, ...] = (
 
 
 def register(app: typer.Typer) -> None:
-    for module in BENCH_MODULES:
-        importlib.import_module(module)
+    try:
+        for module in BENCH_MODULES:
+            importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        # A producer's install (no extras) still gets a working `centrality`; the benchmarks
+        # drive the whole stack, so they say what to install instead.
+        app.command("bench", help="Benchmarks (needs the workers and local extras).")(
+            _needs_extras(exc)
+        )
+        return
     app.add_typer(bench_app, name="bench")
+
+
+def _needs_extras(exc: ModuleNotFoundError) -> Callable[[], None]:
+    def bench() -> None:
+        Console(stderr=True).print(
+            f"`centrality bench` needs {exc.name!r}: pip install 'centrality[workers,local]'",
+            markup=False,
+        )
+        raise typer.Exit(2)
+
+    return bench
 
 
 def report(title: str, result: Mapping[str, object], *, json: bool) -> None:

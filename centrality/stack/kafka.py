@@ -1,7 +1,7 @@
 """The local Kafka broker: real Apache Kafka in KRaft mode, one node as broker and controller.
 
-Jars come from Maven Central through `infra/kafka/pom.xml` and are cached per version; the broker
-runs detached under a pid file, so `up`, `down` and `status` work from any shell.
+Jars come from Maven Central through `maven/pom.xml` (package data) and are cached per version;
+the broker runs detached under a pid file, so `up`, `down` and `status` work from any shell.
 """
 
 from __future__ import annotations
@@ -27,9 +27,9 @@ from aiokafka.admin import AIOKafkaAdminClient
 from centrality.stack.process import ManagedProcess, ServiceError, port_open
 from centrality.stack.settings import StackSettings
 
-# Must match `kafka.version` in infra/kafka/pom.xml; it names the cache dir so an upgrade refetches.
+# Must match `kafka.version` in maven/pom.xml; it names the cache dir so an upgrade refetches.
 KAFKA_VERSION = "4.1.1"
-DEFAULT_POM = Path(__file__).resolve().parents[2] / "infra" / "kafka" / "pom.xml"
+DEFAULT_POM = Path(__file__).resolve().parent / "maven" / "pom.xml"
 
 # 4.x keeps the storage formatter in the Scala core jar, under its old name.
 _STORAGE_TOOL = "kafka.tools.StorageTool"

@@ -6,7 +6,8 @@ from urllib.parse import urlsplit
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-_REPO_DDL = Path(__file__).resolve().parents[2] / "infra" / "clickhouse"
+# Package data, so a wheel carries them as the source tree does.
+DDL_DIR = Path(__file__).resolve().parent / "ddl"
 
 
 class ClickHouseSettings(BaseSettings):
@@ -19,7 +20,14 @@ class ClickHouseSettings(BaseSettings):
     user: str = Field(default="default", description="ClickHouse user.")
     password: SecretStr | None = Field(default=None, description="ClickHouse password.")
     database: str = Field(default="centrality", description="Database holding the history.")
-    migrations_dir: Path = Field(default=_REPO_DDL, description="Ordered DDL files to apply.")
+    migrations_dir: Path = Field(default=DDL_DIR, description="Ordered DDL files to apply.")
+    cluster: str | None = Field(
+        default=None,
+        pattern=r"^[A-Za-z_][A-Za-z0-9_-]*$",
+        description="A cluster of the servers' `remote_servers`: migrations then create "
+        "replicated tables on every node and Distributed tables over them (streams/history/"
+        "cluster.py). Unset: one server, plain MergeTree tables.",
+    )
     ttl_days: int = Field(
         default=90, ge=1, description="Days history is kept (events, triggers, actions, nodes)."
     )

@@ -42,7 +42,7 @@ from schemas.deadletter import count_dead_letter
 from schemas.settings import KafkaSettings
 from schemas.topics import CATALOG, topic_name
 from streams.history import writer
-from streams.history.migrations import migrate
+from streams.history.migrations import migrate, plan
 from streams.history.rows import SINK_CONSUMER, Record, estimated_rows
 from streams.history.settings import ClickHouseSettings
 
@@ -118,6 +118,7 @@ class HistorySink:
 
     async def run(self, stop: asyncio.Event | None = None) -> None:
         stop = stop or asyncio.Event()
+        plan(self.clickhouse)  # no migrations, or none for the cluster, is no outage to wait out
         await self._retrying("migrate", lambda: asyncio.to_thread(migrate, self.clickhouse), stop)
         if stop.is_set():
             return

@@ -26,11 +26,10 @@ from streams.history.client import connect
 from streams.history.migrations import migrate
 from streams.history.query import events_by_id
 from streams.history.rows import Record
-from streams.history.settings import ClickHouseSettings
+from streams.history.settings import DDL_DIR, ClickHouseSettings
 from streams.history.writer import insert, rows_of
 
 DEADLETTER = "t.deadletter"
-REPO_DDL = Path(__file__).resolve().parents[3] / "infra" / "clickhouse"
 # The newest time accepted: a little inside the skew, so it is still inside when decoded.
 NEWEST = datetime.now(UTC) + limits.MAX_FUTURE_SKEW - timedelta(minutes=10)
 UNICODE = "ü漢🚀"
@@ -266,7 +265,7 @@ def test_existing_rows_survive_the_migration_and_keep_a_retention(
     old = clickhouse_settings.model_copy(
         update={"database": f"{clickhouse_settings.database}_old", "migrations_dir": tmp_path}
     )
-    for path in sorted(REPO_DDL.glob("00[1-4]_*.sql")):
+    for path in sorted(DDL_DIR.glob("00[1-4]_*.sql")):
         shutil.copy(path, tmp_path)
     migrate(old)
     try:

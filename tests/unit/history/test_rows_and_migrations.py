@@ -10,11 +10,9 @@ from schemas.codec import encode_batch
 from schemas.deadletter import DeadLetter
 from streams.history.migrations import Migration, discover
 from streams.history.rows import Rows, add_record
-from streams.history.settings import ClickHouseSettings
+from streams.history.settings import DDL_DIR, ClickHouseSettings
 from streams.history.sink import Batch
 from tests.factories import checkpoint, exited
-
-REPO = Path(__file__).resolve().parents[3]
 
 
 def record(topic: str, value: bytes, offset: int = 0) -> ConsumerRecord[bytes, bytes]:
@@ -55,7 +53,7 @@ def test_batch_token_names_offset_ranges() -> None:
 
 
 def test_migrations_are_ordered_and_templated() -> None:
-    found = discover(REPO / "infra" / "clickhouse")
+    found = discover(DDL_DIR)
     assert [m.version for m in found] == sorted(m.version for m in found)
     settings = ClickHouseSettings(database="db1", ttl_days=7, samples_ttl_days=3)
     statements = [s for m in found for s in m.statements(settings)]
