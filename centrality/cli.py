@@ -13,21 +13,38 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from centrality.entry import CentralityGroup, Options, quiet_libraries
 from centrality.logs import configure_logging
 from centrality.runner import run_until_signalled
+from centrality.version import version
 
 app = typer.Typer(
     help="Centrality: an event-sourced control plane for GPU training clusters.",
     no_args_is_help=True,
     add_completion=False,
+    cls=CentralityGroup,
 )
 console = Console(stderr=True)
 
 
+def _print_version(asked: bool) -> None:
+    if asked:
+        print(f"centrality {version()}")
+        raise typer.Exit()
+
+
 @app.callback()
-def _logging() -> None:
+def _logging(
+    ctx: typer.Context,
+    debug: bool = typer.Option(False, "--debug", help="Show the traceback of an error."),
+    _version: bool = typer.Option(
+        False, "--version", callback=_print_version, is_eager=True, help="Print the version."
+    ),
+) -> None:
+    Options.debug = debug
     # Logs go to stderr (JSON unless a person is watching): stdout is for `--json` output.
     configure_logging()
+    quiet_libraries(ctx.invoked_subcommand)
 
 
 @app.command()
@@ -103,15 +120,11 @@ def streams() -> None:
     `CENTRALITY_STREAMS_STOP_TIMEOUT_S` of SIGTERM or Ctrl-C, whatever it is doing."""
     from centrality.supervise import run_with_stop_deadline
     from schemas.settings import KafkaSettings
-    from schemas.signing import MissingKeyError, SigningSettings
+    from schemas.signing import SigningSettings
     from streams.settings import StreamsSettings
     from streams.topics import ensure_internal_topics
 
-    try:
-        SigningSettings().require("the streams worker")
-    except MissingKeyError as exc:
-        console.print(f"[red]{exc}[/]")
-        raise typer.Exit(2) from None
+    SigningSettings().require("the streams worker")
     asyncio.run(ensure_internal_topics(KafkaSettings(), StreamsSettings()))
     faust = Path(sys.executable).with_name("faust")
     argv = [str(faust), "-A", "streams.app", "worker", "--without-web", "-l", "info"]
@@ -123,13 +136,9 @@ def streams() -> None:
 def actions() -> None:
     """Run the action worker (triggers → scheduler adapters → action results)."""
     from actions.worker import ActionWorker
-    from schemas.signing import MissingKeyError
 
-    try:
-        run_until_signalled(ActionWorker().run)
-    except MissingKeyError as exc:  # refused before reading a single trigger
-        console.print(f"[red]{exc}[/]", soft_wrap=True)
-        raise typer.Exit(2) from None
+    # Without the signing key it refuses before reading a single trigger (exit 2).
+    run_until_signalled(ActionWorker().run)
 
 
 @app.command()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import difflib
 import socket
 import sys
 import types
@@ -18,6 +19,7 @@ from pydantic.fields import FieldInfo
 from rich.console import Console
 from rich.table import Table
 
+from centrality.errors import UserError
 from schemas.codec import encode
 from schemas.emitter import Emitter
 from schemas.envelope import Event
@@ -25,7 +27,7 @@ from schemas.events import Trigger
 from schemas.jsonschema import JSON_DIR, export
 from schemas.registry import event_types
 from schemas.settings import KafkaSettings
-from schemas.signing import MissingKeyError, SigningSettings, signed_headers
+from schemas.signing import SigningSettings, signed_headers
 from schemas.topics import spec, topic_name
 
 ENVELOPE = {"event_id", "source", "cluster", "subject", "occurred_at", "observed_at"}
@@ -50,23 +52,22 @@ def emit(
     payload; repeat a flag for a list; pass JSON for a mapping."""
     cls = event_types().get(event_type)
     if cls is None:
-        err.print(
-            f"[red]unknown event type {event_type!r}[/]; known: {', '.join(sorted(event_types()))}"
+        near = difflib.get_close_matches(event_type, event_types(), n=3)
+        raise UserError(
+            f"unknown event type {event_type!r}"
+            + (f" (did you mean {' or '.join(near)}?)" if near else ""),
+            "`centrality schemas list` shows them all",
         )
-        raise typer.Exit(2)
     try:
         fields = _parse_flags(ctx.args)
         event = _build(cls, fields)
     except (ValueError, ValidationError) as exc:
-        err.print(f"[red]invalid {event_type}[/]:\n{_explain(exc)}")
-        raise typer.Exit(2) from None
+        raise UserError(
+            f"invalid {event_type}: {_explain(exc)}", "fix those fields and send it again"
+        ) from None
     headers: list[tuple[str, bytes]] = []
     if isinstance(event, Trigger):  # workers act only on signed triggers: an operator's command
-        try:
-            key = SigningSettings().require(f"`centrality emit {event_type}`")
-        except MissingKeyError as exc:
-            err.print(f"[red]{exc}[/]", soft_wrap=True)
-            raise typer.Exit(2) from None
+        key = SigningSettings().require(f"`centrality emit {event_type}`")
         headers = signed_headers(encode(event), key)
     kafka = KafkaSettings()
     spooled = asyncio.run(_send(kafka, event, headers))
@@ -148,10 +149,8 @@ def _now() -> str:
 
 def _explain(exc: Exception) -> str:
     if isinstance(exc, ValidationError):
-        return "\n".join(
-            f"  {'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()
-        )
-    return f"  {exc}"
+        return "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
+    return str(exc)
 
 
 @schemas_app.command("export")

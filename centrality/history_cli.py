@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.tree import Tree
 
+from centrality.errors import UserError
 from schemas.envelope import Event
 from schemas.events import Trigger
 from schemas.events.actions import ActionPayload
@@ -24,9 +25,6 @@ history_app = typer.Typer(help="Timelines of jobs and nodes, and the sink's lag.
 _RELATIVE = re.compile(r"^(\d+(?:\.\d+)?)([smhd])$")
 _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
-UNTIL = typer.Option("now", help="End (exclusive): ISO time, an age, or now.")
-JSON = typer.Option(False, "--json", help="Print JSON instead of a table.")
-
 
 def parse_time(text: str, now: datetime | None = None) -> datetime:
     now = now or datetime.now(UTC)
@@ -35,8 +33,27 @@ def parse_time(text: str, now: datetime | None = None) -> datetime:
     match = _RELATIVE.match(text)
     if match:
         return now - timedelta(seconds=float(match.group(1)) * _UNIT_S[match.group(2)])
-    parsed = datetime.fromisoformat(text)
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        raise typer.BadParameter(
+            f"{text!r} is not a time: give an ISO time (2026-03-01T10:00:00Z), "
+            "an age (30m, 2h, 7d) or now"
+        ) from None
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def _checked_time(text: str | None) -> str | None:
+    """Refused while the command line is read, so the error names the option."""
+    if text is not None:
+        parse_time(text)
+    return text
+
+
+UNTIL = typer.Option(
+    "now", callback=_checked_time, help="End (exclusive): ISO time, an age, or now."
+)
+JSON = typer.Option(False, "--json", help="Print JSON instead of a table.")
 
 
 def summary(event: Event, width: int = 100) -> str:
@@ -84,7 +101,9 @@ def _timeline(
     print_events(f"{kind} {subject}: {len(events)} events", events)
 
 
-TIMELINE_SINCE = typer.Option("7d", help="Start: ISO time or an age (30m, 2h, 7d).")
+TIMELINE_SINCE = typer.Option(
+    "7d", callback=_checked_time, help="Start: ISO time or an age (30m, 2h, 7d)."
+)
 ALL = typer.Option(False, "--all", help="Include telemetry (samples, heartbeats).")
 
 
@@ -141,10 +160,14 @@ KAFKA = typer.Option(None, "--kafka", help=KAFKA_HELP)
 
 def replay(
     since: str | None = typer.Option(
-        None, help="Start: ISO time, or an age like 30m, 2h, 7d (default 1h; ClickHouse only)."
+        None,
+        callback=_checked_time,
+        help="Start: ISO time, or an age like 30m, 2h, 7d (default 1h; ClickHouse only).",
     ),
     until: str | None = typer.Option(
-        None, help="End (exclusive): ISO time, an age, or now (default now; ClickHouse only)."
+        None,
+        callback=_checked_time,
+        help="End (exclusive): ISO time, an age, or now (default now; ClickHouse only).",
     ),
     kafka: list[str] | None = KAFKA,
     warmup_s: float | None = typer.Option(
@@ -172,8 +195,7 @@ def replay(
     try:
         history = source.load(warmup)
     except OffsetsUnavailable as exc:
-        Console(stderr=True).print(f"[red]{exc}[/]")
-        raise typer.Exit(2) from None
+        raise UserError(str(exc), "ask for offsets the partition holds") from None
     now = rerun_current([*history.warmup, *history.inputs], start=history.since)
     if into is not None:
         sent = asyncio.run(redrive(KafkaSettings(), into, history.inputs))
@@ -183,8 +205,9 @@ def replay(
         try:
             found = explaining.explain(source, explain, known)
         except explaining.UnknownTrigger as exc:
-            Console(stderr=True).print(f"[red]{exc}[/]")
-            raise typer.Exit(1) from None
+            raise UserError(
+                str(exc), "check the id (`--json` lists the trigger ids) or widen --since"
+            ) from None
         _print_explanation(found, json)
         return
     decisions = compare(now, history.recorded)

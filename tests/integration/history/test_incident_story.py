@@ -99,7 +99,7 @@ def test_explain_shows_the_chain_and_the_actions(seeded: Seeded) -> None:
     text = invoke("replay", "--since", "1h", "--explain", str(restart.event_id))
     assert "caused by" in text and "JobExited" in text and "ActionSucceeded" in text
     unknown = runner.invoke(app, ["replay", "--explain", "00000000-0000-0000-0000-000000000000"])
-    assert unknown.exit_code == 1
+    assert unknown.exit_code == 2  # an unknown id is the user's mistake
 
 
 def test_replay_into_redrives_the_events_keyed(
