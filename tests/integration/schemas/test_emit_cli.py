@@ -77,7 +77,7 @@ def test_emit_explains_invalid_input_and_sends_nothing(
     assert "payload.state" in line
     unknown = run(["emit", "JobExitted", "--cluster", "c"], kafka_settings, tmp_path)
     [line] = unknown.stderr.strip().splitlines()
-    assert unknown.returncode == 2 and "did you mean JobExited?" in line
+    assert unknown.returncode == 2 and "did you mean JobExited" in line
     assert asyncio.run(read_events(kafka_settings, "jobs")) == []
 
 
