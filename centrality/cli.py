@@ -164,6 +164,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "centrality.history_cli",
     "centrality.collectors_cli",
     "centrality.contract_cli",
+    "centrality.config_cli",
 )
 
 for _module in COMMAND_MODULES:
