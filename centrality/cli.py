@@ -165,6 +165,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "centrality.collectors_cli",
     "centrality.contract_cli",
     "centrality.config_cli",
+    "centrality.doctor_cli",
 )
 
 for _module in COMMAND_MODULES:

@@ -21,7 +21,12 @@ START_HINT = "start the local stack with `make up` (or `centrality up`)"
 @dataclass(frozen=True)
 class Failure:
     code: int
-    line: str
+    problem: str
+    fix: str = ""
+
+    @property
+    def line(self) -> str:
+        return f"{self.problem}; {self.fix}" if self.fix else self.problem
 
 
 class UserError(Exception):
@@ -80,4 +85,4 @@ def one_line(text: str, width: int = 300) -> str:
 
 @explains(UserError)
 def _user(exc: UserError) -> Failure:
-    return Failure(USAGE, str(exc))
+    return Failure(USAGE, exc.problem, exc.fix)

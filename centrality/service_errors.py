@@ -23,8 +23,8 @@ def _clickhouse_address() -> str:
 def _kafka_down(exc: BaseException) -> Failure:
     return Failure(
         UNAVAILABLE,
-        f"Kafka at {_kafka_address()} is unreachable; {START_HINT}, "
-        "or set CENTRALITY_KAFKA_BOOTSTRAP to a running broker",
+        f"Kafka at {_kafka_address()} is unreachable",
+        f"{START_HINT}, or set CENTRALITY_KAFKA_BOOTSTRAP to a running broker",
     )
 
 
@@ -43,19 +43,20 @@ def _clickhouse(exc: DatabaseError) -> Failure | None:
     if exc.code is None and exc.name is None:  # no answer from a server at all
         return Failure(
             UNAVAILABLE,
-            f"ClickHouse at {address} is unreachable; {START_HINT}, "
-            "or set CENTRALITY_CLICKHOUSE_URL to a running server",
+            f"ClickHouse at {address} is unreachable",
+            f"{START_HINT}, or set CENTRALITY_CLICKHOUSE_URL to a running server",
         )
     if exc.name in _NOT_MIGRATED:
         return Failure(
             UNAVAILABLE,
-            f"ClickHouse at {address} has no history tables ({exc.name}); apply the migrations "
-            "with `make up` (or `centrality up`), or check CENTRALITY_CLICKHOUSE_DATABASE",
+            f"ClickHouse at {address} has no history tables ({exc.name})",
+            "apply the migrations with `make up` (or `centrality up`), "
+            "or check CENTRALITY_CLICKHOUSE_DATABASE",
         )
     if exc.name in _BAD_LOGIN:
         return Failure(
             USAGE,
-            f"ClickHouse at {address} refused the login ({exc.name}); "
+            f"ClickHouse at {address} refused the login ({exc.name})",
             "check CENTRALITY_CLICKHOUSE_USER and CENTRALITY_CLICKHOUSE_PASSWORD",
         )
     return None

@@ -19,7 +19,7 @@ def _command_line(exc: typer.TyperException) -> Failure | None:
         return Failure(exc.exit_code, message)
     if not message:  # `no_args_is_help`: the help is what it says, and is already printed
         return Failure(exc.exit_code, f"`{ctx.command_path}` needs a command (listed above)")
-    return Failure(exc.exit_code, f"{message} (see `{ctx.command_path} --help`)")
+    return Failure(exc.exit_code, message, f"see `{ctx.command_path} --help`")
 
 
 @explains(ValidationError)
@@ -36,7 +36,7 @@ def _invalid(exc: ValidationError) -> Failure:
         if settings
         else ("fix the value (see the command's --help)")
     )
-    return Failure(USAGE, f"{one_line('; '.join(problems), 240)}; {fix}")
+    return Failure(USAGE, one_line("; ".join(problems), 240), fix)
 
 
 def _settings_class(name: str) -> type[BaseSettings] | None:
