@@ -15,6 +15,7 @@ from rich.table import Table
 
 from centrality.entry import CentralityGroup, Options, quiet_libraries
 from centrality.logs import configure_logging
+from centrality.progress import tracking, wanted
 from centrality.runner import run_until_signalled
 from centrality.version import version
 
@@ -56,7 +57,13 @@ def up(
     from schemas.signing import SigningSettings, ensure_key_file
 
     stack = Stack()
-    report = stack.up(progress=lambda msg: console.log(msg))
+    with tracking(wanted(json)) as progress:
+
+        def step(message: str) -> None:
+            progress.log(message)
+            progress.phase(message)
+
+        report = stack.up(progress=step)
     # The local stack's trigger signing key, shared by the streams and action workers.
     ensure_key_file(SigningSettings().key_file)
     if json:

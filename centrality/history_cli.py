@@ -14,6 +14,7 @@ from rich.table import Table
 from rich.tree import Tree
 
 from centrality.errors import UserError
+from centrality.progress import tracking, wanted
 from schemas.envelope import Event
 from schemas.events import Trigger
 from schemas.events.actions import ActionPayload
@@ -192,11 +193,15 @@ def replay(
 
     source = _source(since, until, kafka or [], job, node)
     warmup = default_warmup_s() if warmup_s is None else warmup_s
-    try:
-        history = source.load(warmup)
-    except OffsetsUnavailable as exc:
-        raise UserError(str(exc), "ask for offsets the partition holds") from None
-    now = rerun_current([*history.warmup, *history.inputs], start=history.since)
+    with tracking(wanted(json)) as progress:
+        progress.phase(f"reading history from {'Kafka' if kafka else 'ClickHouse'}")
+        try:
+            history = source.load(warmup)
+        except OffsetsUnavailable as exc:
+            raise UserError(str(exc), "ask for offsets the partition holds") from None
+        events = [*history.warmup, *history.inputs]
+        progress.phase("re-deciding events", len(events))
+        now = rerun_current(events, start=history.since, on_progress=progress.update)
     if into is not None:
         sent = asyncio.run(redrive(KafkaSettings(), into, history.inputs))
         Console(stderr=True).print(f"re-drove {sent} events into {into}")
