@@ -75,7 +75,10 @@ def _chain(exc: BaseException) -> Iterator[BaseException]:
         yield link
         if isinstance(link, BaseExceptionGroup):
             todo.extend(link.exceptions)
-        todo.extend(x for x in (link.__cause__, link.__context__) if x is not None)
+        # Only what it was raised `from`: an implicit __context__ is what was being handled
+        # when something else went wrong, not an explanation of it.
+        if link.__cause__ is not None:
+            todo.append(link.__cause__)
 
 
 def one_line(text: str, width: int = 300) -> str:

@@ -93,9 +93,15 @@ def _timeline(
     from streams.history.settings import ClickHouseSettings
     from streams.history.timeline import timeline
 
-    events = timeline(
-        ClickHouseSettings(), kind, subject, parse_time(since), parse_time(until), noisy
-    )
+    start, end = parse_time(since), parse_time(until)
+    events = timeline(ClickHouseSettings(), kind, subject, start, end, noisy)
+    if not events:
+        raise UserError(
+            f"no events for {kind} {subject!r} from {start:%Y-%m-%d %H:%M} to {end:%Y-%m-%d %H:%M} "
+            "UTC",
+            "check the id (job ids are scheduler-qualified, e.g. slurm/<cluster>/<id>) "
+            "or widen --since" + ("" if noisy else ", or add --all for telemetry"),
+        )
     if json:
         print(orjson.dumps([_event_json(e) for e in events]).decode())
         return

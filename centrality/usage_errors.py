@@ -57,3 +57,13 @@ def _env_var(settings: type[BaseSettings], field: str) -> str:
 @explains(MissingKeyError)
 def _no_key(exc: MissingKeyError) -> Failure:
     return Failure(USAGE, str(exc))  # it already says how to set one
+
+
+@explains(FileNotFoundError)
+def _no_file(exc: FileNotFoundError) -> Failure:
+    return Failure(USAGE, f"no such file: {exc.filename}", "check the path")
+
+
+@explains(PermissionError)
+def _not_allowed(exc: PermissionError) -> Failure:
+    return Failure(USAGE, f"not allowed to open {exc.filename}", "check its permissions")

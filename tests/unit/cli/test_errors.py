@@ -60,6 +60,7 @@ USER_ERRORS = [
     (["emit", "JobExited", "--state", "EXPLODED"], ["payload.state", "subject"]),
     (["actions"], ["needs the trigger signing key", "CENTRALITY_TRIGGER_KEY"]),
     (["no-such-command"], ["No such command", "centrality --help"]),
+    (["nccl", "/no/such/nccl.log", "--dry-run"], ["no such file: /no/such/nccl.log"]),
 ]
 
 
