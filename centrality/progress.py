@@ -42,7 +42,8 @@ class Tracker:
 
     def log(self, message: str) -> None:
         """A line that stays, above the bar while one is drawn."""
-        (self._progress.console if self._progress else Console(stderr=True)).log(message)
+        console = self._progress.console if self._progress else Console(stderr=True)
+        console.log(message, _stack_offset=2)  # attributed to the caller, not to this helper
 
     def advance(self, amount: float = 1) -> None:
         if self._progress is not None and self._task is not None:

@@ -6,6 +6,7 @@ from aiokafka.errors import KafkaConnectionError, KafkaTimeoutError, NoBrokersAv
 from clickhouse_connect.driver.exceptions import DatabaseError
 
 from centrality.errors import START_HINT, UNAVAILABLE, USAGE, Failure, explains
+from centrality.stack.process import ServiceError
 
 
 def _kafka_address() -> str:
@@ -60,3 +61,11 @@ def _clickhouse(exc: DatabaseError) -> Failure | None:
             "check CENTRALITY_CLICKHOUSE_USER and CENTRALITY_CLICKHOUSE_PASSWORD",
         )
     return None
+
+
+@explains(ServiceError)
+def _local_service(exc: ServiceError) -> Failure:
+    # Its first line says what failed and where its log is; the log's tail that follows is
+    # what the log file holds in full.
+    first = str(exc).splitlines()[0].rstrip(":")
+    return Failure(UNAVAILABLE, first, "that log says why" if " log " in first else "")
