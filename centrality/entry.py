@@ -13,6 +13,7 @@ import traceback
 from collections.abc import Sequence
 from typing import Any
 
+import structlog
 import typer
 from typer.core import TyperCommand, TyperGroup, TyperOption
 
@@ -24,6 +25,7 @@ class Options:
     """Root options the error handler needs after the command's context is gone."""
 
     debug = False
+    command: str | None = None
 
 
 class CentralityGroup(TyperGroup):
@@ -36,7 +38,7 @@ class CentralityGroup(TyperGroup):
         **extra: Any,
     ) -> Any:
         show_flags_as_flags(self)
-        Options.debug = False
+        Options.debug, Options.command = False, None
         try:
             result = super().main(
                 args, prog_name or "centrality", complete_var, standalone_mode=False, **extra
@@ -59,6 +61,11 @@ def _report(exc: BaseException) -> int:
     if failure is not None:
         print(f"error: {failure.line}", file=sys.stderr, flush=True)
         return failure.code
+    if Options.command in WORKERS and not Options.debug:
+        # A worker's crash is read later, in its log: keep the traceback there (as a field).
+        structlog.get_logger("centrality").error(
+            "worker_crashed", command=Options.command, exc_info=exc
+        )
     print(
         f"error: {type(exc).__name__}: {one_line(str(exc), 200)} (unexpected: run "
         "`centrality --debug …` for the traceback, and report it)",
@@ -77,6 +84,7 @@ CHATTY = ("aiokafka", "kafka", "clickhouse_connect", "urllib3", "asyncio")
 
 
 def quiet_libraries(command: str | None) -> None:
+    Options.command = command
     if Options.debug or command in WORKERS:
         return
     for name in CHATTY:
