@@ -19,9 +19,10 @@ from pydantic.fields import FieldInfo
 from rich.console import Console
 from rich.table import Table
 
-from centrality.errors import UserError
+from centrality.errors import START_HINT, UserError
 from schemas.codec import encode
 from schemas.emitter import Emitter
+from schemas.emitter.settings import EmitterSettings
 from schemas.envelope import Event
 from schemas.events import Trigger
 from schemas.jsonschema import JSON_DIR, export
@@ -74,10 +75,12 @@ def emit(
     if json:
         print(event.model_dump_json())
     where = topic_name(event.topic, kafka)
-    if spooled:
-        err.print(
-            f"[yellow]Kafka unreachable[/]: {event.type} {event.event_id} is spooled and "
-            "goes out with the next `centrality emit` or collector using the same spool"
+    if spooled:  # accepted all the same: the spool delivers it later (exit 0)
+        print(
+            f"warning: Kafka at {kafka.bootstrap} is unreachable; {event.type} {event.event_id} "
+            f"is spooled in {EmitterSettings().spool_dir} and goes out with the next "
+            f"`centrality emit` or collector using that spool; {START_HINT}",
+            file=sys.stderr,
         )
     else:
         err.print(f"sent {event.type} {event.event_id} to {where} (key {event.subject})")

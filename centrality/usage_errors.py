@@ -13,7 +13,7 @@ from schemas.signing import MissingKeyError
 @explains(typer.TyperException)
 def _command_line(exc: typer.TyperException) -> Failure | None:
     """Click's usage errors (a bad or missing option, an invalid value)."""
-    message = one_line(exc.format_message())
+    message = one_line(exc.format_message()).rstrip(".")  # a fix follows it, after a `;`
     ctx = getattr(exc, "ctx", None)
     if ctx is None:
         return Failure(exc.exit_code, message)
