@@ -13,21 +13,39 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from centrality.entry import CentralityGroup, Options, quiet_libraries
+from centrality.progress import tracking, wanted
 from centrality.runner import run_until_signalled
+from centrality.version import version
 from schemas.logs import configure_logging
 
 app = typer.Typer(
     help="Centrality: an event-sourced control plane for GPU training clusters.",
     no_args_is_help=True,
     add_completion=False,
+    cls=CentralityGroup,
 )
 console = Console(stderr=True)
 
 
+def _print_version(asked: bool) -> None:
+    if asked:
+        print(f"centrality {version()}")
+        raise typer.Exit()
+
+
 @app.callback()
-def _logging() -> None:
+def _logging(
+    ctx: typer.Context,
+    debug: bool = typer.Option(False, "--debug", help="Show the traceback of an error."),
+    _version: bool = typer.Option(
+        False, "--version", callback=_print_version, is_eager=True, help="Print the version."
+    ),
+) -> None:
+    Options.debug = debug
     # Logs go to stderr (JSON unless a person is watching): stdout is for `--json` output.
     configure_logging()
+    quiet_libraries(ctx.invoked_subcommand)
 
 
 @app.command()
@@ -39,7 +57,13 @@ def up(
     from schemas.signing import SigningSettings, ensure_key_file
 
     stack = Stack()
-    report = stack.up(progress=lambda msg: console.log(msg))
+    with tracking(wanted(json)) as progress:
+
+        def step(message: str) -> None:
+            progress.log(message)
+            progress.phase(message)
+
+        report = stack.up(progress=step)
     # The local stack's trigger signing key, shared by the streams and action workers.
     ensure_key_file(SigningSettings().key_file)
     if json:
@@ -103,15 +127,11 @@ def streams() -> None:
     `CENTRALITY_STREAMS_STOP_TIMEOUT_S` of SIGTERM or Ctrl-C, whatever it is doing."""
     from centrality.supervise import run_with_stop_deadline
     from schemas.settings import KafkaSettings
-    from schemas.signing import MissingKeyError, SigningSettings
+    from schemas.signing import SigningSettings
     from streams.settings import StreamsSettings
     from streams.topics import ensure_internal_topics
 
-    try:
-        SigningSettings().require("the streams worker")
-    except MissingKeyError as exc:
-        console.print(f"[red]{exc}[/]")
-        raise typer.Exit(2) from None
+    SigningSettings().require("the streams worker")
     asyncio.run(ensure_internal_topics(KafkaSettings(), StreamsSettings()))
     faust = Path(sys.executable).with_name("faust")
     # --quiet: no banner on stdout; the worker's lines (level: CENTRALITY_LOG_LEVEL) go to stderr.
@@ -124,13 +144,9 @@ def streams() -> None:
 def actions() -> None:
     """Run the action worker (triggers → scheduler adapters → action results)."""
     from actions.worker import ActionWorker
-    from schemas.signing import MissingKeyError
 
-    try:
-        run_until_signalled(ActionWorker().run)
-    except MissingKeyError as exc:  # refused before reading a single trigger
-        console.print(f"[red]{exc}[/]", soft_wrap=True)
-        raise typer.Exit(2) from None
+    # Without the signing key it refuses before reading a single trigger (exit 2).
+    run_until_signalled(ActionWorker().run)
 
 
 @app.command()
@@ -156,6 +172,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "centrality.history_cli",
     "centrality.collectors_cli",
     "centrality.contract_cli",
+    "centrality.config_cli",
+    "centrality.doctor_cli",
 )
 
 for _module in COMMAND_MODULES:

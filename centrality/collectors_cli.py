@@ -14,6 +14,7 @@ from pydantic_settings import BaseSettings
 from rich.console import Console
 from rich.table import Table
 
+from centrality.progress import tracking, wanted
 from centrality.runner import run_until_signalled
 from collectors.sink import EventSink, RecordingSink
 from schemas.logs import configure_logging
@@ -191,8 +192,19 @@ def simulate(
     configure_logging(level="WARNING")
 
     async def main(stop: asyncio.Event) -> None:
-        async with open_sink(dry_run) as sink:
-            stats = await run_sim(config, sink, duration_s=duration_s, speed=speed, stop=stop)
+        with tracking(wanted(json)) as progress:
+            progress.phase(
+                f"simulating {nodes} nodes x {gpus} GPUs, seconds of cluster time", duration_s
+            )
+            async with open_sink(dry_run) as sink:
+                stats = await run_sim(
+                    config,
+                    sink,
+                    duration_s=duration_s,
+                    speed=speed,
+                    stop=stop,
+                    on_tick=progress.update,
+                )
         result = {
             "nodes": nodes,
             "gpus": gpus,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import difflib
 import socket
 import sys
 import types
@@ -18,14 +19,16 @@ from pydantic.fields import FieldInfo
 from rich.console import Console
 from rich.table import Table
 
+from centrality.errors import START_HINT, UserError
 from schemas.codec import encode
 from schemas.emitter import Emitter
+from schemas.emitter.settings import EmitterSettings
 from schemas.envelope import Event
 from schemas.events import Trigger
 from schemas.jsonschema import JSON_DIR, export
 from schemas.registry import event_types
 from schemas.settings import KafkaSettings
-from schemas.signing import MissingKeyError, SigningSettings, signed_headers
+from schemas.signing import SigningSettings, signed_headers
 from schemas.topics import spec, topic_name
 
 ENVELOPE = {"event_id", "source", "cluster", "subject", "occurred_at", "observed_at"}
@@ -50,33 +53,34 @@ def emit(
     payload; repeat a flag for a list; pass JSON for a mapping."""
     cls = event_types().get(event_type)
     if cls is None:
-        err.print(
-            f"[red]unknown event type {event_type!r}[/]; known: {', '.join(sorted(event_types()))}"
+        near = difflib.get_close_matches(event_type, event_types(), n=3)
+        raise UserError(
+            f"unknown event type {event_type!r}"
+            + (f" (did you mean {' or '.join(near)}?)" if near else ""),
+            "`centrality schemas list` shows them all",
         )
-        raise typer.Exit(2)
     try:
         fields = _parse_flags(ctx.args)
         event = _build(cls, fields)
     except (ValueError, ValidationError) as exc:
-        err.print(f"[red]invalid {event_type}[/]:\n{_explain(exc)}")
-        raise typer.Exit(2) from None
+        raise UserError(
+            f"invalid {event_type}: {_explain(exc)}", "fix those fields and send it again"
+        ) from None
     headers: list[tuple[str, bytes]] = []
     if isinstance(event, Trigger):  # workers act only on signed triggers: an operator's command
-        try:
-            key = SigningSettings().require(f"`centrality emit {event_type}`")
-        except MissingKeyError as exc:
-            err.print(f"[red]{exc}[/]", soft_wrap=True)
-            raise typer.Exit(2) from None
+        key = SigningSettings().require(f"`centrality emit {event_type}`")
         headers = signed_headers(encode(event), key)
     kafka = KafkaSettings()
     spooled = asyncio.run(_send(kafka, event, headers))
     if json:
         print(event.model_dump_json())
     where = topic_name(event.topic, kafka)
-    if spooled:
-        err.print(
-            f"[yellow]Kafka unreachable[/]: {event.type} {event.event_id} is spooled and "
-            "goes out with the next `centrality emit` or collector using the same spool"
+    if spooled:  # accepted all the same: the spool delivers it later (exit 0)
+        print(
+            f"warning: Kafka at {kafka.bootstrap} is unreachable; {event.type} {event.event_id} "
+            f"is spooled in {EmitterSettings().spool_dir} and goes out with the next "
+            f"`centrality emit` or collector using that spool; {START_HINT}",
+            file=sys.stderr,
         )
     else:
         err.print(f"sent {event.type} {event.event_id} to {where} (key {event.subject})")
@@ -148,10 +152,8 @@ def _now() -> str:
 
 def _explain(exc: Exception) -> str:
     if isinstance(exc, ValidationError):
-        return "\n".join(
-            f"  {'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()
-        )
-    return f"  {exc}"
+        return "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
+    return str(exc)
 
 
 @schemas_app.command("export")

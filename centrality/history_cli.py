@@ -13,6 +13,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.tree import Tree
 
+from centrality.errors import UserError
+from centrality.progress import tracking, wanted
 from schemas.envelope import Event
 from schemas.events import Trigger
 from schemas.events.actions import ActionPayload
@@ -24,9 +26,6 @@ history_app = typer.Typer(help="Timelines of jobs and nodes, and the sink's lag.
 _RELATIVE = re.compile(r"^(\d+(?:\.\d+)?)([smhd])$")
 _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
-UNTIL = typer.Option("now", help="End (exclusive): ISO time, an age, or now.")
-JSON = typer.Option(False, "--json", help="Print JSON instead of a table.")
-
 
 def parse_time(text: str, now: datetime | None = None) -> datetime:
     now = now or datetime.now(UTC)
@@ -35,8 +34,27 @@ def parse_time(text: str, now: datetime | None = None) -> datetime:
     match = _RELATIVE.match(text)
     if match:
         return now - timedelta(seconds=float(match.group(1)) * _UNIT_S[match.group(2)])
-    parsed = datetime.fromisoformat(text)
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        raise typer.BadParameter(
+            f"{text!r} is not a time: give an ISO time (2026-03-01T10:00:00Z), "
+            "an age (30m, 2h, 7d) or now"
+        ) from None
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def _checked_time(text: str | None) -> str | None:
+    """Refused while the command line is read, so the error names the option."""
+    if text is not None:
+        parse_time(text)
+    return text
+
+
+UNTIL = typer.Option(
+    "now", callback=_checked_time, help="End (exclusive): ISO time, an age, or now."
+)
+JSON = typer.Option(False, "--json", help="Print JSON instead of a table.")
 
 
 def summary(event: Event, width: int = 100) -> str:
@@ -75,16 +93,24 @@ def _timeline(
     from streams.history.settings import ClickHouseSettings
     from streams.history.timeline import timeline
 
-    events = timeline(
-        ClickHouseSettings(), kind, subject, parse_time(since), parse_time(until), noisy
-    )
+    start, end = parse_time(since), parse_time(until)
+    events = timeline(ClickHouseSettings(), kind, subject, start, end, noisy)
+    if not events:
+        raise UserError(
+            f"no events for {kind} {subject!r} from {start:%Y-%m-%d %H:%M} to {end:%Y-%m-%d %H:%M} "
+            "UTC",
+            "check the id (job ids are scheduler-qualified, e.g. slurm/<cluster>/<id>) "
+            "or widen --since" + ("" if noisy else ", or add --all for telemetry"),
+        )
     if json:
         print(orjson.dumps([_event_json(e) for e in events]).decode())
         return
     print_events(f"{kind} {subject}: {len(events)} events", events)
 
 
-TIMELINE_SINCE = typer.Option("7d", help="Start: ISO time or an age (30m, 2h, 7d).")
+TIMELINE_SINCE = typer.Option(
+    "7d", callback=_checked_time, help="Start: ISO time or an age (30m, 2h, 7d)."
+)
 ALL = typer.Option(False, "--all", help="Include telemetry (samples, heartbeats).")
 
 
@@ -141,10 +167,14 @@ KAFKA = typer.Option(None, "--kafka", help=KAFKA_HELP)
 
 def replay(
     since: str | None = typer.Option(
-        None, help="Start: ISO time, or an age like 30m, 2h, 7d (default 1h; ClickHouse only)."
+        None,
+        callback=_checked_time,
+        help="Start: ISO time, or an age like 30m, 2h, 7d (default 1h; ClickHouse only).",
     ),
     until: str | None = typer.Option(
-        None, help="End (exclusive): ISO time, an age, or now (default now; ClickHouse only)."
+        None,
+        callback=_checked_time,
+        help="End (exclusive): ISO time, an age, or now (default now; ClickHouse only).",
     ),
     kafka: list[str] | None = KAFKA,
     warmup_s: float | None = typer.Option(
@@ -169,12 +199,15 @@ def replay(
 
     source = _source(since, until, kafka or [], job, node)
     warmup = default_warmup_s() if warmup_s is None else warmup_s
-    try:
-        history = source.load(warmup)
-    except OffsetsUnavailable as exc:
-        Console(stderr=True).print(f"[red]{exc}[/]")
-        raise typer.Exit(2) from None
-    now = rerun_current([*history.warmup, *history.inputs], start=history.since)
+    with tracking(wanted(json)) as progress:
+        progress.phase(f"reading history from {'Kafka' if kafka else 'ClickHouse'}")
+        try:
+            history = source.load(warmup)
+        except OffsetsUnavailable as exc:
+            raise UserError(str(exc), "ask for offsets the partition holds") from None
+        events = [*history.warmup, *history.inputs]
+        progress.phase("re-deciding events", len(events))
+        now = rerun_current(events, start=history.since, on_progress=progress.update)
     if into is not None:
         sent = asyncio.run(redrive(KafkaSettings(), into, history.inputs))
         Console(stderr=True).print(f"re-drove {sent} events into {into}")
@@ -183,8 +216,9 @@ def replay(
         try:
             found = explaining.explain(source, explain, known)
         except explaining.UnknownTrigger as exc:
-            Console(stderr=True).print(f"[red]{exc}[/]")
-            raise typer.Exit(1) from None
+            raise UserError(
+                str(exc), "check the id (`--json` lists the trigger ids) or widen --since"
+            ) from None
         _print_explanation(found, json)
         return
     decisions = compare(now, history.recorded)

@@ -61,6 +61,24 @@ async def ensure_topics(
     return report
 
 
+async def inspect_topics(
+    settings: KafkaSettings, catalog: tuple[TopicSpec, ...] = CATALOG
+) -> tuple[list[str], CatalogReport]:
+    """The catalog topics missing, and how the present ones compare; nothing is created."""
+    report = CatalogReport()
+    admin = AIOKafkaAdminClient(bootstrap_servers=settings.bootstrap, client_id=settings.client_id)
+    try:
+        await admin.start()
+        existing = set(await admin.list_topics())
+        present = [s for s in catalog if s.full_name(settings) in existing]
+        if present:
+            await _check_drift(admin, settings, present, report)
+    finally:
+        await admin.close()
+    missing = [s.full_name(settings) for s in catalog if s.full_name(settings) not in existing]
+    return missing, report
+
+
 async def _check_drift(
     admin: AIOKafkaAdminClient,
     settings: KafkaSettings,

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Callable, Mapping
 
 import orjson
 import typer
 from rich.console import Console
 from rich.table import Table
+
+from centrality.progress import tracking, wanted
 
 bench_app = typer.Typer(
     help="Benchmarks; each prints a rich table, or one JSON line with --json.", no_args_is_help=True
@@ -23,6 +26,14 @@ BENCH_MODULES: tuple[str, ...] = (
     "centrality.bench.streams",
     "centrality.bench.hostile",
 )
+
+
+@bench_app.callback()
+def _progress(ctx: typer.Context) -> None:
+    # Each benchmark's `--json` is its own option, parsed after this: a spinner is drawn only
+    # when stdout, where that JSON goes, is a person's terminal too.
+    progress = ctx.with_resource(tracking(wanted() and sys.stdout.isatty()))
+    progress.phase(f"bench {ctx.invoked_subcommand}")
 
 
 def register(app: typer.Typer) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -48,9 +49,10 @@ async def simulate(
     speed: float = 0.0,
     start: datetime | None = None,
     stop: asyncio.Event | None = None,
+    on_tick: Callable[[float], None] | None = None,
 ) -> SimStats:
     """Simulate `duration_s` of cluster time; `speed` 1 is real time, 60 a minute per second,
-    0 as fast as the sink takes it."""
+    0 as fast as the sink takes it. `on_tick` hears the simulated seconds done (progress)."""
     model = ClusterModel(config, start or utcnow())
     stats = SimStats()
     began = time.perf_counter()
@@ -70,6 +72,8 @@ async def simulate(
         stats.messages += len(batches)
         for e in events:
             stats.by_type[e.type] = stats.by_type.get(e.type, 0) + 1
+        if on_tick is not None:
+            on_tick(min(t, duration_s))
         t += config.interval_s
         if speed > 0:
             delay = began + t / speed - time.perf_counter()

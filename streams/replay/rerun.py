@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Literal
@@ -17,6 +17,7 @@ from streams.rules.registry import RuleEngine
 from streams.settings import StreamsSettings
 
 Status = Literal["same", "changed", "new", "missing"]
+PROGRESS_EVERY = 1000
 
 
 def current_brain(settings: StreamsSettings | None = None) -> Brain:
@@ -26,11 +27,14 @@ def current_brain(settings: StreamsSettings | None = None) -> Brain:
 
 
 def rerun_current(
-    events: Iterable[Event], settings: StreamsSettings | None = None, start: datetime | None = None
+    events: Iterable[Event],
+    settings: StreamsSettings | None = None,
+    start: datetime | None = None,
+    on_progress: Callable[[int], None] | None = None,
 ) -> list[Trigger]:
     """`rerun` with the live worker's rules and clock."""
     settings = settings or StreamsSettings()
-    return rerun(events, current_brain(settings), settings.tick_interval_s, start)
+    return rerun(events, current_brain(settings), settings.tick_interval_s, start, on_progress)
 
 
 def default_warmup_s(settings: StreamsSettings | None = None) -> float:
@@ -54,19 +58,26 @@ def _longest_s(config: BaseModel) -> float:
 
 
 def rerun(
-    events: Iterable[Event], brain: Brain, tick_interval_s: float, start: datetime | None = None
+    events: Iterable[Event],
+    brain: Brain,
+    tick_interval_s: float,
+    start: datetime | None = None,
+    on_progress: Callable[[int], None] | None = None,
 ) -> list[Trigger]:
     """Feed events in event-time order, so the same range always decides the same.
 
     The clock ticks at every multiple of `tick_interval_s` (since the epoch) of event time, as
     the live worker's timer would have, up to the last event: past it, silence would only mean
     that the range ended. Events and ticks before `start` are the warm-up: they build state,
-    and what they decide is dropped (it belongs to the range before).
+    and what they decide is dropped (it belongs to the range before). `on_progress` hears how
+    many events are done, every `PROGRESS_EVERY` (a per-event call would cost replay speed).
     """
     triggers: list[Trigger] = []
     next_tick: float | None = None
     begin = start.timestamp() if start is not None else float("-inf")
-    for event in sorted(events, key=event_time_key):
+    for done, event in enumerate(sorted(events, key=event_time_key)):
+        if on_progress is not None and done % PROGRESS_EVERY == 0:
+            on_progress(done)
         at = event.occurred_at.timestamp()
         if next_tick is None:
             next_tick = (at // tick_interval_s + 1) * tick_interval_s

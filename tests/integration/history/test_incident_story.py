@@ -99,7 +99,16 @@ def test_explain_shows_the_chain_and_the_actions(seeded: Seeded) -> None:
     text = invoke("replay", "--since", "1h", "--explain", str(restart.event_id))
     assert "caused by" in text and "JobExited" in text and "ActionSucceeded" in text
     unknown = runner.invoke(app, ["replay", "--explain", "00000000-0000-0000-0000-000000000000"])
-    assert unknown.exit_code == 1
+    assert unknown.exit_code == 2  # an unknown id is the user's mistake
+    [line] = unknown.stderr.strip().splitlines()
+    assert line.startswith("error: no trigger 00000000-") and "check the id" in line
+
+
+def test_history_of_an_unknown_subject_is_one_line_and_exit_2(seeded: Seeded) -> None:
+    result = runner.invoke(app, ["history", "job", "slurm/sim/no-such-job", "--json"])
+    assert result.exit_code == 2 and result.stdout == ""
+    [line] = result.stderr.strip().splitlines()
+    assert "no events for job 'slurm/sim/no-such-job'" in line and "widen --since" in line
 
 
 def test_replay_into_redrives_the_events_keyed(

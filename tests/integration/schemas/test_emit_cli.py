@@ -73,9 +73,11 @@ def test_emit_explains_invalid_input_and_sends_nothing(
         tmp_path,
     )
     assert result.returncode == 2
-    assert "payload.state" in result.stderr
-    unknown = run(["emit", "NoSuchThing", "--cluster", "c"], kafka_settings, tmp_path)
-    assert unknown.returncode == 2 and "JobExited" in unknown.stderr
+    [line] = result.stderr.strip().splitlines()
+    assert "payload.state" in line
+    unknown = run(["emit", "JobExitted", "--cluster", "c"], kafka_settings, tmp_path)
+    [line] = unknown.stderr.strip().splitlines()
+    assert unknown.returncode == 2 and "did you mean JobExited" in line
     assert asyncio.run(read_events(kafka_settings, "jobs")) == []
 
 

@@ -5,10 +5,13 @@ from __future__ import annotations
 import random
 from datetime import UTC, datetime, timedelta
 
+import pytest
+import typer
+
 from centrality.bench.history_data import incident
 from centrality.history_cli import parse_time
 from schemas.events import RestartJob, Trigger
-from streams.replay.rerun import compare, current_brain, rerun
+from streams.replay.rerun import PROGRESS_EVERY, compare, current_brain, rerun
 from tests.factories import checkpoint, exited
 
 NOW = datetime(2026, 3, 1, 12, tzinfo=UTC)
@@ -59,3 +62,18 @@ def test_parse_time() -> None:
     assert parse_time("90m", NOW) == NOW - timedelta(minutes=90)
     assert parse_time("2d", NOW) == NOW - timedelta(days=2)
     assert parse_time("2026-03-01T10:00:00", NOW) == datetime(2026, 3, 1, 10, tzinfo=UTC)
+
+
+def test_parse_time_refuses_what_is_not_a_time_saying_what_is() -> None:
+    with pytest.raises(typer.BadParameter, match=r"'yesterday' is not a time.*30m, 2h, 7d"):
+        parse_time("yesterday", NOW)
+
+
+def test_rerun_reports_progress_without_changing_what_it_decides() -> None:
+    events = incident(NOW)
+    heard: list[int] = []
+    with_progress = rerun(events, current_brain(), 5.0, on_progress=heard.append)
+    assert heard == list(range(0, len(events), PROGRESS_EVERY))
+    assert [t.event_id for t in with_progress] == [
+        t.event_id for t in rerun(events, current_brain(), 5.0)
+    ]

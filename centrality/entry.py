@@ -1,0 +1,108 @@
+"""The root command group: runs a command and turns whatever it raises into one line.
+
+Errors are explained once, here, for every command (`centrality.errors`); a traceback is shown
+only with `centrality --debug …`. Being the group's own `main`, this holds for the installed
+executable and for typer's test runner alike.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import sys
+import traceback
+from collections.abc import Sequence
+from typing import Any
+
+import structlog
+import typer
+from typer.core import TyperCommand, TyperGroup, TyperOption
+
+from centrality import service_errors, usage_errors  # noqa: F401  (they register explainers)
+
+with contextlib.suppress(ModuleNotFoundError):  # a base install has no ClickHouse client
+    from centrality import clickhouse_errors  # noqa: F401
+from centrality.errors import UNAVAILABLE, explain, one_line
+
+
+class Options:
+    """Root options the error handler needs after the command's context is gone."""
+
+    debug = False
+    command: str | None = None
+
+
+class CentralityGroup(TyperGroup):
+    def main(  # type: ignore[override]
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        show_flags_as_flags(self)
+        Options.debug, Options.command = False, None
+        try:
+            result = super().main(
+                args, prog_name or "centrality", complete_var, standalone_mode=False, **extra
+            )
+            code = result if isinstance(result, int) else 0
+        except typer.Abort:
+            print("error: aborted", file=sys.stderr)
+            code = 1
+        except Exception as exc:  # every error becomes one line: that is the point
+            code = _report(exc)
+        if standalone_mode:
+            sys.exit(code)
+        return code
+
+
+def _report(exc: BaseException) -> int:
+    failure = explain(exc)
+    if Options.debug:
+        traceback.print_exception(exc)
+    if failure is not None:
+        print(f"error: {failure.line}", file=sys.stderr, flush=True)
+        return failure.code
+    if Options.command in WORKERS and not Options.debug:
+        # A worker's crash is read later, in its log: keep the traceback there (as a field).
+        structlog.get_logger("centrality").error(
+            "worker_crashed", command=Options.command, exc_info=exc
+        )
+    print(
+        f"error: {type(exc).__name__}: {one_line(str(exc), 200)} (unexpected: run "
+        "`centrality --debug …` for the traceback, and report it)",
+        file=sys.stderr,
+        flush=True,
+    )
+    return UNAVAILABLE
+
+
+# Long-running processes: what their libraries log (a lost broker, a retried request) is for the
+# operator. Everything else is a command that ends in one answer or one error line.
+WORKERS = frozenset({"streams", "actions", "sink", "agent", "tail", "checkpoints", "watch"})
+# Libraries that log their own view of a failure we explain in one line anyway; `asyncio` too,
+# which reports a client left unclosed by a failed start when the loop is gone.
+CHATTY = ("aiokafka", "kafka", "clickhouse_connect", "urllib3", "asyncio")
+
+
+def quiet_libraries(command: str | None) -> None:
+    Options.command = command
+    if Options.debug or command in WORKERS:
+        return
+    for name in CHATTY:
+        logging.getLogger(name).setLevel(logging.CRITICAL)
+
+
+def show_flags_as_flags(command: object) -> None:
+    """Typer's help prints every option's type, `--dry-run <bool>` too, as if it took a value."""
+    if not isinstance(command, TyperCommand | TyperGroup):
+        return
+    help_option = command.get_help_option(typer.Context(command))  # made once, then cached
+    for param in [*command.params, help_option]:
+        if isinstance(param, TyperOption) and param.is_flag:
+            param.metavar = ""
+    if isinstance(command, TyperGroup):
+        for sub in command.commands.values():
+            show_flags_as_flags(sub)

@@ -1,0 +1,130 @@
+"""Every settings class of the project, found rather than listed, and where each value came from.
+
+A settings class is any `BaseSettings` subclass defined in our packages; modules that define one
+are found by reading the source (so a new class is listed without editing anything here). The
+origin of a value is asked of the class's own sources, in its own order of precedence
+(`settings_customise_sources`), so a class that adds or reorders sources is reported truly.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import orjson
+from pydantic import SecretBytes, SecretStr
+from pydantic_settings import (
+    BaseSettings,
+    DotEnvSettingsSource,
+    EnvSettingsSource,
+    InitSettingsSource,
+    PydanticBaseSettingsSource,
+    SecretsSettingsSource,
+)
+
+PACKAGES = ("schemas", "collectors", "streams", "actions", "centrality")
+ROOT = Path(__file__).resolve().parents[1]
+MASK = "********"
+
+
+@dataclass(frozen=True)
+class Setting:
+    group: str  # the settings class
+    variable: str
+    value: str
+    source: str  # env, the .env file's path, a secrets dir, or default
+    secret: bool
+
+
+def settings_classes() -> list[type[BaseSettings]]:
+    for module in _defining_modules():
+        importlib.import_module(module)
+    found: dict[str, type[BaseSettings]] = {}
+    todo = list(BaseSettings.__subclasses__())
+    while todo:
+        cls = todo.pop()
+        todo.extend(cls.__subclasses__())
+        if cls.__module__.split(".")[0] in PACKAGES:
+            found[f"{cls.__module__}.{cls.__qualname__}"] = cls
+    return sorted(found.values(), key=lambda c: str(c.model_config.get("env_prefix", "")))
+
+
+def _defining_modules() -> Iterator[str]:
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            text = path.read_text(encoding="utf-8")
+            if "BaseSettings" in text and _defines_settings(text):
+                yield ".".join(path.relative_to(ROOT).with_suffix("").parts)
+
+
+def _defines_settings(source: str) -> bool:
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ClassDef):
+            for base in node.bases:
+                name = base.id if isinstance(base, ast.Name) else getattr(base, "attr", "")
+                if name == "BaseSettings":
+                    return True
+    return False
+
+
+def report() -> list[Setting]:
+    return [row for cls in settings_classes() for row in rows_of(cls)]
+
+
+def rows_of(cls: type[BaseSettings]) -> Iterator[Setting]:
+    effective = cls()
+    sources = [(_source_name(s), s()) for s in _sources(cls)]
+    prefix = str(cls.model_config.get("env_prefix", ""))
+    for name, field in cls.model_fields.items():
+        alias = field.validation_alias if isinstance(field.validation_alias, str) else None
+        key = alias or field.alias or name
+        origin = next((label for label, values in sources if key in values), "default")
+        value = getattr(effective, name)
+        secret = isinstance(value, SecretStr | SecretBytes)
+        yield Setting(
+            group=cls.__name__,
+            variable=(alias or f"{prefix}{name}").upper(),
+            value=MASK if secret else _shown(value),
+            source=origin,
+            secret=secret,
+        )
+
+
+def _sources(cls: type[BaseSettings]) -> tuple[PydanticBaseSettingsSource, ...]:
+    return cls.settings_customise_sources(
+        cls,
+        init_settings=InitSettingsSource(cls, init_kwargs={}),
+        env_settings=EnvSettingsSource(cls),
+        dotenv_settings=DotEnvSettingsSource(cls),
+        file_secret_settings=SecretsSettingsSource(cls),
+    )
+
+
+def _source_name(source: PydanticBaseSettingsSource) -> str:
+    if isinstance(source, DotEnvSettingsSource):  # before its base class, EnvSettingsSource
+        return f"file {source.env_file}"
+    if isinstance(source, EnvSettingsSource):
+        return "env"
+    if isinstance(source, SecretsSettingsSource):
+        return f"secrets {source.secrets_dir}"
+    return type(source).__name__
+
+
+def _shown(value: Any) -> str:
+    """As the variable would be written: complex values in JSON, as pydantic-settings reads them."""
+    if value is None:
+        return "—"
+    if isinstance(value, tuple | list | dict | set | frozenset):
+        return orjson.dumps(value, default=str).decode()
+    text = str(value)
+    parts = urlsplit(text)
+    if parts.password:  # a URL with credentials in it: the password is as secret as a SecretStr
+        return parts._replace(
+            netloc=parts.netloc.replace(f":{parts.password}@", f":{MASK}@")
+        ).geturl()
+    return text

@@ -1,0 +1,98 @@
+"""`centrality config`: every settings class, secrets never shown, where each value came from."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+from pydantic import SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from centrality.settings_report import MASK, rows_of, settings_classes
+
+CLI = str(Path(sys.executable).with_name("centrality"))
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def run(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    # Only the settings the test gives: none of the runner's own.
+    outside = {k: v for k, v in os.environ.items() if not k.startswith("CENTRALITY_")}
+    environ = {**outside, "PYTHONPATH": str(ROOT), **env}
+    return subprocess.run(
+        [CLI, *args], env=environ, capture_output=True, text=True, timeout=60, cwd=cwd
+    )
+
+
+def test_config_masks_secrets_and_says_where_values_came_from(tmp_path: Path) -> None:
+    token, password, url_password = (secrets.token_hex(12) for _ in range(3))
+    env = {
+        "CENTRALITY_SLACK_TOKEN": token,
+        "CENTRALITY_CLICKHOUSE_PASSWORD": password,
+        "CENTRALITY_CLICKHOUSE_URL": f"https://reader:{url_password}@ch.example:8443",
+        "CENTRALITY_KAFKA_BOOTSTRAP": "broker-1:9092",
+    }
+    as_json = run(["config", "--json"], env, tmp_path)
+    as_table = run(["config"], {**env, "COLUMNS": "200"}, tmp_path)
+    for result in (as_json, as_table):
+        assert result.returncode == 0, result.stderr
+        for secret in (token, password, url_password):
+            assert secret not in result.stdout + result.stderr
+    rows = {r["variable"]: r for r in orjson.loads(as_json.stdout)}
+    assert rows["CENTRALITY_SLACK_TOKEN"] == {
+        "group": "SlackSettings", "variable": "CENTRALITY_SLACK_TOKEN", "value": MASK,
+        "source": "env", "secret": True,
+    }  # fmt: skip
+    assert rows["CENTRALITY_CLICKHOUSE_PASSWORD"]["value"] == MASK
+    assert rows["CENTRALITY_CLICKHOUSE_URL"]["value"] == f"https://reader:{MASK}@ch.example:8443"
+    bootstrap, prefix = rows["CENTRALITY_KAFKA_BOOTSTRAP"], rows["CENTRALITY_KAFKA_TOPIC_PREFIX"]
+    assert (bootstrap["value"], bootstrap["source"]) == ("broker-1:9092", "env")
+    assert (prefix["value"], prefix["source"]) == ("centrality.", "default")
+    assert rows["CENTRALITY_TRIGGER_KEY"]["value"] == "—"  # unset secrets say so, unmasked
+    table = as_table.stdout
+    assert "CENTRALITY_SLACK_TOKEN" in table and MASK in table and "broker-1:9092" in table
+
+
+def test_every_settings_class_of_the_project_is_found() -> None:
+    names = {cls.__name__ for cls in settings_classes()}
+    assert {
+        "KafkaSettings", "ClickHouseSettings", "EmitterSettings", "ContractSettings",
+        "SigningSettings", "StreamsSettings", "SinkSettings", "ActionsSettings", "SlackSettings",
+        "AgentSettings", "TailSettings", "StackSettings", "SlurmWatchSettings",
+    } <= names  # fmt: skip
+    # Found by reading the source, so the list is every class defined anywhere in our packages.
+    defined = {
+        line.split("class ")[1].split("(")[0]
+        for package in ("schemas", "collectors", "streams", "actions", "centrality")
+        for path in (ROOT / package).rglob("*.py")
+        for line in path.read_text().splitlines()
+        if line.startswith("class ") and "(BaseSettings)" in line
+    }
+    assert defined == names
+
+
+def test_a_value_from_a_dotenv_file_is_reported_as_from_that_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    dotenv = tmp_path / ".env"
+    dotenv.write_text("DEMO_HOST=from-file\nDEMO_PORT=1\nDEMO_PASSWORD=in-the-file\n")
+    monkeypatch.setenv("DEMO_PORT", "2")
+
+    class Demo(BaseSettings):
+        model_config = SettingsConfigDict(env_prefix="DEMO_", env_file=dotenv, extra="ignore")
+        host: str = "localhost"
+        port: int = 0
+        user: str = "default"
+        password: SecretStr | None = None
+
+    rows = {r.variable: (r.value, r.source) for r in rows_of(Demo)}
+    assert rows == {
+        "DEMO_HOST": ("from-file", f"file {dotenv}"),
+        "DEMO_PORT": ("2", "env"),  # the environment wins over the file, as in pydantic-settings
+        "DEMO_USER": ("default", "default"),
+        "DEMO_PASSWORD": (MASK, f"file {dotenv}"),
+    }

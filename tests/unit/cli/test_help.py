@@ -1,0 +1,44 @@
+"""`--version`, and help that shows a boolean flag as a flag."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from importlib.metadata import version
+from pathlib import Path
+
+import typer
+from typer.testing import CliRunner
+
+from centrality.cli import app
+
+CLI = str(Path(sys.executable).with_name("centrality"))
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def test_version_is_the_installed_distributions() -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    result = subprocess.run([CLI, "--version"], env=env, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == f"centrality {version('centrality')}"
+
+
+def command_paths(command: object, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    subs = getattr(command, "commands", {})
+    return [path] + [p for name, sub in subs.items() for p in command_paths(sub, (*path, name))]
+
+
+def test_no_help_shows_a_flag_as_taking_a_value() -> None:
+    paths = command_paths(typer.main.get_command(app))
+    assert ("agent",) in paths and ("watch", "slurm") in paths and ("bench", "hostile") in paths
+    runner = CliRunner()
+    for path in paths:
+        result = runner.invoke(app, [*path, "--help"], terminal_width=200)
+        assert result.exit_code == 0, (path, result.output)
+        assert "<bool>" not in result.output, (path, result.output)
+    agent = runner.invoke(app, ["agent", "--help"], terminal_width=200).output
+    dry_run = next(line for line in agent.splitlines() if "--dry-run" in line)
+    assert "Count events instead" in dry_run and "<" not in dry_run
+    fake_gpus = next(line for line in agent.splitlines() if "--fake-gpus" in line)
+    assert "<int>" in fake_gpus  # options that take a value still say what
