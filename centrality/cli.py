@@ -126,7 +126,7 @@ def actions() -> None:
     from schemas.signing import MissingKeyError
 
     try:
-        run_until_signalled(ActionWorker().run)
+        run_until_signalled(ActionWorker().run, worker="actions")
     except MissingKeyError as exc:  # refused before reading a single trigger
         console.print(f"[red]{exc}[/]", soft_wrap=True)
         raise typer.Exit(2) from None
@@ -137,7 +137,7 @@ def sink() -> None:
     """Run the history sink (every topic → ClickHouse)."""
     from streams.history.sink import HistorySink
 
-    run_until_signalled(HistorySink().run)
+    run_until_signalled(HistorySink().run, worker="sink")
 
 
 @app.command()

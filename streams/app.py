@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -40,12 +42,13 @@ import structlog
 from schemas.codec import DecodeError, decode, encode
 from schemas.deadletter import DeadLetter, count_dead_letter
 from schemas.envelope import Event
+from schemas.metrics.catalog import DECISIONS, EVENTS_IN, EVENTS_OUT, PROCESSING_SECONDS
 from schemas.placement import misplaced, partition_for
 from schemas.settings import KafkaSettings
 from schemas.signing import SigningSettings, signed_headers
 from schemas.topics import JOB_PARTITIONS, NODE_PARTITIONS, topic_name
 from schemas.tracing import inject_headers
-from streams import batches, faust_transport, topics
+from streams import batches, faust_transport, observe, topics
 from streams.clean_start import guard
 from streams.entities import JOBS, KINDS, NODES, Kind, forwarded, kind_of, step
 from streams.failures import call_retrying, transient
@@ -147,6 +150,8 @@ tables = {
     )
     for kind in KINDS
 }
+observe.install(app, kafka.bootstrap, tables)
+_MESSAGE_SECONDS = PROCESSING_SECONDS.labels("streams_message")
 
 
 def _decode_forward(value: bytes) -> list[Event]:
@@ -187,11 +192,14 @@ async def fold_nodes(stream: Any) -> None:
 
 
 async def handle_message(message: Any) -> None:
+    started = time.perf_counter()
     try:
         await _handle_message(message)
     except Exception as exc:  # the last line: whatever escaped belongs to this message
         _log_failure(exc, message)
         await _dead_letter("processing-error", f"{type(exc).__name__}: {exc}", message)
+    finally:
+        _MESSAGE_SECONDS.observe(time.perf_counter() - started)
 
 
 async def _handle_message(message: Any) -> None:
@@ -220,6 +228,8 @@ async def _handle_message(message: Any) -> None:
     except DecodeError as exc:
         await _dead_letter(exc.reason, exc.detail, message)
         return
+    for type_, count in Counter(e.type for e in events).items():
+        EVENTS_IN.labels(message.topic, type_).inc(count)
     by_kind: dict[tuple[str, str], tuple[Kind, list[Event]]] = {}
     for event in events:
         kind = kind_of(event)
@@ -228,6 +238,7 @@ async def _handle_message(message: Any) -> None:
         else:  # e.g. an action result: no table here, but it concerns the nodes it names
             for derived in forwarded(event):
                 await forward_topic.send(key=derived.key, value=encode(derived))
+                EVENTS_OUT.labels(FORWARD, derived.type).inc()
     for (_, key), (kind, batch) in by_kind.items():
         try:
             await call_retrying(
@@ -324,8 +335,12 @@ async def handle_events(kind: Kind, key: str, events: Sequence[Event]) -> None:
     # Every output is acknowledged before the state that remembers it is written: a failed
     # send fails this message (retried, or dead-lettered), never silently loses a forward.
     await asyncio.gather(*sent)
+    for derived in result.forwards:
+        EVENTS_OUT.labels(FORWARD, derived.type).inc()
     for trigger in result.triggers:
         log.info("trigger", type=trigger.type, id=str(trigger.event_id), subject=trigger.subject)
+        DECISIONS.labels(trigger.payload.rule, trigger.type).inc()
+        EVENTS_OUT.labels(_catalog("triggers"), trigger.type).inc()
     if result.changed:  # most GPU samples change nothing: no table write, no changelog record
         tables[kind.table][key.encode()] = value
         cache.put(kind.table, key, result.state)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections import Counter
 from collections.abc import Sequence
 from types import TracebackType
 from typing import Self
@@ -30,6 +31,8 @@ from schemas.emitter.batcher import Batcher, PendingBatch
 from schemas.emitter.settings import EmitterSettings
 from schemas.emitter.spool import Spool, SpooledRecord, SpoolFullError
 from schemas.envelope import Event
+from schemas.metrics.catalog import EVENTS_OUT
+from schemas.metrics.server import watch_spool
 from schemas.settings import KafkaSettings
 from schemas.topics import spec, topic_name
 from schemas.tracing import inject_headers
@@ -61,6 +64,7 @@ class Emitter:
         self.settings = settings or KafkaSettings()
         self.options = options or EmitterSettings()
         self.spool = Spool(self.options.spool_dir, self.options.spool_max_bytes)
+        watch_spool(self.spool)
         self._batcher = Batcher(self.options.batch_max_events, self.options.batch_max_bytes)
         self._producer: AIOKafkaProducer | None = None
         self._lock = asyncio.Lock()
@@ -144,8 +148,9 @@ class Emitter:
                 # batch for the next flush.
                 with contextlib.suppress(SpoolFullError):
                     await self._deliver_batch(full)
-            return
-        await self._deliver(topic, event.key, encode_checked(event), headers)
+        else:
+            await self._deliver(topic, event.key, encode_checked(event), headers)
+        EVENTS_OUT.labels(topic, event.type).inc()
 
     async def emit_batch(self, events: Sequence[Event]) -> None:
         """Send events of one subject now, as one message or, past the message size limit, as
@@ -154,6 +159,8 @@ class Emitter:
         topic = topic_name(first.topic, self.settings)
         for value in split_batches(events, self._max_message_bytes):
             await self._deliver(topic, first.key, value)
+        for type_, count in Counter(e.type for e in events).items():
+            EVENTS_OUT.labels(topic, type_).inc(count)
 
     async def flush(self) -> None:
         """Send every open batch. A batch leaves the batcher only once it is delivered (or
@@ -177,9 +184,9 @@ class Emitter:
     async def dead_letter(self, letter: DeadLetter) -> None:
         """Park a message no consumer could decode, keyed by its source topic."""
         count_dead_letter(letter)
-        await self._deliver(
-            topic_name("deadletter", self.settings), letter.topic.encode(), letter.to_bytes()
-        )
+        topic = topic_name("deadletter", self.settings)
+        await self._deliver(topic, letter.topic.encode(), letter.to_bytes())
+        EVENTS_OUT.labels(topic, letter.kind).inc()
 
     async def _deliver(
         self,
