@@ -29,7 +29,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections import Counter
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -42,7 +41,14 @@ import structlog
 from schemas.codec import DecodeError, decode, encode
 from schemas.deadletter import DeadLetter, count_dead_letter
 from schemas.envelope import Event
-from schemas.metrics.catalog import DECISIONS, EVENTS_IN, EVENTS_OUT, PROCESSING_SECONDS
+from schemas.metrics.catalog import (
+    DECISIONS,
+    EVENTS_IN,
+    EVENTS_OUT,
+    PROCESSING_SECONDS,
+    count_types,
+    labelled,
+)
 from schemas.placement import misplaced, partition_for
 from schemas.settings import KafkaSettings
 from schemas.signing import SigningSettings, signed_headers
@@ -109,6 +115,7 @@ def _catalog(name: str) -> str:
 
 
 FORWARD = topics.forward(settings)
+TRIGGERS = _catalog("triggers")
 JOB_TICKS = topics.job_ticks(settings)
 NODE_TICKS = topics.node_ticks(settings)
 
@@ -127,7 +134,7 @@ nodes_topic = app.topic(
     partitions=PARTITIONS,
     internal=True,
 )
-triggers_topic = app.topic(_catalog("triggers"), schema=raw())
+triggers_topic = app.topic(TRIGGERS, schema=raw())
 deadletter_topic = app.topic(_catalog("deadletter"), schema=raw())
 forward_topic = app.topic(FORWARD, schema=raw(), partitions=PARTITIONS, internal=True)
 ticks_topics = {
@@ -228,8 +235,8 @@ async def _handle_message(message: Any) -> None:
     except DecodeError as exc:
         await _dead_letter(exc.reason, exc.detail, message)
         return
-    for type_, count in Counter(e.type for e in events).items():
-        EVENTS_IN.labels(message.topic, type_).inc(count)
+    if events:
+        count_types(EVENTS_IN, message.topic, events)
     by_kind: dict[tuple[str, str], tuple[Kind, list[Event]]] = {}
     for event in events:
         kind = kind_of(event)
@@ -238,7 +245,7 @@ async def _handle_message(message: Any) -> None:
         else:  # e.g. an action result: no table here, but it concerns the nodes it names
             for derived in forwarded(event):
                 await forward_topic.send(key=derived.key, value=encode(derived))
-                EVENTS_OUT.labels(FORWARD, derived.type).inc()
+                labelled(EVENTS_OUT, FORWARD, derived.type).inc()
     for (_, key), (kind, batch) in by_kind.items():
         try:
             await call_retrying(
@@ -335,12 +342,12 @@ async def handle_events(kind: Kind, key: str, events: Sequence[Event]) -> None:
     # Every output is acknowledged before the state that remembers it is written: a failed
     # send fails this message (retried, or dead-lettered), never silently loses a forward.
     await asyncio.gather(*sent)
-    for derived in result.forwards:
-        EVENTS_OUT.labels(FORWARD, derived.type).inc()
+    if result.forwards:
+        count_types(EVENTS_OUT, FORWARD, result.forwards)
     for trigger in result.triggers:
         log.info("trigger", type=trigger.type, id=str(trigger.event_id), subject=trigger.subject)
-        DECISIONS.labels(trigger.payload.rule, trigger.type).inc()
-        EVENTS_OUT.labels(_catalog("triggers"), trigger.type).inc()
+        labelled(DECISIONS, trigger.payload.rule, trigger.type).inc()
+        labelled(EVENTS_OUT, TRIGGERS, trigger.type).inc()
     if result.changed:  # most GPU samples change nothing: no table write, no changelog record
         tables[kind.table][key.encode()] = value
         cache.put(kind.table, key, result.state)

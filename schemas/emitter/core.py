@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections import Counter
 from collections.abc import Sequence
 from types import TracebackType
 from typing import Self
@@ -31,7 +30,7 @@ from schemas.emitter.batcher import Batcher, PendingBatch
 from schemas.emitter.settings import EmitterSettings
 from schemas.emitter.spool import Spool, SpooledRecord, SpoolFullError
 from schemas.envelope import Event
-from schemas.metrics.catalog import EVENTS_OUT
+from schemas.metrics.catalog import EVENTS_OUT, count_types, labelled
 from schemas.metrics.server import watch_spool
 from schemas.settings import KafkaSettings
 from schemas.topics import spec, topic_name
@@ -150,7 +149,7 @@ class Emitter:
                     await self._deliver_batch(full)
         else:
             await self._deliver(topic, event.key, encode_checked(event), headers)
-        EVENTS_OUT.labels(topic, event.type).inc()
+        labelled(EVENTS_OUT, topic, event.type).inc()
 
     async def emit_batch(self, events: Sequence[Event]) -> None:
         """Send events of one subject now, as one message or, past the message size limit, as
@@ -159,8 +158,7 @@ class Emitter:
         topic = topic_name(first.topic, self.settings)
         for value in split_batches(events, self._max_message_bytes):
             await self._deliver(topic, first.key, value)
-        for type_, count in Counter(e.type for e in events).items():
-            EVENTS_OUT.labels(topic, type_).inc(count)
+        count_types(EVENTS_OUT, topic, events)
 
     async def flush(self) -> None:
         """Send every open batch. A batch leaves the batcher only once it is delivered (or
@@ -186,7 +184,7 @@ class Emitter:
         count_dead_letter(letter)
         topic = topic_name("deadletter", self.settings)
         await self._deliver(topic, letter.topic.encode(), letter.to_bytes())
-        EVENTS_OUT.labels(topic, letter.kind).inc()
+        labelled(EVENTS_OUT, topic, letter.kind).inc()
 
     async def _deliver(
         self,

@@ -274,5 +274,5 @@ async def serving(worker: str, settings: MetricsSettings | None = None) -> Async
         beat.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await beat
-        if server is not None:
-            server.close()
+        if server is not None:  # its shutdown waits for the serving thread's next poll
+            await asyncio.to_thread(server.close)

@@ -140,10 +140,15 @@ def test_each_worker_serves_metrics_that_move_during_a_story(
         moved("tail", "centrality_events_out_total", type="LogSignalDetected")
         moved("watch-k8s", "centrality_polls_total", collector="k8s", outcome="ok")
 
+        # Lag is sampled (every 10-15 s) per assigned partition of each consumer group.
+        for worker in ("streams", "actions", "sink"):
+            wait_until(
+                f"{worker}: consumer lag",
+                lambda worker=worker: "centrality_consumer_lag" in scrape(ports[worker]).names(),
+                60.0,
+                pipeline.check,
+            )
         after: dict[str, Scrape] = {worker: scrape(port) for worker, port in ports.items()}
-        # Lag is reported per assigned partition of each consumer group.
-        for worker in ("actions", "sink"):
-            assert "centrality_consumer_lag" in after[worker].names(), worker
         for worker, port in ports.items():
             code, body = status(port, "/readyz")
             assert code == 200, (worker, body)
