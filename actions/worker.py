@@ -35,7 +35,7 @@ from schemas.codec import DecodeError, decode
 from schemas.deadletter import DeadLetter
 from schemas.emitter import Emitter
 from schemas.events import Trigger
-from schemas.metrics.catalog import EVENTS_IN, PROCESSING_SECONDS
+from schemas.metrics.catalog import EVENTS_IN, PROCESSING_SECONDS, labelled
 from schemas.metrics.kafka import sampling_lag
 from schemas.metrics.server import READINESS, tcp_reachable
 from schemas.settings import KafkaSettings
@@ -171,7 +171,7 @@ class ActionWorker:
             inflight.start(tp, record.offset, None, self._dead_letter(emitter, record, why))
             return
         for trigger in triggers:
-            EVENTS_IN.labels(record.topic, trigger.type).inc()
+            labelled(EVENTS_IN, record.topic, trigger.type).inc()
         first = triggers[0]
         subject = f"{first.cluster}/{first.subject}"
         inflight.start(tp, record.offset, subject, self._act(emitter, dispatcher, record, triggers))

@@ -39,7 +39,7 @@ from tenacity import AsyncRetrying, RetryCallState, RetryError, wait_random_expo
 
 from schemas.batches import SkippedBatch, SkippingFetcher
 from schemas.deadletter import count_dead_letter
-from schemas.metrics.catalog import EVENTS_IN, PROCESSING_SECONDS
+from schemas.metrics.catalog import EVENTS_IN, PROCESSING_SECONDS, labelled
 from schemas.metrics.kafka import partition_lags, report_lag
 from schemas.metrics.server import READINESS, http_ok, tcp_reachable
 from schemas.settings import KafkaSettings
@@ -295,7 +295,7 @@ class HistorySink:
             log.warning("commit_failed", error=repr(exc))
         self.rows_written += written.rows
         for (topic, type_), count in written.by_type.items():
-            EVENTS_IN.labels(topic, type_).inc(count)
+            labelled(EVENTS_IN, topic, type_).inc(count)
         for letter in written.rejected:
             count_dead_letter(letter)
         return True
