@@ -8,13 +8,14 @@ STAMP := $(VENV)/.installed
 TOOLS := .tools
 KUSTOMIZE_VERSION := v5.8.0
 CHECKOV_VERSION := 3.3.30
+PROMTOOL := $(BIN)/promtool
 
 .DEFAULT_GOAL := help
 
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  \033[36m%-8s\033[0m %s\n", $$1, $$2}'
 
-install: $(STAMP) ## Create .venv with Centrality editable, every extra, pinned by constraints.txt
+install: $(STAMP) $(PROMTOOL) ## Create .venv with Centrality editable, every extra, pinned by constraints.txt
 
 $(STAMP): pyproject.toml constraints.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -32,6 +33,14 @@ $(TOOLS)/.checkov-$(CHECKOV_VERSION):
 	@test -x $(TOOLS)/checkov/bin/python || $(PYTHON) -m venv $(TOOLS)/checkov
 	$(TOOLS)/checkov/bin/pip install -q checkov==$(CHECKOV_VERSION)
 	@touch $@
+
+# The tests check the alert rules with promtool: the one on PATH, else the binary alone out of
+# Debian's (or Ubuntu's) `prometheus` package, so no Prometheus server is installed or started.
+$(PROMTOOL): | $(STAMP)
+	@if command -v promtool >/dev/null; then ln -sf "$$(command -v promtool)" $@; else \
+	  tmp=$$(mktemp -d) && (cd $$tmp && apt-get download -q prometheus && \
+	    dpkg-deb --fsys-tarfile prometheus_*.deb | tar -x ./usr/bin/promtool) && \
+	  install -m 0755 $$tmp/usr/bin/promtool $@; status=$$?; rm -rf $$tmp; exit $$status; fi
 
 up: install ## Start the local stack (Kafka + ClickHouse), topics and migrations
 	$(BIN)/centrality up

@@ -36,6 +36,7 @@ from actions.slack.notifier import Message, Notifier
 from actions.threads import in_thread
 from schemas.envelope import Event, utcnow
 from schemas.events import ActionFailed, ActionStarted, ActionSucceeded, BenchmarkCompleted, Trigger
+from schemas.metrics.catalog import ACTIONS, BREAKER_REFUSALS
 
 log = structlog.get_logger("actions")
 
@@ -84,12 +85,14 @@ class Dispatcher:
                 await self._refuse(spec, trigger, ctx, why, notify=True, outcome="failed")
             else:
                 log.info("duplicate_trigger", id=str(trigger.event_id), outcome=prior.outcome)
+                ACTIONS.labels(spec.name, "duplicate").inc()
             return
         if not self.settings.allows(trigger.cluster, spec.name):
             why = f"action {spec.name} is not enabled on cluster {trigger.cluster}"
             await self._refuse(spec, trigger, ctx, why, notify=False)
             return
         if tripped := await self._tripped(spec, trigger):
+            BREAKER_REFUSALS.labels(spec.name).inc()
             await self._refuse(spec, trigger, ctx, f"circuit breaker: {tripped}", notify=True)
             return
         await self._act(spec, trigger, ctx)
@@ -190,6 +193,7 @@ class Dispatcher:
         log.info("action_succeeded", action=spec.name, subject=trigger.subject, dry_run=ctx.dry_run)
         await self.emit(self._result(ActionSucceeded, spec, trigger, ctx, attempt, detail=detail))
         await self._record(spec, trigger, ctx, "succeeded", attempt, detail=detail)
+        ACTIONS.labels(spec.name, "planned" if ctx.dry_run else "succeeded").inc()
 
     async def _failed(
         self,
@@ -215,6 +219,7 @@ class Dispatcher:
         await self._record(
             spec, trigger, ctx, "failed", attempt, error=error, detail={"notified": notified}
         )
+        ACTIONS.labels(spec.name, "failed").inc()
 
     async def _refuse(
         self,
@@ -244,6 +249,7 @@ class Dispatcher:
             )
         )
         await self._record(spec, trigger, ctx, outcome, 0, error=why, detail=detail)
+        ACTIONS.labels(spec.name, "refused" if refused else "in_doubt").inc()
 
     async def _notify(self, ctx: ActionContext, message: Message) -> dict[str, Any]:
         """Queued, never awaited: a slow or absent Slack must not hold up an action or its

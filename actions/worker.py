@@ -14,6 +14,7 @@ committed up to the last record finished with all before it. On stop, actions un
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import TypeAlias
 
 import structlog
@@ -34,6 +35,9 @@ from schemas.codec import DecodeError, decode
 from schemas.deadletter import DeadLetter
 from schemas.emitter import Emitter
 from schemas.events import Trigger
+from schemas.metrics.catalog import EVENTS_IN, PROCESSING_SECONDS, labelled
+from schemas.metrics.kafka import sampling_lag
+from schemas.metrics.server import READINESS, tcp_reachable
 from schemas.settings import KafkaSettings
 from schemas.signing import SigningSettings, verify
 from schemas.topics import topic_name
@@ -44,6 +48,7 @@ _ROOM_POLL_S = 0.2
 _NOTIFY_CLOSE_S = 1.0
 _EMITTER_DRAIN_S = 1.0
 _COMMIT_TIMEOUT_S = 2.0
+_TRIGGER_SECONDS = PROCESSING_SECONDS.labels("actions_trigger")
 
 
 class Rejected(Exception):
@@ -90,6 +95,8 @@ class ActionWorker:
             ObservedFleet(self.settings.fleet_window_s),
             seed_timeout_s=self.settings.fleet_seed_timeout_s,
         )
+        READINESS.add("kafka", tcp_reachable(self.kafka.bootstrap))
+        READINESS.add("partitions_assigned", lambda: bool(consumer.assignment()))
         await ledger.start()
         await emitter.start()
         started = False
@@ -103,7 +110,8 @@ class ActionWorker:
                 log.info(
                     "actions_started", adapter=self.adapter.name, dry_run=self.settings.dry_run
                 )
-                await self._consume(consumer, inflight, ledger, emitter, dispatcher, key, stop)
+                async with sampling_lag(consumer, self.settings.group_id):
+                    await self._consume(consumer, inflight, ledger, emitter, dispatcher, key, stop)
             finally:
                 await inflight.settle(self.settings.stop_grace_s)
                 if started:
@@ -162,6 +170,8 @@ class ActionWorker:
         except Rejected as why:
             inflight.start(tp, record.offset, None, self._dead_letter(emitter, record, why))
             return
+        for trigger in triggers:
+            labelled(EVENTS_IN, record.topic, trigger.type).inc()
         first = triggers[0]
         subject = f"{first.cluster}/{first.subject}"
         inflight.start(tp, record.offset, subject, self._act(emitter, dispatcher, record, triggers))
@@ -189,12 +199,15 @@ class ActionWorker:
         self, emitter: Emitter, dispatcher: Dispatcher, record: Record, triggers: list[Trigger]
     ) -> None:
         for trigger in triggers:
+            started = time.perf_counter()
             try:
                 await dispatcher.handle(trigger)
             except Exception as exc:  # this trigger's failure, deterministic: never retried
                 log.exception("action_error", id=str(trigger.event_id), type=trigger.type)
                 why = Rejected("action-error", f"{type(exc).__name__}: {exc}"[:1000])
                 await self._dead_letter(emitter, record, why)
+            finally:
+                _TRIGGER_SECONDS.observe(time.perf_counter() - started)
 
     async def _dead_letter(self, emitter: Emitter, record: Record, why: Rejected) -> None:
         raw, key = record.value or b"", record.key

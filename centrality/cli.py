@@ -146,7 +146,7 @@ def actions() -> None:
     from actions.worker import ActionWorker
 
     # Without the signing key it refuses before reading a single trigger (exit 2).
-    run_until_signalled(ActionWorker().run)
+    run_until_signalled(ActionWorker().run, worker="actions")
 
 
 @app.command()
@@ -154,7 +154,7 @@ def sink() -> None:
     """Run the history sink (every topic → ClickHouse)."""
     from streams.history.sink import HistorySink
 
-    run_until_signalled(HistorySink().run)
+    run_until_signalled(HistorySink().run, worker="sink")
 
 
 @app.command()

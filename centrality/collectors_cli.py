@@ -31,9 +31,12 @@ async def open_sink(dry_run: bool) -> AsyncIterator[EventSink]:
         yield RecordingSink(keep=False)
         return
     from schemas.emitter import Emitter
+    from schemas.metrics.server import READINESS, tcp_reachable
     from schemas.settings import KafkaSettings
 
-    async with Emitter(KafkaSettings()) as emitter:
+    kafka = KafkaSettings()
+    READINESS.add("kafka", tcp_reachable(kafka.bootstrap))
+    async with Emitter(kafka) as emitter:
         yield emitter
 
 
@@ -45,7 +48,9 @@ def _override(settings: S, **options: Any) -> S:
 
 
 def _serve(
-    dry_run: bool, make: Callable[[EventSink], Callable[[asyncio.Event], Coroutine[Any, Any, None]]]
+    worker: str,
+    dry_run: bool,
+    make: Callable[[EventSink], Callable[[asyncio.Event], Coroutine[Any, Any, None]]],
 ) -> None:
     configure_logging()
 
@@ -53,7 +58,7 @@ def _serve(
         async with open_sink(dry_run) as sink:
             await make(sink)(stop)
 
-    run_until_signalled(main)
+    run_until_signalled(main, worker=worker)
 
 
 def agent(
@@ -79,7 +84,7 @@ def agent(
         interval_s=interval_s,
         checks_dir=checks_dir,
     )
-    _serve(dry_run, lambda sink: NodeAgent(settings, make_backend(settings), sink).run)
+    _serve("agent", dry_run, lambda sink: NodeAgent(settings, make_backend(settings), sink).run)
 
 
 def tail(
@@ -93,7 +98,7 @@ def tail(
     from collectors.logs.tailer import LogTailer
 
     settings = _override(TailSettings(), paths=tuple(paths) if paths else None)
-    _serve(dry_run, lambda sink: LogTailer(settings, sink).run)
+    _serve("tail", dry_run, lambda sink: LogTailer(settings, sink).run)
 
 
 def checkpoints(
@@ -106,7 +111,7 @@ def checkpoints(
     from collectors.checkpoints.watcher import CheckpointWatcher
 
     settings = _override(CheckpointSettings(), roots=tuple(roots) if roots else None, job=job)
-    _serve(dry_run, lambda sink: CheckpointWatcher(settings, sink).run)
+    _serve("checkpoints", dry_run, lambda sink: CheckpointWatcher(settings, sink).run)
 
 
 def nccl(
@@ -242,7 +247,7 @@ def watch_slurm(dry_run: bool = DRY_RUN) -> None:
     from collectors.watchers.slurm.watcher import SlurmWatcher
 
     settings = SlurmWatchSettings()
-    _serve(dry_run, lambda sink: SlurmWatcher(settings, sink).run)
+    _serve("watch-slurm", dry_run, lambda sink: SlurmWatcher(settings, sink).run)
 
 
 @watch_app.command("ray")
@@ -252,7 +257,7 @@ def watch_ray(dry_run: bool = DRY_RUN) -> None:
     from collectors.watchers.ray.watcher import RayWatcher
 
     settings = RayWatchSettings()
-    _serve(dry_run, lambda sink: RayWatcher(settings, sink).run)
+    _serve("watch-ray", dry_run, lambda sink: RayWatcher(settings, sink).run)
 
 
 @watch_app.command("k8s")
@@ -262,7 +267,7 @@ def watch_k8s(dry_run: bool = DRY_RUN) -> None:
     from collectors.watchers.k8s.watcher import K8sWatcher
 
     settings = K8sWatchSettings()
-    _serve(dry_run, lambda sink: K8sWatcher(settings, sink).run)
+    _serve("watch-k8s", dry_run, lambda sink: K8sWatcher(settings, sink).run)
 
 
 def register(app: typer.Typer) -> None:

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Self
@@ -20,19 +21,24 @@ WORKERS = ("streams", "actions", "sink")
 
 
 class Pipeline:
-    def __init__(self, env: dict[str, str], log_dir: Path) -> None:
+    """`workers` are `centrality` commands, e.g. `"sink"` or `"watch k8s"`."""
+
+    def __init__(
+        self, env: dict[str, str], log_dir: Path, workers: Sequence[str] = WORKERS
+    ) -> None:
         self.env = env
         self.log_dir = log_dir
+        self.workers = workers
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
 
     def start(self) -> None:
         _exit_on_sigterm()
         self.log_dir.mkdir(parents=True, exist_ok=True)
         cli = Path(sys.executable).with_name("centrality")
-        for name in WORKERS:
-            with (self.log_dir / f"{name}.log").open("ab") as log:
+        for name in self.workers:
+            with self._log_file(name).open("ab") as log:
                 self.procs[name] = subprocess.Popen(
-                    [str(cli), name],
+                    [str(cli), *name.split()],
                     env={**os.environ, **self.env},
                     stdin=subprocess.DEVNULL,
                     stdout=log,
@@ -49,8 +55,11 @@ class Pipeline:
                 )
 
     def log_tail(self, name: str, lines: int = 40) -> str:
-        text = (self.log_dir / f"{name}.log").read_text(errors="replace")
+        text = self._log_file(name).read_text(errors="replace")
         return "\n".join(text.splitlines()[-lines:])
+
+    def _log_file(self, name: str) -> Path:
+        return self.log_dir / f"{name.replace(' ', '-')}.log"
 
     def stop(self, timeout_s: float = 20.0) -> dict[str, float | None]:
         """SIGTERM every running worker at once, SIGKILL what is left after `timeout_s`.

@@ -9,6 +9,7 @@ from typing import Any
 import structlog
 
 from collectors.clock import MONOTONIC, Clock
+from schemas.metrics.catalog import POLLS
 
 log = structlog.get_logger(__name__)
 
@@ -22,9 +23,12 @@ async def poll_forever(
 ) -> None:
     """A failed poll (scheduler or Kafka away) is logged and retried: state on disk says
     where we were, so nothing is lost meanwhile."""
+    polled, failed = POLLS.labels(name, "ok"), POLLS.labels(name, "failed")
     while not stop.is_set():
         try:
             await poll_once()
+            polled.inc()
         except Exception as exc:
             log.warning("poll_failed", collector=name, error=str(exc))
+            failed.inc()
         await clock.sleep(poll_s, stop)

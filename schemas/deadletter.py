@@ -8,10 +8,10 @@ from collections.abc import Callable
 from typing import Literal
 
 import structlog
-from opentelemetry import metrics
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
 from schemas.envelope import utcnow
+from schemas.metrics.catalog import DEAD_LETTERS
 
 
 class DeadLetter(BaseModel):
@@ -40,10 +40,6 @@ class DeadLetter(BaseModel):
         return cls.model_validate_json(data)
 
 
-_meter = metrics.get_meter("centrality.schemas")
-_dead_letters = _meter.create_counter(
-    "centrality.dead_letters", unit="{message}", description="Messages sent to the dead letters."
-)
 # In-process totals by (consumer, reason): what `centrality` status views and tests read.
 DEAD_LETTER_COUNTS: Counter[tuple[str, str]] = Counter()
 
@@ -88,7 +84,7 @@ _throttle = LogThrottle()
 
 def count_dead_letter(letter: DeadLetter) -> None:
     """Count a dead letter, and say so in the log (throttled per consumer and reason)."""
-    _dead_letters.add(1, {"consumer": letter.consumer, "reason": letter.reason})
+    DEAD_LETTERS.labels(letter.consumer, letter.reason).inc()
     DEAD_LETTER_COUNTS[(letter.consumer, letter.reason)] += 1
     held = _throttle.admit(f"{letter.consumer}/{letter.reason}")
     if held is not None:

@@ -27,6 +27,7 @@ Every trigger is signed (`schemas.signing`): action workers obey nothing else.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -39,12 +40,20 @@ import structlog
 from schemas.codec import DecodeError, decode, encode
 from schemas.deadletter import DeadLetter, count_dead_letter
 from schemas.envelope import Event
+from schemas.metrics.catalog import (
+    DECISIONS,
+    EVENTS_IN,
+    EVENTS_OUT,
+    PROCESSING_SECONDS,
+    count_types,
+    labelled,
+)
 from schemas.placement import misplaced, partition_for
 from schemas.settings import KafkaSettings
 from schemas.signing import SigningSettings, signed_headers
 from schemas.topics import JOB_PARTITIONS, NODE_PARTITIONS, topic_name
 from schemas.tracing import inject_headers
-from streams import batches, faust_transport, topics
+from streams import batches, faust_transport, observe, topics
 from streams.clean_start import guard
 from streams.entities import JOBS, KINDS, NODES, Kind, forwarded, kind_of, step
 from streams.failures import call_retrying, transient
@@ -105,6 +114,7 @@ def _catalog(name: str) -> str:
 
 
 FORWARD = topics.forward(settings)
+TRIGGERS = _catalog("triggers")
 JOB_TICKS = topics.job_ticks(settings)
 NODE_TICKS = topics.node_ticks(settings)
 
@@ -123,7 +133,7 @@ nodes_topic = app.topic(
     partitions=PARTITIONS,
     internal=True,
 )
-triggers_topic = app.topic(_catalog("triggers"), schema=raw())
+triggers_topic = app.topic(TRIGGERS, schema=raw())
 deadletter_topic = app.topic(_catalog("deadletter"), schema=raw())
 forward_topic = app.topic(FORWARD, schema=raw(), partitions=PARTITIONS, internal=True)
 ticks_topics = {
@@ -146,6 +156,8 @@ tables = {
     )
     for kind in KINDS
 }
+observe.install(app, kafka.bootstrap, tables)
+_MESSAGE_SECONDS = PROCESSING_SECONDS.labels("streams_message")
 
 
 def _decode_forward(value: bytes) -> list[Event]:
@@ -186,11 +198,14 @@ async def fold_nodes(stream: Any) -> None:
 
 
 async def handle_message(message: Any) -> None:
+    started = time.perf_counter()
     try:
         await _handle_message(message)
     except Exception as exc:  # the last line: whatever escaped belongs to this message
         _log_failure(exc, message)
         await _dead_letter("processing-error", f"{type(exc).__name__}: {exc}", message)
+    finally:
+        _MESSAGE_SECONDS.observe(time.perf_counter() - started)
 
 
 async def _handle_message(message: Any) -> None:
@@ -219,6 +234,8 @@ async def _handle_message(message: Any) -> None:
     except DecodeError as exc:
         await _dead_letter(exc.reason, exc.detail, message)
         return
+    if events:
+        count_types(EVENTS_IN, message.topic, events)
     by_kind: dict[tuple[str, str], tuple[Kind, list[Event]]] = {}
     for event in events:
         kind = kind_of(event)
@@ -227,6 +244,7 @@ async def _handle_message(message: Any) -> None:
         else:  # e.g. an action result: no table here, but it concerns the nodes it names
             for derived in forwarded(event):
                 await forward_topic.send(key=derived.key, value=encode(derived))
+                labelled(EVENTS_OUT, FORWARD, derived.type).inc()
     for (_, key), (kind, batch) in by_kind.items():
         try:
             await call_retrying(
@@ -323,8 +341,12 @@ async def handle_events(kind: Kind, key: str, events: Sequence[Event]) -> None:
     # Every output is acknowledged before the state that remembers it is written: a failed
     # send fails this message (retried, or dead-lettered), never silently loses a forward.
     await asyncio.gather(*sent)
+    if result.forwards:
+        count_types(EVENTS_OUT, FORWARD, result.forwards)
     for trigger in result.triggers:
         log.info("trigger", type=trigger.type, id=str(trigger.event_id), subject=trigger.subject)
+        labelled(DECISIONS, trigger.payload.rule, trigger.type).inc()
+        labelled(EVENTS_OUT, TRIGGERS, trigger.type).inc()
     if result.changed:  # most GPU samples change nothing: no table write, no changelog record
         tables[kind.table][key.encode()] = value
         cache.put(kind.table, key, result.state)

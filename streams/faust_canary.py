@@ -51,6 +51,8 @@ SOURCE: Mapping[str, str] = {
     "aiokafka.consumer.consumer:AIOKafkaConsumer.start": "self._fetch_max_wait_ms",
     "aiokafka.consumer.fetcher:PartitionRecords._unpack_records": "records.next_batch()",
     "faust.types.tuples:Message.ack": "if not self.acked:",
+    # streams/observe.py reads the committed offsets for the consumer lag it reports.
+    "faust.transport.consumer:Consumer.__init__": "self._committed_offset = defaultdict(",
 }
 
 

@@ -30,6 +30,8 @@ from schemas.emitter.batcher import Batcher, PendingBatch
 from schemas.emitter.settings import EmitterSettings
 from schemas.emitter.spool import Spool, SpooledRecord, SpoolFullError
 from schemas.envelope import Event
+from schemas.metrics.catalog import EVENTS_OUT, count_types, labelled
+from schemas.metrics.server import watch_spool
 from schemas.settings import KafkaSettings
 from schemas.topics import spec, topic_name
 from schemas.tracing import inject_headers
@@ -61,6 +63,7 @@ class Emitter:
         self.settings = settings or KafkaSettings()
         self.options = options or EmitterSettings()
         self.spool = Spool(self.options.spool_dir, self.options.spool_max_bytes)
+        watch_spool(self.spool)
         self._batcher = Batcher(self.options.batch_max_events, self.options.batch_max_bytes)
         self._producer: AIOKafkaProducer | None = None
         self._lock = asyncio.Lock()
@@ -144,8 +147,9 @@ class Emitter:
                 # batch for the next flush.
                 with contextlib.suppress(SpoolFullError):
                     await self._deliver_batch(full)
-            return
-        await self._deliver(topic, event.key, encode_checked(event), headers)
+        else:
+            await self._deliver(topic, event.key, encode_checked(event), headers)
+        labelled(EVENTS_OUT, topic, event.type).inc()
 
     async def emit_batch(self, events: Sequence[Event]) -> None:
         """Send events of one subject now, as one message or, past the message size limit, as
@@ -154,6 +158,7 @@ class Emitter:
         topic = topic_name(first.topic, self.settings)
         for value in split_batches(events, self._max_message_bytes):
             await self._deliver(topic, first.key, value)
+        count_types(EVENTS_OUT, topic, events)
 
     async def flush(self) -> None:
         """Send every open batch. A batch leaves the batcher only once it is delivered (or
@@ -177,9 +182,9 @@ class Emitter:
     async def dead_letter(self, letter: DeadLetter) -> None:
         """Park a message no consumer could decode, keyed by its source topic."""
         count_dead_letter(letter)
-        await self._deliver(
-            topic_name("deadletter", self.settings), letter.topic.encode(), letter.to_bytes()
-        )
+        topic = topic_name("deadletter", self.settings)
+        await self._deliver(topic, letter.topic.encode(), letter.to_bytes())
+        labelled(EVENTS_OUT, topic, letter.kind).inc()
 
     async def _deliver(
         self,

@@ -39,6 +39,9 @@ from tenacity import AsyncRetrying, RetryCallState, RetryError, wait_random_expo
 
 from schemas.batches import SkippedBatch, SkippingFetcher
 from schemas.deadletter import count_dead_letter
+from schemas.metrics.catalog import EVENTS_IN, PROCESSING_SECONDS, labelled
+from schemas.metrics.kafka import partition_lags, report_lag
+from schemas.metrics.server import READINESS, http_ok, tcp_reachable
 from schemas.settings import KafkaSettings
 from schemas.topics import CATALOG, topic_name
 from streams.history import writer
@@ -49,6 +52,7 @@ from streams.history.settings import ClickHouseSettings
 log = structlog.get_logger("sink")
 T = TypeVar("T")
 _INSERT_POLL_MS = 20
+_INSERT_SECONDS = PROCESSING_SECONDS.labels("sink_insert")
 
 
 class SinkSettings(BaseSettings):
@@ -119,6 +123,8 @@ class HistorySink:
     async def run(self, stop: asyncio.Event | None = None) -> None:
         stop = stop or asyncio.Event()
         plan(self.clickhouse)  # no migrations, or none for the cluster, is no outage to wait out
+        READINESS.add("kafka", tcp_reachable(self.kafka.bootstrap))
+        READINESS.add("clickhouse", http_ok(f"{self.clickhouse.url.rstrip('/')}/ping"))
         await self._retrying("migrate", lambda: asyncio.to_thread(migrate, self.clickhouse), stop)
         if stop.is_set():
             return
@@ -142,6 +148,7 @@ class HistorySink:
                 )
             )
             await consumer.start()
+            READINESS.add("partitions_assigned", lambda: bool(consumer.assignment()))
             self._fetcher = SkippingFetcher(consumer)
             log.info("sink_started", topics=self.topics(), database=self.clickhouse.database)
             while True:
@@ -256,6 +263,7 @@ class HistorySink:
         """Wait for a batch's insert, retrying it until ClickHouse takes it, then commit its
         offsets: never before. False if stopped first."""
         submitted = [write]
+        started = time.perf_counter()
 
         async def insert() -> writer.Written:
             if not submitted:
@@ -278,6 +286,7 @@ class HistorySink:
         written = await self._retrying("insert", insert, stop, sleep=paused, rows=batch.rows)
         if written is None:
             return False
+        _INSERT_SECONDS.observe(time.perf_counter() - started)
         if self._paused:
             consumer.resume(*consumer.assignment())
             self._paused = False
@@ -286,6 +295,8 @@ class HistorySink:
         except KafkaError as exc:  # written: read again later, the server drops it as a duplicate
             log.warning("commit_failed", error=repr(exc))
         self.rows_written += written.rows
+        for (topic, type_), count in written.by_type.items():
+            labelled(EVENTS_IN, topic, type_).inc(count)
         for letter in written.rejected:
             count_dead_letter(letter)
         return True
@@ -306,16 +317,9 @@ class HistorySink:
 
     async def lag(self, consumer: AIOKafkaConsumer) -> int:
         """Messages on the assigned partitions that are not committed yet (written or not)."""
-        partitions = list(consumer.assignment())
-        if not partitions:
-            return 0
-        ends = await consumer.end_offsets(partitions)
-        starts = await consumer.beginning_offsets(partitions)
-        lag = 0
-        for tp in partitions:
-            committed = await consumer.committed(tp)  # cached for assigned partitions
-            lag += max(0, ends[tp] - (starts[tp] if committed is None else committed))
-        return lag
+        lags = await partition_lags(consumer)
+        report_lag(self.settings.group_id, lags)
+        return sum(lags.values())
 
     async def _log_progress(self, consumer: AIOKafkaConsumer) -> None:
         now = time.monotonic()

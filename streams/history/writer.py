@@ -11,7 +11,8 @@ from __future__ import annotations
 import os
 import threading
 import time
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 from typing import Any
 
 from schemas.deadletter import DeadLetter
@@ -24,10 +25,15 @@ _settings: ClickHouseSettings | None = None
 _client: Any = None
 
 
+_TOPIC, _TYPE = EVENT_COLUMNS.index("topic"), EVENT_COLUMNS.index("type")
+
+
 @dataclass(frozen=True)
 class Written:
     rows: int
     rejected: list[DeadLetter]
+    by_type: Counter[tuple[str, str]] = field(default_factory=Counter)
+    """Event rows per (topic, type), for `centrality_events_in`."""
 
 
 def start(settings: ClickHouseSettings, parent_pid: int) -> None:
@@ -66,7 +72,9 @@ def write_batch(records: list[Record], token: str, deadletter_topic: str, max_ro
             _client.close()
             _client = None
         raise
-    return Written(len(rows), rows.rejected)
+    by_type = Counter((row[_TOPIC], row[_TYPE]) for row in rows.events)
+    by_type[(deadletter_topic, "DeadLetter")] += len(rows.dead_letters)
+    return Written(len(rows), rows.rejected, by_type)
 
 
 def rows_of(records: list[Record], deadletter_topic: str) -> Rows:

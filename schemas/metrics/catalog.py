@@ -1,0 +1,93 @@
+"""Every metric the processes export, in one place: the dashboard "Centrality itself" and the
+alert rules (`infra/prometheus/`) are checked against these names by the tests.
+
+Labels stay bounded: topics, event types, rules, actions, reasons and outcomes are finite sets
+of ours; no subject, node or job id is ever a label.
+"""
+
+from __future__ import annotations
+
+import collections
+import functools
+from collections.abc import Sequence
+from typing import Protocol
+
+from prometheus_client import Counter, Gauge, Histogram
+
+EVENTS_IN = Counter(
+    "centrality_events_in",
+    "Events (or, where a process does not decode them, records) consumed, by topic and type.",
+    ["topic", "type"],
+)
+EVENTS_OUT = Counter(
+    "centrality_events_out",
+    "Events produced (acknowledged by Kafka or spooled), by topic and type.",
+    ["topic", "type"],
+)
+CONSUMER_LAG = Gauge(
+    "centrality_consumer_lag",
+    "Messages on an assigned partition not yet committed by this consumer group.",
+    ["group", "topic", "partition"],
+)
+PROCESSING_SECONDS = Histogram(
+    "centrality_processing_seconds",
+    "Time to handle one unit of work: a message (streams), a trigger (actions), an insert (sink).",
+    ["stage"],
+    buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
+)
+DEAD_LETTERS = Counter(
+    "centrality_dead_letters",
+    "Messages sent to the dead letters, by the consumer that gave up and why.",
+    ["consumer", "reason"],
+)
+DECISIONS = Counter(
+    "centrality_decisions",
+    "Triggers decided (and acknowledged by Kafka), by rule and trigger type.",
+    ["rule", "type"],
+)
+ACTIONS = Counter(
+    "centrality_actions",
+    "Triggers handled, by action and outcome: succeeded, planned (dry run), failed, refused "
+    "(allowlist, breaker), in_doubt, duplicate.",
+    ["action", "outcome"],
+)
+BREAKER_REFUSALS = Counter(
+    "centrality_breaker_refusals",
+    "Actions the circuit breaker refused.",
+    ["action"],
+)
+POLLS = Counter(
+    "centrality_polls",
+    "Polls of a collector (a watcher, the tailer, the checkpoint watcher), by outcome.",
+    ["collector", "outcome"],
+)
+TABLE_ENTRIES = Gauge(
+    "centrality_table_entries",
+    "Entries of a streams table on this worker's partitions.",
+    ["table"],
+)
+# The spool depth (`centrality_spool_bytes`), readiness (`centrality_ready`) and the event
+# loop's heartbeat age (`centrality_heartbeat_age_seconds`) are read when scraped: see
+# `schemas.metrics.server`.
+
+
+@functools.cache
+def labelled(counter: Counter, *labels: str) -> Counter:
+    """`counter.labels(*labels)`, kept: on the hot paths (per message, per emitted event)
+    prometheus-client's own lookup costs more than the increment."""
+    return counter.labels(*labels)
+
+
+class _Typed(Protocol):
+    @property
+    def type(self) -> str: ...
+
+
+def count_types(counter: Counter, topic: str, events: Sequence[_Typed]) -> None:
+    """Count a message's events by type; a message nearly always carries one family."""
+    first = events[0].type
+    if all(e.type == first for e in events):
+        labelled(counter, topic, first).inc(len(events))
+        return
+    for type_, count in collections.Counter(e.type for e in events).items():
+        labelled(counter, topic, type_).inc(count)

@@ -1,0 +1,53 @@
+"""The Faust worker's metrics and health (`schemas.metrics`), served beside Faust's own loop.
+
+Ready once the group gave this worker its partitions (an empty share counts: it is in the
+group) and the tables are recovered from their changelogs; not while a rebalance or a recovery
+is under way, nor while Kafka is unreachable. Table sizes and consumer lag are sampled on the
+worker's loop every `SAMPLE_S`: a table's size is a walk over its store, too much per scrape.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from schemas.metrics.catalog import CONSUMER_LAG, TABLE_ENTRIES
+from schemas.metrics.server import READINESS, serving, tcp_reachable
+
+SAMPLE_S = 15.0
+
+
+def install(app: Any, bootstrap: str, tables: dict[str, Any]) -> None:
+    assigned = asyncio.Event()
+    recovery = app.tables.recovery
+    READINESS.add("kafka", tcp_reachable(bootstrap))
+    READINESS.add("partitions_assigned", assigned.is_set)
+    READINESS.add("tables_recovered", lambda: recovery.completed.is_set() and not app.in_recovery)
+
+    @app.on_partitions_assigned.connect  # type: ignore[untyped-decorator]
+    async def _assigned(sender: Any, *args: Any, **kwargs: Any) -> None:
+        assigned.set()
+
+    @app.on_partitions_revoked.connect  # type: ignore[untyped-decorator]
+    async def _revoked(sender: Any, *args: Any, **kwargs: Any) -> None:
+        assigned.clear()
+
+    @app.task  # type: ignore[untyped-decorator]
+    async def serve_metrics() -> None:
+        async with serving("streams"):
+            await asyncio.Event().wait()  # until Faust cancels its tasks at stop
+
+    @app.timer(SAMPLE_S)  # type: ignore[untyped-decorator]
+    async def sample() -> None:
+        for name, table in tables.items():
+            TABLE_ENTRIES.labels(name).set(len(table))
+        consumer, group = app.consumer, app.conf.id
+        CONSUMER_LAG.clear()  # partitions revoked since the last sample are no longer ours
+        for tp in consumer.assignment():
+            if tp.topic.endswith("-changelog"):
+                continue  # standby replicas, not work
+            committed = consumer._committed_offset.get(tp)  # Faust keeps it; no public reader
+            end = consumer.highwater(tp)  # None before the partition's first fetch
+            if committed is not None and end is not None:
+                lag = max(0, end - committed)
+                CONSUMER_LAG.labels(group, tp.topic, str(tp.partition)).set(lag)
