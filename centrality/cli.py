@@ -144,8 +144,10 @@ def streams() -> None:
 def actions() -> None:
     """Run the action worker (triggers → scheduler adapters → action results)."""
     from actions.worker import ActionWorker
+    from schemas.signing import SigningSettings
 
-    # Without the signing key it refuses before reading a single trigger (exit 2).
+    # Without the signing key it refuses (exit 2) before serving or reading anything.
+    SigningSettings().require("the action worker")
     run_until_signalled(ActionWorker().run, worker="actions")
 
 

@@ -17,7 +17,7 @@ from tests.support.compose import COMPOSE, compose_config, resolved
 ROOT = Path(__file__).resolve().parents[2]
 WORKERS = {"init", "streams", "actions", "sink", "simulate"}
 # An exact release: three or more numeric parts, never `latest` or a floating minor.
-EXACT_TAG = re.compile(r":\d+(\.\d+){2,}$")
+EXACT_TAG = re.compile(r":v?\d+(\.\d+){2,}$")
 
 
 @pytest.fixture(scope="module")
