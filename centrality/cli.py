@@ -15,6 +15,7 @@ from rich.table import Table
 
 from centrality.logs import configure_logging
 from centrality.runner import run_until_signalled
+from schemas import tracing
 
 app = typer.Typer(
     help="Centrality: an event-sourced control plane for GPU training clusters.",
@@ -25,9 +26,11 @@ console = Console(stderr=True)
 
 
 @app.callback()
-def _logging() -> None:
+def _logging(ctx: typer.Context) -> None:
     # Logs go to stderr (JSON unless a person is watching): stdout is for `--json` output.
     configure_logging()
+    # Off unless OTEL_* says otherwise; `centrality streams` execs Faust, which does its own.
+    tracing.configure(f"centrality-{ctx.invoked_subcommand}")
 
 
 @app.command()

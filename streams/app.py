@@ -37,6 +37,7 @@ import faust
 import orjson
 import structlog
 
+from schemas import tracing
 from schemas.codec import DecodeError, decode, encode
 from schemas.deadletter import DeadLetter, count_dead_letter
 from schemas.envelope import Event
@@ -44,7 +45,6 @@ from schemas.placement import misplaced, partition_for
 from schemas.settings import KafkaSettings
 from schemas.signing import SigningSettings, signed_headers
 from schemas.topics import JOB_PARTITIONS, NODE_PARTITIONS, topic_name
-from schemas.tracing import inject_headers
 from streams import batches, faust_transport, topics
 from streams.clean_start import guard
 from streams.entities import JOBS, KINDS, NODES, Kind, forwarded, kind_of, step
@@ -60,6 +60,7 @@ log = structlog.get_logger("streams")
 # worker even when no handler prints them.
 logging.getLogger("aiokafka").setLevel(logging.INFO)
 
+tracing.configure("centrality-streams")  # this module is the worker's entry point (faust -A)
 kafka = KafkaSettings()
 settings = StreamsSettings()
 signing_key = SigningSettings().require("the streams worker")  # no unsigned decisions, ever
@@ -201,6 +202,25 @@ async def _handle_message(message: Any) -> None:
         except Exception:  # a tick must never take the agent down; the next one retries
             log.exception("tick_failed", topic=message.topic, partition=message.partition)
         return
+    # A tick is no event: only messages carry (and continue) traces.
+    with tracing.span(
+        f"process {message.topic}",
+        lambda: _consumed(message),
+        kind=tracing.CONSUMER,
+        headers=message.headers,
+    ):
+        await _handle_record(message)
+
+
+def _consumed(message: Any) -> dict[str, str | int]:
+    return {
+        "messaging.destination.name": message.topic,
+        "messaging.destination.partition.id": str(message.partition),
+        "messaging.kafka.offset": message.offset,
+    }
+
+
+async def _handle_record(message: Any) -> None:
     mark = batches.unreadable(message.headers)
     if mark is not None:
         await _dead_letter(*mark, message)
@@ -227,7 +247,9 @@ async def _handle_message(message: Any) -> None:
             by_kind.setdefault((kind.table, event.subject), (kind, []))[1].append(event)
         else:  # e.g. an action result: no table here, but it concerns the nodes it names
             for derived in forwarded(event):
-                await forward_topic.send(key=derived.key, value=encode(derived))
+                await forward_topic.send(
+                    key=derived.key, value=encode(derived), headers=tracing.inject_headers()
+                )
     for (_, key), (kind, batch) in by_kind.items():
         try:
             await call_retrying(
@@ -293,6 +315,14 @@ def load(kind: Kind, key: str) -> Any:
 
 
 async def handle_events(kind: Kind, key: str, events: Sequence[Event]) -> None:
+    with tracing.span(
+        f"fold {kind.table}",
+        lambda: {"centrality.subject": key, "centrality.events": len(events)},
+    ):
+        await _fold(kind, key, events)
+
+
+async def _fold(kind: Kind, key: str, events: Sequence[Event]) -> None:
     state = load(kind, key)
     result = step(kind, state, events, engine)
     outputs = len(result.forwards) + len(result.triggers)
@@ -309,15 +339,18 @@ async def handle_events(kind: Kind, key: str, events: Sequence[Event]) -> None:
     largest = max(largest, *(len(v) for _, v in triggers), 0)
     if largest > OUTPUT_BYTES_MAX:
         raise Refused("output-too-large", f"an output of {largest} bytes")
+    # Outputs carry this fold's trace context: the trace goes on where they are consumed. The
+    # signature covers the value only, so trace headers never break it.
+    trace_headers = tracing.inject_headers()
     sent = [
-        await forward_topic.send(key=derived_key, value=encoded)
+        await forward_topic.send(key=derived_key, value=encoded, headers=trace_headers)
         for derived_key, encoded in forwards
     ]
     sent += [
         await triggers_topic.send(
             key=t.key,
             value=encoded,
-            headers=[*inject_headers(), *signed_headers(encoded, signing_key)],
+            headers=[*trace_headers, *signed_headers(encoded, signing_key)],
         )
         for t, encoded in triggers
     ]
