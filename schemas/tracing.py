@@ -67,29 +67,33 @@ class TracingSettings(BaseSettings):
 
 
 def configure(service: str, settings: TracingSettings | None = None) -> bool:
-    """Trace this process if the `OTEL_*` variables ask for it; True if they do.
+    """Trace this process if the `OTEL_*` variables ask for it; True if they do. Spans are
+    exported in batches by a background thread and flushed when the process exits."""
+    provider = make_provider(service, settings)
+    if provider is None:
+        return False
+    trace.set_tracer_provider(provider)  # for libraries that trace through the global API too
+    install(provider)
+    return True
 
-    `service` names the process (`service.name`) unless `OTEL_SERVICE_NAME` or
-    `OTEL_RESOURCE_ATTRIBUTES` does. Spans are exported in batches by a background thread and
-    flushed when the process exits.
-    """
+
+def make_provider(service: str, settings: TracingSettings | None = None) -> Any:
+    """The SDK provider the `OTEL_*` variables ask for, or None. `service` names the process
+    (`service.name`) unless `OTEL_SERVICE_NAME` or `OTEL_RESOURCE_ATTRIBUTES` does."""
     settings = settings or TracingSettings()
     names = settings.exporters()
     if not names:
-        return False
+        return None
     # The SDK is imported only here: the light base (Emitter, SDK producers) never pays for it.
     from opentelemetry.sdk.resources import SERVICE_NAME, OTELResourceDetector, Resource
     from opentelemetry.sdk.trace import TracerProvider as SdkTracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
-    # OTEL_SERVICE_NAME or OTEL_RESOURCE_ATTRIBUTES name the service if they say so.
     named = SERVICE_NAME in (OTELResourceDetector().detect().attributes or {})
     provider = SdkTracerProvider(resource=Resource.create({} if named else {SERVICE_NAME: service}))
     for name in names:
         provider.add_span_processor(BatchSpanProcessor(_exporter(name, settings)))
-    trace.set_tracer_provider(provider)  # for libraries that trace through the global API too
-    install(provider)
-    return True
+    return provider
 
 
 def _exporter(name: str, settings: TracingSettings) -> Any:
