@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar, cast
 
@@ -159,16 +158,11 @@ def span(
     )
 
 
-def clock_ns() -> int:
-    """A start time for `record`; 0 while off (so callers can skip building attributes)."""
-    return time.time_ns() if _tracer is not None else 0
-
-
 def record(name: str, start_ns: int, attributes: Attributes = None) -> None:
     """A finished span that began at `start_ns`, for work only worth a span once its outcome is
     known (a rule that decided something). Only inside a traced span: work done outside any
     traced message (a clock tick) starts no trace of its own."""
-    if _tracer is None or not start_ns or not trace.get_current_span().is_recording():
+    if _tracer is None or not trace.get_current_span().is_recording():
         return
     _tracer.start_span(name, attributes=attributes, start_time=start_ns).end()
 

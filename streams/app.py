@@ -202,6 +202,9 @@ async def _handle_message(message: Any) -> None:
         except Exception:  # a tick must never take the agent down; the next one retries
             log.exception("tick_failed", topic=message.topic, partition=message.partition)
         return
+    if not tracing.enabled():  # the per-message path stays as cheap as it was
+        await _handle_record(message)
+        return
     # A tick is no event: only messages carry (and continue) traces.
     with tracing.span(
         f"process {message.topic}",
@@ -315,6 +318,9 @@ def load(kind: Kind, key: str) -> Any:
 
 
 async def handle_events(kind: Kind, key: str, events: Sequence[Event]) -> None:
+    if not tracing.enabled():
+        await _fold(kind, key, events)
+        return
     with tracing.span(
         f"fold {kind.table}",
         lambda: {"centrality.subject": key, "centrality.events": len(events)},

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -136,9 +137,10 @@ class RuleEngine:
         triggers: list[Trigger] = []
         pending = dict(memo.pending_since)
         fired = dict(memo.fired)
+        traced = tracing.enabled()
         for bound in self._by_type.get(type(event), ()):
             name, cfg = bound.spec.name, bound.config
-            started_ns = tracing.clock_ns()
+            started_ns = time.time_ns() if traced else 0
             decided = list(bound.spec.fn(state, event, cfg))
             if not decided:
                 pending.pop(name, None)

@@ -40,7 +40,8 @@ from schemas.settings import KafkaSettings
 from schemas.signing import SigningSettings
 from tests.unit.streams.builders import xid
 
-KEY = "trace-chain-key"
+# As tests/unit/streams/test_agents.py: whichever imports streams.app first, both work.
+KEY = "agents-test-key"
 
 
 @pytest.fixture(scope="module")
