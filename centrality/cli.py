@@ -30,7 +30,11 @@ def _logging(ctx: typer.Context) -> None:
     # Logs go to stderr (JSON unless a person is watching): stdout is for `--json` output.
     configure_logging()
     # Off unless OTEL_* says otherwise; `centrality streams` execs Faust, which does its own.
-    tracing.configure(f"centrality-{ctx.invoked_subcommand}")
+    try:
+        tracing.configure(f"centrality-{ctx.invoked_subcommand}")
+    except ValueError as exc:  # an exporter or protocol we cannot honour: say so, never run blind
+        console.print(f"[red]{exc}[/]", soft_wrap=True)
+        raise typer.Exit(2) from None
 
 
 @app.command()

@@ -11,8 +11,10 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from pydantic import SecretStr
+from typer.testing import CliRunner
 
 from actions.adapters.memory import InMemoryAdapter
+from centrality import cli
 from schemas import tracing
 from schemas.signing import signed_headers, verify
 from schemas.tracing import TracingSettings
@@ -109,6 +111,15 @@ def test_what_cannot_be_honoured_is_refused_at_start(
         monkeypatch.setenv(name, value)
     with pytest.raises(ValueError, match=says):
         tracing.make_provider("centrality-test")
+
+
+@pytest.mark.usefixtures("no_otel_env")
+def test_the_cli_refuses_a_tracing_setup_it_cannot_honour(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OTEL_TRACES_EXPORTER", "zipkin")
+    result = CliRunner().invoke(cli.app, ["status"])
+    assert result.exit_code == 2
+    assert "OTEL_TRACES_EXPORTER: unknown exporter 'zipkin'" in result.output
+    assert not tracing.enabled()
 
 
 def test_a_consumer_continues_the_producers_trace(spans: InMemorySpanExporter) -> None:
