@@ -205,7 +205,6 @@ async def _handle_message(message: Any) -> None:
     if not tracing.enabled():  # the per-message path stays as cheap as it was
         await _handle_record(message)
         return
-    # A tick is no event: only messages carry (and continue) traces.
     with tracing.span(
         f"process {message.topic}",
         lambda: _consumed(message),
@@ -318,6 +317,7 @@ def load(kind: Kind, key: str) -> Any:
 
 
 async def handle_events(kind: Kind, key: str, events: Sequence[Event]) -> None:
+    """Fold and decide one entity's events of a message, traced within that message."""
     if not tracing.enabled():
         await _fold(kind, key, events)
         return
@@ -389,7 +389,8 @@ async def handle_tick(kind: Kind, message: Any) -> None:
         try:
             state = load(kind, key)
             if getattr(state, "ticks", True):
-                await handle_events(kind, key, [tick(kind.tick, key, state.cluster, now)])
+                # A tick is no event: it continues no trace and starts none.
+                await _fold(kind, key, [tick(kind.tick, key, state.cluster, now)])
         except Exception as exc:  # one entity's failure must not keep the others from ticking
             _log_failure(exc, message)
 

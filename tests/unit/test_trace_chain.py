@@ -13,10 +13,12 @@ from __future__ import annotations
 import asyncio
 import importlib
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
-from types import ModuleType
+from types import ModuleType, SimpleNamespace
 from typing import Any
 
+import orjson
 import pytest
 from aiokafka import ConsumerRecord
 from opentelemetry import trace
@@ -36,8 +38,10 @@ from schemas.emitter import Emitter
 from schemas.emitter.settings import EmitterSettings
 from schemas.emitter.spool import SpooledRecord
 from schemas.events import ActionSucceeded
+from schemas.placement import partition_for
 from schemas.settings import KafkaSettings
 from schemas.signing import SigningSettings
+from streams.entities import NODES
 from tests.unit.streams.builders import xid
 
 # As tests/unit/streams/test_agents.py: whichever imports streams.app first, both work.
@@ -104,10 +108,16 @@ async def test_one_trace_from_a_fatal_xid_to_the_drain_and_its_result(
         monkeypatch.setattr(app_module.forward_topic, "send", Sent())
         async with app_module.fold_nodes.test_context() as agent:
             await agent.put(key=b"n1", value=sent_xid.value, headers=sent_xid.headers)
-            for _ in range(200):
-                if triggers.records:
+            for _ in range(200):  # the node is stored once its trigger is sent
+                if app_module.tables["nodes"].get(b"n1") is not None:
                     break
                 await asyncio.sleep(0.01)
+            # A clock tick over the node's partition: no event, so no span and no trace.
+            traced_so_far = len(spans.get_finished_spans())
+            now = orjson.dumps({"now": datetime.now(UTC).isoformat()})
+            tick = SimpleNamespace(value=now, partition=partition_for(b"n1", app_module.PARTITIONS))
+            await app_module.handle_tick(NODES, tick)
+            assert len(spans.get_finished_spans()) == traced_so_far
         [(value, headers)] = triggers.records
         assert [t.type for t in decode(value)] == ["QuarantineNodes"]
 
