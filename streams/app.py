@@ -422,11 +422,12 @@ async def _dead_letter(reason: str, detail: str, message: Any) -> None:
         raw=raw,
     )
     count_dead_letter(letter)  # and logged there, throttled: poison comes in storms
-    value = letter.to_bytes()
+    tracing.annotate({"centrality.dead_letter": reason})
+    value, headers = letter.to_bytes(), tracing.inject_headers()  # the letter stays in the trace
     try:
         await call_retrying(
             "dead_letter",
-            lambda: deadletter_topic.send(key=message.topic.encode(), value=value),
+            lambda: deadletter_topic.send(key=message.topic.encode(), value=value, headers=headers),
             settings.send_retry_s,
             lambda: app.should_stop,
         )

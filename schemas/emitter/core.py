@@ -189,6 +189,9 @@ class Emitter:
         headers: Sequence[tuple[str, bytes]] = (),
         event: Event | None = None,
     ) -> None:
+        if not tracing.enabled():
+            await self._deliver_record(SpooledRecord(topic, key, value, list(headers)))
+            return
         # The span's own context travels in the headers: consumers continue this trace. A
         # batched message starts a trace of its own (its events were emitted from many).
         with tracing.span(

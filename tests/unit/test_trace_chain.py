@@ -165,3 +165,26 @@ def assert_one_tree(finished: tuple[ReadableSpan, ...]) -> None:
     ids = {s.context.span_id for s in finished if s.context is not None}
     roots = [s.name for s in finished if s.parent is None or s.parent.span_id not in ids]
     assert roots == ["emit centrality.nodes"], roots
+
+
+async def test_a_dead_letter_stays_in_the_trace_of_the_message_it_holds(
+    app_module: ModuleType, monkeypatch: pytest.MonkeyPatch, spans: InMemorySpanExporter
+) -> None:
+    letters = Sent()
+    monkeypatch.setattr(app_module.deadletter_topic, "send", letters)
+    with tracing.span("emit", kind=tracing.PRODUCER):
+        headers = tracing.inject_headers()
+    async with app_module.fold_nodes.test_context() as agent:
+        await agent.put(key=b"n1", value=b"{not json", headers=headers)
+        for _ in range(200):
+            if letters.records:
+                break
+            await asyncio.sleep(0.01)
+    [(_, letter_headers)] = letters.records
+    emit, process = spans.get_finished_spans()
+    assert process.attributes is not None
+    assert process.attributes["centrality.dead_letter"] == "malformed"
+    assert emit.context is not None and process.context is not None
+    assert process.context.trace_id == emit.context.trace_id
+    carried = trace.get_current_span(tracing.extract_context(letter_headers))
+    assert carried.get_span_context().span_id == process.context.span_id
