@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+from opentelemetry import trace
 from opentelemetry.sdk.resources import SERVICE_NAME
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -16,8 +18,12 @@ from typer.testing import CliRunner
 from actions.adapters.memory import InMemoryAdapter
 from centrality import cli
 from schemas import tracing
+from schemas.emitter import SyncEmitter
+from schemas.emitter.settings import EmitterSettings
+from schemas.settings import KafkaSettings
 from schemas.signing import signed_headers, verify
 from schemas.tracing import TracingSettings
+from tests.factories import checkpoint
 
 OTEL_VARS = (
     "OTEL_SDK_DISABLED",
@@ -194,3 +200,17 @@ def test_trace_headers_leave_the_trigger_signature_valid(spans: InMemorySpanExpo
         headers = [*tracing.inject_headers(), *signed_headers(value, key)]
     assert len(headers) == 2
     assert verify(value, headers, key)
+
+
+def test_a_sync_emitter_carries_the_callers_trace(
+    spans: InMemorySpanExporter, tmp_path: Path
+) -> None:
+    unreachable = KafkaSettings(bootstrap="127.0.0.1:1")  # so the record waits in the spool
+    emitter = SyncEmitter(unreachable, EmitterSettings(spool_dir=tmp_path))
+    with emitter, tracing.span("training step"):
+        emitter.emit(checkpoint(1200))
+        [(_, record)] = list(emitter._require().spool.pending())
+    step = next(s for s in spans.get_finished_spans() if s.name == "training step")
+    carried = trace.get_current_span(tracing.extract_context(record.headers))
+    assert step.context is not None
+    assert carried.get_span_context().trace_id == step.context.trace_id
