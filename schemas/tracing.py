@@ -15,8 +15,10 @@ second per worker; tracing that is not asked for must cost them nothing measurab
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import functools
+import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar, cast
 
@@ -26,6 +28,7 @@ from opentelemetry.util.types import Attributes
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+EXIT_FLUSH_MS = 2000
 Headers = list[tuple[str, bytes]]
 Attrs = Callable[[], Attributes]
 T = TypeVar("T")
@@ -89,10 +92,26 @@ def make_provider(service: str, settings: TracingSettings | None = None) -> Any:
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
     named = SERVICE_NAME in (OTELResourceDetector().detect().attributes or {})
-    provider = SdkTracerProvider(resource=Resource.create({} if named else {SERVICE_NAME: service}))
-    for name in names:
-        provider.add_span_processor(BatchSpanProcessor(_exporter(name, settings)))
+    provider = SdkTracerProvider(
+        resource=Resource.create({} if named else {SERVICE_NAME: service}), shutdown_on_exit=False
+    )
+    exporters = [_exporter(name, settings) for name in names]
+    for exporter in exporters:
+        provider.add_span_processor(BatchSpanProcessor(exporter))
+    atexit.register(_flush_at_exit, provider, exporters)
     return provider
+
+
+def _flush_at_exit(provider: Any, exporters: list[Any]) -> None:
+    """The last spans get `EXIT_FLUSH_MS` to go out. The SDK's own shutdown would wait out an
+    unreachable collector's retries (up to `OTEL_EXPORTER_OTLP_TIMEOUT`, 10 s), longer than a
+    worker may take to stop (the streams worker is killed 8 s after SIGTERM)."""
+    # The SDK's force_flush ignores its timeout: it exports in the calling thread until done.
+    flushing = threading.Thread(target=provider.force_flush, name="otel-exit-flush", daemon=True)
+    flushing.start()
+    flushing.join(EXIT_FLUSH_MS / 1000)
+    for exporter in exporters:
+        exporter.shutdown()  # ends a retry under way; the export threads are daemons
 
 
 def _exporter(name: str, settings: TracingSettings) -> Any:
