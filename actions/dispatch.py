@@ -34,6 +34,7 @@ from actions.slack.background import BackgroundNotifier
 from actions.slack.blocks import incident_message
 from actions.slack.notifier import Message, Notifier
 from actions.threads import in_thread
+from schemas import tracing
 from schemas.envelope import Event, utcnow
 from schemas.events import ActionFailed, ActionStarted, ActionSucceeded, BenchmarkCompleted, Trigger
 from schemas.metrics.catalog import ACTIONS, BREAKER_REFUSALS
@@ -73,6 +74,18 @@ class Dispatcher:
         self.notifications = notifications or BackgroundNotifier(notifier)
 
     async def handle(self, trigger: Trigger) -> None:
+        with tracing.span(
+            f"action {trigger.type}",
+            lambda: {
+                "centrality.trigger.type": trigger.type,
+                "centrality.trigger.id": str(trigger.event_id),
+                "centrality.cluster": trigger.cluster,
+                "centrality.subject": trigger.subject,
+            },
+        ):
+            await self._handle(trigger)
+
+    async def _handle(self, trigger: Trigger) -> None:
         spec = handler_for(trigger)
         if spec is None:
             log.info("no_handler", type=trigger.type, id=str(trigger.event_id))
@@ -121,7 +134,8 @@ class Dispatcher:
     def _context(self, trigger: Trigger) -> ActionContext:
         incident = incident_of(trigger)
         if not self.settings.dry_run:
-            return ActionContext(self.adapter, self.notifier, self.settings, incident)
+            adapter = tracing.traced(self.adapter, f"adapter {self.adapter.name}")
+            return ActionContext(adapter, self.notifier, self.settings, incident)
         plan = Plan()
         return ActionContext(
             PlanningAdapter(plan), PlanningNotifier(plan), self.settings, incident, dry_run=True
@@ -191,6 +205,7 @@ class Dispatcher:
             )
             detail = {**detail, "notified": await self._notify(ctx, message)}
         log.info("action_succeeded", action=spec.name, subject=trigger.subject, dry_run=ctx.dry_run)
+        tracing.annotate({"centrality.action": spec.name, "centrality.outcome": "succeeded"})
         await self.emit(self._result(ActionSucceeded, spec, trigger, ctx, attempt, detail=detail))
         await self._record(spec, trigger, ctx, "succeeded", attempt, detail=detail)
         ACTIONS.labels(spec.name, "planned" if ctx.dry_run else "succeeded").inc()
@@ -207,6 +222,7 @@ class Dispatcher:
     ) -> None:
         error = f"{type(exc).__name__}: {exc}"
         log.error("action_failed", action=spec.name, error=error, permanent=permanent)
+        tracing.annotate({"centrality.action": spec.name, "centrality.outcome": "failed"})
         message = incident_message(
             trigger, headline=spec.headline(trigger, succeeded=False), error=error
         )
@@ -233,6 +249,9 @@ class Dispatcher:
     ) -> None:
         """Not acting is recorded like acting: an ActionFailed with the reason, maybe a message."""
         log.warning("action_refused", action=spec.name, id=str(trigger.event_id), why=why)
+        tracing.annotate(
+            {"centrality.action": spec.name, "centrality.outcome": outcome, "centrality.why": why}
+        )
         detail: dict[str, Any] = {}
         refused = outcome == "skipped"  # in doubt, it may have acted: that is no refusal
         if notify:

@@ -30,6 +30,7 @@ from actions.inflight import Inflight
 from actions.ledger import KafkaLedger
 from actions.settings import ActionsSettings
 from actions.slack.notifier import Notifier, make_notifier
+from schemas import tracing
 from schemas.batches import SkippingFetcher
 from schemas.codec import DecodeError, decode
 from schemas.deadletter import DeadLetter
@@ -196,6 +197,22 @@ class ActionWorker:
         return triggers
 
     async def _act(
+        self, emitter: Emitter, dispatcher: Dispatcher, record: Record, triggers: list[Trigger]
+    ) -> None:
+        # The trace the streams app sent with the trigger goes on here.
+        with tracing.span(
+            f"process {record.topic}",
+            lambda: {
+                "messaging.destination.name": record.topic,
+                "messaging.destination.partition.id": str(record.partition),
+                "messaging.kafka.offset": record.offset,
+            },
+            kind=tracing.CONSUMER,
+            headers=record.headers,
+        ):
+            await self._act_on(emitter, dispatcher, record, triggers)
+
+    async def _act_on(
         self, emitter: Emitter, dispatcher: Dispatcher, record: Record, triggers: list[Trigger]
     ) -> None:
         for trigger in triggers:

@@ -14,9 +14,11 @@ from rich.console import Console
 from rich.table import Table
 
 from centrality.entry import CentralityGroup, Options, quiet_libraries
+from centrality.errors import UserError
 from centrality.progress import tracking, wanted
 from centrality.runner import run_until_signalled
 from centrality.version import version
+from schemas import tracing
 from schemas.logs import configure_logging
 
 app = typer.Typer(
@@ -46,6 +48,11 @@ def _logging(
     # Logs go to stderr (JSON unless a person is watching): stdout is for `--json` output.
     configure_logging()
     quiet_libraries(ctx.invoked_subcommand)
+    # Off unless OTEL_* says otherwise; `centrality streams` execs Faust, which does its own.
+    try:
+        tracing.configure(f"centrality-{ctx.invoked_subcommand}")
+    except ValueError as exc:  # an exporter or protocol we cannot honour: say so, never run blind
+        raise UserError(str(exc), "see docs/tracing.md for the OTEL_* settings") from None
 
 
 @app.command()

@@ -37,6 +37,7 @@ import faust
 import orjson
 import structlog
 
+from schemas import tracing
 from schemas.codec import DecodeError, decode, encode
 from schemas.deadletter import DeadLetter, count_dead_letter
 from schemas.envelope import Event
@@ -52,7 +53,6 @@ from schemas.placement import misplaced, partition_for
 from schemas.settings import KafkaSettings
 from schemas.signing import SigningSettings, signed_headers
 from schemas.topics import JOB_PARTITIONS, NODE_PARTITIONS, topic_name
-from schemas.tracing import inject_headers
 from streams import batches, faust_transport, observe, topics
 from streams.clean_start import guard
 from streams.entities import JOBS, KINDS, NODES, Kind, forwarded, kind_of, step
@@ -66,6 +66,7 @@ from streams.state_cache import StateCache
 
 log = structlog.get_logger("streams")
 
+tracing.configure("centrality-streams")  # this module is the worker's entry point (faust -A)
 kafka = KafkaSettings()
 settings = StreamsSettings()
 signing_key = SigningSettings().require("the streams worker")  # no unsigned decisions, ever
@@ -215,6 +216,27 @@ async def _handle_message(message: Any) -> None:
         except Exception:  # a tick must never take the agent down; the next one retries
             log.exception("tick_failed", topic=message.topic, partition=message.partition)
         return
+    if not tracing.enabled():  # the per-message path stays as cheap as it was
+        await _handle_record(message)
+        return
+    with tracing.span(
+        f"process {message.topic}",
+        lambda: _consumed(message),
+        kind=tracing.CONSUMER,
+        headers=message.headers,
+    ):
+        await _handle_record(message)
+
+
+def _consumed(message: Any) -> dict[str, str | int]:
+    return {
+        "messaging.destination.name": message.topic,
+        "messaging.destination.partition.id": str(message.partition),
+        "messaging.kafka.offset": message.offset,
+    }
+
+
+async def _handle_record(message: Any) -> None:
     mark = batches.unreadable(message.headers)
     if mark is not None:
         await _dead_letter(*mark, message)
@@ -243,7 +265,9 @@ async def _handle_message(message: Any) -> None:
             by_kind.setdefault((kind.table, event.subject), (kind, []))[1].append(event)
         else:  # e.g. an action result: no table here, but it concerns the nodes it names
             for derived in forwarded(event):
-                await forward_topic.send(key=derived.key, value=encode(derived))
+                await forward_topic.send(
+                    key=derived.key, value=encode(derived), headers=tracing.inject_headers()
+                )
                 labelled(EVENTS_OUT, FORWARD, derived.type).inc()
     for (_, key), (kind, batch) in by_kind.items():
         try:
@@ -310,6 +334,18 @@ def load(kind: Kind, key: str) -> Any:
 
 
 async def handle_events(kind: Kind, key: str, events: Sequence[Event]) -> None:
+    """Fold and decide one entity's events of a message, traced within that message."""
+    if not tracing.enabled():
+        await _fold(kind, key, events)
+        return
+    with tracing.span(
+        f"fold {kind.table}",
+        lambda: {"centrality.subject": key, "centrality.events": len(events)},
+    ):
+        await _fold(kind, key, events)
+
+
+async def _fold(kind: Kind, key: str, events: Sequence[Event]) -> None:
     state = load(kind, key)
     result = step(kind, state, events, engine)
     outputs = len(result.forwards) + len(result.triggers)
@@ -326,15 +362,18 @@ async def handle_events(kind: Kind, key: str, events: Sequence[Event]) -> None:
     largest = max(largest, *(len(v) for _, v in triggers), 0)
     if largest > OUTPUT_BYTES_MAX:
         raise Refused("output-too-large", f"an output of {largest} bytes")
+    # Outputs carry this fold's trace context: the trace goes on where they are consumed. The
+    # signature covers the value only, so trace headers never break it.
+    trace_headers = tracing.inject_headers()
     sent = [
-        await forward_topic.send(key=derived_key, value=encoded)
+        await forward_topic.send(key=derived_key, value=encoded, headers=trace_headers)
         for derived_key, encoded in forwards
     ]
     sent += [
         await triggers_topic.send(
             key=t.key,
             value=encoded,
-            headers=[*inject_headers(), *signed_headers(encoded, signing_key)],
+            headers=[*trace_headers, *signed_headers(encoded, signing_key)],
         )
         for t, encoded in triggers
     ]
@@ -371,7 +410,8 @@ async def handle_tick(kind: Kind, message: Any) -> None:
         try:
             state = load(kind, key)
             if getattr(state, "ticks", True):
-                await handle_events(kind, key, [tick(kind.tick, key, state.cluster, now)])
+                # A tick is no event: it continues no trace and starts none.
+                await _fold(kind, key, [tick(kind.tick, key, state.cluster, now)])
         except Exception as exc:  # one entity's failure must not keep the others from ticking
             _log_failure(exc, message)
 
@@ -403,11 +443,12 @@ async def _dead_letter(reason: str, detail: str, message: Any) -> None:
         raw=raw,
     )
     count_dead_letter(letter)  # and logged there, throttled: poison comes in storms
-    value = letter.to_bytes()
+    tracing.annotate({"centrality.dead_letter": reason})
+    value, headers = letter.to_bytes(), tracing.inject_headers()  # the letter stays in the trace
     try:
         await call_retrying(
             "dead_letter",
-            lambda: deadletter_topic.send(key=message.topic.encode(), value=value),
+            lambda: deadletter_topic.send(key=message.topic.encode(), value=value, headers=headers),
             settings.send_retry_s,
             lambda: app.should_stop,
         )

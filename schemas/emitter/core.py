@@ -24,6 +24,7 @@ from aiokafka.errors import (
     RecordTooLargeError,
 )
 
+from schemas import tracing
 from schemas.codec import MAX_MESSAGE_BYTES, encode_checked, split_batches
 from schemas.deadletter import DeadLetter, count_dead_letter
 from schemas.emitter.batcher import Batcher, PendingBatch
@@ -34,7 +35,6 @@ from schemas.metrics.catalog import EVENTS_OUT, count_types, labelled
 from schemas.metrics.server import watch_spool
 from schemas.settings import KafkaSettings
 from schemas.topics import spec, topic_name
-from schemas.tracing import inject_headers
 
 log = structlog.get_logger("emitter")
 
@@ -148,7 +148,7 @@ class Emitter:
                 with contextlib.suppress(SpoolFullError):
                     await self._deliver_batch(full)
         else:
-            await self._deliver(topic, event.key, encode_checked(event), headers)
+            await self._deliver(topic, event.key, encode_checked(event), headers, event)
         labelled(EVENTS_OUT, topic, event.type).inc()
 
     async def emit_batch(self, events: Sequence[Event]) -> None:
@@ -192,8 +192,22 @@ class Emitter:
         key: bytes | None,
         value: bytes,
         headers: Sequence[tuple[str, bytes]] = (),
+        event: Event | None = None,
     ) -> None:
-        record = SpooledRecord(topic, key, value, [*inject_headers(), *headers])
+        if not tracing.enabled():
+            await self._deliver_record(SpooledRecord(topic, key, value, list(headers)))
+            return
+        # The span's own context travels in the headers: consumers continue this trace. A
+        # batched message starts a trace of its own (its events were emitted from many).
+        with tracing.span(
+            f"emit {topic}", lambda: _attributes(topic, event), kind=tracing.PRODUCER
+        ):
+            await self._deliver_record(
+                SpooledRecord(topic, key, value, [*tracing.inject_headers(), *headers])
+            )
+
+    async def _deliver_record(self, record: SpooledRecord) -> None:
+        topic, key, value = record.topic, record.key, record.value
         async with self._lock:
             producer = self._producer if self.spool.empty else None
             if producer is None:
@@ -331,6 +345,17 @@ class Emitter:
         if producer is not None:
             with contextlib.suppress(*_UNREACHABLE):
                 await producer.stop()
+
+
+def _attributes(topic: str, event: Event | None) -> dict[str, str]:
+    if event is None:
+        return {"messaging.destination.name": topic}
+    return {
+        "messaging.destination.name": topic,
+        "centrality.event.type": event.type,
+        "centrality.event.id": str(event.event_id),
+        "centrality.subject": event.subject,
+    }
 
 
 def _take(spool: Spool, n: int) -> list[tuple[tuple[int, int], SpooledRecord]]:

@@ -33,10 +33,12 @@ from typing import Any, TypeVar
 import structlog
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.errors import KafkaError
+from opentelemetry.trace import Link
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from tenacity import AsyncRetrying, RetryCallState, RetryError, wait_random_exponential
 
+from schemas import tracing
 from schemas.batches import SkippedBatch, SkippingFetcher
 from schemas.deadletter import count_dead_letter
 from schemas.metrics.catalog import EVENTS_IN, PROCESSING_SECONDS, labelled
@@ -81,6 +83,8 @@ class Batch:
     """Estimated before decoding (`estimated_rows`); the insert process counts exactly."""
     first: dict[TopicPartition, int] = field(default_factory=dict)
     last: dict[TopicPartition, int] = field(default_factory=dict)
+    links: list[Link] = field(default_factory=list)
+    """While tracing: the traces of (the first `LINKS_MAX`) records, for the insert's span."""
 
     @property
     def token(self) -> str:
@@ -201,6 +205,7 @@ class HistorySink:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.settings.batch_max_ms / 1000
         limit = self.settings.batch_max_rows
+        traced = tracing.enabled()
         while batch.rows < limit and not stop.is_set():
             wait_ms = int((deadline - loop.time()) * 1000)
             if wait_ms <= 0:
@@ -223,6 +228,8 @@ class HistorySink:
                 break
             for tp, records in fetched.items():
                 for r in records:
+                    if traced and len(batch.links) < tracing.LINKS_MAX:
+                        batch.links.extend(filter(None, [tracing.link(r.headers)]))
                     record = Record(r.topic, r.partition, r.offset, r.key, r.value)
                     rows = estimated_rows(record)
                     batch.records.append(record)
@@ -261,7 +268,23 @@ class HistorySink:
         stop: asyncio.Event,
     ) -> bool:
         """Wait for a batch's insert, retrying it until ClickHouse takes it, then commit its
-        offsets: never before. False if stopped first."""
+        offsets: never before. False if stopped first. Traced as one span, linked to the
+        traces of the records it stores."""
+        with tracing.span(
+            "history insert",
+            lambda: {"centrality.rows": batch.rows, "centrality.records": len(batch.records)},
+            kind=tracing.CONSUMER,
+            links=batch.links,
+        ):
+            return await self._settle_batch(consumer, write, batch, stop)
+
+    async def _settle_batch(
+        self,
+        consumer: AIOKafkaConsumer,
+        write: Future[writer.Written],
+        batch: Batch,
+        stop: asyncio.Event,
+    ) -> bool:
         submitted = [write]
         started = time.perf_counter()
 

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import importlib
+import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from schemas import tracing
 from schemas.envelope import Event
 from schemas.events import Trigger
 from schemas.events.triggers import Severity as Severity  # rules import it from here
@@ -134,24 +137,54 @@ class RuleEngine:
         triggers: list[Trigger] = []
         pending = dict(memo.pending_since)
         fired = dict(memo.fired)
+        traced = tracing.enabled()
         for bound in self._by_type.get(type(event), ()):
             name, cfg = bound.spec.name, bound.config
+            started_ns = time.time_ns() if traced else 0
             decided = list(bound.spec.fn(state, event, cfg))
             if not decided:
                 pending.pop(name, None)
                 continue
-            since = pending.setdefault(name, now)
-            if (now - since).total_seconds() < cfg.for_s:
-                continue
-            last = fired.get(name)
-            fresh = [t for t in decided if last is None or t.event_id not in last.trigger_ids]
-            if not fresh:
-                continue
-            if last is not None and (now - last.at).total_seconds() < cfg.cooldown_s:
-                continue
-            kept = (*(last.trigger_ids if last else ()), *(t.event_id for t in fresh))
-            fired[name] = Fired(at=now, trigger_ids=kept[-FIRED_IDS_KEPT:])
+            fresh, held = _admit(name, cfg, decided, now, pending, fired)
             triggers.extend(fresh)
+            if started_ns:  # traced: a span for each rule that decided something
+                tracing.record(f"rule {name}", started_ns, _decision(name, event, fresh, held))
         if pending == memo.pending_since and fired == memo.fired:
             return triggers, memo
         return triggers, RuleMemo(pending_since=pending, fired=fired)
+
+
+def _admit(
+    name: str,
+    cfg: RuleConfig,
+    decided: list[Trigger],
+    now: datetime,
+    pending: dict[str, datetime],
+    fired: dict[str, Fired],
+) -> tuple[list[Trigger], str | None]:
+    """What a rule decided that goes out now, or why nothing does (`for_s` not yet over, all
+    decided before, cooldown); `pending` and `fired` are updated in place."""
+    since = pending.setdefault(name, now)
+    if (now - since).total_seconds() < cfg.for_s:
+        return [], "for_s"
+    last = fired.get(name)
+    fresh = [t for t in decided if last is None or t.event_id not in last.trigger_ids]
+    if not fresh:
+        return [], "decided before"
+    if last is not None and (now - last.at).total_seconds() < cfg.cooldown_s:
+        return [], "cooldown"
+    kept = (*(last.trigger_ids if last else ()), *(t.event_id for t in fresh))
+    fired[name] = Fired(at=now, trigger_ids=kept[-FIRED_IDS_KEPT:])
+    return fresh, None
+
+
+def _decision(name: str, event: Event, fresh: list[Trigger], held: str | None) -> dict[str, Any]:
+    attributes: dict[str, Any] = {
+        "centrality.rule": name,
+        "centrality.event.type": event.type,
+        "centrality.event.id": str(event.event_id),
+        "centrality.triggers": [f"{t.type}:{t.event_id}" for t in fresh],
+    }
+    if held is not None:
+        attributes["centrality.held"] = held
+    return attributes
