@@ -94,6 +94,9 @@ class Spool:
         self.max_bytes = max_bytes
         self._cursor_file = directory / "cursor"
         self._segment, self._offset = self._read_cursor()
+        # Whether anything is pending, remembered: the Emitter asks before every send, and the
+        # lock makes this process the directory's only writer, so only append and ack change it.
+        self._empty: bool | None = None
 
     def orphans(self) -> list[Spool]:
         """Private spools of writers that are gone (their lock is free), now owned by us."""
@@ -118,7 +121,9 @@ class Spool:
 
     @property
     def empty(self) -> bool:
-        return next(iter(self.pending()), None) is None
+        if self._empty is None:
+            self._empty = next(iter(self.pending()), None) is None
+        return self._empty
 
     def size_bytes(self) -> int:
         return sum(p.stat().st_size for p in self._segments())
@@ -150,6 +155,7 @@ class Spool:
                 f"spool {self.directory}: the disk is full ({exc.strerror}) at "
                 f"{self.size_bytes()} bytes spooled; {len(records)} event message(s) refused"
             ) from exc
+        self._empty = False
 
     @staticmethod
     def _cut(target: Path, size: int, existed: bool) -> None:
@@ -179,6 +185,7 @@ class Spool:
     def ack(self, position: tuple[int, int]) -> None:
         """Everything up to `position` reached Kafka; drop fully delivered segments."""
         self._segment, self._offset = position
+        self._empty = None
         self._save_cursor()
         # Safe even when the cursor could not be saved: a restart then starts at the first
         # segment left, and redelivers (never loses) what was acked in it.
