@@ -17,6 +17,7 @@ from datetime import datetime, timedelta
 import structlog
 from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
 
+from schemas import kafka_clients
 from schemas.codec import DecodeError, decode
 from schemas.envelope import utcnow
 from schemas.events import NodeHeartbeat
@@ -112,8 +113,8 @@ class FleetWatcher:
                 await asyncio.sleep(self.retry_s)
 
     async def _consume(self, seeded: asyncio.Event) -> None:
-        consumer = AIOKafkaConsumer(
-            bootstrap_servers=self.kafka.bootstrap,
+        consumer = kafka_clients.consumer(
+            self.kafka,
             client_id=f"{self.kafka.client_id}-fleet",
             group_id=None,
             enable_auto_commit=False,

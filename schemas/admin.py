@@ -11,6 +11,7 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from aiokafka.errors import TopicAlreadyExistsError
 
+from schemas import kafka_clients
 from schemas.settings import KafkaSettings
 from schemas.topics import CATALOG, TopicSpec
 
@@ -33,7 +34,7 @@ async def ensure_topics(
 ) -> CatalogReport:
     """Create missing topics; compare existing ones with the catalog and report differences."""
     report = CatalogReport()
-    admin = AIOKafkaAdminClient(bootstrap_servers=settings.bootstrap, client_id=settings.client_id)
+    admin = kafka_clients.admin(settings)
     await admin.start()
     try:
         existing = set(await admin.list_topics())

@@ -1,11 +1,22 @@
-"""Kafka connection settings shared by every producer and consumer of the contract."""
+"""Kafka connection settings shared by every producer and consumer of the contract.
 
-from pydantic import Field
+One class for every client (Emitter, Faust worker, action worker, sink, replay, admin): how it
+reaches the broker and how it proves who it is. `schemas.kafka_clients` turns it into client
+arguments; nothing else builds a Kafka client.
+"""
+
+from pathlib import Path
+from typing import Literal, Self
+
+from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+SecurityProtocol = Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"]
+SaslMechanism = Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
 
 
 class KafkaSettings(BaseSettings):
-    """`CENTRALITY_KAFKA_*`: which broker to use and how topic names are spelled."""
+    """`CENTRALITY_KAFKA_*`: which broker to use, how to authenticate, how topics are spelled."""
 
     model_config = SettingsConfigDict(env_prefix="CENTRALITY_KAFKA_", extra="ignore")
 
@@ -18,8 +29,51 @@ class KafkaSettings(BaseSettings):
         description="Prepended to every catalog topic name; tests use a unique one per test.",
     )
     client_id: str = Field(default="centrality", description="Kafka client id of our clients.")
+    security_protocol: SecurityProtocol = Field(
+        default="PLAINTEXT",
+        description="PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL.",
+    )
+    sasl_mechanism: SaslMechanism = Field(
+        default="SCRAM-SHA-512",
+        description="PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (SASL_* protocols only).",
+    )
+    sasl_username: str | None = Field(default=None, description="SASL user (SASL_* protocols).")
+    sasl_password: SecretStr | None = Field(
+        default=None, description="SASL password (SASL_* protocols)."
+    )
+    ssl_cafile: Path | None = Field(
+        default=None,
+        description="PEM CA bundle the broker certificates are checked against; "
+        "the system's CAs if unset (SSL, SASL_SSL).",
+    )
+    ssl_certfile: Path | None = Field(
+        default=None, description="PEM client certificate, for brokers that require one (mTLS)."
+    )
+    ssl_keyfile: Path | None = Field(default=None, description="PEM private key of `ssl_certfile`.")
+    ssl_key_password: SecretStr | None = Field(
+        default=None, description="Password of `ssl_keyfile`, if it is encrypted."
+    )
+
+    @model_validator(mode="after")
+    def _complete(self) -> Self:
+        """Refuse half a configuration here, not as an opaque handshake failure later."""
+        if self.sasl and (not self.sasl_username or self.sasl_password is None):
+            raise ValueError(
+                f"security_protocol {self.security_protocol} needs sasl_username and sasl_password"
+            )
+        if (self.ssl_certfile is None) != (self.ssl_keyfile is None):
+            raise ValueError("ssl_certfile and ssl_keyfile go together")
+        return self
 
     @property
     def external(self) -> bool:
         """True when the user pointed us at a broker of their own."""
         return "bootstrap" in self.model_fields_set
+
+    @property
+    def sasl(self) -> bool:
+        return self.security_protocol.startswith("SASL_")
+
+    @property
+    def tls(self) -> bool:
+        return self.security_protocol.endswith("SSL")

@@ -45,7 +45,7 @@ from schemas.settings import KafkaSettings
 from schemas.signing import SigningSettings, signed_headers
 from schemas.topics import JOB_PARTITIONS, NODE_PARTITIONS, topic_name
 from schemas.tracing import inject_headers
-from streams import batches, faust_transport, topics
+from streams import batches, credentials, faust_transport, topics
 from streams.clean_start import guard
 from streams.entities import JOBS, KINDS, NODES, Kind, forwarded, kind_of, step
 from streams.failures import call_retrying, transient
@@ -72,6 +72,7 @@ PARTITIONS = JOB_PARTITIONS
 app = faust.App(
     settings.app_id,
     broker=[f"{scheme}://{host}" for host in kafka.bootstrap.split(",")],
+    broker_credentials=credentials.broker_credentials(kafka),
     store=settings.store,
     datadir=str(settings.data_dir),
     topic_partitions=PARTITIONS,

@@ -19,14 +19,14 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import typer
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
-from aiokafka.admin import AIOKafkaAdminClient
+from aiokafka import TopicPartition
 from aiokafka.partitioner import murmur2
 from rich.console import Console
 
 from centrality.bench.cli import bench_app, report
 from centrality.bench.history_data import job_run, node_telemetry
 from centrality.stack.process import ManagedProcess
+from schemas import kafka_clients
 from schemas.admin import ensure_topics
 from schemas.codec import decode, encode, encode_batch
 from schemas.events import JobExited
@@ -64,7 +64,7 @@ def workload(nodes: int, minutes: int, jobs: int, now: datetime) -> list[Message
 
 
 async def fill(kafka: KafkaSettings, messages: list[Message]) -> None:
-    producer = AIOKafkaProducer(bootstrap_servers=kafka.bootstrap, linger_ms=20)
+    producer = kafka_clients.producer(kafka, linger_ms=20)
     await producer.start()
     try:
         for topic, key, value, _ in messages:
@@ -79,7 +79,7 @@ def _partitions(kafka: KafkaSettings) -> list[TopicPartition]:
 
 
 async def end_offsets(kafka: KafkaSettings) -> dict[TopicPartition, int]:
-    consumer = AIOKafkaConsumer(bootstrap_servers=kafka.bootstrap)
+    consumer = kafka_clients.consumer(kafka)
     await consumer.start()
     try:
         return dict(await consumer.end_offsets(_partitions(kafka)))
@@ -90,8 +90,8 @@ async def end_offsets(kafka: KafkaSettings) -> dict[TopicPartition, int]:
 async def raw_loop(kafka: KafkaSettings, ends: dict[TopicPartition, int]) -> tuple[int, float]:
     """The same messages through aiokafka + decode + the pure Brain; (events, events/s)."""
     brain = Brain(RuleEngine.load(StreamsSettings().rule_modules, {}))
-    consumer = AIOKafkaConsumer(
-        bootstrap_servers=kafka.bootstrap,
+    consumer = kafka_clients.consumer(
+        kafka,
         enable_auto_commit=False,
         max_partition_fetch_bytes=4 << 20,
     )
@@ -132,7 +132,7 @@ async def worker_rate(
     timeout_s: float,
 ) -> float:
     """Events/s of the worker's consumer group, from its first commit to its last."""
-    admin = AIOKafkaAdminClient(bootstrap_servers=kafka.bootstrap)
+    admin = kafka_clients.admin(kafka)
     await admin.start()
     try:
         first: tuple[float, int] | None = None
@@ -175,12 +175,12 @@ async def latency(kafka: KafkaSettings, duration_s: float, background_eps: int) 
     """Milliseconds from producing a crashed job's exit to receiving its RestartJob."""
     sent: dict[str, float] = {}
     got: dict[str, float] = {}
-    triggers = AIOKafkaConsumer(
-        topic_name("triggers", kafka), bootstrap_servers=kafka.bootstrap, auto_offset_reset="latest"
+    triggers = kafka_clients.consumer(
+        kafka, topic_name("triggers", kafka), auto_offset_reset="latest"
     )
     await triggers.start()
     await triggers.seek_to_end()
-    producer = AIOKafkaProducer(bootstrap_servers=kafka.bootstrap, linger_ms=5)
+    producer = kafka_clients.producer(kafka, linger_ms=5)
     await producer.start()
     stop, sending_done, all_received = asyncio.Event(), asyncio.Event(), asyncio.Event()
 

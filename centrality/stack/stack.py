@@ -73,7 +73,7 @@ class Stack:
             self.local_kafka.start()
         else:
             progress(f"using Kafka at {self.kafka.bootstrap}")
-            asyncio.run(wait_ready(self.kafka.bootstrap, self.settings.start_timeout_s))
+            asyncio.run(wait_ready(self.kafka, self.settings.start_timeout_s))
         progress("creating the topic catalog")
         catalog = asyncio.run(ensure_topics(self.kafka))
         if self._clickhouse_managed:
@@ -131,7 +131,7 @@ class Stack:
 
 def _reachable_kafka(kafka: KafkaSettings) -> bool:
     try:
-        asyncio.run(wait_ready(kafka.bootstrap, 3.0))
+        asyncio.run(wait_ready(kafka, 3.0))
     except Exception:
         return False
     return True

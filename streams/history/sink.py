@@ -37,6 +37,7 @@ from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from tenacity import AsyncRetrying, RetryCallState, RetryError, wait_random_exponential
 
+from schemas import kafka_clients
 from schemas.batches import SkippedBatch, SkippingFetcher
 from schemas.deadletter import count_dead_letter
 from schemas.settings import KafkaSettings
@@ -122,9 +123,9 @@ class HistorySink:
         if stop.is_set():
             return
         self._pool = self._start_pool()
-        consumer = AIOKafkaConsumer(
+        consumer = kafka_clients.consumer(
+            self.kafka,
             *self.topics(),
-            bootstrap_servers=self.kafka.bootstrap,
             group_id=self.settings.group_id,
             client_id=f"{self.kafka.client_id}-sink",
             enable_auto_commit=False,

@@ -30,6 +30,7 @@ from datetime import UTC, datetime, timedelta
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
+from schemas import kafka_clients
 from schemas.batches import SkippingFetcher
 from schemas.codec import DecodeError, decode
 from schemas.envelope import Event
@@ -296,8 +297,8 @@ def _ms(at: datetime) -> int:
 
 @asynccontextmanager
 async def _consumer(settings: KafkaSettings) -> AsyncIterator[AIOKafkaConsumer]:
-    consumer = AIOKafkaConsumer(
-        bootstrap_servers=settings.bootstrap,
+    consumer = kafka_clients.consumer(
+        settings,
         client_id=f"{settings.client_id}-replay",
         group_id=None,
         enable_auto_commit=False,
