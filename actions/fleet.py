@@ -22,7 +22,7 @@ from schemas.codec import DecodeError, decode
 from schemas.envelope import utcnow
 from schemas.events import NodeHeartbeat
 from schemas.settings import KafkaSettings
-from schemas.topics import spec, topic_name
+from schemas.topics import partition_count, topic_name
 
 log = structlog.get_logger("actions.fleet")
 
@@ -84,7 +84,7 @@ class FleetWatcher:
         self.retry_s = retry_s
         self.clock = clock
         self.topic = topic_name("nodes", kafka)
-        self.partitions = [TopicPartition(self.topic, p) for p in range(spec("nodes").partitions)]
+        self.partitions = [TopicPartition(self.topic, p) for p in range(partition_count("nodes"))]
 
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[ObservedFleet]:

@@ -105,7 +105,7 @@ def streams() -> None:
     from schemas.settings import KafkaSettings
     from schemas.signing import MissingKeyError, SigningSettings
     from streams.settings import StreamsSettings
-    from streams.topics import ensure_internal_topics
+    from streams.topics import NotCopartitionedError, check_copartitioned, ensure_internal_topics
 
     try:
         SigningSettings().require("the streams worker")
@@ -113,6 +113,11 @@ def streams() -> None:
         console.print(f"[red]{exc}[/]")
         raise typer.Exit(2) from None
     asyncio.run(ensure_internal_topics(KafkaSettings(), StreamsSettings()))
+    try:
+        asyncio.run(check_copartitioned(KafkaSettings(), StreamsSettings()))
+    except NotCopartitionedError as exc:
+        console.print(f"[red]{exc}[/]", soft_wrap=True)
+        raise typer.Exit(2) from None
     faust = Path(sys.executable).with_name("faust")
     argv = [str(faust), "-A", "streams.app", "worker", "--without-web", "-l", "info"]
     code = run_with_stop_deadline(argv, StreamsSettings().stop_timeout_s)

@@ -41,9 +41,9 @@ from schemas.codec import DecodeError, decode, encode
 from schemas.deadletter import DeadLetter, count_dead_letter
 from schemas.envelope import Event
 from schemas.placement import misplaced, partition_for
-from schemas.settings import KafkaSettings
+from schemas.settings import KafkaSettings, TopicSettings
 from schemas.signing import SigningSettings, signed_headers
-from schemas.topics import JOB_PARTITIONS, NODE_PARTITIONS, topic_name
+from schemas.topics import topic_name
 from schemas.tracing import inject_headers
 from streams import batches, credentials, faust_transport, topics
 from streams.clean_start import guard
@@ -66,8 +66,10 @@ signing_key = SigningSettings().require("the streams worker")  # no unsigned dec
 engine = RuleEngine.load(settings.rule_modules, settings.rule_config)
 settings.data_dir.mkdir(parents=True, exist_ok=True)  # Faust creates only the last level
 scheme = faust_transport.install(settings.fetch_max_wait_ms)
-assert JOB_PARTITIONS == NODE_PARTITIONS, "one partition count keeps every table co-partitioned"
-PARTITIONS = JOB_PARTITIONS
+# One partition count keeps every table co-partitioned with what it folds; `centrality streams`
+# checks the broker's topics against it before starting (streams.topics.check_copartitioned).
+layout = TopicSettings().of("tables")
+PARTITIONS = layout.partitions
 
 app = faust.App(
     settings.app_id,
@@ -76,6 +78,7 @@ app = faust.App(
     store=settings.store,
     datadir=str(settings.data_dir),
     topic_partitions=PARTITIONS,
+    topic_replication_factor=layout.replication_factor,
     autodiscover=False,
     web_enabled=False,
     broker_session_timeout=settings.session_timeout_s,
@@ -145,6 +148,7 @@ tables = {
         value_type=bytes,
         schema=raw(),
         partitions=PARTITIONS,
+        extra_topic_configs={"min.insync.replicas": str(layout.min_insync_replicas)},
     )
     for kind in KINDS
 }

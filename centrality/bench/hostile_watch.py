@@ -24,7 +24,7 @@ from schemas import kafka_clients
 from schemas.codec import DecodeError, decode
 from schemas.events import ActionStarted, ActionSucceeded, RestartJob
 from schemas.settings import KafkaSettings
-from schemas.topics import spec, topic_name
+from schemas.topics import partition_count, topic_name
 from streams.history.client import connect
 from streams.history.settings import ClickHouseSettings
 
@@ -33,7 +33,7 @@ Offsets = dict[TopicPartition, int]
 
 def partitions(kafka: KafkaSettings, topics: Iterable[str]) -> list[TopicPartition]:
     return [
-        TopicPartition(topic_name(t, kafka), p) for t in topics for p in range(spec(t).partitions)
+        TopicPartition(topic_name(t, kafka), p) for t in topics for p in range(partition_count(t))
     ]
 
 

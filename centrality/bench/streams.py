@@ -20,7 +20,6 @@ from pathlib import Path
 
 import typer
 from aiokafka import TopicPartition
-from aiokafka.partitioner import murmur2
 from rich.console import Console
 
 from centrality.bench.cli import bench_app, report
@@ -30,8 +29,9 @@ from schemas import kafka_clients
 from schemas.admin import ensure_topics
 from schemas.codec import decode, encode, encode_batch
 from schemas.events import JobExited
+from schemas.placement import partition_for
 from schemas.settings import KafkaSettings
-from schemas.topics import JOB_PARTITIONS, topic_name
+from schemas.topics import partition_count, topic_name
 from streams.process import Brain
 from streams.rules.registry import RuleEngine
 from streams.settings import StreamsSettings
@@ -75,7 +75,9 @@ async def fill(kafka: KafkaSettings, messages: list[Message]) -> None:
 
 
 def _partitions(kafka: KafkaSettings) -> list[TopicPartition]:
-    return [TopicPartition(topic_name(t, kafka), p) for t in TOPICS for p in range(JOB_PARTITIONS)]
+    return [
+        TopicPartition(topic_name(t, kafka), p) for t in TOPICS for p in range(partition_count(t))
+    ]
 
 
 async def end_offsets(kafka: KafkaSettings) -> dict[TopicPartition, int]:
@@ -243,8 +245,9 @@ def bench_streams(
     progress.log(f"filled {len(messages)} messages on {kafka.topic_prefix}*")
     ends = asyncio.run(end_offsets(kafka))
     counts: dict[TopicPartition, list[int]] = {tp: [] for tp in ends}
+    count = {t: partition_count(t) for t in TOPICS}
     for topic, key, _, n in messages:  # per partition, in produce order = offset order
-        tp = TopicPartition(topic_name(topic, kafka), _partition(key))
+        tp = TopicPartition(topic_name(topic, kafka), partition_for(key, count[topic]))
         counts[tp].append(n)
 
     data_dir = Path(tempfile.mkdtemp(prefix="bench-streams-"))
@@ -284,7 +287,3 @@ def bench_streams(
         "background_eps": background_eps,
     }
     report("bench streams", result, json=json)
-
-
-def _partition(key: bytes) -> int:
-    return int(murmur2(key) & 0x7FFFFFFF) % JOB_PARTITIONS

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from aiokafka.admin import AIOKafkaAdminClient
 
-from schemas.settings import KafkaSettings
+from schemas.settings import KafkaSettings, TopicSettings
 from streams.settings import StreamsSettings
-from streams.topics import PARTITIONS, ensure_internal_topics, internal_topics
+from streams.topics import ensure_internal_topics, internal_topics
 
 
 async def test_internal_topics_are_created_once_with_the_tables_partition_count(
@@ -24,4 +24,6 @@ async def test_internal_topics_are_created_once_with_the_tables_partition_count(
         described = {t["topic"]: t for t in await admin.describe_topics(names)}
     finally:
         await admin.close()
-    assert {n: len(described[n]["partitions"]) for n in names} == dict.fromkeys(names, PARTITIONS)
+    assert {n: len(described[n]["partitions"]) for n in names} == dict.fromkeys(
+        names, TopicSettings().tables_partitions
+    )
