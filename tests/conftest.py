@@ -25,7 +25,12 @@ from tests.ports import free_ports
 from tests.support.triggers import TRIGGER_KEY
 
 # Scheduler test clusters, session-scoped: registered once here so every test shares one of each.
-pytest_plugins = ["tests.support.slurm", "tests.support.ray", "tests.support.kube"]
+pytest_plugins = [
+    "tests.support.slurm",
+    "tests.support.ray",
+    "tests.support.kube",
+    "tests.support.secured",
+]
 
 
 @pytest.fixture(scope="session")

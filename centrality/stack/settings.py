@@ -61,10 +61,18 @@ class StackSettings(BaseSettings):
         default=None,
         description="If set, the local ClickHouse server requires it (user `default`).",
     )
+    clickhouse_tls_certfile: Path | None = Field(
+        default=None, description="If set (with its key), the local ClickHouse serves HTTPS."
+    )
+    clickhouse_tls_keyfile: Path | None = Field(
+        default=None, description="PEM key of `clickhouse_tls_certfile`."
+    )
     start_timeout_s: float = Field(default=90.0, description="How long `up` waits for a service.")
 
     @model_validator(mode="after")
     def _secure_listeners_configured(self) -> Self:
+        if (self.clickhouse_tls_certfile is None) != (self.clickhouse_tls_keyfile is None):
+            raise ValueError("clickhouse_tls_certfile and clickhouse_tls_keyfile go together")
         listeners = set(self.kafka_secure_listeners)
         tls = listeners & {"SSL", "SASL_SSL"}
         if tls and (self.kafka_tls_keystore is None or self.kafka_tls_store_password is None):

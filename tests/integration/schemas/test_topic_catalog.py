@@ -97,4 +97,3 @@ async def test_a_layout_the_cluster_cannot_hold_is_refused_loudly(
     settings = fresh(kafka_settings, unique)
     with pytest.raises(TopicCatalogError, match=r"(?i)replication factor"):
         await ensure_topics(settings, topics=TopicSettings(deadletter_replication_factor=3))
-
