@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import ssl
 from pathlib import Path
 
@@ -162,3 +163,16 @@ def test_topic_layout_is_per_family() -> None:
 def test_min_insync_replicas_above_the_replication_factor_is_refused() -> None:
     with pytest.raises(ValidationError, match="min_insync_replicas 2 > replication_factor 1"):
         TopicSettings(logs_min_insync_replicas=2)
+
+
+def test_no_kafka_client_is_built_outside_kafka_clients() -> None:
+    """A client built elsewhere would miss the security settings and speak PLAINTEXT."""
+    root = Path(__file__).resolve().parents[3]
+    built = re.compile(r"\b(AIOKafkaProducer|AIOKafkaConsumer|AIOKafkaAdminClient)\(")
+    offenders = [
+        str(path.relative_to(root))
+        for package in ("schemas", "streams", "actions", "collectors", "centrality")
+        for path in (root / package).rglob("*.py")
+        if built.search(path.read_text()) and path != root / "schemas" / "kafka_clients.py"
+    ]
+    assert offenders == []
