@@ -15,12 +15,17 @@ topics may predate it, so it is checked against what the broker has, not assumed
 
 from __future__ import annotations
 
+import asyncio
+import time
+
 from schemas import kafka_clients
 from schemas.admin import CatalogReport, ensure_topics
 from schemas.settings import KafkaSettings, TopicSettings
 from schemas.topics import CATALOG, DAY_MS, TopicSpec
 from streams.entities import KINDS
 from streams.settings import StreamsSettings
+
+_SETTLE_S = 10.0
 
 
 class NotCopartitionedError(RuntimeError):
@@ -74,11 +79,18 @@ async def check_copartitioned(
     admin = kafka_clients.admin(kafka)
     await admin.start()
     try:
-        described = {t["topic"]: t for t in await admin.describe_topics(names)}
+        # Topics created a moment ago (`ensure_internal_topics`) are described only once the
+        # broker's metadata caught up: ask again for a while before calling them missing.
+        deadline = time.monotonic() + _SETTLE_S
+        while True:
+            described = {t["topic"]: t for t in await admin.describe_topics(names)}
+            counts = {n: len(described.get(n, {}).get("partitions") or []) for n in names}
+            missing = [n for n in required if not counts[n]]
+            if not missing or time.monotonic() > deadline:
+                break
+            await asyncio.sleep(0.2)
     finally:
         await admin.close()
-    counts = {n: len(described.get(n, {}).get("partitions") or []) for n in names}
-    missing = [n for n in required if not counts[n]]
     if missing:
         raise NotCopartitionedError(
             f"topics the streams tables read are missing: {', '.join(missing)}; "
