@@ -104,6 +104,8 @@ class Stack:
         }
         if self.clickhouse.password is not None:
             env["CENTRALITY_CLICKHOUSE_PASSWORD"] = self.clickhouse.password.get_secret_value()
+        if self.clickhouse.ca_cert is not None:
+            env["CENTRALITY_CLICKHOUSE_CA_CERT"] = str(self.clickhouse.ca_cert)
         return env
 
     def status(self) -> list[ServiceStatus]:

@@ -56,6 +56,9 @@ async def test_each_family_gets_its_layout_and_a_changed_setting_is_drift(
     settings = fresh(kafka_settings, unique)
     wide = TopicSettings(tables_partitions=6, logs_partitions=2, triggers_partitions=3)
     await ensure_topics(settings, topics=wide)
+    # Compared with the layout they were made with: nothing differs (this also waits until the
+    # broker describes the new topics).
+    assert (await ensure_topics(settings, topics=wide)).drift == {}
     admin = AIOKafkaAdminClient(bootstrap_servers=settings.bootstrap)
     await admin.start()
     try:
@@ -69,7 +72,6 @@ async def test_each_family_gets_its_layout_and_a_changed_setting_is_drift(
         "jobs": 6, "nodes": 6, "gpu": 6, "actions": 6,
         "logs": 2, "triggers": 3, "action-ledger": 3, "deadletter": 1,
     }  # fmt: skip
-    assert (await ensure_topics(settings, topics=wide)).drift == {}
 
     # The same topics against another layout: every difference is reported, nothing changed.
     # (One broker: a replication factor of 2 can only be asked for, never created.)

@@ -69,17 +69,24 @@ async def test_catalog_emitter_consumer_and_librdkafka_all_connect(
 
 
 @pytest.mark.parametrize("mechanism", ["SCRAM-SHA-256", "SCRAM-SHA-512", "PLAIN"])
-async def test_a_wrong_password_is_refused(secured: Secured, mechanism: SaslMechanism) -> None:
+async def test_a_wrong_password_is_refused(
+    secured: Secured, mechanism: SaslMechanism, caplog: pytest.LogCaptureFixture
+) -> None:
     settings = secured.kafka("SASL_SSL", mechanism, password="not-the-password")
     with pytest.raises(KafkaError):
         await asyncio.wait_for(ensure_topics(settings), 60)
+    # aiokafka gives up with "Unable to bootstrap"; why is in its log.
+    assert any("Authentication failed" in r.getMessage() for r in caplog.records)
 
 
-async def test_a_broker_certificate_from_another_ca_is_refused(secured: Secured) -> None:
+async def test_a_broker_certificate_from_another_ca_is_refused(
+    secured: Secured, caplog: pytest.LogCaptureFixture
+) -> None:
     # No CA file: the system's CAs, which never signed the test broker's certificate.
     settings = secured.kafka("SASL_SSL").model_copy(update={"ssl_cafile": None})
     with pytest.raises(KafkaError):
         await asyncio.wait_for(ensure_topics(settings), 60)
+    assert any("CERTIFICATE_VERIFY_FAILED" in r.getMessage() for r in caplog.records)
 
 
 async def test_the_ssl_listener_wants_a_client_certificate(secured: Secured) -> None:
@@ -87,6 +94,7 @@ async def test_the_ssl_listener_wants_a_client_certificate(secured: Secured) -> 
         await asyncio.wait_for(ensure_topics(secured.kafka("SSL", mutual_tls=False)), 60)
 
 
+@pytest.mark.filterwarnings("ignore::urllib3.exceptions.InsecureRequestWarning")
 def test_clickhouse_over_https_with_a_password(secured: Secured) -> None:
     settings = secured.clickhouse
     assert settings.secure and settings.password is not None
