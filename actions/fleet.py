@@ -17,11 +17,12 @@ from datetime import datetime, timedelta
 import structlog
 from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
 
+from schemas import kafka_clients
 from schemas.codec import DecodeError, decode
 from schemas.envelope import utcnow
 from schemas.events import NodeHeartbeat
 from schemas.settings import KafkaSettings
-from schemas.topics import spec, topic_name
+from schemas.topics import partition_count, topic_name
 
 log = structlog.get_logger("actions.fleet")
 
@@ -83,7 +84,7 @@ class FleetWatcher:
         self.retry_s = retry_s
         self.clock = clock
         self.topic = topic_name("nodes", kafka)
-        self.partitions = [TopicPartition(self.topic, p) for p in range(spec("nodes").partitions)]
+        self.partitions = [TopicPartition(self.topic, p) for p in range(partition_count("nodes"))]
 
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[ObservedFleet]:
@@ -112,8 +113,8 @@ class FleetWatcher:
                 await asyncio.sleep(self.retry_s)
 
     async def _consume(self, seeded: asyncio.Event) -> None:
-        consumer = AIOKafkaConsumer(
-            bootstrap_servers=self.kafka.bootstrap,
+        consumer = kafka_clients.consumer(
+            self.kafka,
             client_id=f"{self.kafka.client_id}-fleet",
             group_id=None,
             enable_auto_commit=False,

@@ -16,11 +16,12 @@ from datetime import datetime
 from typing import Any, Literal
 
 import structlog
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.errors import KafkaError
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, wait_random_exponential
 
+from schemas import kafka_clients
 from schemas.envelope import utcnow
 from schemas.settings import KafkaSettings
 from schemas.topics import topic_name
@@ -209,12 +210,7 @@ class KafkaLedger(Ledger):
         self.kafka = kafka
         self.topic = topic_name("action-ledger", kafka)
         self.load_timeout_s = load_timeout_s
-        self._producer = AIOKafkaProducer(
-            bootstrap_servers=kafka.bootstrap,
-            client_id=f"{kafka.client_id}-ledger",
-            enable_idempotence=True,
-            acks="all",
-        )
+        self._producer = kafka_clients.producer(kafka, client_id=f"{kafka.client_id}-ledger")
         # One reader for every load: a consumer per read costs a connection and a metadata
         # round trip, and refusals come in bursts. Reads take turns; see `refresh`.
         self._reader: AIOKafkaConsumer | None = None
@@ -292,9 +288,9 @@ class KafkaLedger(Ledger):
     async def _started_reader(self) -> AIOKafkaConsumer:
         if self._reader is None:
             # Without a group the consumer is assigned every partition of the topic.
-            reader = AIOKafkaConsumer(
+            reader = kafka_clients.consumer(
+                self.kafka,
                 self.topic,
-                bootstrap_servers=self.kafka.bootstrap,
                 client_id=f"{self.kafka.client_id}-ledger-load",
                 enable_auto_commit=False,
                 auto_offset_reset="earliest",

@@ -30,7 +30,7 @@ from actions.inflight import Inflight
 from actions.ledger import KafkaLedger
 from actions.settings import ActionsSettings
 from actions.slack.notifier import Notifier, make_notifier
-from schemas import tracing
+from schemas import kafka_clients, tracing
 from schemas.batches import SkippingFetcher
 from schemas.codec import DecodeError, decode
 from schemas.deadletter import DeadLetter
@@ -80,8 +80,8 @@ class ActionWorker:
         ledger = KafkaLedger(self.kafka, load_timeout_s=self.settings.ledger_load_timeout_s)
         emitter = Emitter(self.kafka)
         inflight = Inflight(self.settings.concurrency)
-        consumer = AIOKafkaConsumer(
-            bootstrap_servers=self.kafka.bootstrap,
+        consumer = kafka_clients.consumer(
+            self.kafka,
             group_id=self.settings.group_id,
             client_id=f"{self.kafka.client_id}-actions",
             enable_auto_commit=False,

@@ -136,10 +136,15 @@ def streams() -> None:
     from schemas.settings import KafkaSettings
     from schemas.signing import SigningSettings
     from streams.settings import StreamsSettings
-    from streams.topics import ensure_internal_topics
+    from streams.topics import NotCopartitionedError, check_copartitioned, ensure_internal_topics
 
     SigningSettings().require("the streams worker")
     asyncio.run(ensure_internal_topics(KafkaSettings(), StreamsSettings()))
+    try:
+        asyncio.run(check_copartitioned(KafkaSettings(), StreamsSettings()))
+    except NotCopartitionedError as exc:
+        console.print(f"[red]{exc}[/]", soft_wrap=True)
+        raise typer.Exit(2) from None
     faust = Path(sys.executable).with_name("faust")
     # --quiet: no banner on stdout; the worker's lines (level: CENTRALITY_LOG_LEVEL) go to stderr.
     argv = [str(faust), "-A", "streams.app", "--quiet", "worker", "--without-web"]

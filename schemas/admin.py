@@ -11,7 +11,8 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from aiokafka.errors import TopicAlreadyExistsError
 
-from schemas.settings import KafkaSettings
+from schemas import kafka_clients
+from schemas.settings import KafkaSettings, TopicSettings
 from schemas.topics import CATALOG, TopicSpec
 
 _DESCRIBE_SETTLE_S = 10.0
@@ -29,20 +30,32 @@ class CatalogReport:
 
 
 async def ensure_topics(
-    settings: KafkaSettings, catalog: tuple[TopicSpec, ...] = CATALOG
+    settings: KafkaSettings,
+    catalog: tuple[TopicSpec, ...] = CATALOG,
+    topics: TopicSettings | None = None,
 ) -> CatalogReport:
-    """Create missing topics; compare existing ones with the catalog and report differences."""
+    """Create missing topics with their family's layout (`TopicSettings`); compare existing ones
+    with the catalog and that layout, and report differences (never changed here: more
+    partitions move keys, and replicas are a reassignment the operator plans)."""
+    topics = topics or TopicSettings()
     report = CatalogReport()
-    admin = AIOKafkaAdminClient(bootstrap_servers=settings.bootstrap, client_id=settings.client_id)
+    admin = kafka_clients.admin(settings)
     await admin.start()
     try:
         existing = set(await admin.list_topics())
         missing = [s for s in catalog if s.full_name(settings) not in existing]
         if missing:
-            new = [
-                NewTopic(s.full_name(settings), s.partitions, 1, topic_configs=s.configs)
-                for s in missing
-            ]
+            new = []
+            for s in missing:
+                layout = topics.of(s.family)
+                new.append(
+                    NewTopic(
+                        s.full_name(settings),
+                        layout.partitions,
+                        layout.replication_factor,
+                        topic_configs=s.configs(layout),
+                    )
+                )
             response = await admin.create_topics(new)
             for name, code, *rest in response.topic_errors:
                 if code == TopicAlreadyExistsError.errno:
@@ -55,24 +68,26 @@ async def ensure_topics(
                 report.created.append(name)
         present = [s for s in catalog if s.full_name(settings) in existing]
         if present:
-            await _check_drift(admin, settings, present, report)
+            await _check_drift(admin, settings, topics, present, report)
     finally:
         await admin.close()
     return report
 
 
 async def inspect_topics(
-    settings: KafkaSettings, catalog: tuple[TopicSpec, ...] = CATALOG
+    settings: KafkaSettings,
+    catalog: tuple[TopicSpec, ...] = CATALOG,
+    topics: TopicSettings | None = None,
 ) -> tuple[list[str], CatalogReport]:
     """The catalog topics missing, and how the present ones compare; nothing is created."""
     report = CatalogReport()
-    admin = AIOKafkaAdminClient(bootstrap_servers=settings.bootstrap, client_id=settings.client_id)
+    admin = kafka_clients.admin(settings)
     try:
         await admin.start()
         existing = set(await admin.list_topics())
         present = [s for s in catalog if s.full_name(settings) in existing]
         if present:
-            await _check_drift(admin, settings, present, report)
+            await _check_drift(admin, settings, topics or TopicSettings(), present, report)
     finally:
         await admin.close()
     missing = [s.full_name(settings) for s in catalog if s.full_name(settings) not in existing]
@@ -82,17 +97,22 @@ async def inspect_topics(
 async def _check_drift(
     admin: AIOKafkaAdminClient,
     settings: KafkaSettings,
+    topics: TopicSettings,
     specs: list[TopicSpec],
     report: CatalogReport,
 ) -> None:
     names = [s.full_name(settings) for s in specs]
     described, configs = await _describe(admin, names)
     for s, name in zip(specs, names, strict=True):
+        layout = topics.of(s.family)
         problems: list[str] = []
-        partitions = len(described.get(name, {}).get("partitions", []))
-        if partitions != s.partitions:
-            problems.append(f"partitions {partitions} != catalog {s.partitions}")
-        for key, want in s.configs.items():
+        placed = described.get(name, {}).get("partitions", [])
+        if len(placed) != layout.partitions:
+            problems.append(f"partitions {len(placed)} != catalog {layout.partitions}")
+        replicas = min((len(p["replicas"]) for p in placed), default=0)
+        if replicas != layout.replication_factor:
+            problems.append(f"replication factor {replicas} != catalog {layout.replication_factor}")
+        for key, want in s.configs(layout).items():
             have = configs.get(name, {}).get(key)
             if have != want:
                 problems.append(f"{key} {have} != catalog {want}")

@@ -4,16 +4,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from schemas.settings import KafkaSettings
+from schemas.settings import KafkaSettings, Layout, TopicFamily, TopicSettings
 
 DAY_MS = 24 * 3600 * 1000
 
 
 @dataclass(frozen=True)
 class TopicSpec:
+    """What a topic is for; how many partitions and replicas it has is its family's `Layout`
+    (`TopicSettings`), a setting of the deployment rather than of the contract."""
+
     name: str
     key: str
-    partitions: int
+    family: TopicFamily
     retention_ms: int
     description: str
     compacted: bool = False
@@ -23,41 +26,38 @@ class TopicSpec:
     def full_name(self, settings: KafkaSettings) -> str:
         return f"{settings.topic_prefix}{self.name}"
 
-    @property
-    def configs(self) -> dict[str, str]:
+    def configs(self, layout: Layout) -> dict[str, str]:
         policy = "delete"
         if self.compacted:  # a compacted topic with a retention also forgets keys that old
             policy = "compact,delete" if self.retention_ms > 0 else "compact"
-        return {"cleanup.policy": policy, "retention.ms": str(self.retention_ms)}
+        return {
+            "cleanup.policy": policy,
+            "retention.ms": str(self.retention_ms),
+            "min.insync.replicas": str(layout.min_insync_replicas),
+        }
 
-
-# Job-keyed topics share a partition count: the TrainingJob table is co-partitioned with them.
-JOB_PARTITIONS = 4
-NODE_PARTITIONS = 4
 
 CATALOG: tuple[TopicSpec, ...] = (
     TopicSpec(
         "jobs",
         "job id",
-        JOB_PARTITIONS,
+        "tables",
         30 * DAY_MS,
         "Job lifecycle, checkpoints and edge log signals.",
     ),
     TopicSpec(
         "logs",
         "job id",
-        JOB_PARTITIONS,
+        "logs",
         7 * DAY_MS,
         "Raw log lines, batched per job.",
         batched=True,
     ),
-    TopicSpec(
-        "nodes", "node id", NODE_PARTITIONS, 30 * DAY_MS, "Heartbeats, health checks and XIDs."
-    ),
+    TopicSpec("nodes", "node id", "tables", 30 * DAY_MS, "Heartbeats, health checks and XIDs."),
     TopicSpec(
         "gpu",
         "node id",
-        NODE_PARTITIONS,
+        "tables",
         7 * DAY_MS,
         "GPU and NCCL samples, batched per node and interval.",
         batched=True,
@@ -65,12 +65,12 @@ CATALOG: tuple[TopicSpec, ...] = (
     TopicSpec(
         "triggers",
         "subject",
-        JOB_PARTITIONS,
+        "triggers",
         90 * DAY_MS,
         "Decisions of rules, with deterministic ids.",
     ),
     TopicSpec(
-        "actions", "subject", JOB_PARTITIONS, 90 * DAY_MS, "What action workers did about triggers."
+        "actions", "subject", "tables", 90 * DAY_MS, "What action workers did about triggers."
     ),
     # A ledger entry matters while its trigger can still be delivered (the triggers topic keeps
     # them 90 days) and breakers look back hours, not months: kept as long, so the ledger every
@@ -78,7 +78,7 @@ CATALOG: tuple[TopicSpec, ...] = (
     TopicSpec(
         "action-ledger",
         "trigger id",
-        JOB_PARTITIONS,
+        "triggers",
         90 * DAY_MS,
         "What action workers did per trigger id; compacted, read back on start.",
         compacted=True,
@@ -87,7 +87,7 @@ CATALOG: tuple[TopicSpec, ...] = (
     TopicSpec(
         "deadletter",
         "source topic",
-        1,
+        "deadletter",
         30 * DAY_MS,
         "Messages no consumer could decode, with the reason and the raw bytes.",
         carries_events=False,
@@ -106,3 +106,8 @@ def spec(name: str) -> TopicSpec:
 
 def topic_name(name: str, settings: KafkaSettings) -> str:
     return spec(name).full_name(settings)
+
+
+def partition_count(name: str, topics: TopicSettings | None = None) -> int:
+    """How many partitions the catalog topic `name` is created with under `topics`."""
+    return (topics or TopicSettings()).of(spec(name).family).partitions

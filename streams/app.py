@@ -50,10 +50,10 @@ from schemas.metrics.catalog import (
     labelled,
 )
 from schemas.placement import misplaced, partition_for
-from schemas.settings import KafkaSettings
+from schemas.settings import KafkaSettings, TopicSettings
 from schemas.signing import SigningSettings, signed_headers
-from schemas.topics import JOB_PARTITIONS, NODE_PARTITIONS, topic_name
-from streams import batches, faust_transport, observe, topics
+from schemas.topics import topic_name
+from streams import batches, credentials, faust_transport, observe, topics
 from streams.clean_start import guard
 from streams.entities import JOBS, KINDS, NODES, Kind, forwarded, kind_of, step
 from streams.failures import call_retrying, transient
@@ -73,16 +73,20 @@ signing_key = SigningSettings().require("the streams worker")  # no unsigned dec
 engine = RuleEngine.load(settings.rule_modules, settings.rule_config)
 settings.data_dir.mkdir(parents=True, exist_ok=True)  # Faust creates only the last level
 scheme = faust_transport.install(settings.fetch_max_wait_ms)
-assert JOB_PARTITIONS == NODE_PARTITIONS, "one partition count keeps every table co-partitioned"
-PARTITIONS = JOB_PARTITIONS
+# One partition count keeps every table co-partitioned with what it folds; `centrality streams`
+# checks the broker's topics against it before starting (streams.topics.check_copartitioned).
+layout = TopicSettings().of("tables")
+PARTITIONS = layout.partitions
 
 app = faust.App(
     settings.app_id,
     broker=[f"{scheme}://{host}" for host in kafka.bootstrap.split(",")],
+    broker_credentials=credentials.broker_credentials(kafka),
     store=settings.store,
     datadir=str(settings.data_dir),
     table_standby_replicas=settings.standby_replicas,
     topic_partitions=PARTITIONS,
+    topic_replication_factor=layout.replication_factor,
     autodiscover=False,
     web_enabled=False,
     broker_session_timeout=settings.session_timeout_s,
@@ -154,6 +158,7 @@ tables = {
         value_type=bytes,
         schema=raw(),
         partitions=PARTITIONS,
+        extra_topic_configs={"min.insync.replicas": str(layout.min_insync_replicas)},
     )
     for kind in KINDS
 }

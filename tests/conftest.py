@@ -30,6 +30,7 @@ pytest_plugins = [
     "tests.support.ray",
     "tests.support.kube",
     "tests.support.kube_watch",
+    "tests.support.secured",
 ]
 
 

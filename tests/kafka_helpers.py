@@ -7,7 +7,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from schemas.codec import decode
 from schemas.envelope import Event
 from schemas.settings import KafkaSettings
-from schemas.topics import spec, topic_name
+from schemas.topics import partition_count, topic_name
 
 
 async def read_messages(settings: KafkaSettings, topic: str) -> list[bytes]:
@@ -16,7 +16,7 @@ async def read_messages(settings: KafkaSettings, topic: str) -> list[bytes]:
     await consumer.start()
     try:
         name = topic_name(topic, settings)
-        partitions = [TopicPartition(name, p) for p in range(spec(topic).partitions)]
+        partitions = [TopicPartition(name, p) for p in range(partition_count(topic))]
         consumer.assign(partitions)
         await consumer.seek_to_beginning(*partitions)
         ends = await consumer.end_offsets(partitions)

@@ -24,8 +24,6 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from aiokafka import AIOKafkaProducer
-from aiokafka.admin import AIOKafkaAdminClient
 from pydantic import SecretStr
 from rich.console import Console
 
@@ -46,6 +44,7 @@ from centrality.bench.hostile_watch import (
 )
 from centrality.pipeline import WORKERS, Pipeline
 from centrality.stack.stack import Stack
+from schemas import kafka_clients
 from schemas.admin import ensure_topics
 from schemas.emitter import Emitter
 from schemas.emitter.settings import EmitterSettings
@@ -210,7 +209,7 @@ async def episode(
 
 
 async def send_markers(kafka: KafkaSettings, markers: list[Hostile]) -> None:
-    producer = AIOKafkaProducer(bootstrap_servers=kafka.bootstrap)
+    producer = kafka_clients.producer(kafka)
     await producer.start()
     try:
         for m in markers:
@@ -339,7 +338,7 @@ async def readback(run: Run, outcome: Outcome) -> None:
 
 
 async def delete_topics(run: Run) -> None:
-    admin = AIOKafkaAdminClient(bootstrap_servers=run.kafka.bootstrap)
+    admin = kafka_clients.admin(run.kafka)
     await admin.start()
     try:
         ours = (run.kafka.topic_prefix, run.groups["streams"])

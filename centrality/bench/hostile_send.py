@@ -18,6 +18,7 @@ from aiokafka import AIOKafkaProducer
 from aiokafka.errors import KafkaError
 
 from centrality.bench.hostile_storm import TOPICS, Hostile
+from schemas import kafka_clients
 from schemas.settings import KafkaSettings
 from schemas.topics import topic_name
 
@@ -84,8 +85,12 @@ class Senders:
         for codec in CODECS:
             client, compression = codec.split(":")
             if client == "aiokafka":
-                producer = AIOKafkaProducer(
-                    bootstrap_servers=self.kafka.bootstrap,
+                producer = kafka_clients.producer(
+                    self.kafka,
+                    # Hostile records are refused on purpose; each refusal would break an
+                    # idempotent producer's sequence, which is not what this bench measures.
+                    acks=1,
+                    enable_idempotence=False,
                     compression_type=None if compression == "none" else compression,
                     max_request_size=CLIENT_MAX_BYTES,
                     linger_ms=20,
@@ -95,7 +100,7 @@ class Senders:
             else:
                 self._rd[codec] = confluent.Producer(
                     {
-                        "bootstrap.servers": self.kafka.bootstrap,
+                        **kafka_clients.librdkafka_config(self.kafka),
                         "compression.type": compression,
                         "message.max.bytes": CLIENT_MAX_BYTES,
                         "linger.ms": 20,

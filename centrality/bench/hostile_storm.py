@@ -27,7 +27,7 @@ from centrality.bench.hostile_schema import DocumentFactory, EventSchema, load
 from schemas.codec import DecodeError, decode
 from schemas.placement import partition_for
 from schemas.signing import SIGNATURE_HEADER, signature
-from schemas.topics import spec
+from schemas.topics import partition_count
 
 TOPICS = ("jobs", "logs", "nodes", "gpu", "triggers", "actions")
 KIND_MODULES = ("centrality.bench.hostile_kinds",)
@@ -151,12 +151,12 @@ class Storm:
         commit can be awaited."""
         out = []
         for topic in topics:
-            for partition in range(spec(topic).partitions):
+            for partition in range(partition_count(topic)):
                 doc = self.fresh(self.template(topic))
                 subject = next(
                     f"hostile-marker/{i}"
                     for i in range(10_000)
-                    if _partition(f"hostile-marker/{i}".encode(), spec(topic).partitions)
+                    if _partition(f"hostile-marker/{i}".encode(), partition_count(topic))
                     == partition
                 )
                 doc["subject"] = subject
@@ -205,7 +205,7 @@ class Storm:
         """Placed as the Emitter would (murmur2 of the key) unless `partition` says otherwise;
         signed with the workers' key on `triggers`, so most hostile triggers get past the
         signature check and reach the decoder."""
-        partitions = spec(topic).partitions
+        partitions = partition_count(topic)
         if partition is None:
             partition = _partition(key, partitions) if key else self.rng.randrange(partitions)
         if sign and topic == "triggers" and value is not None:

@@ -20,10 +20,11 @@ from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.errors import KafkaError
 
+from schemas import kafka_clients
 from schemas.codec import DecodeError, decode
 from schemas.events import ActionStarted, ActionSucceeded, RestartJob
 from schemas.settings import KafkaSettings
-from schemas.topics import spec, topic_name
+from schemas.topics import partition_count, topic_name
 from streams.history.client import connect
 from streams.history.settings import ClickHouseSettings
 
@@ -32,12 +33,12 @@ Offsets = dict[TopicPartition, int]
 
 def partitions(kafka: KafkaSettings, topics: Iterable[str]) -> list[TopicPartition]:
     return [
-        TopicPartition(topic_name(t, kafka), p) for t in topics for p in range(spec(t).partitions)
+        TopicPartition(topic_name(t, kafka), p) for t in topics for p in range(partition_count(t))
     ]
 
 
 async def end_offsets(kafka: KafkaSettings, tps: list[TopicPartition]) -> Offsets:
-    consumer = AIOKafkaConsumer(bootstrap_servers=kafka.bootstrap)
+    consumer = kafka_clients.consumer(kafka)
     await consumer.start()
     try:
         return dict(await consumer.end_offsets(tps))
@@ -81,7 +82,7 @@ class Groups:
 
     async def poll(self) -> None:
         if self._admin is None:
-            self._admin = AIOKafkaAdminClient(bootstrap_servers=self.kafka.bootstrap)
+            self._admin = kafka_clients.admin(self.kafka)
             await self._admin.start()
         now = time.monotonic()
         for group in self.groups:
@@ -114,9 +115,7 @@ class StoryWatch:
 
     async def poll(self) -> None:
         if self._consumer is None:
-            self._consumer = AIOKafkaConsumer(
-                bootstrap_servers=self.kafka.bootstrap, enable_auto_commit=False
-            )
+            self._consumer = kafka_clients.consumer(self.kafka, enable_auto_commit=False)
             await self._consumer.start()
             self._consumer.assign(list(self.start))
             for tp, offset in self.start.items():
@@ -153,7 +152,7 @@ async def scan(
 ) -> AsyncIterator[ConsumerRecord[bytes, bytes]]:
     """Every record of a catalog topic from `start` (default: the beginning) to its end now."""
     tps = partitions(kafka, [topic])
-    consumer = AIOKafkaConsumer(bootstrap_servers=kafka.bootstrap, enable_auto_commit=False)
+    consumer = kafka_clients.consumer(kafka, enable_auto_commit=False)
     await consumer.start()
     try:
         consumer.assign(tps)

@@ -12,10 +12,10 @@ import uuid
 from datetime import UTC, datetime, timedelta
 
 import typer
-from aiokafka import AIOKafkaProducer
 
 from centrality.bench.cli import bench_app, report
 from centrality.bench.history_data import node_telemetry
+from schemas import kafka_clients
 from schemas.admin import ensure_topics
 from schemas.codec import encode_batch
 from schemas.envelope import Event
@@ -39,7 +39,7 @@ def telemetry(nodes: int, samples_per_gpu: int) -> list[Event]:
 
 async def fill(kafka: KafkaSettings, events: list[Event]) -> None:
     """One message per node and interval (a heartbeat and 8 samples), as the node agent sends."""
-    producer = AIOKafkaProducer(bootstrap_servers=kafka.bootstrap, linger_ms=20)
+    producer = kafka_clients.producer(kafka, linger_ms=20)
     await producer.start()
     try:
         for i in range(0, len(events), 9):

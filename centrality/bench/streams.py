@@ -19,19 +19,19 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import typer
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
-from aiokafka.admin import AIOKafkaAdminClient
-from aiokafka.partitioner import murmur2
+from aiokafka import TopicPartition
 from rich.console import Console
 
 from centrality.bench.cli import bench_app, report
 from centrality.bench.history_data import job_run, node_telemetry
 from centrality.stack.process import ManagedProcess
+from schemas import kafka_clients
 from schemas.admin import ensure_topics
 from schemas.codec import decode, encode, encode_batch
 from schemas.events import JobExited
+from schemas.placement import partition_for
 from schemas.settings import KafkaSettings
-from schemas.topics import JOB_PARTITIONS, topic_name
+from schemas.topics import partition_count, topic_name
 from streams.process import Brain
 from streams.rules.registry import RuleEngine
 from streams.settings import StreamsSettings
@@ -64,7 +64,7 @@ def workload(nodes: int, minutes: int, jobs: int, now: datetime) -> list[Message
 
 
 async def fill(kafka: KafkaSettings, messages: list[Message]) -> None:
-    producer = AIOKafkaProducer(bootstrap_servers=kafka.bootstrap, linger_ms=20)
+    producer = kafka_clients.producer(kafka, linger_ms=20)
     await producer.start()
     try:
         for topic, key, value, _ in messages:
@@ -75,11 +75,13 @@ async def fill(kafka: KafkaSettings, messages: list[Message]) -> None:
 
 
 def _partitions(kafka: KafkaSettings) -> list[TopicPartition]:
-    return [TopicPartition(topic_name(t, kafka), p) for t in TOPICS for p in range(JOB_PARTITIONS)]
+    return [
+        TopicPartition(topic_name(t, kafka), p) for t in TOPICS for p in range(partition_count(t))
+    ]
 
 
 async def end_offsets(kafka: KafkaSettings) -> dict[TopicPartition, int]:
-    consumer = AIOKafkaConsumer(bootstrap_servers=kafka.bootstrap)
+    consumer = kafka_clients.consumer(kafka)
     await consumer.start()
     try:
         return dict(await consumer.end_offsets(_partitions(kafka)))
@@ -90,8 +92,8 @@ async def end_offsets(kafka: KafkaSettings) -> dict[TopicPartition, int]:
 async def raw_loop(kafka: KafkaSettings, ends: dict[TopicPartition, int]) -> tuple[int, float]:
     """The same messages through aiokafka + decode + the pure Brain; (events, events/s)."""
     brain = Brain(RuleEngine.load(StreamsSettings().rule_modules, {}))
-    consumer = AIOKafkaConsumer(
-        bootstrap_servers=kafka.bootstrap,
+    consumer = kafka_clients.consumer(
+        kafka,
         enable_auto_commit=False,
         max_partition_fetch_bytes=4 << 20,
     )
@@ -132,7 +134,7 @@ async def worker_rate(
     timeout_s: float,
 ) -> float:
     """Events/s of the worker's consumer group, from its first commit to its last."""
-    admin = AIOKafkaAdminClient(bootstrap_servers=kafka.bootstrap)
+    admin = kafka_clients.admin(kafka)
     await admin.start()
     try:
         first: tuple[float, int] | None = None
@@ -175,12 +177,12 @@ async def latency(kafka: KafkaSettings, duration_s: float, background_eps: int) 
     """Milliseconds from producing a crashed job's exit to receiving its RestartJob."""
     sent: dict[str, float] = {}
     got: dict[str, float] = {}
-    triggers = AIOKafkaConsumer(
-        topic_name("triggers", kafka), bootstrap_servers=kafka.bootstrap, auto_offset_reset="latest"
+    triggers = kafka_clients.consumer(
+        kafka, topic_name("triggers", kafka), auto_offset_reset="latest"
     )
     await triggers.start()
     await triggers.seek_to_end()
-    producer = AIOKafkaProducer(bootstrap_servers=kafka.bootstrap, linger_ms=5)
+    producer = kafka_clients.producer(kafka, linger_ms=5)
     await producer.start()
     stop, sending_done, all_received = asyncio.Event(), asyncio.Event(), asyncio.Event()
 
@@ -243,8 +245,9 @@ def bench_streams(
     progress.log(f"filled {len(messages)} messages on {kafka.topic_prefix}*")
     ends = asyncio.run(end_offsets(kafka))
     counts: dict[TopicPartition, list[int]] = {tp: [] for tp in ends}
+    count = {t: partition_count(t) for t in TOPICS}
     for topic, key, _, n in messages:  # per partition, in produce order = offset order
-        tp = TopicPartition(topic_name(topic, kafka), _partition(key))
+        tp = TopicPartition(topic_name(topic, kafka), partition_for(key, count[topic]))
         counts[tp].append(n)
 
     data_dir = Path(tempfile.mkdtemp(prefix="bench-streams-"))
@@ -284,7 +287,3 @@ def bench_streams(
         "background_eps": background_eps,
     }
     report("bench streams", result, json=json)
-
-
-def _partition(key: bytes) -> int:
-    return int(murmur2(key) & 0x7FFFFFFF) % JOB_PARTITIONS

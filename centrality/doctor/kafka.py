@@ -5,10 +5,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterator
 
-from aiokafka.admin import AIOKafkaAdminClient
-
 from centrality.doctor import Finding, check
 from centrality.errors import START_HINT
+from schemas import kafka_clients
 from schemas.admin import inspect_topics
 from schemas.settings import KafkaSettings
 
@@ -20,9 +19,7 @@ def kafka() -> Iterator[Finding]:
     settings = KafkaSettings()
 
     async def describe() -> tuple[int, str]:
-        admin = AIOKafkaAdminClient(
-            bootstrap_servers=settings.bootstrap, request_timeout_ms=TIMEOUT_MS
-        )
+        admin = kafka_clients.admin(settings, request_timeout_ms=TIMEOUT_MS)
         try:
             await admin.start()
             cluster = await admin.describe_cluster()

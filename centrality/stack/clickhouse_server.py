@@ -2,6 +2,7 @@
 
     python -m centrality.stack.clickhouse_server --data-dir DIR [--host H] [--port P]
                                                  [--password-env VAR]
+                                                 [--tls-certfile PEM --tls-keyfile PEM]
 
 One process owns the data directory (chDB locks it), so every client, whatever its language,
 reaches the data the way it would reach a ClickHouse server.
@@ -15,6 +16,7 @@ import json
 import os
 import signal
 import socket
+import ssl
 import sys
 import threading
 import uuid
@@ -76,6 +78,23 @@ class ClickHouseHTTPServer(ThreadingHTTPServer):
         self.password = password
         self.display_name = socket.gethostname()
 
+    def serve_tls(self, certfile: str, keyfile: str) -> None:
+        """HTTPS from now on. Connections are accepted without a handshake (a slow or hostile
+        client must not hold up `accept`); each handshakes in its own thread (`_Handler.setup`)."""
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(certfile, keyfile)
+        self.socket = context.wrap_socket(
+            self.socket, server_side=True, do_handshake_on_connect=False
+        )
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        failed = sys.exc_info()[1]
+        if isinstance(failed, ssl.SSLError | ConnectionError | TimeoutError):
+            # A client that distrusts our certificate, or went away: its problem, one line.
+            log.info("clickhouse_connection_failed", client=str(client_address), error=str(failed))
+            return
+        super().handle_error(request, client_address)  # type: ignore[arg-type]
+
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
@@ -84,6 +103,9 @@ class _Handler(BaseHTTPRequestHandler):
     timeout = _IDLE_KEEPALIVE_S
 
     def setup(self) -> None:
+        if isinstance(self.request, ssl.SSLSocket):
+            self.request.settimeout(self.timeout)
+            self.request.do_handshake()
         super().setup()
         # Without it every small response waits out Nagle + delayed ACK (~40-50 ms).
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -308,12 +330,17 @@ def _summary(result: QueryResult | None) -> str:
     )
 
 
-def serve(data_dir: str, host: str, port: int, password: str | None) -> None:
-    """Serve until SIGTERM/SIGINT, then close chDB so its data is flushed."""
+def serve(
+    data_dir: str, host: str, port: int, password: str | None, tls: tuple[str, str] | None = None
+) -> None:
+    """Serve until SIGTERM/SIGINT, then close chDB so its data is flushed. `tls`: the
+    certificate and key files to serve HTTPS with."""
     os.makedirs(data_dir, exist_ok=True)
     engine = Engine(os.path.abspath(data_dir))
     engine.open()
     server = ClickHouseHTTPServer((host, port), engine, password)
+    if tls is not None:
+        server.serve_tls(*tls)
 
     def _stop(signum: int, _frame: FrameType | None) -> None:
         log.info("clickhouse_stopping", signal=signal.Signals(signum).name)
@@ -329,6 +356,7 @@ def serve(data_dir: str, host: str, port: int, password: str | None) -> None:
         data_dir=os.path.abspath(data_dir),
         version=engine.version,
         auth=password is not None,
+        tls=tls is not None,
         pid=os.getpid(),
     )
     try:
@@ -349,7 +377,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="VAR",
         help="environment variable holding the password of user `default` (never on argv)",
     )
+    parser.add_argument("--tls-certfile", metavar="PEM", help="serve HTTPS with this certificate")
+    parser.add_argument("--tls-keyfile", metavar="PEM", help="the key of --tls-certfile")
     args = parser.parse_args(argv)
+    if (args.tls_certfile is None) != (args.tls_keyfile is None):
+        parser.error("--tls-certfile and --tls-keyfile go together")
+    tls = (args.tls_certfile, args.tls_keyfile) if args.tls_certfile else None
     configure_logging()
     password: str | None = None
     if args.password_env:
@@ -358,7 +391,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             log.error("clickhouse_password_missing", env=args.password_env)
             return 2
     try:
-        serve(args.data_dir, args.host, args.port, password)
+        serve(args.data_dir, args.host, args.port, password, tls)
     except Exception as exc:
         log.error("clickhouse_failed", error=str(exc), exc_info=True)
         return 1

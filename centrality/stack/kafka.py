@@ -22,10 +22,11 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import structlog
-from aiokafka.admin import AIOKafkaAdminClient
 
 from centrality.stack.process import ManagedProcess, ServiceError, port_open
 from centrality.stack.settings import StackSettings
+from schemas import kafka_clients
+from schemas.settings import KafkaSettings
 
 # Must match `kafka.version` in maven/pom.xml; it names the cache dir so an upgrade refetches.
 KAFKA_VERSION = "4.1.1"
@@ -37,6 +38,7 @@ _MAIN = "kafka.Kafka"
 _NODE_ID = 1
 _MAVEN_TIMEOUT_S = 600.0
 _FORMAT_TIMEOUT_S = 120.0
+_SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 
 log = structlog.get_logger(__name__)
 T = TypeVar("T")
@@ -203,15 +205,19 @@ class LocalKafka:
         """Rewritten on every start because ports may have changed since the last one."""
         self.home.mkdir(parents=True, exist_ok=True)
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        self.config_file.write_text(_server_properties(self.settings, self.data_dir))
+        # It may hold the keystore and SASL users' passwords: readable by its owner only.
+        fd = os.open(self.config_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as out:
+            out.write(_server_properties(self.settings, self.data_dir))
         self.log4j_file.write_text(_LOG4J2)
 
     def _format_once(self) -> None:
         if (self.data_dir / "meta.properties").exists():
             return
         argv = self._java_argv(
-            _STORAGE_TOOL, "format", "-t", self.cluster_id(), "-c", str(self.config_file)
-        )
+            _STORAGE_TOOL, "format", "-t", self.cluster_id(), "-c", str(self.config_file),
+            *_scram_users(self.settings),
+        )  # fmt: skip
         format_log = self.process.run_dir / "kafka-format.log"
         self.process.run_dir.mkdir(parents=True, exist_ok=True)
         with format_log.open("wb") as out:
@@ -260,28 +266,27 @@ class LocalKafka:
     def _ready(self) -> bool:
         if not port_open(self.settings.host, self.settings.kafka_port):
             return False
-        return _run_sync(lambda: _probe(self.bootstrap, timeout_s=5.0))
+        plaintext = KafkaSettings(bootstrap=self.bootstrap, security_protocol="PLAINTEXT")
+        return _run_sync(lambda: _probe(plaintext, timeout_s=5.0))
 
 
-async def wait_ready(bootstrap: str, timeout_s: float) -> None:
-    """Wait until the broker(s) at `bootstrap` answer a metadata request and list a live broker.
+async def wait_ready(kafka: KafkaSettings, timeout_s: float) -> None:
+    """Wait until the broker(s) `kafka` names answer a metadata request and list a live broker.
 
     An open port is not enough: a KRaft broker accepts connections before it is unfenced.
     """
     deadline = time.monotonic() + timeout_s
     while True:
         remaining = deadline - time.monotonic()
-        if await _probe(bootstrap, timeout_s=max(0.5, min(5.0, remaining))):
+        if await _probe(kafka, timeout_s=max(0.5, min(5.0, remaining))):
             return
         if time.monotonic() >= deadline:
-            raise ServiceError(f"Kafka at {bootstrap} not ready after {timeout_s:.0f}s")
+            raise ServiceError(f"Kafka at {kafka.bootstrap} not ready after {timeout_s:.0f}s")
         await asyncio.sleep(0.25)
 
 
-async def _probe(bootstrap: str, timeout_s: float) -> bool:
-    admin = AIOKafkaAdminClient(
-        bootstrap_servers=bootstrap, request_timeout_ms=max(500, int(timeout_s * 1000))
-    )
+async def _probe(kafka: KafkaSettings, timeout_s: float) -> bool:
+    admin = kafka_clients.admin(kafka, request_timeout_ms=max(500, int(timeout_s * 1000)))
     try:
         async with asyncio.timeout(timeout_s):
             await admin.start()
@@ -296,6 +301,9 @@ async def _probe(bootstrap: str, timeout_s: float) -> bool:
 
 def _server_properties(s: StackSettings, data_dir: Path) -> str:
     host = s.host
+    clients: dict[str, int] = {"PLAINTEXT": s.kafka_port}
+    clients |= {str(name): port for name, port in s.kafka_secure_listeners.items()}
+    advertised = ",".join(f"{name}://{host}:{port}" for name, port in clients.items())
     props: dict[str, str | int] = {
         "process.roles": "broker,controller",
         "node.id": _NODE_ID,
@@ -303,9 +311,11 @@ def _server_properties(s: StackSettings, data_dir: Path) -> str:
         # the dynamic quorum writes the controller's endpoint into the metadata log, which would
         # then disagree with this file when the controller port changes between starts.
         "controller.quorum.voters": f"{_NODE_ID}@{host}:{s.kafka_controller_port}",
-        "listeners": f"PLAINTEXT://{host}:{s.kafka_port},CONTROLLER://{host}:{s.kafka_controller_port}",
-        "advertised.listeners": f"PLAINTEXT://{host}:{s.kafka_port}",
-        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "listeners": f"{advertised},CONTROLLER://{host}:{s.kafka_controller_port}",
+        "advertised.listeners": advertised,
+        "listener.security.protocol.map": ",".join(
+            [*(f"{name}:{name}" for name in clients), "CONTROLLER:PLAINTEXT"]
+        ),
         "controller.listener.names": "CONTROLLER",
         "inter.broker.listener.name": "PLAINTEXT",
         "log.dirs": str(data_dir),
@@ -338,10 +348,64 @@ def _server_properties(s: StackSettings, data_dir: Path) -> str:
         "num.io.threads": 4,
         "num.recovery.threads.per.data.dir": 2,
         "background.threads": 4,
+        **_security_properties(s),
     }
     lines = ["# Written by centrality on every start; edits are overwritten."]
     lines += [f"{key}={value}" for key, value in props.items()]
     return "\n".join(lines) + "\n"
+
+
+def _security_properties(s: StackSettings) -> dict[str, str | int]:
+    """TLS and SASL of the extra client listeners; the PLAINTEXT listener, the controller and
+    the broker's own traffic stay as they are (one loopback broker talks only to itself)."""
+    props: dict[str, str | int] = {}
+    listeners = set(s.kafka_secure_listeners)
+    if listeners & {"SSL", "SASL_SSL"}:
+        assert s.kafka_tls_keystore is not None and s.kafka_tls_store_password is not None
+        password = s.kafka_tls_store_password.get_secret_value()
+        props |= {
+            "ssl.keystore.type": "PKCS12",
+            "ssl.keystore.location": str(s.kafka_tls_keystore),
+            "ssl.keystore.password": password,
+            "ssl.key.password": password,
+        }
+        if s.kafka_tls_truststore is not None:
+            props |= {
+                "ssl.truststore.type": "PKCS12",
+                "ssl.truststore.location": str(s.kafka_tls_truststore),
+                "ssl.truststore.password": password,
+                # Clients of the SSL listener prove who they are with a certificate instead of a
+                # password; SASL_SSL clients use their SASL user.
+                "listener.name.ssl.ssl.client.auth": "required",
+            }
+    sasl = sorted(listeners & {"SASL_PLAINTEXT", "SASL_SSL"})
+    if sasl:
+        props["sasl.enabled.mechanisms"] = ",".join(_SASL_MECHANISMS)
+        plain_users = " ".join(
+            f'user_{name}="{password.get_secret_value()}"'
+            for name, password in s.kafka_sasl_users.items()
+        )
+        for name in sasl:
+            prefix = f"listener.name.{name.lower()}"
+            props[f"{prefix}.plain.sasl.jaas.config"] = (
+                f"org.apache.kafka.common.security.plain.PlainLoginModule required {plain_users};"
+            )
+            for scram in _SASL_MECHANISMS[1:]:
+                props[f"{prefix}.{scram.lower()}.sasl.jaas.config"] = (
+                    "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+                )
+    return props
+
+
+def _scram_users(s: StackSettings) -> list[str]:
+    """`format` arguments that store the SASL users' SCRAM credentials in the metadata log.
+    KRaft takes them only when the storage is formatted, so users added later need a new state
+    dir (or `kafka-configs --alter --add-config SCRAM-...` against the running broker)."""
+    argv: list[str] = []
+    for name, password in s.kafka_sasl_users.items():
+        for scram in _SASL_MECHANISMS[1:]:
+            argv += ["--add-scram", f"{scram}=[name={name},password={password.get_secret_value()}]"]
+    return argv
 
 
 def _java() -> str:

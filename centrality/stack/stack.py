@@ -73,7 +73,7 @@ class Stack:
             self.local_kafka.start()
         else:
             progress(f"using Kafka at {self.kafka.bootstrap}")
-            asyncio.run(wait_ready(self.kafka.bootstrap, self.settings.start_timeout_s))
+            asyncio.run(wait_ready(self.kafka, self.settings.start_timeout_s))
         progress("creating the topic catalog")
         catalog = asyncio.run(ensure_topics(self.kafka))
         if self._clickhouse_managed:
@@ -104,6 +104,8 @@ class Stack:
         }
         if self.clickhouse.password is not None:
             env["CENTRALITY_CLICKHOUSE_PASSWORD"] = self.clickhouse.password.get_secret_value()
+        if self.clickhouse.ca_cert is not None:
+            env["CENTRALITY_CLICKHOUSE_CA_CERT"] = str(self.clickhouse.ca_cert)
         return env
 
     def status(self) -> list[ServiceStatus]:
@@ -131,7 +133,7 @@ class Stack:
 
 def _reachable_kafka(kafka: KafkaSettings) -> bool:
     try:
-        asyncio.run(wait_ready(kafka.bootstrap, 3.0))
+        asyncio.run(wait_ready(kafka, 3.0))
     except Exception:
         return False
     return True

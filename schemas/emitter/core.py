@@ -24,7 +24,7 @@ from aiokafka.errors import (
     RecordTooLargeError,
 )
 
-from schemas import tracing
+from schemas import kafka_clients, tracing
 from schemas.codec import MAX_MESSAGE_BYTES, encode_checked, split_batches
 from schemas.deadletter import DeadLetter, count_dead_letter
 from schemas.emitter.batcher import Batcher, PendingBatch
@@ -324,11 +324,8 @@ class Emitter:
                 log.exception("batch_flush_failed")
 
     async def _connect(self) -> None:
-        producer = AIOKafkaProducer(
-            bootstrap_servers=self.settings.bootstrap,
-            client_id=self.settings.client_id,
-            enable_idempotence=True,
-            acks="all",
+        producer = kafka_clients.producer(
+            self.settings,
             linger_ms=5,
             request_timeout_ms=self.options.delivery_timeout_ms,
             max_request_size=2 * 1024 * 1024,

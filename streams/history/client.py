@@ -17,4 +17,6 @@ def connect(settings: ClickHouseSettings, *, database: str | None = None) -> Cli
         username=settings.user,
         password=password,
         database=settings.database if database is None else database,
+        verify=settings.verify,
+        ca_cert=str(settings.ca_cert) if settings.ca_cert else None,
     )

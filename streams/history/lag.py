@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from aiokafka import AIOKafkaConsumer, TopicPartition
-from aiokafka.admin import AIOKafkaAdminClient
+from aiokafka import TopicPartition
 
+from schemas import kafka_clients
 from schemas.settings import KafkaSettings
 
 
@@ -20,8 +20,8 @@ class TopicLag:
 
 async def group_lag(kafka: KafkaSettings, group_id: str, topics: list[str]) -> list[TopicLag]:
     """End offsets against the group's committed offsets, summed over each topic's partitions."""
-    admin = AIOKafkaAdminClient(bootstrap_servers=kafka.bootstrap)
-    consumer = AIOKafkaConsumer(bootstrap_servers=kafka.bootstrap, enable_auto_commit=False)
+    admin = kafka_clients.admin(kafka)
+    consumer = kafka_clients.consumer(kafka, enable_auto_commit=False)
     await admin.start()
     await consumer.start()
     try:

@@ -19,6 +19,15 @@ class ClickHouseSettings(BaseSettings):
     )
     user: str = Field(default="default", description="ClickHouse user.")
     password: SecretStr | None = Field(default=None, description="ClickHouse password.")
+    ca_cert: Path | None = Field(
+        default=None,
+        description="PEM CA bundle an `https` server's certificate is checked against; "
+        "the system's CAs if unset.",
+    )
+    verify: bool = Field(
+        default=True,
+        description="Check an `https` server's certificate and name. Off only for a test server.",
+    )
     database: str = Field(default="centrality", description="Database holding the history.")
     migrations_dir: Path = Field(default=DDL_DIR, description="Ordered DDL files to apply.")
     cluster: str | None = Field(

@@ -38,7 +38,7 @@ from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from tenacity import AsyncRetrying, RetryCallState, RetryError, wait_random_exponential
 
-from schemas import tracing
+from schemas import kafka_clients, tracing
 from schemas.batches import SkippedBatch, SkippingFetcher
 from schemas.deadletter import count_dead_letter
 from schemas.metrics.catalog import EVENTS_IN, PROCESSING_SECONDS, labelled
@@ -133,9 +133,9 @@ class HistorySink:
         if stop.is_set():
             return
         self._pool = self._start_pool()
-        consumer = AIOKafkaConsumer(
+        consumer = kafka_clients.consumer(
+            self.kafka,
             *self.topics(),
-            bootstrap_servers=self.kafka.bootstrap,
             group_id=self.settings.group_id,
             client_id=f"{self.kafka.client_id}-sink",
             enable_auto_commit=False,

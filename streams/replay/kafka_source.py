@@ -30,13 +30,14 @@ from datetime import UTC, datetime, timedelta
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
+from schemas import kafka_clients
 from schemas.batches import SkippingFetcher
 from schemas.codec import DecodeError, decode
 from schemas.envelope import Event
 from schemas.events import Trigger
 from schemas.events.actions import ActionPayload
 from schemas.settings import KafkaSettings
-from schemas.topics import spec, topic_name
+from schemas.topics import partition_count, spec, topic_name
 from streams.history.query import event_time_key
 from streams.replay.source import History
 
@@ -175,7 +176,7 @@ class KafkaSource:
         """A whole catalog topic from the first record stamped at or after `since` to its end."""
         name = topic_name(topic, self.settings)
         # The catalog's partition count: it is what `ensure_topics` creates.
-        tps = [TopicPartition(name, p) for p in range(spec(topic).partitions)]
+        tps = [TopicPartition(name, p) for p in range(partition_count(topic))]
         starts = await consumer.offsets_for_times({tp: _ms(since) for tp in tps})
         ends = await consumer.end_offsets(tps)
         spans = []
@@ -296,8 +297,8 @@ def _ms(at: datetime) -> int:
 
 @asynccontextmanager
 async def _consumer(settings: KafkaSettings) -> AsyncIterator[AIOKafkaConsumer]:
-    consumer = AIOKafkaConsumer(
-        bootstrap_servers=settings.bootstrap,
+    consumer = kafka_clients.consumer(
+        settings,
         client_id=f"{settings.client_id}-replay",
         group_id=None,
         enable_auto_commit=False,

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from aiokafka import AIOKafkaProducer
-from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.admin import NewTopic
 from aiokafka.errors import TopicAlreadyExistsError
 
+from schemas import kafka_clients
 from schemas.codec import encode
 from schemas.envelope import Event
 from schemas.settings import KafkaSettings
@@ -17,7 +17,7 @@ async def redrive(
     settings: KafkaSettings, topic: str, events: Sequence[Event], partitions: int = 4
 ) -> int:
     """Produce `events` in the given order to `topic` (created if missing); returns the count."""
-    admin = AIOKafkaAdminClient(bootstrap_servers=settings.bootstrap)
+    admin = kafka_clients.admin(settings)
     await admin.start()
     try:
         await admin.create_topics([NewTopic(topic, partitions, 1)])
@@ -25,11 +25,8 @@ async def redrive(
         pass
     finally:
         await admin.close()
-    producer = AIOKafkaProducer(
-        bootstrap_servers=settings.bootstrap,
-        client_id=f"{settings.client_id}-replay",
-        enable_idempotence=True,
-        linger_ms=5,
+    producer = kafka_clients.producer(
+        settings, client_id=f"{settings.client_id}-replay", linger_ms=5
     )
     await producer.start()
     try:

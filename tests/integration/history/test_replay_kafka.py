@@ -19,7 +19,7 @@ from schemas.codec import encode
 from schemas.envelope import Event
 from schemas.events import JobExited, QuarantineNodes, RestartJob, Trigger
 from schemas.settings import KafkaSettings
-from schemas.topics import JOB_PARTITIONS, topic_name
+from schemas.topics import partition_count, topic_name
 from streams.history.client import connect
 from streams.history.settings import ClickHouseSettings
 from tests.integration.history.conftest import Seeded
@@ -84,7 +84,7 @@ def kafka_args(ranges: Sequence[str]) -> list[str]:
 
 
 def test_kafka_ranges_replay_like_clickhouse(seeded: Seeded, kafka_settings: KafkaSettings) -> None:
-    assert JOB_PARTITIONS == 4
+    assert partition_count("jobs") == 4
     asyncio.run(produce(kafka_settings, seeded.events, garbage_key=b"slurm/sim/1001"))
     ranges = asyncio.run(whole_topics(kafka_settings, ["jobs", "logs", "nodes", "gpu", "actions"]))
     args = kafka_args(ranges)

@@ -163,16 +163,18 @@ async def _limited_catalog(settings: KafkaSettings, max_bytes: int) -> KafkaSett
     from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
     from schemas.admin import ensure_topics
+    from schemas.settings import TopicSettings
     from schemas.topics import CATALOG
 
     limited = settings.model_copy(update={"topic_prefix": f"{settings.topic_prefix}limited."})
     spec = next(s for s in CATALOG if s.name == "jobs")
-    configs = {**spec.configs, "max.message.bytes": str(max_bytes)}
+    layout = TopicSettings().of(spec.family)
+    configs = {**spec.configs(layout), "max.message.bytes": str(max_bytes)}
     admin = AIOKafkaAdminClient(bootstrap_servers=settings.bootstrap)
     await admin.start()
     try:
         await admin.create_topics(
-            [NewTopic(spec.full_name(limited), spec.partitions, 1, topic_configs=configs)]
+            [NewTopic(spec.full_name(limited), layout.partitions, 1, topic_configs=configs)]
         )
     finally:
         await admin.close()

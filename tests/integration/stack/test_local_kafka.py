@@ -17,6 +17,7 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from centrality.stack.kafka import LocalKafka, wait_ready
 from centrality.stack.process import port_open
 from centrality.stack.settings import StackSettings
+from schemas.settings import KafkaSettings
 from tests.ports import free_ports
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
@@ -115,7 +116,7 @@ async def test_acknowledged_messages_survive_kill_9(kafka: LocalKafka) -> None:
 
 
 async def test_wait_ready_on_a_running_broker(kafka: LocalKafka) -> None:
-    await wait_ready(kafka.bootstrap, timeout_s=10)
+    await wait_ready(KafkaSettings(bootstrap=kafka.bootstrap), timeout_s=10)
 
 
 def test_start_twice_is_a_noop(kafka: LocalKafka) -> None:

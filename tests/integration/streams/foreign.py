@@ -13,7 +13,7 @@ from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.errors import KafkaError
 from aiokafka.structs import TopicPartition
 
-from schemas.topics import JOB_PARTITIONS
+from schemas.topics import partition_count
 
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 
@@ -65,7 +65,7 @@ async def committed_up_to_end(
     await consumer.start()
     await admin.start()
     try:
-        partitions = [TopicPartition(t, p) for t in topics for p in range(JOB_PARTITIONS)]
+        partitions = [TopicPartition(t, p) for t in topics for p in range(partition_count("jobs"))]
         ends = await consumer.end_offsets(partitions)
         deadline = time.monotonic() + timeout_s
         while True:

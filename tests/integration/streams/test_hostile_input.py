@@ -22,7 +22,7 @@ from schemas.deadletter import DeadLetter
 from schemas.envelope import Event
 from schemas.placement import partition_for
 from schemas.settings import KafkaSettings
-from schemas.topics import JOB_PARTITIONS, topic_name
+from schemas.topics import partition_count, topic_name
 from tests.factories import checkpoint
 from tests.integration.streams.foreign import CODECS, committed_up_to_end, produce
 from tests.integration.streams.test_streams_worker import emit, oracle
@@ -93,7 +93,12 @@ def storm(settings: KafkaSettings, unique: str, count: int) -> tuple[list[Messag
             misplaced["wrong-key"] += 1
         elif kind == 8:
             out.append(
-                (topic, key, value, (partition_for(key, JOB_PARTITIONS) + 1) % JOB_PARTITIONS)
+                (
+                    topic,
+                    key,
+                    value,
+                    (partition_for(key, partition_count("jobs")) + 1) % partition_count("jobs"),
+                )
             )
             misplaced["wrong-partition"] += 1
             continue

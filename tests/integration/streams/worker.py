@@ -18,7 +18,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from centrality.stack.process import ManagedProcess
 from schemas.codec import decode
 from schemas.settings import KafkaSettings
-from schemas.topics import JOB_PARTITIONS, topic_name
+from schemas.topics import partition_count, topic_name
 
 SESSION_TIMEOUT_S = 6
 
@@ -112,7 +112,7 @@ async def _read_to_end(settings: KafkaSettings, topic: str) -> list[Any]:
     consumer = AIOKafkaConsumer(bootstrap_servers=settings.bootstrap, enable_auto_commit=False)
     await consumer.start()
     try:
-        partitions = [TopicPartition(topic, p) for p in range(JOB_PARTITIONS)]
+        partitions = [TopicPartition(topic, p) for p in range(partition_count("jobs"))]
         consumer.assign(partitions)
         await consumer.seek_to_beginning(*partitions)
         end = await consumer.end_offsets(partitions)

@@ -19,7 +19,7 @@ from centrality.bench.hostile_storm import TOPICS, Hostile, Storm
 from schemas.codec import MAX_MESSAGE_BYTES, DecodeError, decode
 from schemas.placement import partition_for
 from schemas.signing import verify
-from schemas.topics import spec
+from schemas.topics import partition_count
 
 KEY = SecretStr("bench-test-key")
 NOW = datetime(2026, 11, 24, 12, tzinfo=UTC)
@@ -96,7 +96,7 @@ def test_valid_and_extreme_valid_messages_are_valid_per_the_schema_files(
             _validator(one["type"]).validate(one)
             checked += 1
         assert m.key == doc_subject(doc)
-        assert m.partition == partition_for(m.key or b"", spec(m.topic).partitions)
+        assert m.partition == partition_for(m.key or b"", partition_count(m.topic))
     assert checked > 500
 
 
@@ -152,7 +152,7 @@ def test_placement_kinds_are_misplaced(messages: list[Hostile]) -> None:
         doc = orjson.loads(m.value or b"") if m.kind in ("wrong-key", "mixed-subjects") else None
         if m.kind == "wrong-partition":
             assert m.key is not None
-            assert m.partition != partition_for(m.key, spec(m.topic).partitions)
+            assert m.partition != partition_for(m.key, partition_count(m.topic))
         elif m.kind == "wrong-key":
             assert m.key != str(doc["subject"]).encode()  # type: ignore[index]
         elif m.kind == "mixed-subjects":
@@ -186,9 +186,9 @@ def test_compression_bombs_need_a_compressing_producer(messages: list[Hostile]) 
 def test_markers_cover_every_partition_and_decode(storm: Storm) -> None:
     markers = storm.markers(("jobs", "nodes", "gpu"))
     placed = {(m.topic, m.partition) for m in markers}
-    assert placed == {(t, p) for t in ("jobs", "nodes", "gpu") for p in range(spec(t).partitions)}
+    assert placed == {(t, p) for t in ("jobs", "nodes", "gpu") for p in range(partition_count(t))}
     for m in markers:
-        assert m.key is not None and m.partition == partition_for(m.key, spec(m.topic).partitions)
+        assert m.key is not None and m.partition == partition_for(m.key, partition_count(m.topic))
         assert all(e.topic == m.topic for e in decode(m.value or b""))
 
 
