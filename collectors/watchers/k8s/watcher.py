@@ -31,6 +31,7 @@ from collectors.watchers.lifecycle import JobTracker
 from schemas.envelope import Event
 from schemas.events.jobs import JobSubmittedPayload
 from schemas.events.nodes import HealthStatus
+from schemas.metrics.catalog import POLLS
 
 log = structlog.get_logger(__name__)
 
@@ -126,6 +127,8 @@ class K8sWatcher:
             except RuntimeError:  # the event loop is gone: nobody listens any more
                 stopped.set()
 
+        # What polls count for the other watchers: here, each reconcile of what the watches said.
+        reconciled, failed = POLLS.labels("k8s", "ok"), POLLS.labels("k8s", "failed")
         # Daemon threads: a watch blocked on a quiet stream must not hold the process at exit.
         for informer in self.informers(deliver, stopped):
             name = f"k8s-watch-{informer.kind}"
@@ -141,8 +144,10 @@ class K8sWatcher:
                     self.absorb(queue.get_nowait())
                 try:
                     await self.reconcile()
+                    reconciled.inc()
                 except Exception as exc:
                     log.warning("k8s_reconcile_failed", error=str(exc))
+                    failed.inc()
                     await MONOTONIC.sleep(self.settings.retry_s, stop)
         finally:
             stopped.set()

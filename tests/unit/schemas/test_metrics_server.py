@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -24,6 +25,17 @@ from schemas.metrics.server import (
 )
 from tests.ports import free_port
 from tests.support.metrics import scrape, status
+
+
+@pytest.fixture(autouse=True)
+def readiness_of_this_test_only() -> Iterator[None]:
+    """Workers run in-process by other tests register readiness checks on the process-wide
+    `READINESS` (pointing at brokers long gone): this test judges only its own."""
+    saved = dict(READINESS._checks)
+    READINESS._checks.clear()
+    yield
+    READINESS._checks.clear()
+    READINESS._checks.update(saved)
 
 
 def test_each_process_has_its_own_loopback_port_by_default() -> None:
