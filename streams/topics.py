@@ -45,7 +45,7 @@ def node_ticks(settings: StreamsSettings) -> str:
 
 
 def changelogs(settings: StreamsSettings) -> list[str]:
-    """Faust's names for the tables' changelog topics (it creates them on the first start)."""
+    """Faust's names for the tables' changelog topics."""
     return [f"{settings.app_id}-{kind.table}-changelog" for kind in KINDS]
 
 
@@ -55,6 +55,12 @@ def internal_topics(settings: StreamsSettings) -> tuple[TopicSpec, ...]:
         TopicSpec(forward(settings), "node or node set", "tables", 7 * DAY_MS, derived),
         TopicSpec(job_ticks(settings), "partition", "tables", DAY_MS, "Clock ticks for jobs."),
         TopicSpec(node_ticks(settings), "partition", "tables", DAY_MS, "Clock ticks for nodes."),
+        # Faust would create these itself, but only after subscribing: a table whose changelog
+        # is not there yet fails every event for it (PartitionsMismatch) until it is.
+        *(
+            TopicSpec(name, "entity key", "tables", -1, "A table's state.", compacted=True)
+            for name in changelogs(settings)
+        ),
     )
 
 
