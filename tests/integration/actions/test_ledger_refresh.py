@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 from structlog.testing import capture_logs
 
@@ -23,13 +25,23 @@ def entry(subject: str) -> LedgerEntry:
     )
 
 
-async def test_a_refresh_sees_another_workers_entries_reading_only_the_new_ones(
-    kafka_settings: KafkaSettings,
-) -> None:
-    mine, theirs = KafkaLedger(kafka_settings), KafkaLedger(kafka_settings)
+@asynccontextmanager
+async def two_workers(kafka: KafkaSettings) -> AsyncIterator[tuple[KafkaLedger, KafkaLedger]]:
+    """The ledgers of two action workers on the same topic."""
+    mine, theirs = KafkaLedger(kafka), KafkaLedger(kafka)
     await mine.start()
     await theirs.start()
     try:
+        yield mine, theirs
+    finally:
+        await mine.stop()
+        await theirs.stop()
+
+
+async def test_a_refresh_sees_another_workers_entries_reading_only_the_new_ones(
+    kafka_settings: KafkaSettings,
+) -> None:
+    async with two_workers(kafka_settings) as (mine, theirs):
         old = [entry(f"n{i}") for i in range(50)]
         for e in old:
             await theirs.record(e)
@@ -45,18 +57,12 @@ async def test_a_refresh_sees_another_workers_entries_reading_only_the_new_ones(
         with capture_logs() as logs:
             await mine.refresh()  # nothing new: nothing read
         assert [log["records"] for log in logs if log["event"] == "ledger_loaded"] == [0]
-    finally:
-        await mine.stop()
-        await theirs.stop()
 
 
 async def test_refreshes_asked_at_once_share_a_read_that_sees_what_came_before(
     kafka_settings: KafkaSettings,
 ) -> None:
-    mine, theirs = KafkaLedger(kafka_settings), KafkaLedger(kafka_settings)
-    await mine.start()
-    await theirs.start()
-    try:
+    async with two_workers(kafka_settings) as (mine, theirs):
         await mine.load()
         new = [entry(f"n{i}") for i in range(5)]
         for e in new:
@@ -72,6 +78,3 @@ async def test_refreshes_asked_at_once_share_a_read_that_sees_what_came_before(
         await theirs.record(later)
         await mine.refresh()  # asked after those reads ended: a read of its own
         assert mine.get(later.trigger_id) == later
-    finally:
-        await mine.stop()
-        await theirs.stop()
