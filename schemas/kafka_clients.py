@@ -49,11 +49,14 @@ def connection(settings: KafkaSettings) -> dict[str, Any]:
 
 def producer(settings: KafkaSettings, **options: Any) -> AIOKafkaProducer:
     """A producer that loses nothing the broker acknowledged: every in-sync replica has the
-    record (`acks=all`, so `min.insync.replicas` holds), and retries never duplicate or reorder
-    (idempotence). Callers may still pass their own tuning (linger, sizes, timeouts)."""
-    return AIOKafkaProducer(
-        **(connection(settings) | {"acks": "all", "enable_idempotence": True} | options)
-    )
+    record (`acks=all`, so `min.insync.replicas` holds). Callers may still pass their own tuning
+    (linger, sizes, timeouts).
+
+    Not idempotent, on purpose: aiokafka's idempotent producer turns a partition leader's move
+    into seconds of non-retriable `OutOfOrderSequenceNumber` failures. Retries still never
+    reorder (aiokafka keeps one batch in flight per partition), and the duplicate a retry may
+    make is absorbed where it lands: every consumer deduplicates by event or trigger id."""
+    return AIOKafkaProducer(**(connection(settings) | {"acks": "all"} | options))
 
 
 def consumer(settings: KafkaSettings, *topics: str, **options: Any) -> AIOKafkaConsumer:

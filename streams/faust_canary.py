@@ -37,7 +37,6 @@ EXPECTED: Mapping[str, tuple[str, ...] | None] = {
     "faust.transport.drivers.aiokafka:Producer.__init__": ("self", "transport", "loop", "kwargs"),
     "faust.transport.drivers.aiokafka:Producer.flush": ("self",),
     "faust.transport.drivers.aiokafka:Producer.on_stop": ("self",),
-    "faust.transport.drivers.aiokafka:Producer._settings_extra": ("self",),
     "faust.transport.drivers:TRANSPORTS": None,
     "faust.transport.producer:ProducerBuffer.__post_init__": ("self",),
     "faust.transport.producer:ProducerBuffer._send_pending": ("self", "fut"),

@@ -68,9 +68,6 @@ scheme `centrality-kafka://host:port` (see `install`).
    running 8 s after SIGTERM/SIGINT (`CENTRALITY_STREAMS_STOP_TIMEOUT_S`): offsets are only
    committed for what was finished, and an unclean stop restores the stores from the changelog.
 
-10. Durable sends. Faust's producer is idempotent only inside transactions; ours always is,
-   with `acks=all` (see `_Producer._settings_extra`), as every producer of ours.
-
 All Faust workarounds, these and the others, are listed in FAUST_WORKAROUNDS.md beside this
 file; the private names they rely on are checked at start-up by `streams.faust_canary`.
 """
@@ -252,11 +249,6 @@ class _Producer(driver.Producer):
     async def flush(self) -> None:
         await self.ordered_buffer.drain()
         await super().flush()
-
-    def _settings_extra(self) -> Mapping[str, Any]:
-        # Triggers and changelog records must not be lost (`acks=all` waits for every in-sync
-        # replica) nor doubled by a retry. Faust asks for idempotence only inside transactions.
-        return {**super()._settings_extra(), "acks": "all", "enable_idempotence": True}
 
 
 class Transport(driver.Transport):

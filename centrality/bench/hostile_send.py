@@ -87,10 +87,7 @@ class Senders:
             if client == "aiokafka":
                 producer = kafka_clients.producer(
                     self.kafka,
-                    # Hostile records are refused on purpose; each refusal would break an
-                    # idempotent producer's sequence, which is not what this bench measures.
-                    acks=1,
-                    enable_idempotence=False,
+                    acks=1,  # hostile records are refused on purpose: no need to wait for all
                     compression_type=None if compression == "none" else compression,
                     max_request_size=CLIENT_MAX_BYTES,
                     linger_ms=20,

@@ -308,8 +308,6 @@ class Emitter:
                 log.error(
                     "spooled_record_refused", topic=r.topic, bytes=len(r.value), error=repr(exc)
                 )
-                # An idempotent producer's sequence is broken by a refused batch: a new one.
-                await self._disconnect()
             except _UNREACHABLE:
                 return False
         return True

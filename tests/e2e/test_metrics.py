@@ -79,7 +79,6 @@ def test_each_worker_serves_metrics_that_move_during_a_story(
         "CENTRALITY_K8S_WATCH_HOST": kube.url,
         "CENTRALITY_K8S_WATCH_CLUSTER": cluster,
         "CENTRALITY_K8S_WATCH_STATE_FILE": str(tmp_path / "k8s.json"),
-        "CENTRALITY_K8S_WATCH_POLL_S": "1",
     }
     job = f"slurm/{cluster}/{unique}"
     start = datetime.now(UTC) - timedelta(minutes=5) - datetime(2026, 1, 1, tzinfo=UTC)
@@ -100,6 +99,8 @@ def test_each_worker_serves_metrics_that_move_during_a_story(
         before = {worker: scrape(port) for worker, port in ports.items()}
 
         asyncio.run(_story(kafka_settings, story))
+        # A node joins: news on the watch, so the K8s watcher reconciles (its "poll").
+        kube.create("nodes", {"metadata": {"name": node}})
         (logs / "slurm-4242.out").write_text("epoch 1\nTraining Complete\n")
 
         def moved(worker: str, name: str, **labels: str) -> None:

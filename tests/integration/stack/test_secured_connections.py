@@ -58,7 +58,7 @@ async def test_catalog_emitter_consumer_and_librdkafka_all_connect(
     report = await ensure_topics(settings)  # admin
     assert len(report.created) == 8 and not report.drift
     event = exited("FAILED", subject=f"slurm/sec/{unique}")
-    async with Emitter(settings) as emitter:  # idempotent producer
+    async with Emitter(settings) as emitter:
         await emitter.emit(event)
     jobs = topic_name("jobs", settings)
     foreign = confluent_kafka.Producer(kafka_clients.librdkafka_config(settings))

@@ -138,10 +138,11 @@ def test_faust_clients_get_the_same_credentials(certs: Certificates) -> None:
     assert isinstance(tls_auth["ssl_context"], ssl.SSLContext)
 
 
-async def test_producers_wait_for_every_in_sync_replica_and_never_duplicate() -> None:
+async def test_producers_wait_for_every_in_sync_replica_and_are_not_idempotent() -> None:
     producer = kafka_clients.producer(KafkaSettings(), client_id="centrality-x")  # not started
     assert producer.client._client_id == "centrality-x"
-    assert producer._txn_manager is not None  # idempotence on
+    # aiokafka's idempotence fails sends for seconds after a leader moves (kafka_clients.producer)
+    assert producer._txn_manager is None
     assert producer._sender._acks == -1  # all in-sync replicas
 
 
