@@ -19,14 +19,12 @@ from schemas.settings import KafkaSettings
 from schemas.topics import topic_name
 from tests.factories import checkpoint, exited
 from tests.ports import free_ports
-from tests.support.kube import KubeApi
+from tests.support.kube_watch import WatchApi
 from tests.support.metrics import Scrape, scrape, status, wait_until
 
 pytestmark = pytest.mark.e2e
 
 WORKERS = ("streams", "actions", "sink", "agent", "tail", "watch k8s")
-# The resources the Kubernetes watcher lists (an emulator lists only what it was told of).
-WATCHED = ("v1/pods", "v1/nodes", "batch/v1/jobs", "kubeflow.org/v1/pytorchjobs")
 
 
 async def _story(settings: KafkaSettings, events: list[Event]) -> None:
@@ -44,13 +42,10 @@ async def _story(settings: KafkaSettings, events: list[Event]) -> None:
 def test_each_worker_serves_metrics_that_move_during_a_story(
     kafka_settings: KafkaSettings,
     worker_env: dict[str, str],
-    kube: KubeApi,
+    watch_api: WatchApi,
     unique: str,
     tmp_path: Path,
 ) -> None:
-    for resource in WATCHED:
-        assert kube.emulator is not None
-        kube.emulator.resources[resource] = {}
     ports = dict(
         zip(
             ("streams", "actions", "sink", "agent", "tail", "watch-k8s"), free_ports(6), strict=True
@@ -76,7 +71,7 @@ def test_each_worker_serves_metrics_that_move_during_a_story(
         "CENTRALITY_TAIL_STATE_FILE": str(tmp_path / "tail.json"),
         "CENTRALITY_TAIL_CLUSTER": cluster,
         "CENTRALITY_TAIL_POLL_S": "0.5",
-        "CENTRALITY_K8S_WATCH_HOST": kube.url,
+        "CENTRALITY_K8S_WATCH_HOST": watch_api.url,
         "CENTRALITY_K8S_WATCH_CLUSTER": cluster,
         "CENTRALITY_K8S_WATCH_STATE_FILE": str(tmp_path / "k8s.json"),
     }
@@ -100,7 +95,7 @@ def test_each_worker_serves_metrics_that_move_during_a_story(
 
         asyncio.run(_story(kafka_settings, story))
         # A node joins: news on the watch, so the K8s watcher reconciles (its "poll").
-        kube.create("nodes", {"metadata": {"name": node}})
+        watch_api.put("/api/v1/nodes", {"metadata": {"name": node}, "spec": {}})
         (logs / "slurm-4242.out").write_text("epoch 1\nTraining Complete\n")
 
         def moved(worker: str, name: str, **labels: str) -> None:
