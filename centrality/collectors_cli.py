@@ -210,6 +210,7 @@ def simulate(
                     stop=stop,
                     on_tick=progress.update,
                 )
+        ratio = stats.realtime_ratio
         result = {
             "nodes": nodes,
             "gpus": gpus,
@@ -218,8 +219,20 @@ def simulate(
             "messages": stats.messages,
             "wall_s": round(stats.wall_s, 3),
             "events_per_s": round(stats.events_per_s, 1),
+            "realtime_ratio": None if ratio is None else round(ratio, 3),
+            "behind_s_max": round(stats.behind_s_max, 3),
             "by_type": stats.by_type,
         }
+        if stats.fell_behind:
+            # Said on stderr as well as in the result: whoever reads the pipeline's numbers
+            # must know the load was lighter than asked for.
+            Console(stderr=True).print(
+                f"[yellow]warning:[/] the simulator fell behind real time x{speed:g}: "
+                f"{stats.scheduled_s:.0f}s of schedule took {stats.wall_s:.0f}s "
+                f"(realtime_ratio {ratio:.2f}, up to {stats.behind_s_max:.1f}s late); "
+                "the pipeline got less load than asked for: fewer nodes, a longer --interval-s, "
+                "or the simulator on another machine"
+            )
         if json:
             print(orjson.dumps(result).decode())
             return

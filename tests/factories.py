@@ -5,7 +5,13 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from schemas.events import CheckpointSaved, JobExited, LogSignalDetected
+from schemas.events import (
+    ActionSucceeded,
+    CheckpointSaved,
+    JobExited,
+    LogSignalDetected,
+    RestartJob,
+)
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 JOB = "slurm/test/42"
@@ -45,4 +51,32 @@ def exited(
     return JobExited(
         **envelope(subject, at_s),
         payload={"state": state, "exit_code": exit_code, "attempt": attempt, "nodes": nodes},
+    )
+
+
+def restart(subject: str = JOB, window: str = "attempt-1") -> RestartJob:
+    """The trigger a failed exit of `subject` leads to."""
+    return RestartJob.decide(
+        cause=exited(subject=subject),
+        source="rule",
+        rule="r",
+        window=window,
+        reason="crashed",
+        attempt=1,
+        checkpoint_uri=None,
+    )
+
+
+def restarted(trigger: RestartJob) -> ActionSucceeded:
+    """The action worker's result of carrying `trigger` out."""
+    return ActionSucceeded(
+        source="actions",
+        cluster=trigger.cluster,
+        subject=trigger.subject,
+        occurred_at=trigger.occurred_at,
+        payload={
+            "trigger_id": trigger.event_id,
+            "trigger_type": "RestartJob",
+            "action": "restart_job",
+        },
     )

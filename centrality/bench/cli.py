@@ -25,6 +25,7 @@ BENCH_MODULES: tuple[str, ...] = (
     "centrality.bench.agent",
     "centrality.bench.streams",
     "centrality.bench.hostile",
+    "centrality.bench.scale",
 )
 
 

@@ -13,18 +13,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import secrets
-import shutil
-import tempfile
 import time
-import uuid
-from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
-from pathlib import Path
-from typing import Any
+from dataclasses import dataclass
 
 import typer
-from pydantic import SecretStr
 from rich.console import Console
 
 from centrality.bench.cli import bench_app
@@ -42,26 +34,15 @@ from centrality.bench.hostile_watch import (
     partitions,
     sink_dead_letters,
 )
+from centrality.bench.run import INPUTS, BenchRun
 from centrality.pipeline import WORKERS, Pipeline
 from centrality.stack.stack import Stack
 from schemas import kafka_clients
 from schemas.admin import ensure_topics
-from schemas.emitter import Emitter
-from schemas.emitter.settings import EmitterSettings
-from schemas.events import CheckpointSaved, JobExited
 from schemas.settings import KafkaSettings
 from schemas.topics import topic_name
-from streams.history.client import connect
 from streams.history.migrations import migrate
-from streams.history.settings import ClickHouseSettings
 
-# What each worker consumes of the storm (the sink also reads the dead letters, which the storm
-# itself makes, so they are not part of "the storm consumed").
-INPUTS = {
-    "streams": ("jobs", "nodes", "gpu"),
-    "actions": ("triggers",),
-    "sink": ("jobs", "logs", "nodes", "gpu", "triggers", "actions"),
-}
 DECIDING = ("streams", "actions")
 DECIDING_TOPICS = ("triggers", "actions")  # where the story's decision and action appear
 MARKED = ("jobs", "nodes", "gpu")  # the Faust worker's inputs: it holds back its last offset
@@ -81,73 +62,6 @@ class Options:
     seed: int = 12
     kinds: tuple[str, ...] = ()  # empty: every kind
     keep: bool = False
-
-
-@dataclass
-class Run:
-    """One run's names: its own topics, database, groups and key."""
-
-    stack: Stack
-    id: str = field(default_factory=lambda: uuid.uuid4().hex[:8])
-    key: SecretStr = field(default_factory=lambda: SecretStr(secrets.token_urlsafe(32)))
-    dir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="bench-hostile-")))
-
-    @property
-    def kafka(self) -> KafkaSettings:
-        prefix = f"{self.stack.kafka.topic_prefix}hostile{self.id}."
-        return self.stack.kafka.model_copy(update={"topic_prefix": prefix})
-
-    @property
-    def clickhouse(self) -> ClickHouseSettings:
-        return self.stack.clickhouse.model_copy(update={"database": f"hostile_{self.id}"})
-
-    @property
-    def groups(self) -> dict[str, str]:
-        return {w: f"hostile-{w}-{self.id}" for w in WORKERS}
-
-    def env(self) -> dict[str, str]:
-        groups = self.groups
-        return {
-            **self.stack.env(),
-            "CENTRALITY_KAFKA_TOPIC_PREFIX": self.kafka.topic_prefix,
-            "CENTRALITY_CLICKHOUSE_DATABASE": self.clickhouse.database,
-            "CENTRALITY_STREAMS_APP_ID": groups["streams"],
-            "CENTRALITY_STREAMS_DATA_DIR": str(self.dir / "streams"),
-            # Consumption is seen through commits: commit often so it is seen soon.
-            "CENTRALITY_STREAMS_COMMIT_INTERVAL_S": "0.5",
-            "CENTRALITY_ACTIONS_GROUP_ID": groups["actions"],
-            "CENTRALITY_ACTIONS_ADAPTER": "memory",
-            "CENTRALITY_SINK_GROUP_ID": groups["sink"],
-            "CENTRALITY_SINK_BATCH_MAX_MS": "200",
-            "CENTRALITY_EMITTER_SPOOL_DIR": str(self.dir / "spool"),
-            "CENTRALITY_TRIGGER_KEY": self.key.get_secret_value(),
-        }
-
-
-def story(job: str) -> list[CheckpointSaved | JobExited]:
-    now = datetime.now(UTC)
-    common: dict[str, Any] = {"source": "bench-hostile", "cluster": "hostile", "subject": job}
-    return [
-        CheckpointSaved(
-            **common,
-            occurred_at=now - timedelta(seconds=2),
-            payload={"step": 700, "uri": f"s3://ckpt/{job}/step-700"},
-        ),
-        JobExited(
-            **common,
-            occurred_at=now - timedelta(seconds=1),
-            payload={"state": "FAILED", "exit_code": 1, "nodes": ["hn-story-1", "hn-story-2"]},
-        ),
-    ]
-
-
-async def send_story(run: Run, job: str) -> float:
-    """Sends the story; returns when its last event was acknowledged."""
-    options = EmitterSettings(spool_dir=run.dir / "story-spool")
-    async with Emitter(run.kafka, options) as emitter:
-        for event in story(job):
-            await emitter.emit(event)
-    return time.monotonic()
 
 
 @dataclass
@@ -179,7 +93,7 @@ class Episode:
 
 
 async def episode(
-    run: Run,
+    run: BenchRun,
     opts: Options,
     pipeline: Pipeline,
     markers: list[Hostile],
@@ -199,7 +113,7 @@ async def episode(
     )
     watch = StoryWatch(kafka, job, await end_offsets(kafka, partitions(kafka, DECIDING_TOPICS)))
     await send_markers(kafka, markers)
-    story_at = await send_story(run, job)
+    story_at = await run.send_story(job)
     try:
         await wait(opts, pipeline, groups, watch, since + timeout_s)
     finally:
@@ -222,7 +136,7 @@ async def send_markers(kafka: KafkaSettings, markers: list[Hostile]) -> None:
 
 
 async def storm_and_story(
-    run: Run, opts: Options, pipeline: Pipeline, outcome: Outcome, progress: Console
+    run: BenchRun, opts: Options, pipeline: Pipeline, outcome: Outcome, progress: Console
 ) -> None:
     rss = PeakRss()
     pids = {name: proc.pid for name, proc in pipeline.procs.items()}
@@ -276,7 +190,7 @@ async def storm_and_story(
 
 
 async def send_storm(
-    run: Run, hostile: Storm, opts: Options, outcome: Outcome, progress: Console
+    run: BenchRun, hostile: Storm, opts: Options, outcome: Outcome, progress: Console
 ) -> None:
     senders = Senders(run.kafka)
     await senders.start()
@@ -322,7 +236,7 @@ def _story_hopeless(groups: Groups, dead: set[str], now: float, opts: Options) -
     )
 
 
-async def readback(run: Run, outcome: Outcome) -> None:
+async def readback(run: BenchRun, outcome: Outcome) -> None:
     by_reason, by_consumer = await dead_letters(run.kafka)
     workers = {group: worker for worker, group in run.groups.items()}
     deciders = [run.groups[w] for w in DECIDING]
@@ -337,20 +251,8 @@ async def readback(run: Run, outcome: Outcome) -> None:
     outcome.unsigned_obeyed = await acted_on(run.kafka, outcome.unsigned, {}, UNSIGNED_PREFIX)
 
 
-async def delete_topics(run: Run) -> None:
-    admin = kafka_clients.admin(run.kafka)
-    await admin.start()
-    try:
-        ours = (run.kafka.topic_prefix, run.groups["streams"])
-        doomed = [t for t in await admin.list_topics() if t.startswith(ours)]
-        if doomed:
-            await admin.delete_topics(doomed)
-    finally:
-        await admin.close()
-
-
 def run_bench(stack: Stack, opts: Options, progress: Console) -> Outcome:
-    run = Run(stack)
+    run = BenchRun(stack, "hostile")
     outcome = Outcome(messages=opts.messages, opts=opts)
     asyncio.run(ensure_topics(run.kafka))
     migrate(run.clickhouse)
@@ -372,12 +274,8 @@ def run_bench(stack: Stack, opts: Options, progress: Console) -> Outcome:
     asyncio.run(readback(run, outcome))
     outcome.logs = None if outcome.ok else str(run.dir / "logs")
     if not opts.keep:
-        asyncio.run(delete_topics(run))
-        with connect(run.clickhouse, database="default") as client:
-            client.command(f"DROP DATABASE IF EXISTS `{run.clickhouse.database}`")
-        shutil.rmtree(run.dir / "streams", ignore_errors=True)
-        if outcome.ok:
-            shutil.rmtree(run.dir, ignore_errors=True)
+        asyncio.run(run.delete_topics())
+        run.discard(keep_logs=not outcome.ok)
     return outcome
 
 

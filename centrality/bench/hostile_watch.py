@@ -99,6 +99,16 @@ class Groups:
             await self._admin.close()
 
 
+async def reader_at(kafka: KafkaSettings, start: Offsets) -> AIOKafkaConsumer:
+    """A started consumer of these partitions from these offsets, committing nothing."""
+    consumer = kafka_clients.consumer(kafka, enable_auto_commit=False)
+    await consumer.start()
+    consumer.assign(list(start))
+    for tp, offset in start.items():
+        consumer.seek(tp, offset)
+    return consumer
+
+
 class StoryWatch:
     """Follows the story's job on the triggers and actions topics from given offsets: its
     RestartJob, then the ActionSucceeded of `restart_job` for that trigger."""
@@ -115,11 +125,7 @@ class StoryWatch:
 
     async def poll(self) -> None:
         if self._consumer is None:
-            self._consumer = kafka_clients.consumer(self.kafka, enable_auto_commit=False)
-            await self._consumer.start()
-            self._consumer.assign(list(self.start))
-            for tp, offset in self.start.items():
-                self._consumer.seek(tp, offset)
+            self._consumer = await reader_at(self.kafka, self.start)
         fetched = await self._consumer.getmany(timeout_ms=100)
         now = time.monotonic()
         for records in fetched.values():
@@ -216,6 +222,21 @@ async def acted_on(kafka: KafkaSettings, ids: set[uuid.UUID], start: Offsets, pr
     return len(obeyed)
 
 
+def process_groups() -> dict[int, list[int]]:
+    """Process group id → its processes (workers lead their own group)."""
+    out: dict[int, list[int]] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = Path(entry.path, "stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()
+        out.setdefault(int(fields[2]), []).append(int(entry.name))
+    return out
+
+
 class PeakRss:
     """Peak resident memory per worker: the kernel's high-water mark (VmHWM) of each process in
     the worker's process group (the sink's insert processes too), summed. Off Linux, psutil's
@@ -231,7 +252,7 @@ class PeakRss:
                 self._psutil = None
 
     def sample(self, workers: dict[str, int]) -> None:
-        groups = self._groups() if self._psutil is None else {}
+        groups = process_groups() if self._psutil is None else {}
         for name, pid in workers.items():
             peaks = self._peaks.setdefault(name, {})
             for member in groups.get(pid, [pid]) if self._psutil is None else [pid]:
@@ -244,21 +265,6 @@ class PeakRss:
             name: round(sum(peaks.values()) / 1024, 1) if peaks else None
             for name, peaks in self._peaks.items()
         }
-
-    @staticmethod
-    def _groups() -> dict[int, list[int]]:
-        """Process group id → its processes (workers lead their own group)."""
-        out: dict[int, list[int]] = {}
-        for entry in os.scandir("/proc"):
-            if not entry.name.isdigit():
-                continue
-            try:
-                stat = Path(entry.path, "stat").read_text()
-            except OSError:
-                continue
-            fields = stat[stat.rindex(")") + 2 :].split()
-            out.setdefault(int(fields[2]), []).append(int(entry.name))
-        return out
 
     @staticmethod
     def _hwm_kb(pid: int) -> int | None:

@@ -19,6 +19,8 @@ from collectors.sink import EventSink
 from schemas.envelope import Event, utcnow
 
 MAX_IN_FLIGHT = 512
+# Below this share of real time a paced run reports that it fell behind.
+KEPT_UP = 0.95
 
 
 @dataclass
@@ -28,10 +30,27 @@ class SimStats:
     messages: int = 0
     wall_s: float = 0.0
     by_type: dict[str, int] = field(default_factory=dict)
+    # Paced runs only (speed > 0): the wall time the schedule gave the ticks sent, and how late
+    # a tick started at worst. A simulator that falls behind measures itself, not the
+    # pipeline it feeds, so it must say so.
+    scheduled_s: float = 0.0
+    behind_s_max: float = 0.0
 
     @property
     def events_per_s(self) -> float:
         return self.events / self.wall_s if self.wall_s else 0.0
+
+    @property
+    def realtime_ratio(self) -> float | None:
+        """Wall time asked for over wall time taken (1.0: on schedule); None when unpaced."""
+        if not self.scheduled_s or not self.wall_s:
+            return None
+        return min(1.0, self.scheduled_s / self.wall_s)
+
+    @property
+    def fell_behind(self) -> bool:
+        ratio = self.realtime_ratio
+        return ratio is not None and ratio < KEPT_UP
 
 
 def group(events: list[Event]) -> list[list[Event]]:
@@ -64,6 +83,8 @@ async def simulate(
 
     t = 0.0
     while t <= duration_s and not (stop and stop.is_set()):
+        if speed > 0:
+            stats.behind_s_max = max(stats.behind_s_max, time.perf_counter() - began - t / speed)
         events = model.tick(t)
         batches = group(events)
         await asyncio.gather(*(send(b) for b in batches))
@@ -76,6 +97,7 @@ async def simulate(
             on_tick(min(t, duration_s))
         t += config.interval_s
         if speed > 0:
+            stats.scheduled_s = t / speed  # the ticks sent cover [0, t) of cluster time
             delay = began + t / speed - time.perf_counter()
             if delay > 0:
                 with contextlib.suppress(TimeoutError):

@@ -16,7 +16,7 @@ from centrality.bench.hostile_watch import Group, PeakRss, StoryWatch
 from schemas.codec import encode
 from schemas.events import ActionSucceeded, RestartJob
 from schemas.settings import KafkaSettings
-from tests.factories import exited
+from tests.factories import restart, restarted
 
 JOB = "slurm/test/story"
 OPTS = Options(
@@ -29,28 +29,8 @@ def _record(key: str, value: bytes) -> ConsumerRecord[bytes, bytes]:
 
 
 def _story() -> tuple[RestartJob, ActionSucceeded]:
-    cause = exited(subject=JOB)
-    trigger = RestartJob.decide(
-        cause=cause,
-        source="rule",
-        rule="r",
-        window="attempt-1",
-        reason="crashed",
-        attempt=1,
-        checkpoint_uri=None,
-    )
-    result = ActionSucceeded(
-        source="actions",
-        cluster=cause.cluster,
-        subject=JOB,
-        occurred_at=cause.occurred_at,
-        payload={
-            "trigger_id": trigger.event_id,
-            "trigger_type": "RestartJob",
-            "action": "restart_job",
-        },
-    )
-    return trigger, result
+    trigger = restart(JOB)
+    return trigger, restarted(trigger)
 
 
 def test_the_story_is_decided_whichever_topic_is_read_first() -> None:

@@ -18,6 +18,16 @@ def test_simulate_dry_run_prints_one_json_line() -> None:
     assert doc["events_per_s"] > 0
 
 
+def test_simulate_says_when_it_cannot_keep_the_pace_asked_for() -> None:
+    # 500 nodes x 8 GPUs every 10 s of cluster time, at x10,000: a millisecond per tick.
+    args = ["simulate", "--nodes", "500", "--duration-s", "60", "--speed", "10000"]
+    result = CliRunner().invoke(app, [*args, "--dry-run", "--json"])
+    assert result.exit_code == 0, result.output
+    doc = orjson.loads(result.stdout.strip().splitlines()[-1])
+    assert doc["realtime_ratio"] < 0.95 and doc["behind_s_max"] > 0
+    assert "the simulator fell behind real time x10000" in " ".join(result.stderr.split())
+
+
 def test_nccl_file_summary() -> None:
     path = FIXTURES / "all_reduce_perf_2x8.txt"
     result = CliRunner().invoke(app, ["nccl", str(path), "--node", "n1", "--dry-run", "--json"])

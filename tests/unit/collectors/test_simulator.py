@@ -1,10 +1,13 @@
+import asyncio
 from collections import Counter
+from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from collectors.simulate.config import SimConfig
 from collectors.simulate.runner import group, simulate
 from collectors.sink import RecordingSink
 from schemas.codec import decode, encode_batch
+from schemas.envelope import Event
 from schemas.events import (
     GpuSampled,
     GpuXidObserved,
@@ -84,3 +87,41 @@ async def test_drives_a_thousand_node_cluster() -> None:
     assert sink.by_type["NodeHeartbeat"] == 1000
     assert sink.by_type["JobSubmitted"] >= 120  # plus replacements of jobs an XID killed
     assert stats.messages == sink.messages < stats.events / 5  # batched
+
+
+class _SlowSink(RecordingSink):
+    """A sink that takes `delay_s` per message, one message at a time."""
+
+    def __init__(self, delay_s: float) -> None:
+        super().__init__(keep=False)
+        self.delay_s = delay_s
+        self._one = asyncio.Lock()
+
+    async def emit_batch(self, events: Sequence[Event]) -> None:
+        async with self._one:
+            await asyncio.sleep(self.delay_s)
+            await super().emit_batch(events)
+
+
+SMALL = SimConfig(nodes=4, gpus=1, jobs=1, seed=3, interval_s=10.0)
+
+
+async def test_a_paced_run_that_keeps_up_says_so() -> None:
+    stats = await simulate(SMALL, RecordingSink(keep=False), duration_s=20, speed=40, start=T0)
+    assert stats.scheduled_s == 30 / 40  # three ticks of 10 s at x40
+    assert stats.realtime_ratio is not None and stats.realtime_ratio >= 0.95
+    assert not stats.fell_behind and stats.behind_s_max < 0.2
+
+
+async def test_a_paced_run_that_falls_behind_says_by_how_much() -> None:
+    # Each tick is 5+ messages of 50 ms, one at a time: a quarter second or more per tick,
+    # where x100 gives it a tenth.
+    stats = await simulate(SMALL, _SlowSink(0.05), duration_s=40, speed=100, start=T0)
+    assert stats.fell_behind
+    assert stats.realtime_ratio is not None and stats.realtime_ratio < 0.6
+    assert stats.behind_s_max > 0.4  # the fifth tick started that late at least
+
+
+async def test_an_unpaced_run_has_no_schedule_to_keep() -> None:
+    stats = await simulate(SMALL, RecordingSink(keep=False), duration_s=20, start=T0)
+    assert stats.realtime_ratio is None and not stats.fell_behind

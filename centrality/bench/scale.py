@@ -1,0 +1,315 @@
+"""`centrality bench scale`: the three workers as their own processes, fed a simulated fleet in
+real time with faults in it, measured from the outside.
+
+The simulator runs in this process and notes when it handed each fault to the Emitter; the
+decisions and action results are read from their topics, lag from the workers' consumer groups,
+CPU and memory from /proc. Targets (exit 1 if one is missed): the simulator kept real time
+(`realtime_ratio` ≥ 0.95), every fault decided, fatal XID to `QuarantineNodes` and failed job to
+its restart's `ActionSucceeded` within 1 s at p99, the workers drained within 30 s of the end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from centrality.bench.cli import bench_app
+from centrality.bench.hostile_watch import PeakRss, StoryWatch, end_offsets, partitions
+from centrality.bench.run import INPUTS, BenchRun
+from centrality.bench.scale_watch import (
+    DecisionWatch,
+    LagSampler,
+    TimedSink,
+    cpu_s,
+    worker_lags,
+)
+from centrality.pipeline import WORKERS, Pipeline
+from centrality.stack.stack import Stack
+from collectors.simulate.config import SimConfig
+from collectors.simulate.runner import SimStats, simulate
+from schemas.admin import ensure_topics
+from schemas.emitter import Emitter
+from schemas.emitter.settings import EmitterSettings
+from streams.history.migrations import migrate
+
+SAMPLE_S = 2.0  # lag and memory sampling period
+
+
+@dataclass(frozen=True)
+class Options:
+    nodes: int
+    gpus: int
+    jobs: int
+    interval_s: float
+    duration_s: float
+    xid_nodes: int
+    crash_jobs: int
+    seed: int
+    ready_timeout_s: float
+    drain_timeout_s: float
+    keep: bool
+    # Targets
+    realtime_ratio_min: float = 0.95
+    p99_max_ms: float = 1000.0
+    drain_max_s: float = 30.0
+
+    def sim_config(self, cluster: str) -> SimConfig:
+        """Faults timed to land inside the run: every XID node's first XID in its first 80 %,
+        every crashing job's failure between 30 % and 96 % of it (a checkpoint before)."""
+        d = self.duration_s
+        return SimConfig(
+            nodes=self.nodes,
+            gpus=self.gpus,
+            jobs=self.jobs,
+            seed=self.seed,
+            cluster=cluster,
+            interval_s=self.interval_s,
+            xid_nodes=self.xid_nodes,
+            xid_every_s=0.8 * d,
+            crash_jobs=self.crash_jobs,
+            job_duration_s=(d, 1.2 * d),
+            checkpoint_every_s=max(self.interval_s, min(300.0, d / 4)),
+        )
+
+
+def percentile_ms(values: list[float], p: float) -> float | None:
+    """Nearest-rank percentile of seconds, in milliseconds."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    return round(1000 * ordered[max(0, math.ceil(p * len(ordered)) - 1)], 1)
+
+
+async def warm_up(run: BenchRun, pipeline: Pipeline, timeout_s: float) -> float | None:
+    """Seconds until the workers decided and carried out a first story; None if they did not
+    within `timeout_s` (Faust takes seconds to join and recover; that is not the fleet's)."""
+    kafka = run.kafka
+    started = time.monotonic()
+    watch = StoryWatch(
+        kafka, f"slurm/scale-warmup/{run.id}", await end_offsets(kafka, decision_tps(run))
+    )
+    try:
+        await run.send_story(f"slurm/scale-warmup/{run.id}")
+        while time.monotonic() - started < timeout_s and watch.decided_at is None:
+            pipeline.check()
+            await watch.poll()
+        return None if watch.decided_at is None else time.monotonic() - started
+    finally:
+        await watch.close()
+
+
+def decision_tps(run: BenchRun) -> list[Any]:
+    return partitions(run.kafka, ("triggers", "actions"))
+
+
+async def measure(
+    run: BenchRun, opts: Options, pipeline: Pipeline, progress: Console
+) -> dict[str, Any]:
+    ready_s = await warm_up(run, pipeline, opts.ready_timeout_s)
+    if ready_s is None:
+        raise RuntimeError(f"the workers decided nothing within {opts.ready_timeout_s:g} s")
+    progress.log(f"workers ready in {ready_s:.1f} s; simulating {opts.nodes} nodes in real time")
+    kafka = run.kafka
+    watch = DecisionWatch(kafka, await end_offsets(kafka, decision_tps(run)))
+    lags = LagSampler(kafka, worker_lags(kafka, run.groups, INPUTS))
+    pids = {name: proc.pid for name, proc in pipeline.procs.items()}
+    rss = PeakRss()
+    options = EmitterSettings(spool_dir=run.dir / "sim-spool")
+    try:
+        async with Emitter(kafka, options) as emitter:
+            sink = TimedSink(emitter)
+            cpu_before, began = cpu_s(pids), time.monotonic()
+            sim = asyncio.create_task(
+                simulate(opts.sim_config(run.kind), sink, duration_s=opts.duration_s, speed=1.0)
+            )
+            next_sample = 0.0
+            while not sim.done():
+                pipeline.check()
+                await watch.poll()
+                if time.monotonic() >= next_sample:
+                    next_sample = time.monotonic() + SAMPLE_S
+                    await lags.sample()
+                    rss.sample(pids)
+            stats: SimStats = sim.result()
+        ended = time.monotonic()
+        cpu_after = cpu_s(pids)
+        progress.log("simulation over; waiting for the workers to drain")
+        drain_s = await drain(lags, watch, pipeline, rss, pids, opts.drain_timeout_s)
+        # The last decisions may land just after the lag reads zero.
+        settle = time.monotonic() + 5
+        while time.monotonic() < settle:
+            await watch.poll()
+    finally:
+        await watch.close()
+        await lags.close()
+    wall_s = ended - began
+    xid = watch.decisions.xid_latencies_s(sink.xids)
+    crash = watch.decisions.restart_latencies_s(sink.crashes)
+    return report(opts, stats, lags, xid, crash, drain_s, rss, cpu_before, cpu_after, wall_s)
+
+
+async def drain(
+    lags: LagSampler,
+    watch: DecisionWatch,
+    pipeline: Pipeline,
+    rss: PeakRss,
+    pids: dict[str, int],
+    timeout_s: float,
+) -> float | None:
+    started = time.monotonic()
+    while time.monotonic() - started < timeout_s:
+        pipeline.check()
+        await lags.sample()
+        rss.sample(pids)
+        if lags.drained:
+            return time.monotonic() - started
+        deadline = time.monotonic() + 0.5
+        while time.monotonic() < deadline:
+            await watch.poll()
+    return None
+
+
+def report(
+    opts: Options,
+    stats: SimStats,
+    lags: LagSampler,
+    xid: list[float | None],
+    crash: list[float | None],
+    drain_s: float | None,
+    rss: PeakRss,
+    cpu_before: dict[str, float],
+    cpu_after: dict[str, float],
+    wall_s: float,
+) -> dict[str, Any]:
+    xid_ok = [s for s in xid if s is not None]
+    crash_ok = [s for s in crash if s is not None]
+    peaks = rss.peak_mb()
+    by_worker = {lag.worker: lag for lag in lags.lags}
+    result: dict[str, Any] = {
+        "nodes": opts.nodes,
+        "gpus": opts.gpus,
+        "duration_s": opts.duration_s,
+        "events": stats.events,
+        "events_per_s": round(stats.events_per_s, 1),
+        "realtime_ratio": None if stats.realtime_ratio is None else round(stats.realtime_ratio, 3),
+        "lag_max_messages": max((lag.max for lag in lags.lags), default=0),
+        "drain_s": None if drain_s is None else round(drain_s, 1),
+        "xids": len(xid),
+        "xids_decided": len(xid_ok),
+        "xid_to_quarantine_p50_ms": percentile_ms(xid_ok, 0.5),
+        "xid_to_quarantine_p99_ms": percentile_ms(xid_ok, 0.99),
+        "crashes": len(crash),
+        "crashes_restarted": len(crash_ok),
+        "crash_to_restart_p50_ms": percentile_ms(crash_ok, 0.5),
+        "crash_to_restart_p99_ms": percentile_ms(crash_ok, 0.99),
+        "workers": {
+            w: {
+                "cpu_percent": round(100 * (cpu_after[w] - cpu_before[w]) / wall_s, 1),
+                "rss_peak_mb": peaks.get(w),
+                "lag_max_messages": by_worker[w].max,
+            }
+            for w in WORKERS
+        },
+    }
+    ratio, xid_p99, crash_p99 = (
+        result["realtime_ratio"],
+        result["xid_to_quarantine_p99_ms"],
+        result["crash_to_restart_p99_ms"],
+    )
+    result["targets"] = {
+        "realtime": ratio is not None and ratio >= opts.realtime_ratio_min,
+        "every_fault_decided": len(xid_ok) == len(xid) and len(crash_ok) == len(crash),
+        "xid_p99": xid_p99 is not None and xid_p99 <= opts.p99_max_ms,
+        "crash_p99": crash_p99 is not None and crash_p99 <= opts.p99_max_ms,
+        "drain": drain_s is not None and drain_s <= opts.drain_max_s,
+    }
+    result["ok"] = all(result["targets"].values())
+    return result
+
+
+def run_bench(stack: Stack, opts: Options, progress: Console) -> dict[str, Any]:
+    run = BenchRun(stack, "scale")
+    asyncio.run(ensure_topics(run.kafka))
+    migrate(run.clickhouse)
+    pipeline = Pipeline(run.env(), run.dir / "logs")
+    pipeline.start()
+    progress.log(f"workers started on {run.kafka.topic_prefix}*; logs in {run.dir / 'logs'}")
+    ok = False
+    try:
+        result = asyncio.run(measure(run, opts, pipeline, progress))
+        ok = bool(result["ok"])
+    finally:
+        pipeline.stop()
+        if not opts.keep:
+            with contextlib.suppress(Exception):  # never hide the measurement's own failure
+                asyncio.run(run.delete_topics())
+                run.discard(keep_logs=not ok)
+    result["logs"] = None if ok else str(run.dir / "logs")
+    return result
+
+
+def print_result(result: dict[str, Any], console: Console) -> None:
+    table = Table("figure", "value", title="bench scale")
+    for name, value in result.items():
+        if name not in ("workers", "targets"):
+            table.add_row(name, "—" if value is None else str(value))
+    console.print(table)
+    workers = Table("worker", "cpu %", "peak RSS MB", "lag max", title="workers")
+    for name, w in result["workers"].items():
+        figures = (w["cpu_percent"], w["rss_peak_mb"], w["lag_max_messages"])
+        workers.add_row(name, *(str(f) for f in figures))
+    console.print(workers)
+    missed = [name for name, met in result["targets"].items() if not met]
+    verdict = f"[red]missed:[/] {', '.join(missed)}" if missed else "[green]every target met[/]"
+    console.print(verdict)
+
+
+@bench_app.command("scale")
+def bench_scale(
+    nodes: int = typer.Option(10_000, min=1, help="Simulated nodes."),
+    gpus: int = typer.Option(8, min=1, help="GPUs per node."),
+    jobs: int = typer.Option(0, min=0, help="Jobs running at once; 0: one per ten nodes."),
+    interval_s: float = typer.Option(10.0, min=0.1, help="GPU sampling interval."),
+    duration_s: float = typer.Option(120.0, min=10, help="Simulated (and real) seconds."),
+    xid_nodes: int = typer.Option(20, min=0, help="Nodes that raise a fatal XID once."),
+    crash_jobs: int = typer.Option(20, min=0, help="Jobs that fail without completing."),
+    seed: int = typer.Option(1, help="Seed of the simulation."),
+    ready_timeout_s: float = typer.Option(180.0, help="Longest wait for the workers to start."),
+    drain_timeout_s: float = typer.Option(300.0, help="Longest wait for the workers to drain."),
+    keep: bool = typer.Option(False, help="Keep the run's topics, database and logs."),
+    json: bool = typer.Option(False, "--json", help="Print one JSON line."),
+) -> None:
+    """Workers fed a simulated fleet in real time with faults. Targets: realtime_ratio ≥ 0.95,
+    every fault decided, XID→quarantine and crash→restart p99 ≤ 1 s, drained ≤ 30 s."""
+    progress = Console(stderr=True)
+    stack = Stack()
+    stack.up(progress=lambda msg: progress.log(msg))
+    opts = Options(
+        nodes=nodes,
+        gpus=gpus,
+        jobs=jobs or max(1, nodes // 10),
+        interval_s=interval_s,
+        duration_s=duration_s,
+        xid_nodes=xid_nodes,
+        crash_jobs=crash_jobs,
+        seed=seed,
+        ready_timeout_s=ready_timeout_s,
+        drain_timeout_s=drain_timeout_s,
+        keep=keep,
+    )
+    result = run_bench(stack, opts, progress)
+    if json:
+        print(orjson.dumps(result).decode())
+    else:
+        print_result(result, Console())
+    if not result["ok"]:
+        raise typer.Exit(1)

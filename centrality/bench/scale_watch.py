@@ -1,0 +1,193 @@
+"""What `centrality bench scale` measures from the outside while the workers run: when each
+fault was handed to the Emitter, when its decision and action result reached Kafka, the
+workers' consumer lag, and their CPU time. Only public behaviour: processes, groups, topics."""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
+from aiokafka.errors import KafkaError
+
+from centrality.bench.hostile_watch import Offsets, partitions, process_groups, reader_at
+from collectors.sink import EventSink
+from schemas import kafka_clients
+from schemas.codec import DecodeError, decode
+from schemas.envelope import Event
+from schemas.events import ActionSucceeded, GpuXidObserved, JobExited, QuarantineNodes, RestartJob
+from schemas.events.jobs import JobState
+from schemas.settings import KafkaSettings
+
+_TICK_S = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+class TimedSink:
+    """The Emitter, noting the wall time each fault the rules act on was handed to it: a
+    node's first fatal XID, a job's first failed exit."""
+
+    def __init__(self, inner: EventSink) -> None:
+        self.inner = inner
+        self.xids: dict[str, float] = {}
+        self.crashes: dict[str, float] = {}
+
+    async def emit(self, event: Event) -> None:
+        await self.emit_batch((event,))
+
+    async def emit_batch(self, events: Sequence[Event]) -> None:
+        now = time.time()
+        for e in events:
+            if isinstance(e, GpuXidObserved):
+                self.xids.setdefault(e.subject, now)
+            elif isinstance(e, JobExited) and e.payload.state == JobState.FAILED:
+                self.crashes.setdefault(e.subject, now)
+        await self.inner.emit_batch(events)
+
+
+@dataclass
+class Decisions:
+    """Read from the triggers and actions topics: record timestamps (the producers' clocks, this
+    machine's) of each node's first quarantine, each job's restarts and each restart's result."""
+
+    quarantined: dict[str, float] = field(default_factory=dict)
+    restarts: dict[str, list[tuple[uuid.UUID, float]]] = field(default_factory=dict)
+    restarted: dict[uuid.UUID, float] = field(default_factory=dict)
+
+    def see(self, record: ConsumerRecord[bytes, bytes]) -> None:
+        try:
+            events = decode(record.value or b"")
+        except DecodeError:
+            return
+        at = record.timestamp / 1000
+        for e in events:
+            if isinstance(e, QuarantineNodes):
+                for node in e.payload.nodes:
+                    self.quarantined.setdefault(node, at)
+            elif isinstance(e, RestartJob):
+                self.restarts.setdefault(e.subject, []).append((e.event_id, at))
+            elif isinstance(e, ActionSucceeded) and e.payload.action == "restart_job":
+                self.restarted.setdefault(e.payload.trigger_id, at)
+
+    def xid_latencies_s(self, xids: dict[str, float]) -> list[float | None]:
+        """Per node with a fatal XID: seconds to its QuarantineNodes; None if none came."""
+        return [
+            None if node not in self.quarantined else self.quarantined[node] - at
+            for node, at in xids.items()
+        ]
+
+    def restart_latencies_s(self, crashes: dict[str, float]) -> list[float | None]:
+        """Per failed job: seconds to the ActionSucceeded of the first restart decided after
+        it failed; None if none came."""
+        out: list[float | None] = []
+        for job, at in crashes.items():
+            after = [tid for tid, t in self.restarts.get(job, []) if t >= at]
+            done = [self.restarted[tid] for tid in after if tid in self.restarted]
+            out.append(min(done) - at if done else None)
+        return out
+
+
+class DecisionWatch:
+    """Follows the triggers and actions topics from given offsets into `Decisions`."""
+
+    def __init__(self, kafka: KafkaSettings, start: Offsets) -> None:
+        self.kafka = kafka
+        self.start = start
+        self.decisions = Decisions()
+        self._consumer: AIOKafkaConsumer | None = None
+
+    async def poll(self) -> None:
+        if self._consumer is None:
+            self._consumer = await reader_at(self.kafka, self.start)
+        for records in (await self._consumer.getmany(timeout_ms=100)).values():
+            for record in records:
+                self.decisions.see(record)
+
+    async def close(self) -> None:
+        if self._consumer is not None:
+            await self._consumer.stop()
+
+
+@dataclass
+class WorkerLag:
+    """A worker's consumer lag over its inputs, sampled: now and the most seen."""
+
+    worker: str
+    group_id: str
+    inputs: list[TopicPartition]
+    # Faust commits up to, not past, the last record it processed: one record per partition
+    # it has read stays "lagging" however idle it is.
+    held_back: int = 0
+    now: int | None = None
+    max: int = 0
+
+    def update(self, committed: Offsets, ends: Offsets) -> None:
+        lag = 0
+        for tp in self.inputs:
+            done = max(0, committed.get(tp, 0))
+            behind = max(0, ends.get(tp, 0) - done)
+            lag += max(0, behind - self.held_back) if done else behind
+        self.now, self.max = lag, max(self.max, lag)
+
+
+class LagSampler:
+    def __init__(self, kafka: KafkaSettings, lags: list[WorkerLag]) -> None:
+        self.kafka = kafka
+        self.lags = lags
+        self._admin = kafka_clients.admin(kafka)
+        self._consumer = kafka_clients.consumer(kafka, enable_auto_commit=False)
+        self._started = False
+
+    async def sample(self) -> None:
+        if not self._started:
+            await self._admin.start()
+            await self._consumer.start()
+            self._started = True
+        tps = sorted({tp for lag in self.lags for tp in lag.inputs})
+        ends = dict(await self._consumer.end_offsets(tps))
+        for lag in self.lags:
+            try:
+                found = await self._admin.list_consumer_group_offsets(
+                    lag.group_id, partitions=lag.inputs
+                )
+            except KafkaError:  # no coordinator yet: ask again next time
+                continue
+            lag.update({tp: meta.offset for tp, meta in found.items()}, ends)
+
+    @property
+    def drained(self) -> bool:
+        return all(lag.now == 0 for lag in self.lags)
+
+    async def close(self) -> None:
+        if self._started:
+            await self._consumer.stop()
+            await self._admin.close()
+
+
+def worker_lags(
+    kafka: KafkaSettings, groups: dict[str, str], inputs: dict[str, tuple[str, ...]]
+) -> list[WorkerLag]:
+    return [
+        WorkerLag(w, groups[w], partitions(kafka, topics), held_back=1 if w == "streams" else 0)
+        for w, topics in inputs.items()
+    ]
+
+
+def cpu_s(workers: dict[str, int]) -> dict[str, float]:
+    """CPU seconds (user and system) used so far by each worker's process group."""
+    groups = process_groups()
+    out: dict[str, float] = {}
+    for name, pid in workers.items():
+        ticks = 0
+        for member in groups.get(pid, [pid]):
+            try:
+                stat = Path(f"/proc/{member}/stat").read_text()
+            except OSError:  # gone between the listing and the read
+                continue
+            fields = stat[stat.rindex(")") + 2 :].split()
+            ticks += int(fields[11]) + int(fields[12])  # utime, stime
+        out[name] = ticks / _TICK_S
+    return out
