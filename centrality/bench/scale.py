@@ -92,23 +92,18 @@ def percentile_ms(values: list[float], p: float) -> float | None:
 async def warm_up(run: BenchRun, pipeline: Pipeline, timeout_s: float) -> float | None:
     """Seconds until the workers decided and carried out a first story; None if they did not
     within `timeout_s` (Faust takes seconds to join and recover; that is not the fleet's)."""
-    kafka = run.kafka
+    kafka, job = run.kafka, f"slurm/scale-warmup/{run.id}"
     started = time.monotonic()
-    watch = StoryWatch(
-        kafka, f"slurm/scale-warmup/{run.id}", await end_offsets(kafka, decision_tps(run))
-    )
+    decisions = await end_offsets(kafka, partitions(kafka, DecisionWatch.DECISIONS))
+    watch = StoryWatch(kafka, job, decisions)
     try:
-        await run.send_story(f"slurm/scale-warmup/{run.id}")
+        await run.send_story(job)
         while time.monotonic() - started < timeout_s and watch.decided_at is None:
             pipeline.check()
             await watch.poll()
         return None if watch.decided_at is None else time.monotonic() - started
     finally:
         await watch.close()
-
-
-def decision_tps(run: BenchRun) -> list[Any]:
-    return partitions(run.kafka, ("triggers", "actions"))
 
 
 async def measure(
@@ -119,14 +114,16 @@ async def measure(
         raise RuntimeError(f"the workers decided nothing within {opts.ready_timeout_s:g} s")
     progress.log(f"workers ready in {ready_s:.1f} s; simulating {opts.nodes} nodes in real time")
     kafka = run.kafka
-    watch = DecisionWatch(kafka, await end_offsets(kafka, decision_tps(run)))
+    watched = partitions(kafka, (*DecisionWatch.FAULTS, *DecisionWatch.DECISIONS))
+    options = EmitterSettings(spool_dir=run.dir / "sim-spool")
+    emitter = Emitter(kafka, options)
+    sink = TimedSink(emitter)
+    watch = DecisionWatch(kafka, await end_offsets(kafka, watched), sink)
     lags = LagSampler(kafka, worker_lags(kafka, run.groups, INPUTS))
     pids = {name: proc.pid for name, proc in pipeline.procs.items()}
     rss = PeakRss()
-    options = EmitterSettings(spool_dir=run.dir / "sim-spool")
     try:
-        async with Emitter(kafka, options) as emitter:
-            sink = TimedSink(emitter)
+        async with emitter:
             cpu_before, began = cpu_s(pids), time.monotonic()
             sim = asyncio.create_task(
                 simulate(opts.sim_config(run.kind), sink, duration_s=opts.duration_s, speed=1.0)
@@ -152,9 +149,13 @@ async def measure(
         await watch.close()
         await lags.close()
     wall_s = ended - began
-    xid = watch.decisions.xid_latencies_s(sink.xids)
-    crash = watch.decisions.restart_latencies_s(sink.crashes)
-    return report(opts, stats, lags, xid, crash, drain_s, rss, cpu_before, cpu_after, wall_s)
+    seen = watch.decisions
+    xid, crash = seen.xid_latencies_s(sink.xids), seen.restart_latencies_s(sink.crashes)
+    result = report(opts, stats, lags, xid, crash, drain_s, rss, cpu_before, cpu_after, wall_s)
+    handover = seen.handover_s(sink)
+    result["handover_p50_ms"] = percentile_ms(handover, 0.5)
+    result["handover_p99_ms"] = percentile_ms(handover, 0.99)
+    return result
 
 
 async def drain(

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,6 +22,7 @@ from schemas.envelope import Event
 from schemas.events import ActionSucceeded, GpuXidObserved, JobExited, QuarantineNodes, RestartJob
 from schemas.events.jobs import JobState
 from schemas.settings import KafkaSettings
+from schemas.topics import topic_name
 
 _TICK_S = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
@@ -50,9 +51,14 @@ class TimedSink:
 
 @dataclass
 class Decisions:
-    """Read from the triggers and actions topics: record timestamps (the producers' clocks, this
-    machine's) of each node's first quarantine, each job's restarts and each restart's result."""
+    """Record timestamps (the producers' clocks, this machine's) read from the topics: when each
+    fault reached Kafka (a node's first fatal XID, a job's first failed exit), each node's first
+    quarantine, each job's restarts and each restart's result. Latencies run from the fault's
+    record to the decision's: the pipeline's own, not the time the simulator took to send a tick
+    of ten thousand nodes before the fault (reported apart, as `handover`)."""
 
+    xid_at: dict[str, float] = field(default_factory=dict)
+    crash_at: dict[str, float] = field(default_factory=dict)
     quarantined: dict[str, float] = field(default_factory=dict)
     restarts: dict[str, list[tuple[uuid.UUID, float]]] = field(default_factory=dict)
     restarted: dict[uuid.UUID, float] = field(default_factory=dict)
@@ -64,7 +70,11 @@ class Decisions:
             return
         at = record.timestamp / 1000
         for e in events:
-            if isinstance(e, QuarantineNodes):
+            if isinstance(e, GpuXidObserved):
+                self.xid_at.setdefault(e.subject, at)
+            elif isinstance(e, JobExited) and e.payload.state == JobState.FAILED:
+                self.crash_at.setdefault(e.subject, at)
+            elif isinstance(e, QuarantineNodes):
                 for node in e.payload.nodes:
                     self.quarantined.setdefault(node, at)
             elif isinstance(e, RestartJob):
@@ -72,39 +82,58 @@ class Decisions:
             elif isinstance(e, ActionSucceeded) and e.payload.action == "restart_job":
                 self.restarted.setdefault(e.payload.trigger_id, at)
 
-    def xid_latencies_s(self, xids: dict[str, float]) -> list[float | None]:
+    def xid_latencies_s(self, xids: Iterable[str]) -> list[float | None]:
         """Per node with a fatal XID: seconds to its QuarantineNodes; None if none came."""
-        return [
-            None if node not in self.quarantined else self.quarantined[node] - at
-            for node, at in xids.items()
-        ]
+        out: list[float | None] = []
+        for node in xids:
+            at, decided = self.xid_at.get(node), self.quarantined.get(node)
+            out.append(None if at is None or decided is None else decided - at)
+        return out
 
-    def restart_latencies_s(self, crashes: dict[str, float]) -> list[float | None]:
+    def restart_latencies_s(self, crashes: Iterable[str]) -> list[float | None]:
         """Per failed job: seconds to the ActionSucceeded of the first restart decided after
         it failed; None if none came."""
         out: list[float | None] = []
-        for job, at in crashes.items():
-            after = [tid for tid, t in self.restarts.get(job, []) if t >= at]
+        for job in crashes:
+            at = self.crash_at.get(job)
+            after = [tid for tid, t in self.restarts.get(job, []) if at is not None and t >= at]
             done = [self.restarted[tid] for tid in after if tid in self.restarted]
-            out.append(min(done) - at if done else None)
+            out.append(min(done) - at if done and at is not None else None)
         return out
+
+    def handover_s(self, sink: TimedSink) -> list[float]:
+        """Per fault: seconds from the simulator handing it to the Emitter to its record."""
+        pairs = [(sink.xids, self.xid_at), (sink.crashes, self.crash_at)]
+        return [seen[k] - at for handed, seen in pairs for k, at in handed.items() if k in seen]
 
 
 class DecisionWatch:
-    """Follows the triggers and actions topics from given offsets into `Decisions`."""
+    """Follows the fault and decision topics from given offsets into `Decisions`. Of the fault
+    topics (`nodes`, `jobs`: heartbeats and job events too) only the records of the faulty
+    subjects the sink has seen are decoded."""
 
-    def __init__(self, kafka: KafkaSettings, start: Offsets) -> None:
+    FAULTS = ("nodes", "jobs")
+    DECISIONS = ("triggers", "actions")
+
+    def __init__(self, kafka: KafkaSettings, start: Offsets, sink: TimedSink) -> None:
         self.kafka = kafka
         self.start = start
+        self.sink = sink
         self.decisions = Decisions()
+        self._faults = {topic_name(t, kafka) for t in self.FAULTS}
         self._consumer: AIOKafkaConsumer | None = None
 
     async def poll(self) -> None:
         if self._consumer is None:
             self._consumer = await reader_at(self.kafka, self.start)
-        for records in (await self._consumer.getmany(timeout_ms=100)).values():
+        for tp, records in (await self._consumer.getmany(timeout_ms=100)).items():
+            faults = tp.topic in self._faults
             for record in records:
-                self.decisions.see(record)
+                if not faults or self._faulty((record.key or b"").decode(errors="replace")):
+                    self.decisions.see(record)
+
+    def _faulty(self, subject: str) -> bool:
+        return subject in self.sink.xids or subject in self.sink.crashes
 
     async def close(self) -> None:
         if self._consumer is not None:

@@ -15,6 +15,7 @@ from schemas.codec import encode
 from schemas.envelope import Event
 from schemas.events import QuarantineNodes
 from tests.factories import checkpoint, exited, restart, restarted
+from tests.unit.streams.builders import xid
 
 JOB = "slurm/sim/job-1"
 
@@ -34,9 +35,10 @@ def test_a_crash_counts_until_the_result_of_the_restart_decided_after_it() -> No
     # An older restart (of an earlier failure) and its result come first: they are not this one.
     for event, at in ((earlier, 5.0), (restarted(earlier), 6.0), (restarted(later), 10.4)):
         seen.see(_at(event, at))
+    seen.see(_at(exited("FAILED", subject=JOB), 10.0))
+    seen.see(_at(exited("FAILED", subject=JOB, at_s=30), 10.2))  # only the first failure counts
     seen.see(_at(later, 10.1))
-    assert seen.restart_latencies_s({JOB: 10.0}) == [approx(0.4)]
-    assert seen.restart_latencies_s({"slurm/sim/other": 1.0}) == [None]
+    assert seen.restart_latencies_s([JOB, "slurm/sim/other"]) == [approx(0.4), None]
 
 
 def test_a_quarantine_counts_from_the_first_xid_of_each_node_it_names() -> None:
@@ -50,10 +52,16 @@ def test_a_quarantine_counts_from_the_first_xid_of_each_node_it_names() -> None:
         nodes=["node-1", "node-2"],
     )
     seen = Decisions()
+    for event, at in ((xid("node-1"), 3.0), (xid("node-2"), 3.2), (xid("node-1", at_s=9), 3.24)):
+        seen.see(_at(event, at))
     seen.see(_at(trigger, 3.25))
     seen.see(ConsumerRecord("t", 0, 1, 4000, 0, b"k", b"\xff junk", None, 0, 6, ()))
-    latencies = seen.xid_latencies_s({"node-1": 3.0, "node-2": 3.2, "node-3": 1.0})
+    latencies = seen.xid_latencies_s(["node-1", "node-2", "node-3"])
     assert latencies == [approx(0.25), approx(0.05), None]
+    # The simulator handed node-1's XID over at 2.9 and node-3's (never read back) at 1.0.
+    sink = TimedSink(RecordingSink())
+    sink.xids.update({"node-1": 2.9, "node-3": 1.0})
+    assert seen.handover_s(sink) == [approx(0.1)]
 
 
 async def test_the_timed_sink_notes_first_faults_and_passes_everything_on() -> None:
