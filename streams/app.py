@@ -8,15 +8,10 @@ delivered; a crash before the write re-decides on redelivery, with the same trig
 Topology (every topic has the same partition count, so tables are co-partitioned):
 
 - `jobs` (+ the job-ticks topic) → `fold_jobs` → `jobs` table;
-- `nodes`, `actions`, the forward topic and the node-ticks topic → `fold_nodes` → `nodes` and
-  `node_sets` tables. The forward topic (internal, `<app id>-forward`) carries what a job event,
-  a decision or an action result means for a node or a node set, keyed by that node or node
-  set. Action results have no table of their own: they are only forwarded.
-- `gpu` (batched telemetry) → `fold_telemetry` → `nodes` table. Telemetry is most of the
-  volume (a fleet's samples arrive in a burst every interval); with an agent of its own it
-  queues apart, and Faust's agents take turns message by message, so a fatal XID, a failed
-  health check or an action result waits behind one GPU batch, not behind a fleet's.
-  `streams.entity_locks` keeps the two agents from folding the same node at once.
+- `nodes`, `gpu` (batched), `actions`, the forward topic and the node-ticks topic → `fold_nodes`
+  → `nodes` and `node_sets` tables. The forward topic (internal, `<app id>-forward`) carries what
+  a job event, a decision or an action result means for a node or a node set, keyed by that node
+  or node set. Action results have no table of their own: they are only forwarded.
 - a leader timer sends one tick per partition every `tick_interval_s`; the agent owning the
   partition ticks each of its entities, so rules can see silence (lost heartbeats, stalls).
 
@@ -61,7 +56,6 @@ from schemas.topics import topic_name
 from streams import batches, credentials, faust_transport, observe, topics
 from streams.clean_start import guard
 from streams.entities import JOBS, KINDS, NODES, Kind, forwarded, kind_of, step
-from streams.entity_locks import EntityLocks
 from streams.failures import call_retrying, transient
 from streams.faust_worker import Worker
 from streams.rules.registry import RuleEngine
@@ -136,6 +130,7 @@ jobs_topic = app.topic(
 )
 nodes_topic = app.topic(
     _catalog("nodes"),
+    _catalog("gpu"),
     _catalog("actions"),
     FORWARD,
     NODE_TICKS,
@@ -143,7 +138,6 @@ nodes_topic = app.topic(
     partitions=PARTITIONS,
     internal=True,
 )
-telemetry_topic = app.topic(_catalog("gpu"), schema=raw(), partitions=PARTITIONS, internal=True)
 triggers_topic = app.topic(TRIGGERS, schema=raw())
 deadletter_topic = app.topic(_catalog("deadletter"), schema=raw())
 forward_topic = app.topic(FORWARD, schema=raw(), partitions=PARTITIONS, internal=True)
@@ -153,7 +147,6 @@ ticks_topics = {
 }
 
 cache = StateCache(settings.state_cache_entries)
-folding = EntityLocks()
 
 # Values are the entity's JSON document, serialized by pydantic (bytes in, bytes out): readable
 # in the changelog by any tool, and no second serialization by Faust.
@@ -206,12 +199,6 @@ async def fold_jobs(stream: Any) -> None:
 
 @app.agent(nodes_topic)
 async def fold_nodes(stream: Any) -> None:
-    async for message in stream.events():
-        await handle_message(message.message)
-
-
-@app.agent(telemetry_topic)
-async def fold_telemetry(stream: Any) -> None:
     async for message in stream.events():
         await handle_message(message.message)
 
@@ -364,11 +351,6 @@ async def handle_events(kind: Kind, key: str, events: Sequence[Event]) -> None:
 
 
 async def _fold(kind: Kind, key: str, events: Sequence[Event]) -> None:
-    async with folding.holding(kind.table, key):
-        await _fold_held(kind, key, events)
-
-
-async def _fold_held(kind: Kind, key: str, events: Sequence[Event]) -> None:
     state = load(kind, key)
     result = step(kind, state, events, engine)
     outputs = len(result.forwards) + len(result.triggers)
