@@ -54,19 +54,6 @@ def exited(
     )
 
 
-def restart(subject: str = JOB, window: str = "attempt-1") -> RestartJob:
-    """The trigger a failed exit of `subject` leads to."""
-    return RestartJob.decide(
-        cause=exited(subject=subject),
-        source="rule",
-        rule="r",
-        window=window,
-        reason="crashed",
-        attempt=1,
-        checkpoint_uri=None,
-    )
-
-
 def restarted(trigger: RestartJob) -> ActionSucceeded:
     """The action worker's result of carrying `trigger` out."""
     return ActionSucceeded(

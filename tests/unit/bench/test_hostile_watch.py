@@ -16,7 +16,8 @@ from centrality.bench.hostile_watch import Group, PeakRss, StoryWatch
 from schemas.codec import encode
 from schemas.events import ActionSucceeded, RestartJob
 from schemas.settings import KafkaSettings
-from tests.factories import restart, restarted
+from tests.factories import restarted
+from tests.support.triggers import restart
 
 JOB = "slurm/test/story"
 OPTS = Options(

@@ -13,8 +13,8 @@ from collectors.simulate.runner import SimStats
 from collectors.sink import RecordingSink
 from schemas.codec import encode
 from schemas.envelope import Event
-from schemas.events import QuarantineNodes
-from tests.factories import checkpoint, exited, restart, restarted
+from tests.factories import checkpoint, exited, restarted
+from tests.support.triggers import quarantine, restart
 from tests.unit.streams.builders import xid
 
 JOB = "slurm/sim/job-1"
@@ -42,15 +42,7 @@ def test_a_crash_counts_until_the_result_of_the_restart_decided_after_it() -> No
 
 
 def test_a_quarantine_counts_from_the_first_xid_of_each_node_it_names() -> None:
-    cause = exited(subject="node-1")
-    trigger = QuarantineNodes.decide(
-        cause=cause,
-        source="rule",
-        rule="fatal_xid",
-        window="w",
-        reason="xid 79",
-        nodes=["node-1", "node-2"],
-    )
+    trigger = quarantine(("node-1", "node-2"))
     seen = Decisions()
     for event, at in ((xid("node-1"), 3.0), (xid("node-2"), 3.2), (xid("node-1", at_s=9), 3.24)):
         seen.see(_at(event, at))
