@@ -123,6 +123,7 @@ class BenchRun:
     def discard(self, *, keep_logs: bool) -> None:
         """The run's data gone; its logs too unless asked to keep them (a failed run)."""
         self.drop_database()
-        shutil.rmtree(self.dir / "streams", ignore_errors=True)
+        for stores in self.dir.glob("streams*"):  # every streams worker's, scaled out or not
+            shutil.rmtree(stores, ignore_errors=True)
         if not keep_logs:
             shutil.rmtree(self.dir, ignore_errors=True)

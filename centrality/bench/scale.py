@@ -32,7 +32,7 @@ from centrality.bench.scale_watch import (
     cpu_s,
     worker_lags,
 )
-from centrality.pipeline import WORKERS, Pipeline
+from centrality.pipeline import Pipeline
 from centrality.stack.stack import Stack
 from collectors.simulate.config import SimConfig
 from collectors.simulate.runner import SimStats, simulate
@@ -42,6 +42,41 @@ from schemas.emitter.settings import EmitterSettings
 from streams.history.migrations import migrate
 
 SAMPLE_S = 2.0  # lag and memory sampling period
+
+
+class Workers:
+    """The three workers, and `streams_workers - 1` more streams workers sharing the fleet
+    (each with its own table stores: `streams-2`, `streams-3`, ...)."""
+
+    def __init__(self, run: BenchRun, streams_workers: int) -> None:
+        logs = run.dir / "logs"
+        self.pipelines = {"": Pipeline(run.env(), logs)}
+        for n in range(2, streams_workers + 1):
+            env = {
+                **run.env(),
+                "CENTRALITY_STREAMS_DATA_DIR": str(run.dir / f"streams-{n}"),
+                "CENTRALITY_METRICS_ADDR": "",  # the first one has the streams port
+            }
+            self.pipelines[f"-{n}"] = Pipeline(env, logs / f"streams-{n}", ["streams"])
+
+    def start(self) -> None:
+        for pipeline in self.pipelines.values():
+            pipeline.start()
+
+    def check(self) -> None:
+        for pipeline in self.pipelines.values():
+            pipeline.check()
+
+    def pids(self) -> dict[str, int]:
+        return {
+            f"{name}{suffix}": proc.pid
+            for suffix, pipeline in self.pipelines.items()
+            for name, proc in pipeline.procs.items()
+        }
+
+    def stop(self) -> None:
+        for pipeline in self.pipelines.values():
+            pipeline.stop()
 
 
 @dataclass(frozen=True)
@@ -57,6 +92,7 @@ class Options:
     ready_timeout_s: float
     drain_timeout_s: float
     keep: bool
+    streams_workers: int = 1
     # Targets
     realtime_ratio_min: float = 0.95
     p99_max_ms: float = 1000.0
@@ -89,7 +125,7 @@ def percentile_ms(values: list[float], p: float) -> float | None:
     return round(1000 * ordered[max(0, math.ceil(p * len(ordered)) - 1)], 1)
 
 
-async def warm_up(run: BenchRun, pipeline: Pipeline, timeout_s: float) -> float | None:
+async def warm_up(run: BenchRun, pipeline: Workers, timeout_s: float) -> float | None:
     """Seconds until the workers decided and carried out a first story; None if they did not
     within `timeout_s` (Faust takes seconds to join and recover; that is not the fleet's)."""
     kafka, job = run.kafka, f"slurm/scale-warmup/{run.id}"
@@ -107,7 +143,7 @@ async def warm_up(run: BenchRun, pipeline: Pipeline, timeout_s: float) -> float 
 
 
 async def measure(
-    run: BenchRun, opts: Options, pipeline: Pipeline, progress: Console
+    run: BenchRun, opts: Options, pipeline: Workers, progress: Console
 ) -> dict[str, Any]:
     ready_s = await warm_up(run, pipeline, opts.ready_timeout_s)
     if ready_s is None:
@@ -120,7 +156,7 @@ async def measure(
     sink = TimedSink(emitter)
     watch = DecisionWatch(kafka, await end_offsets(kafka, watched), sink)
     lags = LagSampler(kafka, worker_lags(kafka, run.groups, INPUTS))
-    pids = {name: proc.pid for name, proc in pipeline.procs.items()}
+    pids = pipeline.pids()
     rss = PeakRss()
     try:
         async with emitter:
@@ -161,7 +197,7 @@ async def measure(
 async def drain(
     lags: LagSampler,
     watch: DecisionWatch,
-    pipeline: Pipeline,
+    pipeline: Workers,
     rss: PeakRss,
     pids: dict[str, int],
     timeout_s: float,
@@ -212,13 +248,15 @@ def report(
         "crashes_restarted": len(crash_ok),
         "crash_to_restart_p50_ms": percentile_ms(crash_ok, 0.5),
         "crash_to_restart_p99_ms": percentile_ms(crash_ok, 0.99),
+        "streams_workers": opts.streams_workers,
         "workers": {
             w: {
-                "cpu_percent": round(100 * (cpu_after[w] - cpu_before[w]) / wall_s, 1),
+                "cpu_percent": round(100 * (cpu_after[w] - cpu_before.get(w, 0.0)) / wall_s, 1),
                 "rss_peak_mb": peaks.get(w),
-                "lag_max_messages": by_worker[w].max,
+                # A consumer group's: extra streams workers share the first one's.
+                "lag_max_messages": by_worker[w].max if w in by_worker else None,
             }
-            for w in WORKERS
+            for w in cpu_after
         },
     }
     ratio, xid_p99, crash_p99 = (
@@ -241,7 +279,7 @@ def run_bench(stack: Stack, opts: Options, progress: Console) -> dict[str, Any]:
     run = BenchRun(stack, "scale")
     asyncio.run(ensure_topics(run.kafka))
     migrate(run.clickhouse)
-    pipeline = Pipeline(run.env(), run.dir / "logs")
+    pipeline = Workers(run, opts.streams_workers)
     pipeline.start()
     progress.log(f"workers started on {run.kafka.topic_prefix}*; logs in {run.dir / 'logs'}")
     ok = False
@@ -284,6 +322,9 @@ def bench_scale(
     xid_nodes: int = typer.Option(20, min=0, help="Nodes that raise a fatal XID once."),
     crash_jobs: int = typer.Option(20, min=0, help="Jobs that fail without completing."),
     seed: int = typer.Option(1, help="Seed of the simulation."),
+    streams_workers: int = typer.Option(
+        1, min=1, help="Streams workers sharing the fleet (scale-out), each a process."
+    ),
     ready_timeout_s: float = typer.Option(180.0, help="Longest wait for the workers to start."),
     drain_timeout_s: float = typer.Option(300.0, help="Longest wait for the workers to drain."),
     keep: bool = typer.Option(False, help="Keep the run's topics, database and logs."),
@@ -303,6 +344,7 @@ def bench_scale(
         xid_nodes=xid_nodes,
         crash_jobs=crash_jobs,
         seed=seed,
+        streams_workers=streams_workers,
         ready_timeout_s=ready_timeout_s,
         drain_timeout_s=drain_timeout_s,
         keep=keep,
