@@ -1,6 +1,6 @@
-"""`centrality bench scale`, small: a fleet simulated in real time through the workers (two
-streams workers sharing it), every fault it injects measured from its record to the decision
-and the action's result."""
+"""`centrality bench scale`, small: a fleet simulated in real time through the workers, four
+streams workers sharing it (scale-out loses no decision), every fault it injects measured from
+its record to the decision and the action's result."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from centrality.stack.stack import Stack
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 FLEET = ("--nodes", "60", "--gpus", "4", "--jobs", "6", "--interval-s", "5")
 FAULTS = ("--duration-s", "40", "--xid-nodes", "3", "--crash-jobs", "3")
-SHARED = ("--streams-workers", "2")
+SHARED = ("--streams-workers", "4")
 
 
 def test_every_injected_fault_is_measured_to_its_decision(stack: Stack) -> None:
@@ -41,7 +41,7 @@ def test_every_injected_fault_is_measured_to_its_decision(stack: Stack) -> None:
         assert 0 < p50 <= p99 < 60_000, result
     assert result["realtime_ratio"] is not None and result["drain_s"] is not None, result
     assert result["events"] > 60 * 4 * 8  # GPU samples of eight ticks at least
-    assert result["streams_workers"] == 2
-    for worker in ("streams", "streams-2", "actions", "sink"):
+    assert result["streams_workers"] == 4
+    for worker in ("streams", "streams-2", "streams-3", "streams-4", "actions", "sink"):
         figures = result["workers"][worker]
         assert figures["cpu_percent"] > 0 and figures["rss_peak_mb"] > 0, result
