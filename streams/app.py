@@ -63,6 +63,7 @@ from streams.settings import StreamsSettings
 from streams.state.bounds import ID_CHARS_MAX, STATE_BYTES_MAX
 from streams.state.internal import decode_internal, tick
 from streams.state_cache import StateCache
+from streams.timers import is_due
 
 log = structlog.get_logger("streams")
 
@@ -147,6 +148,8 @@ ticks_topics = {
 }
 
 cache = StateCache(settings.state_cache_entries)
+# When each entity was last ticked here; an event folded into it, or a rebalance, forgets it.
+ticked_at: dict[tuple[str, str], datetime] = {}
 
 # Values are the entity's JSON document, serialized by pydantic (bytes in, bytes out): readable
 # in the changelog by any tool, and no second serialization by Faust.
@@ -340,6 +343,7 @@ def load(kind: Kind, key: str) -> Any:
 
 async def handle_events(kind: Kind, key: str, events: Sequence[Event]) -> None:
     """Fold and decide one entity's events of a message, traced within that message."""
+    ticked_at.pop((kind.table, key), None)
     if not tracing.enabled():
         await _fold(kind, key, events)
         return
@@ -399,6 +403,7 @@ async def _fold(kind: Kind, key: str, events: Sequence[Event]) -> None:
 @app.on_partitions_revoked.connect  # type: ignore[arg-type]  # Faust's stub wants sync
 async def forget_states(sender: Any, *args: Any, **kwargs: Any) -> None:
     cache.clear()
+    ticked_at.clear()
 
 
 @app.on_worker_init.connect  # type: ignore[arg-type]  # the stub misreads `signal`
@@ -407,16 +412,19 @@ def trust_only_clean_stores(sender: Any, **kwargs: Any) -> None:
 
 
 async def handle_tick(kind: Kind, message: Any) -> None:
-    """Tick every entity of `kind` living on the tick's partition, at the tick's time."""
+    """Tick the entities of `kind` on the tick's partition that something is due for
+    (`streams.timers`), at the tick's time."""
     assert kind.tick is not None
     now = datetime.fromisoformat(orjson.loads(message.value)["now"])
     table = tables[kind.table]
     for key in [k.decode() for k in table if partition_for(k, PARTITIONS) == message.partition]:
         try:
             state = load(kind, key)
-            if getattr(state, "ticks", True):
+            slot = (kind.table, key)
+            if is_due(engine, kind, state, ticked_at.get(slot), now):
                 # A tick is no event: it continues no trace and starts none.
                 await _fold(kind, key, [tick(kind.tick, key, state.cluster, now)])
+                ticked_at[slot] = now
         except Exception as exc:  # one entity's failure must not keep the others from ticking
             _log_failure(exc, message)
 

@@ -3,7 +3,8 @@
 The Faust agents keep the same state in Faust tables and call the same `step`; unit tests and
 replay use `Brain` directly, so live, tests and replay decide identically. Feed events in
 event-time order; call `tick(now)` wherever the live worker's clock would have ticked (replay can
-tick at the same instants, e.g. every `tick_interval_s` of event time).
+tick at the same instants, e.g. every `tick_interval_s` of event time): it ticks the entities
+something is due for (`streams.timers`), as the live worker does.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from streams.state.internal import tick
 from streams.state.node import Node
 from streams.state.node_set import NodeSet
 from streams.state.training_job import TrainingJob
+from streams.timers import Timers
 
 
 class Brain:
@@ -27,6 +29,7 @@ class Brain:
     def __init__(self, engine: RuleEngine) -> None:
         self.engine = engine
         self.tables: dict[str, dict[str, Any]] = {kind.table: {} for kind in KINDS}
+        self.timers = Timers(engine)
 
     @property
     def jobs(self) -> dict[str, TrainingJob]:
@@ -48,19 +51,24 @@ class Brain:
         return self._step(kind, event)
 
     def tick(self, now: datetime) -> list[Trigger]:
-        """Let time pass: rules on ticks see running jobs and every node at `now`."""
+        """Let time pass: rules on ticks see, at `now`, the running jobs and the nodes that
+        something may be due for. Jobs first: what their ticks tell nodes is seen by nodes."""
         triggers: list[Trigger] = []
         for kind in (JOBS, NODES):
             assert kind.tick is not None
-            for key, state in sorted(self.tables[kind.table].items()):
-                if getattr(state, "ticks", True):
-                    triggers.extend(self._step(kind, tick(kind.tick, key, state.cluster, now)))
+            table = self.tables[kind.table]
+            for key in self.timers.due(kind, now):
+                triggers.extend(self._step(kind, tick(kind.tick, key, table[key].cluster, now)))
         return triggers
 
     def _step(self, kind: Kind, event: Event) -> list[Trigger]:
         table = self.tables[kind.table]
         result = step(kind, table.get(event.subject), [event], self.engine)
         table[event.subject] = result.state
+        if kind.tick is not None and isinstance(event, kind.tick):
+            self.timers.ticked(kind, event.subject, result.state, event.occurred_at)
+        elif result.changed:  # most samples change nothing, and so nothing about what is due
+            self.timers.changed(kind, event.subject, result.state)
         triggers = list(result.triggers)
         for derived in result.forwards:
             triggers.extend(self.handle(derived))

@@ -19,6 +19,7 @@ from streams.state.memo import FIRED_IDS_KEPT, Fired, RuleMemo
 
 S = TypeVar("S")
 F = TypeVar("F", bound=Callable[..., Iterable[Trigger]])
+Due = Callable[[Any, Any], Iterable[datetime]]
 
 
 class RuleConfig(BaseModel):
@@ -54,15 +55,26 @@ class RuleSpec:
     on: tuple[type[Event], ...]
     fn: Callable[..., Iterable[Trigger]]
     config_model: type[RuleConfig]
+    due: Due | None = None
 
 
 _RULES: dict[str, RuleSpec] = {}
 
 
 def rule(
-    name: str, *, on: tuple[type[Event], ...], config: type[RuleConfig] = RuleConfig
+    name: str,
+    *,
+    on: tuple[type[Event], ...],
+    config: type[RuleConfig] = RuleConfig,
+    due: Due | None = None,
 ) -> Callable[[F], F]:
     """Register `fn(state, event, config) -> triggers` for the event types in `on`.
+
+    A rule on clock ticks may say when it can next decide: `due(state, config)` gives the
+    instants from which its condition may hold (a silence limit reached, a stall begun). It is a
+    promise: a tick earlier than all of them, with the state unchanged, decides nothing new.
+    Then only the entities something is due for are ticked (`streams.timers`); a tick rule
+    without `due` has every entity of its kind ticked on every tick.
 
     The function is returned unchanged, so it stays directly callable in tests.
     """
@@ -70,7 +82,7 @@ def rule(
     def register(fn: F) -> F:
         if name in _RULES and _RULES[name].fn is not fn:
             raise ValueError(f"rule {name!r} is registered twice")
-        _RULES[name] = RuleSpec(name=name, on=on, fn=fn, config_model=config)
+        _RULES[name] = RuleSpec(name=name, on=on, fn=fn, config_model=config, due=due)
         return fn
 
     return register
@@ -123,6 +135,10 @@ class RuleEngine:
             if cfg.enabled and spec.fn.__module__ in modules:
                 bound.append(BoundRule(spec, cfg))
         return cls(bound)
+
+    def on(self, event_type: type[Event]) -> list[BoundRule]:
+        """The enabled rules that react to `event_type`."""
+        return self._by_type.get(event_type, [])
 
     def evaluate(self, state: Any, event: Event) -> list[Trigger]:
         """Triggers of every rule interested in `event`, given the state after folding it."""

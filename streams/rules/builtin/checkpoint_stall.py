@@ -7,6 +7,7 @@ checkpoint, or from the attempt's start if it has saved none yet. Once per stall
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import datetime, timedelta
 
 from pydantic import Field
 
@@ -22,13 +23,24 @@ class CheckpointStallConfig(RuleConfig):
     limit_s: float = Field(default=3600.0, gt=0, description="Longest gap between checkpoints.")
 
 
-@rule(NAME, on=(JobTick,), config=CheckpointStallConfig)
+def _basis(job: TrainingJob) -> datetime | None:
+    if not job.running or job.running_since is None:
+        return None
+    return max(filter(None, (job.last_checkpoint_at, job.running_since)))
+
+
+def stall_over(job: TrainingJob, config: CheckpointStallConfig) -> list[datetime]:
+    basis = _basis(job)
+    return [] if basis is None else [basis + timedelta(seconds=config.limit_s)]
+
+
+@rule(NAME, on=(JobTick,), config=CheckpointStallConfig, due=stall_over)
 def checkpoint_stall(
     job: TrainingJob, event: JobTick, config: CheckpointStallConfig
 ) -> Iterator[Notify]:
-    if not job.running or job.running_since is None:
+    basis = _basis(job)
+    if basis is None or job.running_since is None:
         return
-    basis = max(filter(None, (job.last_checkpoint_at, job.running_since)))
     stalled_s = (event.occurred_at - basis).total_seconds()
     if stalled_s <= config.limit_s:
         return

@@ -7,6 +7,7 @@ worker ticks every `CENTRALITY_STREAMS_TICK_INTERVAL_S`, replay ticks at the sam
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import datetime, timedelta
 
 from pydantic import Field
 
@@ -22,7 +23,12 @@ class HeartbeatLostConfig(RuleConfig):
     limit_s: float = Field(default=120.0, gt=0, description="Silence longer than this is loss.")
 
 
-@rule(NAME, on=(NodeTick,), config=HeartbeatLostConfig)
+def silence_over(node: Node, config: HeartbeatLostConfig) -> list[datetime]:
+    last = node.last_heartbeat_at
+    return [] if last is None else [last + timedelta(seconds=config.limit_s)]
+
+
+@rule(NAME, on=(NodeTick,), config=HeartbeatLostConfig, due=silence_over)
 def heartbeat_lost(node: Node, event: NodeTick, config: HeartbeatLostConfig) -> Iterator[Notify]:
     last = node.last_heartbeat_at
     if last is None:

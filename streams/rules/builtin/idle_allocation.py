@@ -10,6 +10,7 @@ that. Several idle nodes of one job decide the same trigger ids, which actions d
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import datetime, timedelta
 from typing import Any
 
 from pydantic import Field
@@ -29,7 +30,15 @@ class IdleAllocationConfig(RuleConfig):
     )
 
 
-@rule(NAME, on=(GpuSampled, NodeTick), config=IdleAllocationConfig)
+def idle_over(node: Node, config: IdleAllocationConfig) -> list[datetime]:
+    idle_since = node.idle_since
+    if idle_since is None:
+        return []
+    limit = timedelta(seconds=config.idle_s)
+    return [max(idle_since, here.since) + limit for here in node.jobs.values()]
+
+
+@rule(NAME, on=(GpuSampled, NodeTick), config=IdleAllocationConfig, due=idle_over)
 def idle_allocation(
     node: Node, event: GpuSampled | NodeTick, config: IdleAllocationConfig
 ) -> Iterator[Trigger]:
