@@ -6,8 +6,11 @@ the same range reproduces them), followed by the action results a worker would h
 
 from __future__ import annotations
 
+import collections
+import heapq
+import itertools
 import random
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -102,19 +105,23 @@ def node_telemetry(
     node: str, start: datetime, end: datetime, cluster: str, *, sick: bool, interval_s: int = 60
 ) -> list[Event]:
     """Heartbeats and per-GPU samples; a sick node shows ECC/NVLink errors in its second half."""
-    events: list[Event] = []
+    return list(telemetry_stream(node, start, end, cluster, sick=sick, interval_s=interval_s))
+
+
+def telemetry_stream(
+    node: str, start: datetime, end: datetime, cluster: str, *, sick: bool, interval_s: int = 60
+) -> Iterator[Event]:
+    """`node_telemetry`, made as it is read."""
     at = start
     half = start + (end - start) / 2
     while at < end:
-        events.append(
-            NodeHeartbeat(
-                **_env(node, at, cluster, "agent"),
-                payload={"agent_version": "1", "gpus": 8, "interval_s": interval_s},
-            )
+        yield NodeHeartbeat(
+            **_env(node, at, cluster, "agent"),
+            payload={"agent_version": "1", "gpus": 8, "interval_s": interval_s},
         )
         broken = sick and at >= half
         for gpu in range(8):
-            events.append(
+            yield (
                 GpuSampled(
                     **_env(node, at, cluster, "agent"),
                     payload={
@@ -129,7 +136,6 @@ def node_telemetry(
                 )
             )
         at += timedelta(seconds=interval_s)
-    return events
 
 
 def incident(now: datetime, node: str = "n-07", cluster: str = "sim") -> list[Event]:
@@ -171,20 +177,31 @@ def incident(now: datetime, node: str = "n-07", cluster: str = "sim") -> list[Ev
     return sorted(events, key=event_time_key)
 
 
-def day_of_history(now: datetime, jobs: int = 400, nodes: int = 16, seed: int = 7) -> list[Event]:
-    """A day of a small cluster: node telemetry every 5 min and `jobs` runs, a few crashing."""
+def day_of_history(
+    now: datetime, jobs: int = 400, nodes: int = 16, seed: int = 7
+) -> Iterator[Event]:
+    """A day of a cluster, in event-time order, made as it is read (a 1,000-node day is millions
+    of events): node telemetry every 5 min and `jobs` runs, a fifth of them crashing."""
     rng = random.Random(seed)
     start = now - timedelta(days=1)
-    names = [f"n-{i:02d}" for i in range(nodes)]
-    events: list[Event] = []
-    for name in names:
-        events += node_telemetry(name, start, now, "sim", sick=name == names[0], interval_s=300)
+    names = [f"n-{i:04d}" for i in range(nodes)]
+    runs: list[Event] = []
     for j in range(jobs):
         at = start + timedelta(seconds=rng.uniform(0, 22 * 3600))
-        events += job_run(
-            f"slurm/sim/{j}", rng.sample(names, 2), at, "sim", crash=rng.random() < 0.2
+        runs += job_run(f"slurm/sim/{j}", rng.sample(names, 2), at, "sim", crash=rng.random() < 0.2)
+    streams = [
+        _each_instant_sorted(
+            telemetry_stream(name, start, now, "sim", sick=name == names[0], interval_s=300)
         )
-    return sorted(events, key=event_time_key)
+        for name in names
+    ]
+    return heapq.merge(*streams, sorted(runs, key=event_time_key), key=event_time_key)
+
+
+def _each_instant_sorted(events: Iterable[Event]) -> Iterator[Event]:
+    """A time-ordered stream in `event_time_key` order, as `heapq.merge` needs its inputs."""
+    for _, same in itertools.groupby(events, key=lambda e: e.occurred_at):
+        yield from sorted(same, key=event_time_key)
 
 
 def with_decisions(events: Iterable[Event]) -> list[Event]:
@@ -213,8 +230,21 @@ def results_of(trigger: Trigger) -> list[Event]:
     ]
 
 
-def insert_events(client: Any, events: Sequence[Event], topic_prefix: str = "centrality.") -> None:
+def insert_events(client: Any, events: Iterable[Event], topic_prefix: str = "centrality.") -> None:
     """Write events to `events` as the sink would (the typed tables follow by their views)."""
-    rows = [event_row(e, f"{topic_prefix}{e.topic}", 0, i) for i, e in enumerate(events)]
-    for i in range(0, len(rows), 20_000):
-        client.insert("events", rows[i : i + 20_000], column_names=EVENT_COLUMNS)
+    collections.deque(inserting(client, events, topic_prefix), maxlen=0)
+
+
+def inserting(
+    client: Any, events: Iterable[Event], topic_prefix: str = "centrality.", chunk: int = 20_000
+) -> Iterator[Event]:
+    """Each event, passed on while they are written to `events` a chunk at a time."""
+    rows: list[list[Any]] = []
+    for offset, event in enumerate(events):
+        rows.append(event_row(event, f"{topic_prefix}{event.topic}", 0, offset))
+        if len(rows) == chunk:
+            client.insert("events", rows, column_names=EVENT_COLUMNS)
+            rows = []
+        yield event
+    if rows:
+        client.insert("events", rows, column_names=EVENT_COLUMNS)

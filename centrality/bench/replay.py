@@ -4,17 +4,21 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime, timedelta
 
 import typer
 
 from centrality.bench.cli import bench_app, report
-from centrality.bench.history_data import day_of_history, insert_events, with_decisions
+from centrality.bench.history_data import day_of_history, insert_events, inserting, results_of
+from schemas.envelope import Event
 from streams.history.client import connect
 from streams.history.migrations import migrate
+from streams.history.query import event_time_key
 from streams.history.settings import ClickHouseSettings
 from streams.replay.clickhouse_source import ClickHouseSource, Scope
-from streams.replay.rerun import compare, default_warmup_s, rerun_current
+from streams.replay.rerun import compare, current_brain, default_warmup_s, rerun_stream
+from streams.settings import StreamsSettings
 
 
 @bench_app.command("replay")
@@ -27,28 +31,58 @@ def bench_replay(
     now = datetime.now(UTC)
     base = ClickHouseSettings()
     db = base.model_copy(update={"database": f"bench_replay_{uuid.uuid4().hex[:8]}"})
-    history = with_decisions(day_of_history(now, jobs=jobs, nodes=nodes))
+    tick_s = StreamsSettings().tick_interval_s
     try:
         migrate(db)
         with connect(db) as client:
-            insert_events(client, history)
+            # What was decided then: the rules over the day as it is written, and the results
+            # an action worker would have reported.
+            then = rerun_stream(
+                inserting(client, day_of_history(now, jobs, nodes)), current_brain(), tick_s
+            )
+            insert_events(
+                client,
+                sorted([*then, *(r for t in then for r in results_of(t))], key=event_time_key),
+            )
         started = time.perf_counter()
         scope = Scope(now - timedelta(days=1, minutes=1), now + timedelta(minutes=1))
-        loaded = ClickHouseSource(db, scope).load(default_warmup_s())
-        read_s = time.perf_counter() - started
-        now_decided = rerun_current([*loaded.warmup, *loaded.inputs], start=loaded.since)
-        decisions = compare(now_decided, loaded.recorded)
+        streamed = ClickHouseSource(db, scope).stream(default_warmup_s())
+        reading = Timed(streamed.facts)
+        decided = rerun_stream(reading, current_brain(), tick_s, start=streamed.since)
+        decisions = compare(decided, streamed.recorded)
         total_s = time.perf_counter() - started
     finally:
         with connect(base, database="default") as client:
             client.command(f"DROP DATABASE IF EXISTS `{db.database}`")
     same = sum(d.status == "same" for d in decisions)
     result = {
-        "events": len(loaded.inputs),
-        "rate_eps": round(len(loaded.inputs) / total_s),
-        "read_s": round(read_s, 2),
-        "decide_s": round(total_s - read_s, 2),
+        "nodes": nodes,
+        "events": reading.count,
+        "rate_eps": round(reading.count / total_s),
+        "read_s": round(reading.spent_s, 2),
+        "decide_s": round(total_s - reading.spent_s, 2),
         "decisions": len(decisions),
         "same": same,
     }
     report("bench replay (one simulated day)", result, json=json)
+
+
+class Timed:
+    """Events passed on, counted, with the time spent producing them (reading, decoding)."""
+
+    def __init__(self, events: Iterable[Event]) -> None:
+        self._events = iter(events)
+        self.count = 0
+        self.spent_s = 0.0
+
+    def __iter__(self) -> Iterator[Event]:
+        return self
+
+    def __next__(self) -> Event:
+        started = time.perf_counter()
+        try:
+            event = next(self._events)
+        finally:
+            self.spent_s += time.perf_counter() - started
+        self.count += 1
+        return event

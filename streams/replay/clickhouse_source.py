@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from schemas.envelope import Event
 from schemas.events import Trigger
 from streams.history import query
-from streams.history.query import event_time_key, events_between, jobs_on_node, triggers_naming
+from streams.history.query import (
+    event_time_key,
+    jobs_on_node,
+    stream_events_between,
+    triggers_naming,
+)
 from streams.history.settings import ClickHouseSettings
 from streams.replay.source import History, split
 
@@ -23,11 +28,25 @@ class Scope:
 
 
 @dataclass(frozen=True)
+class Streamed:
+    """A range read while it is re-decided: `facts` yields the warm-up, then the range, in
+    event-time order, triggers left out; `recorded` gathers the range's triggers of then as they
+    pass (complete once `facts` is exhausted)."""
+
+    since: datetime
+    until: datetime
+    facts: Iterator[Event]
+    recorded: list[Trigger]
+
+
+@dataclass(frozen=True)
 class ClickHouseSource:
     settings: ClickHouseSettings
     scope: Scope
 
-    def load(self, warmup_s: float) -> History:
+    def stream(self, warmup_s: float) -> Streamed:
+        """The range and its warm-up, read a page at a time (a job's or node's story, small, in
+        one query), so a day of a whole fleet never sits in memory."""
         scope, settings = self.scope, self.settings
         subjects: list[str] | None = None
         if scope.job is not None:
@@ -37,12 +56,16 @@ class ClickHouseSource:
             # count.
             subjects = [scope.node, *jobs_on_node(settings, scope.node, scope.until)]
         start = scope.since - timedelta(seconds=warmup_s)
-        events = events_between(settings, start, scope.until, subjects)
-        recorded: dict[str, Event] = {
-            str(e.event_id): e
-            for e in events
-            if isinstance(e, Trigger) and e.occurred_at >= scope.since
-        }
+        page_s = query.PAGE_S if subjects is None else (scope.until - start).total_seconds()
+        events = stream_events_between(settings, start, scope.until, subjects, max(page_s, 1e-6))
+        recorded: list[Trigger] = []
+        return Streamed(scope.since, scope.until, _facts(events, scope.since, recorded), recorded)
+
+    def load(self, warmup_s: float) -> History:
+        scope, settings = self.scope, self.settings
+        streamed = self.stream(warmup_s)
+        facts = list(streamed.facts)
+        recorded: dict[str, Event] = {str(t.event_id): t for t in streamed.recorded}
         if scope.node is not None:
             missing = [
                 t
@@ -50,7 +73,7 @@ class ClickHouseSource:
                 if t not in recorded
             ]
             recorded.update(query.events_by_id(settings, missing))
-        warmup, inputs = split(events, scope.since)
+        warmup, inputs = split(facts, scope.since)
         triggers = [t for t in recorded.values() if isinstance(t, Trigger)]
         return History(
             scope.since, scope.until, warmup, inputs, sorted(triggers, key=event_time_key)
@@ -61,3 +84,11 @@ class ClickHouseSource:
 
     def action_results_for(self, trigger_ids: Sequence[str]) -> list[Event]:
         return query.action_results_for(self.settings, trigger_ids)
+
+
+def _facts(events: Iterable[Event], since: datetime, recorded: list[Trigger]) -> Iterator[Event]:
+    for event in events:
+        if not isinstance(event, Trigger):
+            yield event
+        elif event.occurred_at >= since:
+            recorded.append(event)

@@ -64,21 +64,40 @@ def rerun(
     start: datetime | None = None,
     on_progress: Callable[[int], None] | None = None,
 ) -> list[Trigger]:
-    """Feed events in event-time order, so the same range always decides the same.
+    """`rerun_stream` over events in any order: sorted first, so held in memory."""
+    ordered = sorted(events, key=event_time_key)
+    return rerun_stream(ordered, brain, tick_interval_s, start, on_progress)
+
+
+def rerun_stream(
+    events: Iterable[Event],
+    brain: Brain,
+    tick_interval_s: float,
+    start: datetime | None = None,
+    on_progress: Callable[[int], None] | None = None,
+) -> list[Trigger]:
+    """Feed events, in event-time order, so the same range always decides the same.
 
     The clock ticks at every multiple of `tick_interval_s` (since the epoch) of event time, as
     the live worker's timer would have, up to the last event: past it, silence would only mean
-    that the range ended. Events and ticks before `start` are the warm-up: they build state,
-    and what they decide is dropped (it belongs to the range before). `on_progress` hears how
-    many events are done, every `PROGRESS_EVERY` (a per-event call would cost replay speed).
+    that the range ended. Each tick ticks only the entities something is due for
+    (`streams.timers`), so a quiet fleet costs nothing between its events. Events and ticks
+    before `start` are the warm-up: they build state, and what they decide is dropped (it belongs
+    to the range before). `on_progress` hears how many events are done, every `PROGRESS_EVERY`
+    (a per-event call would cost replay speed). An event earlier than the one before it is an
+    error (`ValueError`): the stream is read once, so it cannot be sorted here.
     """
     triggers: list[Trigger] = []
     next_tick: float | None = None
+    last = float("-inf")
     begin = start.timestamp() if start is not None else float("-inf")
-    for done, event in enumerate(sorted(events, key=event_time_key)):
+    for done, event in enumerate(events):
         if on_progress is not None and done % PROGRESS_EVERY == 0:
             on_progress(done)
         at = event.occurred_at.timestamp()
+        if at < last:
+            raise ValueError(f"event {event.event_id} at {event.occurred_at} is out of order")
+        last = at
         if next_tick is None:
             next_tick = (at // tick_interval_s + 1) * tick_interval_s
         while next_tick <= at:

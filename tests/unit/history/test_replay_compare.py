@@ -11,7 +11,7 @@ import typer
 from centrality.bench.history_data import incident
 from centrality.history_cli import parse_time
 from schemas.events import RestartJob, Trigger
-from streams.replay.rerun import PROGRESS_EVERY, compare, current_brain, rerun
+from streams.replay.rerun import PROGRESS_EVERY, compare, current_brain, rerun, rerun_stream
 from tests.factories import checkpoint, exited
 
 NOW = datetime(2026, 3, 1, 12, tzinfo=UTC)
@@ -28,6 +28,17 @@ def test_rerun_is_deterministic_whatever_the_input_order() -> None:
         return [t.model_dump(exclude={"observed_at"}) for t in triggers]
 
     assert first and dump(first) == dump(again)
+
+
+def test_a_stream_is_read_once_and_must_come_in_order() -> None:
+    events = incident(NOW)
+    streamed = rerun_stream(iter(events), current_brain(), 5.0)
+    assert [t.event_id for t in streamed] == [
+        t.event_id for t in rerun(events, current_brain(), 5.0)
+    ]
+    late = [*events, events[0].model_copy(update={"occurred_at": NOW - timedelta(hours=2)})]
+    with pytest.raises(ValueError, match="out of order"):
+        rerun_stream(iter(late), current_brain(), 5.0)
 
 
 def test_compare_matches_by_trigger_id() -> None:

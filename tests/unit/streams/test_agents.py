@@ -5,8 +5,9 @@ from __future__ import annotations
 import asyncio
 import importlib
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
-from types import ModuleType
+from types import ModuleType, SimpleNamespace
 from typing import Any
 
 import orjson
@@ -14,11 +15,13 @@ import pytest
 from pydantic import SecretStr
 
 from schemas.codec import decode, encode, encode_batch
+from schemas.placement import partition_for
 from schemas.signing import verify
-from streams.state.internal import NodeActionReported, decode_internal
-from tests.factories import checkpoint
+from streams.entities import NODES
+from streams.state.internal import NodeActionReported, NodeTick, decode_internal
+from tests.factories import T0, checkpoint
 from tests.support.triggers import quarantine as quarantine_trigger
-from tests.unit.streams.builders import ended, result, sample
+from tests.unit.streams.builders import ended, heartbeat, result, sample
 
 KEY = "agents-test-key"
 
@@ -117,3 +120,43 @@ async def test_an_action_result_is_forwarded_to_each_node_it_names(
     assert sorted(e.subject for e in reported) == ["r1", "r2"]
     assert all(isinstance(e, NodeActionReported) and e.payload.succeeded for e in reported)
     assert triggers.values == []  # a result decides nothing by itself, where it is keyed
+
+
+async def test_a_tick_folds_only_the_nodes_something_is_due_for(
+    app_module: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Live timers: a silent node is ticked once its silence may be a loss, and not again
+    unless something changes it; a node that heartbeat since is not ticked at all. (What the
+    tick decides is the pure step's, tested through the Brain.)"""
+    monkeypatch.setattr(app_module.triggers_topic, "send", Sent())
+    monkeypatch.setattr(app_module.forward_topic, "send", Sent())
+    silent, alive = "tick-silent", "tick-alive"
+    limit_s = app_module.engine.on(NodeTick)[0].config.limit_s
+    async with app_module.fold_nodes.test_context() as agent:
+        await agent.put(key=silent.encode(), value=encode(heartbeat(silent, at_s=0)))
+        await agent.put(key=alive.encode(), value=encode(heartbeat(alive, at_s=limit_s)))
+        await written(app_module.tables["nodes"], alive.encode(), "last_heartbeat_at")
+    ticked: list[str] = []
+
+    async def fold(kind: Any, key: str, events: list[Any]) -> None:
+        if events[0].type == "NodeTick":
+            ticked.append(key)
+
+    monkeypatch.setattr(app_module, "_fold", fold)
+
+    async def tick_at(s: float) -> list[str]:
+        ticked.clear()
+        now = (T0 + timedelta(seconds=s)).isoformat()
+        for partition in {
+            partition_for(n.encode(), app_module.PARTITIONS) for n in (silent, alive)
+        }:
+            message = SimpleNamespace(value=orjson.dumps({"now": now}), partition=partition)
+            await app_module.handle_tick(NODES, message)
+        return sorted(ticked)
+
+    assert await tick_at(limit_s / 2) == []  # nothing is due yet
+    assert await tick_at(limit_s + 5) == [silent]
+    assert await tick_at(limit_s + 10) == []  # its instant was seen at the last tick
+    # An event folded into it (here a late heartbeat) may have changed what is due.
+    await app_module.handle_events(NODES, silent, [heartbeat(silent, at_s=1)])
+    assert await tick_at(limit_s + 15) == [silent]
