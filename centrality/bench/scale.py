@@ -252,6 +252,8 @@ def report(
         "workers": {
             w: {
                 "cpu_percent": round(100 * (cpu_after[w] - cpu_before.get(w, 0.0)) / wall_s, 1),
+                # The worker's CPU over the fleet's events: what sizing multiplies by a rate.
+                "cpu_us_per_event": _per_event_us(cpu_after[w] - cpu_before.get(w, 0.0), stats),
                 "rss_peak_mb": peaks.get(w),
                 # A consumer group's: extra streams workers share the first one's.
                 "lag_max_messages": by_worker[w].max if w in by_worker else None,
@@ -273,6 +275,10 @@ def report(
     }
     result["ok"] = all(result["targets"].values())
     return result
+
+
+def _per_event_us(cpu_s: float, stats: SimStats) -> float | None:
+    return round(1e6 * cpu_s / stats.events, 1) if stats.events else None
 
 
 def run_bench(stack: Stack, opts: Options, progress: Console) -> dict[str, Any]:
@@ -302,9 +308,9 @@ def print_result(result: dict[str, Any], console: Console) -> None:
         if name not in ("workers", "targets"):
             table.add_row(name, "—" if value is None else str(value))
     console.print(table)
-    workers = Table("worker", "cpu %", "peak RSS MB", "lag max", title="workers")
+    workers = Table("worker", "cpu %", "cpu µs/event", "peak RSS MB", "lag max", title="workers")
     for name, w in result["workers"].items():
-        figures = (w["cpu_percent"], w["rss_peak_mb"], w["lag_max_messages"])
+        figures = (w["cpu_percent"], w["cpu_us_per_event"], w["rss_peak_mb"], w["lag_max_messages"])
         workers.add_row(name, *(str(f) for f in figures))
     console.print(workers)
     missed = [name for name, met in result["targets"].items() if not met]

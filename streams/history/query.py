@@ -74,7 +74,7 @@ def wait_for_types(
         raise TimeoutError(f"history did not show {sorted(want)}: {exc}") from None
 
 
-PAGE_S = 600.0  # a 1,000-node fleet's page: ~20k events
+PAGE_S = 1800.0  # a 1,000-node fleet: ~55k events a page, ~150 MB decoded
 _EVENT_SELECT = (
     "SELECT toString(event_id), type, schema_version, source, cluster, subject, "
     "occurred_at, observed_at, payload FROM events FINAL"

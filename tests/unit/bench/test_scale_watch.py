@@ -115,3 +115,13 @@ def test_every_target_is_judged_and_a_fault_never_decided_fails_the_run() -> Non
     assert undecided["xids"] == 2 and undecided["xids_decided"] == 1
     slow = report(_options(), stats, lags, [1.2], [0.5], None, PeakRss(), cpu, cpu, 60)
     assert not slow["targets"]["xid_p99"] and not slow["targets"]["drain"]
+
+
+def test_cpu_is_given_per_second_and_per_event_of_the_fleet() -> None:
+    stats = SimStats(ticks=7, events=700, wall_s=60.5, scheduled_s=60.0)
+    lags = LagSampler.__new__(LagSampler)
+    lags.lags = [WorkerLag("streams", "g", [])]
+    before, after = {"streams": 1.0}, {"streams": 1.35}
+    result = report(_options(), stats, lags, [0.2], [0.5], 3.0, PeakRss(), before, after, 10.0)
+    assert result["workers"]["streams"]["cpu_percent"] == 3.5
+    assert result["workers"]["streams"]["cpu_us_per_event"] == 500.0  # 0.35 s over 700 events
