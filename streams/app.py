@@ -58,6 +58,7 @@ from streams.clean_start import guard
 from streams.entities import JOBS, KINDS, NODES, Kind, forwarded, kind_of, step
 from streams.failures import call_retrying, transient
 from streams.faust_worker import Worker
+from streams.lanes import LanedApp
 from streams.rules.registry import RuleEngine
 from streams.settings import StreamsSettings
 from streams.state.bounds import ID_CHARS_MAX, STATE_BYTES_MAX
@@ -79,7 +80,7 @@ scheme = faust_transport.install(settings.fetch_max_wait_ms)
 layout = TopicSettings().of("tables")
 PARTITIONS = layout.partitions
 
-app = faust.App(
+app = LanedApp(
     settings.app_id,
     broker=[f"{scheme}://{host}" for host in kafka.bootstrap.split(",")],
     broker_credentials=credentials.broker_credentials(kafka),
@@ -129,6 +130,8 @@ NODE_TICKS = topics.node_ticks(settings)
 jobs_topic = app.topic(
     _catalog("jobs"), JOB_TICKS, schema=raw(), partitions=PARTITIONS, internal=True
 )
+# GPU samples are the telemetry: queued behind whatever leads to decisions (streams.lanes).
+app.bulk_topics = frozenset({_catalog("gpu")})
 nodes_topic = app.topic(
     _catalog("nodes"),
     _catalog("gpu"),

@@ -44,6 +44,17 @@ EXPECTED: Mapping[str, tuple[str, ...] | None] = {
     "faust.transport.producer:ProducerBuffer.size": None,
     "mode.services:Service.wait_first": ("self", "coros", "timeout"),
     "aiokafka.consumer.fetcher:MemoryRecords": None,
+    # streams/lanes.py: the stream queue Faust makes, the hooks it overrides, and what calls them.
+    "faust.app.base:App.FlowControlQueue": ("self", "maxsize", "clear_on_resume"),
+    "mode.utils.queues:FlowControlQueue.put_nowait_enhanced": (
+        "self",
+        "value",
+        "on_pressure_high",
+        "on_pressure_drop",
+    ),
+    "mode.utils.queues:FlowControlQueue.maybe_endorse_pressure_drop": ("self",),
+    "mode.utils.queues:FlowControlQueue.force_put_nowait": ("self", "item"),
+    "mode.utils.queues:FlowControlQueue.pressure_high_size": None,
     "aiokafka.consumer.fetcher:PartitionRecords._unpack_records": ("self",),
 }
 # Source fragments that must still be there: attributes set inside a method, not declared.
@@ -53,6 +64,11 @@ SOURCE: Mapping[str, str] = {
     "faust.types.tuples:Message.ack": "if not self.acked:",
     # streams/observe.py reads the committed offsets for the consumer lag it reports.
     "faust.transport.consumer:Consumer.__init__": "self._committed_offset = defaultdict(",
+    # streams/lanes.py: the conductor asks `full()` and then puts through these two.
+    "faust.transport.conductor:ConductorCompiler.build": "queue.put_nowait_enhanced(",
+    "asyncio.queues:Queue.put_nowait": "self._put(item)",
+    "mode.utils.queues:FlowControlQueue.__init__": "self._flow_control",
+    "asyncio.queues:Queue.get_nowait": "self._get()",
 }
 
 
