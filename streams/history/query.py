@@ -118,8 +118,7 @@ def events_between(
 ) -> list[Event]:
     """Every event with `since <= occurred_at < until` (of `subjects` if given), in order: all
     held at once, so read in one query."""
-    whole_s = max((until - since).total_seconds(), 1e-6)
-    return list(stream_events_between(settings, since, until, subjects, page_s=whole_s))
+    return list(stream_events_between(settings, since, until, subjects, page_s=None))
 
 
 def stream_events_between(
@@ -127,11 +126,12 @@ def stream_events_between(
     since: datetime,
     until: datetime,
     subjects: Sequence[str] | None = None,
-    page_s: float = PAGE_S,
+    page_s: float | None = PAGE_S,
 ) -> Iterator[Event]:
-    """`events_between`, read and decoded `page_s` of event time at a time: whatever the range,
-    the reader (and the server's result) holds one page. Pages are disjoint time ranges, each
-    sorted whole, so the stream is in event-time order."""
+    """`events_between`, read and decoded `page_s` of event time at a time (None: the range in
+    one query, for what is small or held anyway): whatever the range, the reader (and the
+    server's result) holds one page. Pages are disjoint time ranges, each sorted whole, so the
+    stream is in event-time order."""
     where = (
         "occurred_at >= {since:DateTime64(6, 'UTC')} AND occurred_at < {until:DateTime64(6, 'UTC')}"
     )
@@ -139,12 +139,12 @@ def stream_events_between(
     if subjects is not None:
         where += " AND subject IN {subjects:Array(String)}"
         params["subjects"] = list(subjects)
-    page = timedelta(seconds=page_s)
+    query = f"{_EVENT_SELECT} WHERE {where}"
+    page = until - since if page_s is None else timedelta(seconds=page_s)
     with connect(settings) as client:
         start = since
         while start < until:
             end = min(start + page, until)
-            query = f"{_EVENT_SELECT} WHERE {where}"
             rows = client.query(query, parameters={**params, "since": start, "until": end})
             yield from _events_of(rows.result_rows)
             start = end

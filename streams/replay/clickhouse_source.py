@@ -56,8 +56,8 @@ class ClickHouseSource:
             # count.
             subjects = [scope.node, *jobs_on_node(settings, scope.node, scope.until)]
         start = scope.since - timedelta(seconds=warmup_s)
-        page_s = query.PAGE_S if subjects is None else (scope.until - start).total_seconds()
-        events = stream_events_between(settings, start, scope.until, subjects, max(page_s, 1e-6))
+        page_s = query.PAGE_S if subjects is None else None
+        events = stream_events_between(settings, start, scope.until, subjects, page_s)
         recorded: list[Trigger] = []
         return Streamed(scope.since, scope.until, _facts(events, scope.since, recorded), recorded)
 

@@ -154,7 +154,7 @@ class RuleEngine:
         pending = dict(memo.pending_since)
         fired = dict(memo.fired)
         traced = tracing.enabled()
-        for bound in self._by_type.get(type(event), ()):
+        for bound in self.on(type(event)):
             name, cfg = bound.spec.name, bound.config
             started_ns = time.time_ns() if traced else 0
             decided = list(bound.spec.fn(state, event, cfg))
