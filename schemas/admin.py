@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,10 +34,12 @@ async def ensure_topics(
     settings: KafkaSettings,
     catalog: tuple[TopicSpec, ...] = CATALOG,
     topics: TopicSettings | None = None,
+    extra_configs: Mapping[str, str] | None = None,
 ) -> CatalogReport:
-    """Create missing topics with their family's layout (`TopicSettings`); compare existing ones
-    with the catalog and that layout, and report differences (never changed here: more
-    partitions move keys, and replicas are a reassignment the operator plans)."""
+    """Create missing topics with their family's layout (`TopicSettings`) and `extra_configs`
+    (a benchmark's); compare existing ones with the catalog and that layout, and report
+    differences (never changed here: more partitions move keys, and replicas are a
+    reassignment the operator plans)."""
     topics = topics or TopicSettings()
     report = CatalogReport()
     admin = kafka_clients.admin(settings)
@@ -53,7 +56,7 @@ async def ensure_topics(
                         s.full_name(settings),
                         layout.partitions,
                         layout.replication_factor,
-                        topic_configs=s.configs(layout),
+                        topic_configs={**s.configs(layout), **(extra_configs or {})},
                     )
                 )
             response = await admin.create_topics(new)

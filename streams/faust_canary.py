@@ -43,6 +43,7 @@ EXPECTED: Mapping[str, tuple[str, ...] | None] = {
     "faust.transport.producer:ProducerBuffer._handle_pending": None,
     "faust.transport.producer:ProducerBuffer.size": None,
     "mode.services:Service.wait_first": ("self", "coros", "timeout"),
+    "faust.app.base:App.maybe_start_producer": None,  # fix 10: a stampede, not a function
     "aiokafka.consumer.fetcher:MemoryRecords": None,
     # streams/lanes.py: the stream queue Faust makes, the hooks it overrides, and what calls them.
     "faust.app.base:App.FlowControlQueue": ("self", "maxsize", "clear_on_resume"),
@@ -68,6 +69,8 @@ SOURCE: Mapping[str, str] = {
     "faust.transport.conductor:ConductorCompiler.build": "queue.put_nowait_enhanced(",
     "asyncio.queues:Queue.put_nowait": "self._put(item)",
     "mode.utils.queues:FlowControlQueue.__init__": "self._flow_control",
+    # fix 10: every send asks for the producer first.
+    "faust.topics:Topic._get_producer": "self.app.maybe_start_producer()",
     "asyncio.queues:Queue.get_nowait": "self._get()",
 }
 

@@ -20,8 +20,9 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-import faust
 from mode.utils.queues import ThrowableQueue
+
+from streams.faust_transport import App
 
 
 class LanedQueue(ThrowableQueue[Any]):
@@ -101,7 +102,7 @@ class LanedQueue(ThrowableQueue[Any]):
         return self.maxsize > 0 and len(lane) >= self.maxsize
 
 
-class LanedApp(faust.App):
+class LanedApp(App):
     """A Faust app whose stream queues have lanes; `bulk_topics` are the telemetry topics."""
 
     bulk_topics: frozenset[str] = frozenset()

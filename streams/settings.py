@@ -66,10 +66,11 @@ class StreamsSettings(BaseSettings):
         default=2.8, gt=0, description="How often consumed offsets are committed."
     )
     producer_linger_s: float = Field(
-        default=0.02,
+        default=0.0,
         ge=0,
-        description="Producer linger: batches changelog writes into fewer produce requests "
-        "(the biggest per-message cost); each decision waits about this long for its ack.",
+        description="Producer linger. A message's outputs are acknowledged before its state is "
+        "written, so each message that decides or forwards waits this long and more; records "
+        "still batch while a produce request is in flight. 0 measured best (BENCHMARKS.md).",
     )
 
     send_retry_s: float = Field(

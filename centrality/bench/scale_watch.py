@@ -93,13 +93,21 @@ class Decisions:
     def restart_latencies_s(self, crashes: Iterable[str]) -> list[float | None]:
         """Per failed job: seconds to the ActionSucceeded of the first restart decided after
         it failed; None if none came."""
-        out: list[float | None] = []
-        for job in crashes:
-            at = self.crash_at.get(job)
-            after = [tid for tid, t in self.restarts.get(job, []) if at is not None and t >= at]
-            done = [self.restarted[tid] for tid in after if tid in self.restarted]
-            out.append(min(done) - at if done and at is not None else None)
-        return out
+        return [self._restart_s(job, done=True) for job in crashes]
+
+    def restart_decided_s(self, crashes: Iterable[str]) -> list[float | None]:
+        """Per failed job: seconds to the first RestartJob decided after it failed (the streams
+        worker's part of `restart_latencies_s`); None if none came."""
+        return [self._restart_s(job, done=False) for job in crashes]
+
+    def _restart_s(self, job: str, *, done: bool) -> float | None:
+        at = self.crash_at.get(job)
+        if at is None:
+            return None
+        after = [(tid, t) for tid, t in self.restarts.get(job, []) if t >= at]
+        if done:
+            after = [(tid, self.restarted[tid]) for tid, _ in after if tid in self.restarted]
+        return min(t for _, t in after) - at if after else None
 
     def handover_s(self, sink: TimedSink) -> list[float]:
         """Per fault: seconds from the simulator handing it to the Emitter to its record."""

@@ -15,8 +15,8 @@ import pytest
 from centrality.stack.stack import Stack
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
-FLEET = ("--nodes", "60", "--gpus", "4", "--jobs", "6", "--interval-s", "5")
-FAULTS = ("--duration-s", "40", "--xid-nodes", "3", "--crash-jobs", "3")
+FLEET = ("--nodes", "60", "--gpus", "4", "--jobs", "6", "--interval-s", "2")
+FAULTS = ("--duration-s", "20", "--xid-nodes", "3", "--crash-jobs", "3")
 SHARED = ("--streams-workers", "4")
 
 

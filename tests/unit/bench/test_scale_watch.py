@@ -39,6 +39,7 @@ def test_a_crash_counts_until_the_result_of_the_restart_decided_after_it() -> No
     seen.see(_at(exited("FAILED", subject=JOB, at_s=30), 10.2))  # only the first failure counts
     seen.see(_at(later, 10.1))
     assert seen.restart_latencies_s([JOB, "slurm/sim/other"]) == [approx(0.4), None]
+    assert seen.restart_decided_s([JOB, "slurm/sim/other"]) == [approx(0.1), None]
 
 
 def test_a_quarantine_counts_from_the_first_xid_of_each_node_it_names() -> None:
