@@ -80,6 +80,8 @@ scheme = faust_transport.install(settings.fetch_max_wait_ms)
 layout = TopicSettings().of("tables")
 PARTITIONS = layout.partitions
 
+COMMIT_ON_TIMER_ONLY = 2**62  # messages: never reached
+
 app = LanedApp(
     settings.app_id,
     broker=[f"{scheme}://{host}" for host in kafka.bootstrap.split(",")],
@@ -95,6 +97,10 @@ app = LanedApp(
     broker_heartbeat_interval=settings.heartbeat_interval_s,
     broker_rebalance_timeout=settings.rebalance_timeout_s,
     broker_commit_interval=settings.commit_interval_s,
+    # Commits run on that timer only: Faust's delivery loop also commits inline every
+    # `broker_commit_every` messages (10,000 by default) and delivers nothing meanwhile, a
+    # fatal XID included, while the commit first drains the changelog (FAUST_WORKAROUNDS.md).
+    broker_commit_every=COMMIT_ON_TIMER_ONLY,
     producer_linger=settings.producer_linger_s,
     # A send the broker does not acknowledge fails after this long (Faust's default: 20 min,
     # a wedged partition) and is retried by us, within `send_retry_s` (streams.failures).

@@ -9,10 +9,12 @@ scheme `centrality-kafka://host:port` (see `install`).
    committing offsets Faust flushes the producer, but its buffer flush gives up after 0.1 s
    without progress even if records are still waiting; offsets can then be committed ahead of
    the changelog, and a worker killed at that moment loses table state for good. Our producer's
-   flush drains that buffer completely before flushing aiokafka, including the record the
-   buffer's sender has taken off its queue but not yet handed to aiokafka (that hand-over awaits,
-   e.g. for room in a full aiokafka batch; a flush that looked only at the queue committed
-   offsets past that record).
+   flush drains that buffer of every record put before the flush began, before flushing
+   aiokafka, including the record the buffer's sender has taken off its queue but not yet
+   handed to aiokafka (that hand-over awaits, e.g. for room in a full aiokafka batch; a flush
+   that looked only at the queue committed offsets past that record). Records put meanwhile
+   belong to messages after the offsets being committed: waiting for them too (for an empty
+   buffer) held a commit for as long as the table changes outpaced the sender.
 
 3. A sender that survives transient errors. The buffer's one sender task ends at the first
    failed send (a broker hiccup while the worker rejoins after a restart, say), and from then on
@@ -200,21 +202,21 @@ def _close(waitable: Any) -> None:
 class _Buffer(ProducerBuffer):
     def __post_init__(self) -> None:
         super().__post_init__()
-        self.in_hand = 0  # records taken off the queue and not yet handed to aiokafka
+        self.put_total = 0
+        self.sent_total = 0  # handed to aiokafka, or dropped for good (fix 3)
 
-    @property
-    def unsent(self) -> int:
-        return self.size + self.in_hand
+    def put(self, fut: Any) -> None:
+        super().put(fut)
+        self.put_total += 1
 
     @Service.task
     async def _handle_pending(self) -> None:
         while not self.should_stop:
             message = await self.pending.get()
-            self.in_hand = 1
             try:
                 await self._send_with_retry(message)
+                self.sent_total += 1  # not when cancelled: that record was not handed over
             finally:
-                self.in_hand = 0
                 self.message_sent.set()
 
     async def _send_with_retry(self, message: Any) -> None:
@@ -232,10 +234,14 @@ class _Buffer(ProducerBuffer):
             clean_start.distrust()
 
     async def drain(self) -> None:
-        """Until every record put so far is in aiokafka's hands (its flush covers the rest)."""
-        while self.unsent:
+        """Until every record put before this call is in aiokafka's hands (its flush covers the
+        rest). Not those put meanwhile: a commit chooses its offsets before it flushes, and
+        while table changes outpace the sender the buffer is never empty."""
+        target = self.put_total
+        while self.sent_total < target:
             if self.should_stop:
-                raise RuntimeError(f"changelog buffer stopped with {self.unsent} records unsent")
+                unsent = target - self.sent_total
+                raise RuntimeError(f"changelog buffer stopped with {unsent} records unsent")
             self.message_sent.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.message_sent.wait(), timeout=1.0)
