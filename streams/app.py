@@ -64,7 +64,7 @@ from streams.settings import StreamsSettings
 from streams.state.bounds import ID_CHARS_MAX, STATE_BYTES_MAX
 from streams.state.internal import decode_internal, tick
 from streams.state_cache import StateCache
-from streams.timers import is_due
+from streams.timers import Timers
 
 log = structlog.get_logger("streams")
 
@@ -157,8 +157,12 @@ ticks_topics = {
 }
 
 cache = StateCache(settings.state_cache_entries)
-# When each entity was last ticked here; an event folded into it, or a rebalance, forgets it.
-ticked_at: dict[tuple[str, str], datetime] = {}
+# What is due when, per kind and partition held here: built from the table at the partition's
+# first tick (a sweep of its keys, once), then kept as events are folded, so a tick touches only
+# the entities something is due for. A tick that swept every key held the node agent, and the
+# fatal XIDs queued behind it, 0.1 to 0.26 s per partition every tick at 4,000 nodes. A rebalance
+# forgets them all.
+timers: dict[tuple[str, int], Timers] = {}
 
 # Values are the entity's JSON document, serialized by pydantic (bytes in, bytes out): readable
 # in the changelog by any tool, and no second serialization by Faust.
@@ -352,15 +356,17 @@ def load(kind: Kind, key: str) -> Any:
 
 async def handle_events(kind: Kind, key: str, events: Sequence[Event]) -> None:
     """Fold and decide one entity's events of a message, traced within that message."""
-    ticked_at.pop((kind.table, key), None)
     if not tracing.enabled():
         await _fold(kind, key, events)
-        return
-    with tracing.span(
-        f"fold {kind.table}",
-        lambda: {"centrality.subject": key, "centrality.events": len(events)},
-    ):
-        await _fold(kind, key, events)
+    else:
+        with tracing.span(
+            f"fold {kind.table}",
+            lambda: {"centrality.subject": key, "centrality.events": len(events)},
+        ):
+            await _fold(kind, key, events)
+    kept = timers.get((kind.table, partition_for(key.encode(), PARTITIONS)))
+    if kept is not None and (state := load(kind, key)) is not None:
+        kept.changed(kind, key, state)  # it may hold a condition already due: forget its tick
 
 
 async def _fold(kind: Kind, key: str, events: Sequence[Event]) -> None:
@@ -412,7 +418,7 @@ async def _fold(kind: Kind, key: str, events: Sequence[Event]) -> None:
 @app.on_partitions_revoked.connect  # type: ignore[arg-type]  # Faust's stub wants sync
 async def forget_states(sender: Any, *args: Any, **kwargs: Any) -> None:
     cache.clear()
-    ticked_at.clear()
+    timers.clear()
 
 
 @app.on_worker_init.connect  # type: ignore[arg-type]  # the stub misreads `signal`
@@ -425,17 +431,35 @@ async def handle_tick(kind: Kind, message: Any) -> None:
     (`streams.timers`), at the tick's time."""
     assert kind.tick is not None
     now = datetime.fromisoformat(orjson.loads(message.value)["now"])
-    table = tables[kind.table]
-    for key in [k.decode() for k in table if partition_for(k, PARTITIONS) == message.partition]:
+    kept = timers.get((kind.table, message.partition))
+    if kept is None:
+        kept = timers[(kind.table, message.partition)] = _timers_of(kind, message)
+    for key in kept.due(kind, now):
+        state = None
         try:
             state = load(kind, key)
-            slot = (kind.table, key)
-            if is_due(engine, kind, state, ticked_at.get(slot), now):
-                # A tick is no event: it continues no trace and starts none.
-                await _fold(kind, key, [tick(kind.tick, key, state.cluster, now)])
-                ticked_at[slot] = now
+            # A tick is no event: it continues no trace and starts none.
+            await _fold(kind, key, [tick(kind.tick, key, state.cluster, now)])
+            kept.ticked(kind, key, load(kind, key), now)
         except Exception as exc:  # one entity's failure must not keep the others from ticking
             _log_failure(exc, message)
+            if state is not None:
+                kept.changed(kind, key, state)  # so the next tick tries it again
+
+
+def _timers_of(kind: Kind, message: Any) -> Timers:
+    """The timers of every entity of `kind` stored in the tick's partition."""
+    kept = Timers(engine)
+    for k in [k for k in tables[kind.table] if partition_for(k, PARTITIONS) == message.partition]:
+        key = k.decode()
+        try:
+            state = load(kind, key)
+        except Exception as exc:  # an unreadable state is ticked never, not the others never
+            _log_failure(exc, message)
+            continue
+        if state is not None:
+            kept.changed(kind, key, state)
+    return kept
 
 
 @app.timer(settings.tick_interval_s, on_leader=True)  # type: ignore[untyped-decorator]

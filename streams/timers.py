@@ -60,15 +60,9 @@ def next_due(
     return min(fresh, default=None)
 
 
-def is_due(
-    engine: RuleEngine, kind: Kind, state: Any, ticked_at: datetime | None, now: datetime
-) -> bool:
-    due = next_due(engine, kind, state, ticked_at)
-    return due is not None and due <= now
-
-
 class Timers:
-    """The due instants of every entity of a brain, earliest first, for ticks in event time.
+    """The due instants of entities, earliest first: of every entity of a brain (ticks in event
+    time), or of one partition of a live worker's table.
 
     Call `changed` after an event is folded into an entity and `ticked` after it was ticked;
     `due(kind, now)` takes out the entities of `kind` to tick at `now`, in key order.

@@ -126,8 +126,9 @@ async def test_a_tick_folds_only_the_nodes_something_is_due_for(
     app_module: ModuleType, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Live timers: a silent node is ticked once its silence may be a loss, and not again
-    unless something changes it; a node that heartbeat since is not ticked at all. (What the
-    tick decides is the pure step's, tested through the Brain.)"""
+    unless something changes it; a node that heartbeat since is not ticked at all, and once a
+    partition's timers are built its ticks read only what is due. (What the tick decides is the
+    pure step's, tested through the Brain.)"""
     monkeypatch.setattr(app_module.triggers_topic, "send", Sent())
     monkeypatch.setattr(app_module.forward_topic, "send", Sent())
     silent, alive = "tick-silent", "tick-alive"
@@ -156,7 +157,16 @@ async def test_a_tick_folds_only_the_nodes_something_is_due_for(
 
     assert await tick_at(limit_s / 2) == []  # nothing is due yet
     assert await tick_at(limit_s + 5) == [silent]
+    loaded: list[str] = []
+    real_load = app_module.load
+
+    def counted_load(kind: Any, key: str) -> Any:
+        loaded.append(key)
+        return real_load(kind, key)
+
+    monkeypatch.setattr(app_module, "load", counted_load)
     assert await tick_at(limit_s + 10) == []  # its instant was seen at the last tick
+    assert loaded == []  # and a tick with nothing due looks at no state at all
     # An event folded into it (here a late heartbeat) may have changed what is due.
     await app_module.handle_events(NODES, silent, [heartbeat(silent, at_s=1)])
     assert await tick_at(limit_s + 15) == [silent]

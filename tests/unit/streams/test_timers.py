@@ -18,7 +18,7 @@ from streams.replay.rerun import rerun
 from streams.rules.registry import RuleEngine
 from streams.settings import StreamsSettings
 from streams.state import internal
-from streams.timers import is_due
+from streams.timers import Timers
 from tests.factories import T0, checkpoint
 from tests.unit.streams.builders import ended, heartbeat, running, sample
 
@@ -126,23 +126,31 @@ def test_a_limit_compared_with_greater_than_still_fires_on_the_tick_after_the_in
     assert b.timers.due(NODES, T0 + timedelta(hours=1)) == []  # decided: nothing more is due
 
 
-def test_a_live_entity_is_due_again_once_an_event_changed_it() -> None:
+def test_an_entity_is_due_again_once_an_event_changed_it() -> None:
     """A state changed since the last tick may hold a condition already due (an event that
-    arrived late): the live worker ticks it although its instant is older than that tick."""
+    arrived late): it is ticked although its instant is older than that tick."""
     timed, _ = engines({"heartbeat_lost": {"limit_s": 60}})
     b = Brain(timed)
     b.handle(heartbeat("n1", at_s=0))
     state = b.nodes["n1"]
+    timers = Timers(timed)
+    timers.changed(NODES, "n1", state)
+    assert timers.due(NODES, T0 + timedelta(seconds=59)) == []
     now = T0 + timedelta(seconds=100)
-    assert is_due(timed, NODES, state, None, now)
-    assert not is_due(timed, NODES, state, now, now + timedelta(seconds=5))
-    assert not is_due(timed, NODES, state, None, T0 + timedelta(seconds=59))
+    assert timers.due(NODES, now) == ["n1"]
+    timers.ticked(NODES, "n1", state, now)
+    assert timers.due(NODES, now + timedelta(seconds=5)) == []  # its instant was seen
+    timers.changed(NODES, "n1", state)
+    assert timers.due(NODES, now + timedelta(seconds=10)) == ["n1"]
 
 
 def test_a_tick_rule_without_due_ticks_every_entity_every_time() -> None:
     _, swept = engines({"heartbeat_lost": {"limit_s": 60}})
     b = Brain(swept)
     b.handle(heartbeat("n1", at_s=0))
+    timers = Timers(swept)
+    timers.changed(NODES, "n1", b.nodes["n1"])
     for s in (5, 10, 15):
         now = T0 + timedelta(seconds=s)
-        assert is_due(swept, NODES, b.nodes["n1"], now - timedelta(seconds=5), now)
+        assert timers.due(NODES, now) == ["n1"]
+        timers.ticked(NODES, "n1", b.nodes["n1"], now)
