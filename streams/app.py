@@ -357,19 +357,22 @@ def load(kind: Kind, key: str) -> Any:
 async def handle_events(kind: Kind, key: str, events: Sequence[Event]) -> None:
     """Fold and decide one entity's events of a message, traced within that message."""
     if not tracing.enabled():
-        await _fold(kind, key, events)
+        changed = await _fold(kind, key, events)
     else:
         with tracing.span(
             f"fold {kind.table}",
             lambda: {"centrality.subject": key, "centrality.events": len(events)},
         ):
-            await _fold(kind, key, events)
+            changed = await _fold(kind, key, events)
     kept = timers.get((kind.table, partition_for(key.encode(), PARTITIONS)))
-    if kept is not None and (state := load(kind, key)) is not None:
+    if kept is None or not (changed or kept.was_ticked(kind, key)):
+        return  # most GPU samples: the same state, nothing new due
+    if (state := load(kind, key)) is not None:
         kept.changed(kind, key, state)  # it may hold a condition already due: forget its tick
 
 
-async def _fold(kind: Kind, key: str, events: Sequence[Event]) -> None:
+async def _fold(kind: Kind, key: str, events: Sequence[Event]) -> bool:
+    """Fold, decide, send and write; whether the entity's state changed."""
     state = load(kind, key)
     result = step(kind, state, events, engine)
     outputs = len(result.forwards) + len(result.triggers)
@@ -413,6 +416,7 @@ async def _fold(kind: Kind, key: str, events: Sequence[Event]) -> None:
     if result.changed:  # most GPU samples change nothing: no table write, no changelog record
         tables[kind.table][key.encode()] = value
         cache.put(kind.table, key, result.state)
+    return result.changed
 
 
 @app.on_partitions_revoked.connect  # type: ignore[arg-type]  # Faust's stub wants sync

@@ -69,11 +69,11 @@ SOURCE: Mapping[str, str] = {
     "faust.transport.conductor:ConductorCompiler.build": "queue.put_nowait_enhanced(",
     "asyncio.queues:Queue.put_nowait": "self._put(item)",
     "mode.utils.queues:FlowControlQueue.__init__": "self._flow_control",
+    "asyncio.queues:Queue.get_nowait": "self._get()",
     # streams/app.py: the delivery loop's inline commit, turned off by `broker_commit_every`.
     "faust.transport.consumer:Consumer._drain_messages": "if self._n_acked >= commit_every:",
     # fix 10: every send asks for the producer first.
     "faust.topics:Topic._get_producer": "self.app.maybe_start_producer()",
-    "asyncio.queues:Queue.get_nowait": "self._get()",
 }
 
 

@@ -24,6 +24,7 @@ from streams.entities import Kind
 from streams.rules.registry import RuleEngine
 
 ALWAYS = datetime.min.replace(tzinfo=UTC)
+STALE_SLACK = 1024  # heap entries beyond twice the scheduled ones before they are dropped
 
 
 def due_instants(engine: RuleEngine, kind: Kind, state: Any) -> list[datetime] | None:
@@ -78,6 +79,11 @@ class Timers:
         self._ticked_at.pop((kind.table, key), None)
         self._schedule(kind, key, state)
 
+    def was_ticked(self, kind: Kind, key: str) -> bool:
+        """Ticked since it last changed: an event that leaves its state as it was still makes it
+        due again (`changed`); otherwise such an event changes nothing here."""
+        return (kind.table, key) in self._ticked_at
+
     def ticked(self, kind: Kind, key: str, state: Any, now: datetime) -> None:
         self._ticked_at[(kind.table, key)] = now
         self._schedule(kind, key, state)
@@ -101,4 +107,14 @@ class Timers:
             self._scheduled.pop(slot, None)  # its heap entry goes stale and is skipped
             return
         self._scheduled[slot] = due
-        heapq.heappush(self._heap.setdefault(kind.table, []), (due, key))
+        heap = self._heap.setdefault(kind.table, [])
+        heapq.heappush(heap, (due, key))
+        if len(heap) > 2 * len(self._scheduled) + STALE_SLACK:
+            self._compact(kind.table)
+
+    def _compact(self, table: str) -> None:
+        """Drop the stale entries a live worker's heap would otherwise keep until their time
+        comes: every reschedule leaves one (a node turning idle and busy, say, for hours)."""
+        heap = [(at, key) for (t, key), at in self._scheduled.items() if t == table]
+        heapq.heapify(heap)
+        self._heap[table] = heap

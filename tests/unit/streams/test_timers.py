@@ -18,7 +18,7 @@ from streams.replay.rerun import rerun
 from streams.rules.registry import RuleEngine
 from streams.settings import StreamsSettings
 from streams.state import internal
-from streams.timers import Timers
+from streams.timers import STALE_SLACK, Timers
 from tests.factories import T0, checkpoint
 from tests.unit.streams.builders import ended, heartbeat, running, sample
 
@@ -154,3 +154,17 @@ def test_a_tick_rule_without_due_ticks_every_entity_every_time() -> None:
         now = T0 + timedelta(seconds=s)
         assert timers.due(NODES, now) == ["n1"]
         timers.ticked(NODES, "n1", b.nodes["n1"], now)
+
+
+def test_a_heap_rescheduled_for_ever_stays_bounded_and_still_right() -> None:
+    """A live worker never stops: each reschedule leaves a stale heap entry behind, and those
+    must not pile up (here one node's heartbeats move its instant 5,000 times)."""
+    timed, _ = engines({"heartbeat_lost": {"limit_s": 60}})
+    b = Brain(timed)
+    timers = Timers(timed)
+    for s in range(5_000):
+        b.handle(heartbeat("n1", at_s=s))
+        timers.changed(NODES, "n1", b.nodes["n1"])
+    assert len(timers._heap[NODES.table]) <= 2 + STALE_SLACK + 1
+    assert timers.due(NODES, T0 + timedelta(seconds=4_999 + 59)) == []
+    assert timers.due(NODES, T0 + timedelta(seconds=4_999 + 60)) == ["n1"]
