@@ -157,6 +157,11 @@ ticks_topics = {
 }
 
 cache = StateCache(settings.state_cache_entries)
+# Two agents fold into the jobs table: job events, and the results of its restarts (through the
+# forward topic, to the node agent). A fold reads the state, awaits its outputs, then writes; two
+# at once on one table would each write what they read, and the later write drops the earlier's
+# change (a restart's outcome, say). A table's entities are folded one at a time.
+folding = {kind.table: asyncio.Lock() for kind in KINDS}
 # What is due when, per kind and partition held here: built from the table at the partition's
 # first tick (a sweep of its keys, once), then kept as events are folded, so a tick touches only
 # the entities something is due for. A tick that swept every key held the node agent, and the
@@ -373,6 +378,11 @@ async def handle_events(kind: Kind, key: str, events: Sequence[Event]) -> None:
 
 async def _fold(kind: Kind, key: str, events: Sequence[Event]) -> bool:
     """Fold, decide, send and write; whether the entity's state changed."""
+    async with folding[kind.table]:
+        return await _fold_alone(kind, key, events)
+
+
+async def _fold_alone(kind: Kind, key: str, events: Sequence[Event]) -> bool:
     state = load(kind, key)
     result = step(kind, state, events, engine)
     outputs = len(result.forwards) + len(result.triggers)

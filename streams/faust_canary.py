@@ -42,6 +42,7 @@ EXPECTED: Mapping[str, tuple[str, ...] | None] = {
     "faust.transport.producer:ProducerBuffer._send_pending": ("self", "fut"),
     "faust.transport.producer:ProducerBuffer._handle_pending": None,
     "faust.transport.producer:ProducerBuffer.size": None,
+    "faust.topics:Topic.publish_message": ("self", "fut", "wait"),  # fix 11: its delivery
     "mode.services:Service.wait_first": ("self", "coros", "timeout"),
     "faust.app.base:App.maybe_start_producer": None,  # fix 10: a stampede, not a function
     "aiokafka.consumer.fetcher:MemoryRecords": None,
@@ -72,6 +73,8 @@ SOURCE: Mapping[str, str] = {
     "asyncio.queues:Queue.get_nowait": "self._get()",
     # streams/app.py: the delivery loop's inline commit, turned off by `broker_commit_every`.
     "faust.transport.consumer:Consumer._drain_messages": "if self._n_acked >= commit_every:",
+    # fixes 2 and 11: a commit flushes the producer (our flush) before it commits.
+    "faust.transport.consumer:Consumer._commit_offsets": "await self.app.producer.flush()",
     # fix 10: every send asks for the producer first.
     "faust.topics:Topic._get_producer": "self.app.maybe_start_producer()",
 }

@@ -79,6 +79,14 @@ scheme `centrality-kafka://host:port` (see `install`).
    Our app (`App`) answers at once when the producer is running, so the sender hands over
    whatever is pending in one turn.
 
+11. Changelog records the broker refuses. A record handed to aiokafka can still fail: the broker
+   refuses it (over the changelog topic's `max.message.bytes`, say) or its batch times out.
+   Faust only logs a warning, and the next commit goes past the message whose state it
+   carried: a restart restores the table without it, for good. Our buffer watches every
+   record's delivery; one that failed stops the worker with an error before any commit past
+   it (the flush before a commit raises), and marks the local stores untrusted, so its
+   successor restores the tables from the changelog and re-decides from the last commit.
+
 All Faust workarounds, these and the others, are listed in FAUST_WORKAROUNDS.md beside this
 file; the private names they rely on are checked at start-up by `streams.faust_canary`.
 """
@@ -191,7 +199,8 @@ class _Consumer(driver.Consumer):
 
 
 def _topic(message: Any) -> str | None:
-    return getattr(getattr(getattr(message, "message", None), "channel", None), "topic_name", None)
+    channel = getattr(getattr(message, "message", None), "channel", None)
+    return channel.get_topic_name() if isinstance(channel, faust.Topic) else None
 
 
 def _close(waitable: Any) -> None:
@@ -204,6 +213,7 @@ class _Buffer(ProducerBuffer):
         super().__post_init__()
         self.put_total = 0
         self.sent_total = 0  # handed to aiokafka, or dropped for good (fix 3)
+        self.undelivered: BaseException | None = None  # fix 11: the first record refused
 
     def put(self, fut: Any) -> None:
         super().put(fut)
@@ -221,7 +231,7 @@ class _Buffer(ProducerBuffer):
 
     async def _send_with_retry(self, message: Any) -> None:
         try:
-            await call_retrying(
+            delivery = await call_retrying(
                 "changelog_send",
                 lambda: self._send_pending(message),
                 CHANGELOG_RETRY_S,
@@ -232,6 +242,21 @@ class _Buffer(ProducerBuffer):
         except Exception as exc:
             log.error("changelog_record_dropped", error=repr(exc), topic=_topic(message))
             clean_start.distrust()
+            return
+        if isinstance(delivery, asyncio.Future):  # aiokafka's; Faust's buffer returns None
+            delivery.add_done_callback(lambda done: self._delivered(done, message))
+
+    async def _send_pending(self, fut: Any) -> Any:
+        return await fut.message.channel.publish_message(fut, wait=False)
+
+    def _delivered(self, delivery: asyncio.Future[Any], message: Any) -> None:
+        exc = asyncio.CancelledError() if delivery.cancelled() else delivery.exception()
+        if exc is None:
+            return
+        if self.undelivered is None:  # the rest of a refused batch would only repeat it
+            log.error("changelog_delivery_failed", error=repr(exc), topic=_topic(message))
+            clean_start.distrust()
+            self.undelivered = exc
 
     async def drain(self) -> None:
         """Until every record put before this call is in aiokafka's hands (its flush covers the
@@ -245,6 +270,10 @@ class _Buffer(ProducerBuffer):
             self.message_sent.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.message_sent.wait(), timeout=1.0)
+
+
+class ChangelogUndelivered(RuntimeError):
+    """A table change the changelog does not have: nothing may be committed past it."""
 
 
 class _Producer(driver.Producer):
@@ -264,7 +293,9 @@ class _Producer(driver.Producer):
 
     async def flush(self) -> None:
         await self.ordered_buffer.drain()
-        await super().flush()
+        await super().flush()  # aiokafka's: until every record handed over is answered
+        if (refused := self.ordered_buffer.undelivered) is not None:  # fix 11: never commit
+            raise ChangelogUndelivered(f"a changelog record was refused: {refused!r}")
 
 
 class App(faust.App):

@@ -24,6 +24,7 @@ from tests.factories import checkpoint
 from tests.integration.streams.worker import (
     SESSION_TIMEOUT_S,
     StreamsWorker,
+    changelog_history,
     table_contents,
     trigger_counts,
 )
@@ -122,7 +123,11 @@ def assert_tables_match(brain: Brain, app_id: str, settings: KafkaSettings) -> N
     for name in names:
         assert set(tables[name]) == set(expected[name]), name
         for key, value in expected[name].items():
-            assert tables[name][key] == value, (name, key)
+            assert tables[name][key] == value, (
+                name,
+                key,
+                changelog_history(app_id, name, key, settings),
+            )
 
 
 def tables_match_eventually(brain: Brain, app_id: str, settings: KafkaSettings) -> None:
@@ -214,7 +219,14 @@ def test_a_worker_disrupted_mid_stream_loses_no_state_and_no_decision(
         assert len(seen) < len(expected), "the disruption came too late to be mid-stream"
         counts = run_until(worker, kafka_settings, expected)
         assert seen_in_log in worker.process.log_file.read_text()
-        tables_match_eventually(brain, worker_env["CENTRALITY_STREAMS_APP_ID"], kafka_settings)
+        try:
+            tables_match_eventually(brain, worker_env["CENTRALITY_STREAMS_APP_ID"], kafka_settings)
+        except AssertionError as exc:  # what the worker warned of tells where state was lost
+            log = worker.process.log_file.read_text().splitlines()
+            warned = [line for line in log if '"level":"warning"' in line or '"error"' in line]
+            raise AssertionError(
+                "\n".join([str(exc), "the worker warned:", *warned[-40:]])
+            ) from exc
     finally:
         worker.stop()
         if producer.is_alive():

@@ -125,6 +125,19 @@ async def _read_to_end(settings: KafkaSettings, topic: str) -> list[Any]:
         await consumer.stop()
 
 
+def changelog_history(app_id: str, table: str, key: str, settings: KafkaSettings) -> list[str]:
+    """Every record of `key` in a table's changelog: where it is, and the fields that tell its
+    states apart, so a lost state shows which records the changelog never got."""
+    records = asyncio.run(_read_to_end(settings, f"{app_id}-{table}-changelog"))
+    shown = ("state", "attempt", "attempts_started", "last_checkpoint_step", "updated_at")
+    return [
+        f"p{r.partition}@{r.offset}: "
+        + str({k: v for k, v in orjson.loads(r.value).items() if k in shown})
+        for r in records
+        if r.key == key.encode() and r.value is not None
+    ]
+
+
 def table_contents(app_id: str, table: str, settings: KafkaSettings) -> dict[str, Any]:
     """The latest value per key in a table's changelog (what a restarted worker restores)."""
     records = asyncio.run(_read_to_end(settings, f"{app_id}-{table}-changelog"))

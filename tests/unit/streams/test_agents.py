@@ -17,11 +17,12 @@ from pydantic import SecretStr
 from schemas.codec import decode, encode, encode_batch
 from schemas.placement import partition_for
 from schemas.signing import verify
-from streams.entities import NODES
+from streams.entities import JOBS, NODES, forwarded
 from streams.state.internal import NodeActionReported, NodeTick, decode_internal
+from streams.state_cache import StateCache
 from tests.factories import T0, checkpoint
 from tests.support.triggers import quarantine as quarantine_trigger
-from tests.unit.streams.builders import ended, heartbeat, result, sample
+from tests.unit.streams.builders import ended, heartbeat, result, running, sample
 
 KEY = "agents-test-key"
 
@@ -101,6 +102,40 @@ async def test_node_agent_folds_a_gpu_batch_in_one_step(
     assert stored["gpus"] == {"3": stored["gpus"]["3"]}  # only GPUs with errors are kept
     assert stored["gpus"]["3"]["ecc_double_bit"] == 1
     assert forwards.values == []  # its own quarantine was applied inline, not re-keyed
+
+
+async def test_two_agents_folding_one_job_lose_neither_change(
+    app_module: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A job's events are folded by the job agent; the result of its restart reaches the jobs
+    table through the forward topic, folded by the node agent. Each fold awaits its outputs
+    before it writes: neither may overwrite the other's change meanwhile."""
+    job, held = "slurm/agents/race", asyncio.Event()
+    monkeypatch.setattr(app_module, "tables", {"jobs": {}, "nodes": {}, "node_sets": {}})
+    monkeypatch.setattr(app_module, "cache", StateCache(100))
+    triggers = Sent()
+    monkeypatch.setattr(app_module.triggers_topic, "send", triggers)
+    monkeypatch.setattr(app_module.forward_topic, "send", Sent())
+    await app_module.handle_events(JOBS, job, [checkpoint(3, job), ended(job, at_s=5)])
+    [restart] = [e for v in triggers.values for e in decode(v)]
+
+    async def held_forward(**kwargs: Any) -> asyncio.Future[None]:  # the next attempt's
+        await held.wait()
+        return await Sent()(**kwargs)
+
+    monkeypatch.setattr(app_module.forward_topic, "send", held_forward)
+    next_attempt = asyncio.create_task(
+        app_module.handle_events(JOBS, job, [running(job, attempt=2, at_s=9)])
+    )
+    await asyncio.sleep(0.01)  # it has read the state and waits for its outputs
+    [reported] = forwarded(result(restart, at_s=8))
+    reporting = asyncio.create_task(app_module.handle_events(JOBS, job, [reported]))
+    await asyncio.sleep(0.01)
+    held.set()
+    await asyncio.gather(next_attempt, reporting)
+    stored = orjson.loads(app_module.tables["jobs"][job.encode()])
+    assert stored["attempts_started"] == 2
+    assert [r["outcome"] for r in stored["restarts"]] == ["requeued"]
 
 
 async def test_an_action_result_is_forwarded_to_each_node_it_names(
