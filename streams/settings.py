@@ -78,7 +78,9 @@ class StreamsSettings(BaseSettings):
         gt=0,
         description="How long a message's outputs are retried while Kafka fails transiently "
         "(each send waits a quarter of it); then the message is dead-lettered (`send-failed`) "
-        "and the partitions go on.",
+        "and the partitions go on. A table change the changelog has not taken within a quarter "
+        "of it stops the worker before any commit past it: restarted, it restores its tables "
+        "from the changelog and re-decides from the last commit.",
     )
     outputs_per_message_max: int = Field(
         default=8192,
