@@ -159,9 +159,10 @@ ticks_topics = {
 cache = StateCache(settings.state_cache_entries)
 # Two agents fold into the jobs table: job events, and the results of its restarts (through the
 # forward topic, to the node agent). A fold reads the state, awaits its outputs, then writes; two
-# at once on one table would each write what they read, and the later write drops the earlier's
-# change (a restart's outcome, say). A table's entities are folded one at a time.
-folding = {kind.table: asyncio.Lock() for kind in KINDS}
+# at once would each write what they read, and the later write drops the earlier's change (a
+# restart's outcome, say). The jobs table's entities are folded one at a time; the other tables
+# have one writer, the node agent.
+folding = {JOBS.table: asyncio.Lock()}
 # What is due when, per kind and partition held here: built from the table at the partition's
 # first tick (a sweep of its keys, once), then kept as events are folded, so a tick touches only
 # the entities something is due for. A tick that swept every key held the node agent, and the
@@ -378,7 +379,10 @@ async def handle_events(kind: Kind, key: str, events: Sequence[Event]) -> None:
 
 async def _fold(kind: Kind, key: str, events: Sequence[Event]) -> bool:
     """Fold, decide, send and write; whether the entity's state changed."""
-    async with folding[kind.table]:
+    lock = folding.get(kind.table)
+    if lock is None:
+        return await _fold_alone(kind, key, events)
+    async with lock:
         return await _fold_alone(kind, key, events)
 
 

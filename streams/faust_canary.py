@@ -42,7 +42,8 @@ EXPECTED: Mapping[str, tuple[str, ...] | None] = {
     "faust.transport.producer:ProducerBuffer._send_pending": ("self", "fut"),
     "faust.transport.producer:ProducerBuffer._handle_pending": None,
     "faust.transport.producer:ProducerBuffer.size": None,
-    "faust.topics:Topic.publish_message": ("self", "fut", "wait"),  # fix 11: its delivery
+    # fix 11: Faust answers a changelog record's FutureMessage when the broker has (or refused)
+    "faust.topics:Topic._on_published": ("self", "fut", "message", "producer", "state"),
     "mode.services:Service.wait_first": ("self", "coros", "timeout"),
     "faust.app.base:App.maybe_start_producer": None,  # fix 10: a stampede, not a function
     "aiokafka.consumer.fetcher:MemoryRecords": None,

@@ -33,9 +33,14 @@ scheme `centrality-kafka://host:port` (see `install`).
    delivered meanwhile for a gap in the partition: it commits past them as if processed, before
    they are (a worker killed then loses them), and records fetched again are dropped as already
    read. Seen as jobs, forwards and node updates missing after a `kill -9` and restart. Our
-   consumer stops the flow, waits until the fetcher has let go of the record in hand, seeks,
-   and resumes: records delivered before the seek are delivered once more after it, which the
-   folds absorb (redelivered events change nothing).
+   consumer stops the flow, waits until the fetcher has let go of the record in hand, and
+   seeks: records delivered before the seek are delivered once more after it, which the folds
+   absorb (redelivered events change nothing). It leaves the flow stopped. Faust's recovery
+   resumes it right after the seek, once it has cleared the stream queues; resumed by the seek
+   itself (as this fix first did), the fetcher delivered records into the queues in between,
+   the clearing dropped them after their read offsets had moved on, and they were never
+   processed: a restarted worker skipped a job's start and checkpoint and folded its exit on an
+   empty state (the CI failure of stop 20), and a later commit could go past them.
 
 5. Drain before stopping. On a clean stop Faust stops the aiokafka producer first and the
    buffer after it, so table changes still in the buffer were dropped (their offsets may be
@@ -82,10 +87,11 @@ scheme `centrality-kafka://host:port` (see `install`).
 11. Changelog records the broker refuses. A record handed to aiokafka can still fail: the broker
    refuses it (over the changelog topic's `max.message.bytes`, say) or its batch times out.
    Faust only logs a warning, and the next commit goes past the message whose state it
-   carried: a restart restores the table without it, for good. Our buffer watches every
-   record's delivery; one that failed stops the worker with an error before any commit past
-   it (the flush before a commit raises), and marks the local stores untrusted, so its
-   successor restores the tables from the changelog and re-decides from the last commit.
+   carried: a restart restores the table without it, for good. Our buffer looks at the outcome
+   of every record it handed over (Faust sets it on the record's future); one that failed is
+   logged, marks the local stores untrusted, and makes the flush before the next commit (or a
+   rebalance, or a stop) raise, which stops the worker before any commit past it. Its successor
+   restores the tables from the changelog and re-decides from the last commit.
 
 All Faust workarounds, these and the others, are listed in FAUST_WORKAROUNDS.md beside this
 file; the private names they rely on are checked at start-up by `streams.faust_canary`.
@@ -95,6 +101,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections import deque
 from collections.abc import AsyncIterator, Mapping
 from functools import cached_property
 from typing import Any
@@ -148,17 +155,14 @@ class _Consumer(driver.Consumer):
                 self._hand_free.set()
 
     async def perform_seek(self) -> None:
-        resume = self.flow_active
+        """Seek with the fetcher held still, and leave the flow stopped: Faust's recovery
+        resumes it once it has cleared the stream queues (`flow_control.resume()`)."""
         self.stop_flow()  # the fetcher stops at its next record and waits for the flow
         try:  # milliseconds normally; bounded in case the fetcher was torn down holding one
             await asyncio.wait_for(self._hand_free.wait(), _LET_GO_TIMEOUT_S)
         except TimeoutError:
             log.warning("seek_without_fetcher_letting_go", waited_s=_LET_GO_TIMEOUT_S)
-        try:
-            await super().perform_seek()
-        finally:
-            if resume:
-                self.resume_flow()
+        await super().perform_seek()
 
     async def seek_to_committed(self) -> Mapping[Any, int]:
         committed = await super().seek_to_committed()
@@ -214,6 +218,7 @@ class _Buffer(ProducerBuffer):
         self.put_total = 0
         self.sent_total = 0  # handed to aiokafka, or dropped for good (fix 3)
         self.undelivered: BaseException | None = None  # fix 11: the first record refused
+        self.handed: deque[Any] = deque()  # handed to aiokafka, outcome not looked at yet
 
     def put(self, fut: Any) -> None:
         super().put(fut)
@@ -231,7 +236,7 @@ class _Buffer(ProducerBuffer):
 
     async def _send_with_retry(self, message: Any) -> None:
         try:
-            delivery = await call_retrying(
+            await call_retrying(
                 "changelog_send",
                 lambda: self._send_pending(message),
                 CHANGELOG_RETRY_S,
@@ -243,20 +248,22 @@ class _Buffer(ProducerBuffer):
             log.error("changelog_record_dropped", error=repr(exc), topic=_topic(message))
             clean_start.distrust()
             return
-        if isinstance(delivery, asyncio.Future):  # aiokafka's; Faust's buffer returns None
-            delivery.add_done_callback(lambda done: self._delivered(done, message))
+        self.handed.append(message)  # Faust answers it (result or exception) once delivered
+        self.refused()  # those answered meanwhile: the queue stays as long as what is in flight
 
-    async def _send_pending(self, fut: Any) -> Any:
-        return await fut.message.channel.publish_message(fut, wait=False)
-
-    def _delivered(self, delivery: asyncio.Future[Any], message: Any) -> None:
-        exc = asyncio.CancelledError() if delivery.cancelled() else delivery.exception()
-        if exc is None:
-            return
-        if self.undelivered is None:  # the rest of a refused batch would only repeat it
-            log.error("changelog_delivery_failed", error=repr(exc), topic=_topic(message))
-            clean_start.distrust()
-            self.undelivered = exc
+    def refused(self) -> BaseException | None:
+        """The first record handed over and then refused (fix 11). Outcomes are looked at in
+        order, up to the first record still in flight; after aiokafka's flush (ours, before a
+        commit) every record handed over before it has one."""
+        handed = self.handed
+        while handed and handed[0].done():
+            message = handed.popleft()
+            exc = asyncio.CancelledError() if message.cancelled() else message.exception()
+            if exc is not None and self.undelivered is None:  # the rest would only repeat it
+                log.error("changelog_delivery_failed", error=repr(exc), topic=_topic(message))
+                clean_start.distrust()
+                self.undelivered = exc
+        return self.undelivered
 
     async def drain(self) -> None:
         """Until every record put before this call is in aiokafka's hands (its flush covers the
@@ -294,7 +301,7 @@ class _Producer(driver.Producer):
     async def flush(self) -> None:
         await self.ordered_buffer.drain()
         await super().flush()  # aiokafka's: until every record handed over is answered
-        if (refused := self.ordered_buffer.undelivered) is not None:  # fix 11: never commit
+        if (refused := self.ordered_buffer.refused()) is not None:  # fix 11: never commit
             raise ChangelogUndelivered(f"a changelog record was refused: {refused!r}")
 
 
