@@ -153,6 +153,13 @@ def _not_too_late(value: Any) -> Any:
     return moment
 
 
+def _in_utc(value: datetime) -> datetime:
+    """Every time in `datetime.UTC`: pydantic's own tzinfo answers each comparison and subtraction
+    through a Python call, ten times slower, and folds, rules and timers compare times all the
+    time. The instant is unchanged; it is written back `…Z`."""
+    return value if value.tzinfo is UTC else value.astimezone(UTC)
+
+
 Timestamp = Annotated[
     AwareDatetime,
     # `ge` first: it then stays a native constraint of the datetime schema, not a Python check.
@@ -164,6 +171,7 @@ Timestamp = Annotated[
         json_schema_extra=TIME_SCHEMA,
     ),
     BeforeValidator(_not_too_late),
+    AfterValidator(_in_utc),
 ]
 
 # pydantic error types that mean "a limit was broken", as opposed to input of the wrong shape.

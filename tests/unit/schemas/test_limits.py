@@ -257,3 +257,13 @@ def test_a_stale_horizon_never_refuses_a_valid_time(monkeypatch: pytest.MonkeyPa
         [event] = decode(orjson.dumps(doc("JobExited", occurred_at=at, observed_at=at)))
         assert event.occurred_at == now
     assert horizon.at > now  # refreshed
+
+
+@pytest.mark.parametrize("at", ["2026-01-01T02:00:00.5+02:00", "2026-01-01T00:00:00.5Z"])
+def test_every_time_is_held_in_utc_whatever_offset_it_came_with(at: str) -> None:
+    """The instant is kept; the zone is `datetime.UTC` (pydantic's own makes every comparison a
+    Python call), and it is written back `…Z`."""
+    [event] = decode(orjson.dumps(doc("JobExited", occurred_at=at)))
+    assert event.occurred_at == datetime(2026, 1, 1, 0, 0, 0, 500_000, tzinfo=UTC)
+    assert event.occurred_at.tzinfo is UTC and event.observed_at.tzinfo is UTC
+    assert b'"occurred_at":"2026-01-01T00:00:00.500000Z"' in event.model_dump_json().encode()
