@@ -224,8 +224,14 @@ def _(event: NodeHealthChecked, state: Node) -> Node:
     return state.model_copy(update=update) if update else state
 
 
-def _max(seen: int, sample: int | None) -> int:
-    return max(seen, sample or 0)
+_COUNTERS = (
+    "ecc_single_bit",
+    "ecc_double_bit",
+    "remapped_rows_correctable",
+    "remapped_rows_uncorrectable",
+    "retired_pages",
+)
+_NO_COUNTERS = GpuCounters()
 
 
 @_fold.register
@@ -233,22 +239,18 @@ def _(event: GpuSampled, state: Node) -> Node:
     p = event.payload
     if p.gpu not in state.gpus and len(state.gpus) >= GPUS_KEPT:
         return state  # no node has that many GPUs: the first ones seen are the real ones
-    old = state.gpus.get(p.gpu, GpuCounters())
-    new = GpuCounters(
-        ecc_single_bit=_max(old.ecc_single_bit, p.ecc_single_bit),
-        ecc_double_bit=_max(old.ecc_double_bit, p.ecc_double_bit),
-        remapped_rows_correctable=_max(old.remapped_rows_correctable, p.remapped_rows_correctable),
-        remapped_rows_uncorrectable=_max(
-            old.remapped_rows_uncorrectable, p.remapped_rows_uncorrectable
-        ),
-        retired_pages=_max(old.retired_pages, p.retired_pages),
-        ecc_double_bit_rose_at=event.occurred_at
-        if (p.ecc_double_bit or 0) > old.ecc_double_bit
-        else old.ecc_double_bit_rose_at,
-    )
+    old = state.gpus.get(p.gpu, _NO_COUNTERS)
+    # Most samples raise no counter: they cost a comparison each, no model.
+    rose = {
+        name: value
+        for name in _COUNTERS
+        if (value := getattr(p, name)) is not None and value > getattr(old, name)
+    }
+    if "ecc_double_bit" in rose:
+        rose["ecc_double_bit_rose_at"] = event.occurred_at
     update: dict[str, object] = {}
-    if new != old:
-        update["gpus"] = {**state.gpus, p.gpu: new}
+    if rose:
+        update["gpus"] = {**state.gpus, p.gpu: old.model_copy(update=rose)}
     idle = _idle_since(state.gpu_idle_since.get(p.gpu, None), p.utilization_pct, event.occurred_at)
     if p.utilization_pct is not None and (
         p.gpu not in state.gpu_idle_since or idle != state.gpu_idle_since[p.gpu]
