@@ -7,11 +7,15 @@ delivered; a crash before the write re-decides on redelivery, with the same trig
 
 Topology (every topic has the same partition count, so tables are co-partitioned):
 
-- `jobs` (+ the job-ticks topic) → `fold_jobs` → `jobs` table;
+- `jobs`, the job-forward topic and the job-ticks topic → `fold_jobs` → `jobs` table;
 - `nodes`, `gpu` (batched), `actions`, the forward topic and the node-ticks topic → `fold_nodes`
   → `nodes` and `node_sets` tables. The forward topic (internal, `<app id>-forward`) carries what
   a job event, a decision or an action result means for a node or a node set, keyed by that node
-  or node set. Action results have no table of their own: they are only forwarded.
+  or node set; the job-forward topic (`<app id>-job-forward`), what an action result means for
+  the job it acted on. Action results have no table of their own: they are only forwarded.
+- Each table has one writer, the agent that reads its forward topic: a fold reads the state,
+  awaits its outputs, then writes, so two agents folding one entity at once would each write
+  what they read and drop the other's change. An event read by the other agent is forwarded.
 - a leader timer sends one tick per partition every `tick_interval_s`; the agent owning the
   partition ticks each of its entities, so rules can see silence (lost heartbeats, stalls).
 
@@ -55,7 +59,7 @@ from schemas.signing import SigningSettings, signed_headers
 from schemas.topics import topic_name
 from streams import batches, credentials, faust_transport, observe, topics
 from streams.clean_start import guard
-from streams.entities import JOBS, KINDS, NODES, Kind, forwarded, kind_of, step
+from streams.entities import JOBS, KINDS, NODE_SETS, NODES, Kind, forwarded, kind_of, step
 from streams.failures import call_retrying, transient
 from streams.faust_worker import Worker
 from streams.lanes import LanedApp
@@ -127,6 +131,7 @@ def _catalog(name: str) -> str:
 
 
 FORWARD = topics.forward(settings)
+JOB_FORWARD = topics.job_forward(settings)
 TRIGGERS = _catalog("triggers")
 JOB_TICKS = topics.job_ticks(settings)
 NODE_TICKS = topics.node_ticks(settings)
@@ -134,7 +139,7 @@ NODE_TICKS = topics.node_ticks(settings)
 # `internal=True` makes Faust declare these on start: it creates our internal topics and leaves
 # existing catalog topics alone (`centrality up` creates those with the catalog's settings).
 jobs_topic = app.topic(
-    _catalog("jobs"), JOB_TICKS, schema=raw(), partitions=PARTITIONS, internal=True
+    _catalog("jobs"), JOB_FORWARD, JOB_TICKS, schema=raw(), partitions=PARTITIONS, internal=True
 )
 # GPU samples are the telemetry: queued behind whatever leads to decisions (streams.lanes).
 app.bulk_topics = frozenset({_catalog("gpu")})
@@ -151,18 +156,21 @@ nodes_topic = app.topic(
 triggers_topic = app.topic(TRIGGERS, schema=raw())
 deadletter_topic = app.topic(_catalog("deadletter"), schema=raw())
 forward_topic = app.topic(FORWARD, schema=raw(), partitions=PARTITIONS, internal=True)
+job_forward_topic = app.topic(JOB_FORWARD, schema=raw(), partitions=PARTITIONS, internal=True)
+# Each table's one writer is reached through this topic, the forward topic its agent reads.
+writers = {
+    JOBS.table: job_forward_topic,
+    NODES.table: forward_topic,
+    NODE_SETS.table: forward_topic,
+}
+JOB_AGENT = frozenset({JOBS.table})
+NODE_AGENT = frozenset({NODES.table, NODE_SETS.table})
 ticks_topics = {
     JOBS.table: app.topic(JOB_TICKS, schema=raw(), partitions=PARTITIONS, internal=True),
     NODES.table: app.topic(NODE_TICKS, schema=raw(), partitions=PARTITIONS, internal=True),
 }
 
 cache = StateCache(settings.state_cache_entries)
-# Two agents fold into the jobs table: job events, and the results of its restarts (through the
-# forward topic, to the node agent). A fold reads the state, awaits its outputs, then writes; two
-# at once would each write what they read, and the later write drops the earlier's change (a
-# restart's outcome, say). The jobs table's entities are folded one at a time; the other tables
-# have one writer, the node agent.
-folding = {JOBS.table: asyncio.Lock()}
 # What is due when, per kind and partition held here: built from the table at the partition's
 # first tick (a sweep of its keys, once), then kept as events are folded, so a tick touches only
 # the entities something is due for. A tick that swept every key held the node agent, and the
@@ -191,12 +199,17 @@ _MESSAGE_SECONDS = PROCESSING_SECONDS.labels("streams_message")
 def _decode_forward(value: bytes) -> list[Event]:
     try:
         return [decode_internal(value)]
+    except KeyError:  # not an internal type: a contract event the other agent handed over
+        return decode(value)
     except Exception as exc:
         raise DecodeError("invalid-internal", str(exc)) from None
 
 
 # Every topic but our internal ones carries contract events.
-DECODERS: dict[str, Callable[[bytes], list[Event]]] = {FORWARD: _decode_forward}
+DECODERS: dict[str, Callable[[bytes], list[Event]]] = {
+    FORWARD: _decode_forward,
+    JOB_FORWARD: _decode_forward,
+}
 TICKS = {JOB_TICKS: JOBS, NODE_TICKS: NODES}
 # Catalog topics are checked for placement; the internal ones (forward, ticks) are ours.
 CATALOG = {_catalog(name): name for name in ("jobs", "nodes", "gpu")}
@@ -216,19 +229,20 @@ class Refused(Exception):
 @app.agent(jobs_topic)
 async def fold_jobs(stream: Any) -> None:
     async for message in stream.events():
-        await handle_message(message.message)
+        await handle_message(message.message, JOB_AGENT)
 
 
 @app.agent(nodes_topic)
 async def fold_nodes(stream: Any) -> None:
     async for message in stream.events():
-        await handle_message(message.message)
+        await handle_message(message.message, NODE_AGENT)
 
 
-async def handle_message(message: Any) -> None:
+async def handle_message(message: Any, writes: frozenset[str]) -> None:
+    """One record read by the agent that writes the tables `writes`."""
     started = time.perf_counter()
     try:
-        await _handle_message(message)
+        await _handle_message(message, writes)
     except Exception as exc:  # the last line: whatever escaped belongs to this message
         _log_failure(exc, message)
         await _dead_letter("processing-error", f"{type(exc).__name__}: {exc}", message)
@@ -236,7 +250,7 @@ async def handle_message(message: Any) -> None:
         _MESSAGE_SECONDS.observe(time.perf_counter() - started)
 
 
-async def _handle_message(message: Any) -> None:
+async def _handle_message(message: Any, writes: frozenset[str]) -> None:
     if message.topic in TICKS:
         try:
             await handle_tick(TICKS[message.topic], message)
@@ -244,7 +258,7 @@ async def _handle_message(message: Any) -> None:
             log.exception("tick_failed", topic=message.topic, partition=message.partition)
         return
     if not tracing.enabled():  # the per-message path stays as cheap as it was
-        await _handle_record(message)
+        await _handle_record(message, writes)
         return
     with tracing.span(
         f"process {message.topic}",
@@ -252,7 +266,7 @@ async def _handle_message(message: Any) -> None:
         kind=tracing.CONSUMER,
         headers=message.headers,
     ):
-        await _handle_record(message)
+        await _handle_record(message, writes)
 
 
 def _consumed(message: Any) -> dict[str, str | int]:
@@ -263,7 +277,7 @@ def _consumed(message: Any) -> dict[str, str | int]:
     }
 
 
-async def _handle_record(message: Any) -> None:
+async def _handle_record(message: Any, writes: frozenset[str]) -> None:
     mark = batches.unreadable(message.headers)
     if mark is not None:
         await _dead_letter(*mark, message)
@@ -288,14 +302,15 @@ async def _handle_record(message: Any) -> None:
     by_kind: dict[tuple[str, str], tuple[Kind, list[Event]]] = {}
     for event in events:
         kind = kind_of(event)
-        if kind is not None:
-            by_kind.setdefault((kind.table, event.subject), (kind, []))[1].append(event)
-        else:  # e.g. an action result: no table here, but it concerns the nodes it names
+        if kind is None:  # e.g. an action result: no table, but it concerns those it names
             for derived in forwarded(event):
-                await forward_topic.send(
-                    key=derived.key, value=encode(derived), headers=tracing.inject_headers()
-                )
-                labelled(EVENTS_OUT, FORWARD, derived.type).inc()
+                await _forward(derived, encode(derived), tracing.inject_headers())
+                _count_forwarded([derived])
+        elif kind.table not in writes:  # another agent writes its table: never two writers
+            await _forward(event, encode(event), tracing.inject_headers())
+            _count_forwarded([event])
+        else:
+            by_kind.setdefault((kind.table, event.subject), (kind, []))[1].append(event)
     for (_, key), (kind, batch) in by_kind.items():
         try:
             await call_retrying(
@@ -377,16 +392,24 @@ async def handle_events(kind: Kind, key: str, events: Sequence[Event]) -> None:
         kept.changed(kind, key, state)  # it may hold a condition already due: forget its tick
 
 
+def _writer(event: Event) -> Any:
+    """The forward topic of the agent that writes `event`'s table."""
+    kind = kind_of(event)
+    return forward_topic if kind is None else writers[kind.table]
+
+
+async def _forward(event: Event, value: bytes, headers: list[tuple[str, bytes]]) -> Any:
+    """Hand `event` (encoded: `value`) to the agent that writes its table; the send's future."""
+    return await _writer(event).send(key=event.key, value=value, headers=headers)
+
+
+def _count_forwarded(events: Sequence[Event]) -> None:
+    for event in events:
+        labelled(EVENTS_OUT, _writer(event).get_topic_name(), event.type).inc()
+
+
 async def _fold(kind: Kind, key: str, events: Sequence[Event]) -> bool:
     """Fold, decide, send and write; whether the entity's state changed."""
-    lock = folding.get(kind.table)
-    if lock is None:
-        return await _fold_alone(kind, key, events)
-    async with lock:
-        return await _fold_alone(kind, key, events)
-
-
-async def _fold_alone(kind: Kind, key: str, events: Sequence[Event]) -> bool:
     state = load(kind, key)
     result = step(kind, state, events, engine)
     outputs = len(result.forwards) + len(result.triggers)
@@ -394,7 +417,7 @@ async def _fold_alone(kind: Kind, key: str, events: Sequence[Event]) -> bool:
         raise Refused(
             "amplification", f"{outputs} outputs > {settings.outputs_per_message_max} per message"
         )
-    forwards = [(derived.key, encode(derived)) for derived in result.forwards]
+    forwards = [(derived, encode(derived)) for derived in result.forwards]
     triggers = [(t, encode(t)) for t in result.triggers]
     value = result.state.__pydantic_serializer__.to_json(result.state) if result.changed else b""
     if len(value) > STATE_BYTES_MAX:
@@ -406,10 +429,7 @@ async def _fold_alone(kind: Kind, key: str, events: Sequence[Event]) -> bool:
     # Outputs carry this fold's trace context: the trace goes on where they are consumed. The
     # signature covers the value only, so trace headers never break it.
     trace_headers = tracing.inject_headers()
-    sent = [
-        await forward_topic.send(key=derived_key, value=encoded, headers=trace_headers)
-        for derived_key, encoded in forwards
-    ]
+    sent = [await _forward(derived, encoded, trace_headers) for derived, encoded in forwards]
     sent += [
         await triggers_topic.send(
             key=t.key,
@@ -421,8 +441,7 @@ async def _fold_alone(kind: Kind, key: str, events: Sequence[Event]) -> bool:
     # Every output is acknowledged before the state that remembers it is written: a failed
     # send fails this message (retried, or dead-lettered), never silently loses a forward.
     await asyncio.gather(*sent)
-    if result.forwards:
-        count_types(EVENTS_OUT, FORWARD, result.forwards)
+    _count_forwarded(result.forwards)
     for trigger in result.triggers:
         log.info("trigger", type=trigger.type, id=str(trigger.event_id), subject=trigger.subject)
         labelled(DECISIONS, trigger.payload.rule, trigger.type).inc()

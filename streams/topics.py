@@ -36,6 +36,10 @@ def forward(settings: StreamsSettings) -> str:
     return f"{settings.app_id}-forward"
 
 
+def job_forward(settings: StreamsSettings) -> str:
+    return f"{settings.app_id}-job-forward"
+
+
 def job_ticks(settings: StreamsSettings) -> str:
     return f"{settings.app_id}-job-ticks"
 
@@ -51,8 +55,10 @@ def changelogs(settings: StreamsSettings) -> list[str]:
 
 def internal_topics(settings: StreamsSettings) -> tuple[TopicSpec, ...]:
     derived = "What job events, decisions and action results mean for nodes and node sets."
+    for_jobs = "What action results mean for the jobs they act on (a restart's outcome)."
     return (
         TopicSpec(forward(settings), "node or node set", "tables", 7 * DAY_MS, derived),
+        TopicSpec(job_forward(settings), "job", "tables", 7 * DAY_MS, for_jobs),
         TopicSpec(job_ticks(settings), "partition", "tables", DAY_MS, "Clock ticks for jobs."),
         TopicSpec(node_ticks(settings), "partition", "tables", DAY_MS, "Clock ticks for nodes."),
         # Faust would create these itself, but only after subscribing: a table whose changelog

@@ -158,7 +158,11 @@ def test_a_storm_never_stops_the_worker_deciding(
     expected, _ = oracle(story)
     app_id = env["CENTRALITY_STREAMS_APP_ID"]
     # consumed: the storm itself, and what it made the worker forward to itself
-    consumed = [*(topic_name(t, kafka_settings) for t in ("jobs", "nodes")), f"{app_id}-forward"]
+    consumed = [
+        *(topic_name(t, kafka_settings) for t in ("jobs", "nodes")),
+        f"{app_id}-forward",
+        f"{app_id}-job-forward",
+    ]
     worker.start()
     try:
         send_with_every_codec(kafka_settings.bootstrap, messages)

@@ -22,7 +22,7 @@ from streams.state.internal import NodeActionReported, NodeTick, decode_internal
 from streams.state_cache import StateCache
 from tests.factories import T0, checkpoint
 from tests.support.triggers import quarantine as quarantine_trigger
-from tests.unit.streams.builders import ended, heartbeat, result, running, sample
+from tests.unit.streams.builders import ended, heartbeat, result, sample
 
 KEY = "agents-test-key"
 
@@ -104,38 +104,50 @@ async def test_node_agent_folds_a_gpu_batch_in_one_step(
     assert forwards.values == []  # its own quarantine was applied inline, not re-keyed
 
 
-async def test_two_agents_folding_one_job_lose_neither_change(
+def read_on(topic: str, key: str, value: bytes) -> SimpleNamespace:
+    """A record as an agent reads it from `topic` (the test context names no topic)."""
+    return SimpleNamespace(
+        topic=topic, partition=0, offset=0, key=key.encode(), value=value, headers=[]
+    )
+
+
+async def test_each_table_has_one_writer_a_restart_result_reaches_the_job_agent(
     app_module: ModuleType, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A job's events are folded by the job agent; the result of its restart reaches the jobs
-    table through the forward topic, folded by the node agent. Each fold awaits its outputs
-    before it writes: neither may overwrite the other's change meanwhile."""
-    job, held = "slurm/agents/race", asyncio.Event()
+    """A fold reads the state, awaits its outputs, then writes: two agents folding one job at
+    once would each write what they read and drop the other's change (a restart's outcome,
+    lost to the next attempt's fold). The node agent reads action results; what a restart's
+    result means for its job goes to the job agent through the job-forward topic, and so does
+    any job event the node agent reads (a leftover on `forward` from a version before, a job
+    event produced to `actions`)."""
+    job = "slurm/agents/one-writer"
     monkeypatch.setattr(app_module, "tables", {"jobs": {}, "nodes": {}, "node_sets": {}})
     monkeypatch.setattr(app_module, "cache", StateCache(100))
-    triggers = Sent()
+    triggers, job_forwards = Sent(), Sent()
     monkeypatch.setattr(app_module.triggers_topic, "send", triggers)
     monkeypatch.setattr(app_module.forward_topic, "send", Sent())
+    monkeypatch.setattr(app_module.job_forward_topic, "send", job_forwards)
     await app_module.handle_events(JOBS, job, [checkpoint(3, job), ended(job, at_s=5)])
     [restart] = [e for v in triggers.values for e in decode(v)]
-
-    async def held_forward(**kwargs: Any) -> asyncio.Future[None]:  # the next attempt's
-        await held.wait()
-        return await Sent()(**kwargs)
-
-    monkeypatch.setattr(app_module.forward_topic, "send", held_forward)
-    next_attempt = asyncio.create_task(
-        app_module.handle_events(JOBS, job, [running(job, attempt=2, at_s=9)])
-    )
-    await asyncio.sleep(0.01)  # it has read the state and waits for its outputs
+    before = app_module.tables["jobs"][job.encode()]
     [reported] = forwarded(result(restart, at_s=8))
-    reporting = asyncio.create_task(app_module.handle_events(JOBS, job, [reported]))
-    await asyncio.sleep(0.01)
-    held.set()
-    await asyncio.gather(next_attempt, reporting)
+    node_agent, job_agent = app_module.NODE_AGENT, app_module.JOB_AGENT
+    actions = app_module.topic_name("actions", app_module.kafka)
+    for record in (
+        read_on(actions, restart.subject, encode(result(restart, at_s=8))),
+        read_on(app_module.FORWARD, job, encode(reported)),
+        read_on(actions, job, encode(checkpoint(4, job, at_s=9))),
+    ):
+        await app_module.handle_message(record, node_agent)
+    read = app_module.DECODERS[app_module.JOB_FORWARD]
+    handed = [(e.type, e.subject) for v in job_forwards.values for e in read(v)]
+    assert handed == [("JobActionReported", job)] * 2 + [("CheckpointSaved", job)]
+    assert app_module.tables["jobs"][job.encode()] == before  # the node agent wrote nothing
+    for value in job_forwards.values:
+        await app_module.handle_message(read_on(app_module.JOB_FORWARD, job, value), job_agent)
     stored = orjson.loads(app_module.tables["jobs"][job.encode()])
-    assert stored["attempts_started"] == 2
     assert [r["outcome"] for r in stored["restarts"]] == ["requeued"]
+    assert stored["last_checkpoint_step"] == 4
 
 
 async def test_an_action_result_is_forwarded_to_each_node_it_names(
