@@ -302,15 +302,14 @@ async def _handle_record(message: Any, writes: frozenset[str]) -> None:
     by_kind: dict[tuple[str, str], tuple[Kind, list[Event]]] = {}
     for event in events:
         kind = kind_of(event)
-        if kind is None:  # e.g. an action result: no table, but it concerns those it names
-            for derived in forwarded(event):
-                await _forward(derived, encode(derived), tracing.inject_headers())
-                _count_forwarded([derived])
-        elif kind.table not in writes:  # another agent writes its table: never two writers
-            await _forward(event, encode(event), tracing.inject_headers())
-            _count_forwarded([event])
-        else:
+        if kind is not None and kind.table in writes:
             by_kind.setdefault((kind.table, event.subject), (kind, []))[1].append(event)
+            continue
+        # No table (an action result: it concerns those it names), or a table another agent
+        # writes (never two writers): handed over.
+        for other in forwarded(event) if kind is None else [event]:
+            await _forward(other, encode(other), tracing.inject_headers())
+            _count_forwarded([other])
     for (_, key), (kind, batch) in by_kind.items():
         try:
             await call_retrying(

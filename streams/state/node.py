@@ -224,13 +224,8 @@ def _(event: NodeHealthChecked, state: Node) -> Node:
     return state.model_copy(update=update) if update else state
 
 
-_COUNTERS = (
-    "ecc_single_bit",
-    "ecc_double_bit",
-    "remapped_rows_correctable",
-    "remapped_rows_uncorrectable",
-    "retired_pages",
-)
+# The counters, which only grow: every int field of the model.
+_COUNTERS = tuple(n for n, f in GpuCounters.model_fields.items() if f.annotation is int)
 _NO_COUNTERS = GpuCounters()
 
 
