@@ -40,6 +40,7 @@ from typing import Any, NoReturn
 import faust
 import orjson
 import structlog
+from faust.types import TP
 
 from schemas import tracing
 from schemas.codec import DecodeError, decode, encode
@@ -63,6 +64,7 @@ from streams.entities import JOBS, KINDS, NODE_SETS, NODES, Kind, forwarded, kin
 from streams.failures import call_retrying, transient
 from streams.faust_worker import Worker
 from streams.lanes import LanedApp
+from streams.read_positions import ReadPositions
 from streams.rules.registry import RuleEngine
 from streams.settings import StreamsSettings
 from streams.state.bounds import ID_CHARS_MAX, STATE_BYTES_MAX
@@ -169,6 +171,12 @@ ticks_topics = {
     JOBS.table: app.topic(JOB_TICKS, schema=raw(), partitions=PARTITIONS, internal=True),
     NODES.table: app.topic(NODE_TICKS, schema=raw(), partitions=PARTITIONS, internal=True),
 }
+# What a tick of each kind may judge is bounded by how far these are folded (read_positions).
+TICK_INPUTS = {
+    JOBS.table: [t for t in jobs_topic.topics if t != JOB_TICKS],
+    NODES.table: [t for t in nodes_topic.topics if t != NODE_TICKS],
+}
+reads = ReadPositions()
 
 cache = StateCache(settings.state_cache_entries)
 # What is due when, per kind and partition held here: built from the table at the partition's
@@ -247,6 +255,7 @@ async def handle_message(message: Any, writes: frozenset[str]) -> None:
         _log_failure(exc, message)
         await _dead_letter("processing-error", f"{type(exc).__name__}: {exc}", message)
     finally:
+        reads.folded(message.topic, message.partition, message.offset, message.timestamp)
         _MESSAGE_SECONDS.observe(time.perf_counter() - started)
 
 
@@ -455,6 +464,7 @@ async def _fold(kind: Kind, key: str, events: Sequence[Event]) -> bool:
 async def forget_states(sender: Any, *args: Any, **kwargs: Any) -> None:
     cache.clear()
     timers.clear()
+    reads.forget()
 
 
 @app.on_worker_init.connect  # type: ignore[arg-type]  # the stub misreads `signal`
@@ -464,9 +474,16 @@ def trust_only_clean_stores(sender: Any, **kwargs: Any) -> None:
 
 async def handle_tick(kind: Kind, message: Any) -> None:
     """Tick the entities of `kind` on the tick's partition that something is due for
-    (`streams.timers`), at the tick's time."""
+    (`streams.timers`), at the tick's time or, while the partition's inputs are not folded that
+    far, at the time they are (`streams.read_positions`)."""
     assert kind.tick is not None
-    now = datetime.fromisoformat(orjson.loads(message.value)["now"])
+    sent = datetime.fromisoformat(orjson.loads(message.value)["now"]).timestamp()
+    judged = reads.judged_at(
+        TICK_INPUTS[kind.table], message.partition, sent, end=_end_offset, start=_start_offset
+    )
+    if judged is None:
+        return  # behind by an unknown amount: the next tick asks again
+    now = datetime.fromtimestamp(judged, UTC)
     kept = timers.get((kind.table, message.partition))
     if kept is None:
         kept = timers[(kind.table, message.partition)] = _timers_of(kind, message)
@@ -481,6 +498,16 @@ async def handle_tick(kind: Kind, message: Any) -> None:
             _log_failure(exc, message)
             if state is not None:
                 kept.changed(kind, key, state)  # so the next tick tries it again
+
+
+def _end_offset(topic: str, partition: int) -> int | None:
+    return app.consumer.highwater(TP(topic, partition))
+
+
+def _start_offset(topic: str, partition: int) -> int | None:
+    # Faust's own record of where it reads next (the committed offset after an assignment) or
+    # of the last record it queued; there is no public accessor.
+    return app.consumer._read_offset.get(TP(topic, partition))  # type: ignore[attr-defined,no-any-return]
 
 
 def _timers_of(kind: Kind, message: Any) -> Timers:

@@ -85,6 +85,29 @@ async def _read_all(
     return records
 
 
+def triggers_sent(
+    settings: KafkaSettings,
+    until: Callable[[list[Any]], bool],
+    timeout_s: float,
+    on_idle: Callable[[], None] = lambda: None,
+) -> list[Any]:
+    """Every trigger on the triggers topic, in order per partition, polled until `until`."""
+
+    def read(records: list[Any]) -> list[Any]:
+        return [e for r in records for e in decode(r.value)]
+
+    records = asyncio.run(
+        _read_all(
+            settings,
+            topic_name("triggers", settings),
+            lambda rs: until(read(rs)),
+            timeout_s,
+            on_idle,
+        )
+    )
+    return read(records)
+
+
 def trigger_counts(
     settings: KafkaSettings,
     until: Callable[[Counter[str]], bool],
@@ -93,19 +116,10 @@ def trigger_counts(
 ) -> Counter[str]:
     """Trigger ids on the triggers topic (with how often each was sent), polled until `until`."""
 
-    def counts(records: list[Any]) -> Counter[str]:
-        return Counter(str(e.event_id) for r in records for e in decode(r.value))
+    def counts(triggers: list[Any]) -> Counter[str]:
+        return Counter(str(t.event_id) for t in triggers)
 
-    records = asyncio.run(
-        _read_all(
-            settings,
-            topic_name("triggers", settings),
-            lambda rs: until(counts(rs)),
-            timeout_s,
-            on_idle,
-        )
-    )
-    return counts(records)
+    return counts(triggers_sent(settings, lambda ts: until(counts(ts)), timeout_s, on_idle))
 
 
 async def _read_to_end(settings: KafkaSettings, topic: str) -> list[Any]:

@@ -104,10 +104,18 @@ async def test_node_agent_folds_a_gpu_batch_in_one_step(
     assert forwards.values == []  # its own quarantine was applied inline, not re-keyed
 
 
-def read_on(topic: str, key: str, value: bytes) -> SimpleNamespace:
+def read_on(
+    topic: str, key: str, value: bytes, partition: int = 0, offset: int = 0, at_s: float = 0.0
+) -> SimpleNamespace:
     """A record as an agent reads it from `topic` (the test context names no topic)."""
     return SimpleNamespace(
-        topic=topic, partition=0, offset=0, key=key.encode(), value=value, headers=[]
+        topic=topic,
+        partition=partition,
+        offset=offset,
+        timestamp=T0.timestamp() + at_s,
+        key=key.encode(),
+        value=value,
+        headers=[],
     )
 
 
@@ -217,3 +225,45 @@ async def test_a_tick_folds_only_the_nodes_something_is_due_for(
     # An event folded into it (here a late heartbeat) may have changed what is due.
     await app_module.handle_events(NODES, silent, [heartbeat(silent, at_s=1)])
     assert await tick_at(limit_s + 15) == [silent]
+
+
+async def test_a_tick_judges_no_silence_that_is_only_unread(
+    app_module: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker that starts behind (after an outage, a rebalance) holds its nodes' newer
+    heartbeats unread while ticks carry the wall clock: it must not call the whole fleet lost.
+    A node is judged lost only for a silence the worker has read."""
+    node = "tick-behind"
+    partition = partition_for(node.encode(), app_module.PARTITIONS)
+    nodes = app_module.topic_name("nodes", app_module.kafka)
+    limit_s = app_module.engine.on(NodeTick)[0].config.limit_s
+    monkeypatch.setattr(app_module, "tables", {"jobs": {}, "nodes": {}, "node_sets": {}})
+    monkeypatch.setattr(app_module, "cache", StateCache(100))
+    monkeypatch.setattr(app_module, "timers", {})
+    monkeypatch.setattr(app_module, "reads", app_module.ReadPositions())
+    triggers = Sent()
+    monkeypatch.setattr(app_module.triggers_topic, "send", triggers)
+    monkeypatch.setattr(app_module.forward_topic, "send", Sent())
+    written_ = dict.fromkeys(app_module.TICK_INPUTS["nodes"], 0)
+    monkeypatch.setattr(app_module, "_end_offset", lambda topic, _: written_[topic])
+    monkeypatch.setattr(app_module, "_start_offset", lambda topic, _: 0)
+
+    async def read(offset: int, at_s: float) -> None:
+        value = encode(heartbeat(node, at_s=at_s))
+        record = read_on(nodes, node, value, partition, offset, at_s)
+        await app_module.handle_message(record, app_module.NODE_AGENT)
+
+    async def tick(at_s: float) -> list[str]:
+        triggers.values.clear()
+        now = (T0 + timedelta(seconds=at_s)).isoformat()
+        message = SimpleNamespace(value=orjson.dumps({"now": now}), partition=partition)
+        await app_module.handle_tick(NODES, message)
+        return [e.type for v in triggers.values for e in decode(v)]
+
+    written_[nodes] = 2  # heartbeats at 0 and at limit_s are on the topic
+    assert await tick(limit_s + 5) == []  # nothing of the partition read yet: not judged
+    await read(0, 0)
+    assert await tick(limit_s + 5) == []  # judged at 0 s: the newer heartbeat is unread
+    await read(1, limit_s)
+    assert await tick(limit_s + 5) == []  # read: it was not silent
+    assert await tick(2 * limit_s + 5) == ["Notify"]  # read to the end, and silent since

@@ -1,0 +1,62 @@
+"""How far the worker has folded each input partition, so a clock tick never judges a silence
+that is only unread.
+
+Ticks carry the wall clock; heartbeats, samples and checkpoints come from Kafka. When the worker
+is behind (started after an outage, given partitions by a rebalance, or with telemetry waiting in
+its lane), a tick at the wall clock's time finds silent every node and stalled every job whose
+news sits unread, and decides on it: "node lost" for the whole fleet after a restart, an idle job
+cancelled while its busy samples wait to be read. So a tick is judged at the latest time all of
+its partition's inputs have been folded up to: the tick's own time when each is folded to its
+end, else the record time of the last record folded from one still behind (the earliest such),
+and not at all while one behind has had nothing folded since it was assigned here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+# (topic, partition) → the next offset to read: the end as last fetched (None: not fetched yet),
+# or where reading started; each raises when it cannot answer (the partition is not held here).
+Offsets = Callable[[str, int], int | None]
+
+
+class ReadPositions:
+    def __init__(self) -> None:
+        self._folded: dict[tuple[str, int], tuple[int, float]] = {}
+
+    def folded(self, topic: str, partition: int, offset: int, timestamp_s: float) -> None:
+        """A record of `topic`/`partition` was folded (or dead-lettered: it is behind us too)."""
+        self._folded[(topic, partition)] = (offset, timestamp_s)
+
+    def forget(self) -> None:
+        """After a rebalance: a partition held again is read from its committed offset."""
+        self._folded.clear()
+
+    def judged_at(
+        self,
+        topics: Iterable[str],
+        partition: int,
+        now_s: float,
+        *,
+        end: Offsets,
+        start: Offsets,
+    ) -> float | None:
+        """The time a tick sent at `now_s` may judge `partition` at; None: not yet."""
+        judged = now_s
+        for topic in topics:
+            try:
+                last_end = end(topic, partition)
+                first = start(topic, partition)
+            except Exception:  # not held here (or no consumer): nothing of it to wait for
+                continue
+            if last_end is None:
+                return None  # held, but not fetched yet: how far behind is unknown
+            folded = self._folded.get((topic, partition))
+            if folded is None:
+                if last_end > (first or 0):
+                    return None  # behind, with nothing of it folded yet
+                continue
+            offset, timestamp_s = folded
+            if offset + 1 < last_end:
+                judged = min(judged, timestamp_s)
+        return judged

@@ -1,0 +1,144 @@
+"""Clock ticks on the real worker: a node that falls silent is called lost, and a worker that
+starts behind calls no node lost whose newer heartbeats it has not read yet.
+
+Behind, here, as after a worker's outage in a deployment of several: its partitions' heartbeats
+piled up, and so did the ticks the leader (another worker) went on sending for them every
+second; the restarted worker reads both at once, the ticks long before the last heartbeats."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from aiokafka import AIOKafkaProducer
+
+from collectors.events import Stamp
+from schemas.emitter import Emitter
+from schemas.envelope import Event
+from schemas.events import NodeHealthChecked, NodeHeartbeat
+from schemas.events.nodes import HealthStatus, NodeHealthCheckedPayload, NodeHeartbeatPayload
+from schemas.placement import partition_for
+from schemas.settings import KafkaSettings
+from schemas.topics import partition_count
+from streams.settings import StreamsSettings
+from streams.topics import node_ticks
+from tests.integration.streams.worker import StreamsWorker, triggers_sent
+
+LIMIT_S = 3.0  # heartbeat_lost's limit in this test
+BEAT_S = 0.5  # the steady node's heartbeat interval
+OUTAGE_S = 8.0  # the worker is down this long, more than twice the limit
+BACKLOG = 8_000  # passed health checks of other nodes on its partition, written meanwhile
+
+STAMP = Stamp(source="it/agent", cluster="it")
+
+
+def beat(node: str) -> NodeHeartbeat:
+    payload = NodeHeartbeatPayload(agent_version="it", gpus=8, interval_s=BEAT_S)
+    return STAMP.make(NodeHeartbeat, node, payload)  # occurred now, as a live agent's
+
+
+def passed(node: str) -> NodeHealthChecked:
+    payload = NodeHealthCheckedPayload(check="it", status=HealthStatus.OK)
+    return STAMP.make(NodeHealthChecked, node, payload)
+
+
+async def emit(settings: KafkaSettings, events: list[Event]) -> None:
+    async with Emitter(settings) as emitter:
+        for start in range(0, len(events), 500):
+            await asyncio.gather(*(emitter.emit(e) for e in events[start : start + 500]))
+
+
+async def tick(settings: KafkaSettings, topic: str, partition: int) -> None:
+    """What the leader's clock sends (streams.app.clock)."""
+    producer = AIOKafkaProducer(bootstrap_servers=settings.bootstrap)
+    await producer.start()
+    try:
+        now = orjson.dumps({"now": datetime.now(UTC).isoformat()})
+        await producer.send_and_wait(topic, now, partition=partition)
+    finally:
+        await producer.stop()
+
+
+@pytest.fixture
+def steady(kafka_settings: KafkaSettings, unique: str) -> Iterator[str]:
+    """A node that heartbeats every `BEAT_S` throughout the test, outage included."""
+    node, stop = f"steady-{unique}", threading.Event()
+
+    async def beating() -> None:
+        async with Emitter(kafka_settings) as emitter:
+            while not stop.is_set():
+                await emitter.emit(beat(node))
+                await asyncio.sleep(BEAT_S)
+
+    thread = threading.Thread(target=lambda: asyncio.run(beating()))
+    thread.start()
+    yield node
+    stop.set()
+    thread.join()
+
+
+def lost(triggers: list[Any]) -> set[str]:
+    """Nodes some Notify called lost."""
+    return {
+        n
+        for t in triggers
+        if t.type == "Notify" and t.payload.rule == "heartbeat_lost"
+        for n in t.payload.nodes
+    }
+
+
+def test_a_worker_behind_its_inputs_calls_no_node_lost_that_it_has_not_read(
+    kafka_settings: KafkaSettings,
+    worker_env: dict[str, str],
+    unique: str,
+    tmp_path: Path,
+    steady: str,
+) -> None:
+    worker = StreamsWorker(
+        {
+            **worker_env,
+            "CENTRALITY_STREAMS_RULE_CONFIG": orjson.dumps(
+                {"heartbeat_lost": {"limit_s": LIMIT_S}}
+            ).decode(),
+        },
+        tmp_path / "run",
+    )
+    worker.env["CENTRALITY_STREAMS_TICK_INTERVAL_S"] = "1"
+    gone, gone_in_outage = f"gone-{unique}", f"gone-in-outage-{unique}"
+    partitions = partition_count("nodes")
+    mine = partition_for(steady.encode(), partitions)
+    backlog = [
+        node
+        for node in (f"crowd-{unique}-{i}" for i in range(BACKLOG * partitions * 2))
+        if partition_for(node.encode(), partitions) == mine
+    ][:BACKLOG]
+    worker.start()
+    try:
+        asyncio.run(emit(kafka_settings, [beat(gone)]))
+        seen = triggers_sent(kafka_settings, lambda ts: gone in lost(ts), 90, worker.check)
+        assert gone in lost(seen), "live ticks decided nothing"
+        worker.stop()
+        # The outage: the steady node goes on heartbeating behind a crowd of other nodes, and
+        # the leader's clock goes on ticking.
+        ticks = node_ticks(StreamsSettings(app_id=worker_env["CENTRALITY_STREAMS_APP_ID"]))
+        asyncio.run(emit(kafka_settings, [beat(gone_in_outage)]))
+        chunks = int(OUTAGE_S)
+        for i in range(chunks):
+            part = backlog[i * BACKLOG // chunks : (i + 1) * BACKLOG // chunks]
+            asyncio.run(emit(kafka_settings, [passed(n) for n in part]))
+            threading.Event().wait(OUTAGE_S / chunks)
+            asyncio.run(tick(kafka_settings, ticks, mine))
+        worker.start()
+        # Long enough to read the backlog and tick on well after it.
+        seen = triggers_sent(kafka_settings, lambda _: False, 20, worker.check)
+    finally:
+        worker.stop()
+    called = lost(seen)
+    assert gone_in_outage in called, "ticks decided nothing after the restart"
+    assert steady not in called, "a node whose heartbeats were unread was called lost"

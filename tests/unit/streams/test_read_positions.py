@@ -1,0 +1,78 @@
+"""A tick is judged no later than the worker has folded its partition's inputs."""
+
+from __future__ import annotations
+
+import pytest
+
+from streams.read_positions import ReadPositions
+
+NOW = 1_000.0
+
+
+def offsets(table: dict[str, int | None]) -> object:
+    def lookup(topic: str, partition: int) -> int | None:
+        if topic not in table:
+            raise AssertionError("Partition is not assigned")  # as aiokafka says it
+        return table[topic]
+
+    return lookup
+
+
+def judged(
+    reads: ReadPositions, end: dict[str, int | None], start: dict[str, int | None] | None = None
+) -> float | None:
+    return reads.judged_at(
+        ["nodes", "gpu"],
+        0,
+        NOW,
+        end=offsets(end),  # type: ignore[arg-type]
+        start=offsets(start if start is not None else dict.fromkeys(end, 0)),  # type: ignore[arg-type]
+    )
+
+
+def test_read_to_the_end_the_tick_keeps_its_own_time() -> None:
+    reads = ReadPositions()
+    reads.folded("nodes", 0, 9, NOW - 50)
+    reads.folded("gpu", 0, 4, NOW - 70)
+    assert judged(reads, {"nodes": 10, "gpu": 5}) == NOW
+
+
+def test_behind_the_tick_is_judged_when_the_last_record_folded_was_written() -> None:
+    reads = ReadPositions()
+    reads.folded("nodes", 0, 9, NOW - 50)  # more is written (end 20): 50 s are unread
+    reads.folded("gpu", 0, 4, NOW - 70)  # read to its end
+    assert judged(reads, {"nodes": 20, "gpu": 5}) == NOW - 50
+    reads.folded("gpu", 0, 4, NOW - 70)
+    reads.folded("nodes", 0, 19, NOW - 1)
+    assert judged(reads, {"nodes": 20, "gpu": 30}) == NOW - 70  # the one furthest behind
+
+
+@pytest.mark.parametrize(
+    ("end", "start"),
+    [
+        ({"nodes": None, "gpu": 0}, {"nodes": 0, "gpu": 0}),  # held, not fetched yet
+        ({"nodes": 20, "gpu": 0}, {"nodes": 5, "gpu": 0}),  # behind, nothing of it folded
+        ({"nodes": 20, "gpu": 0}, {"nodes": None, "gpu": 0}),  # never committed
+    ],
+)
+def test_not_judged_while_how_far_behind_is_unknown(
+    end: dict[str, int | None], start: dict[str, int | None]
+) -> None:
+    assert judged(ReadPositions(), end, start) is None
+
+
+def test_nothing_new_since_the_committed_offset_is_read_to_its_end() -> None:
+    assert judged(ReadPositions(), {"nodes": 7, "gpu": 0}, {"nodes": 7, "gpu": None}) == NOW
+
+
+def test_a_partition_not_held_here_is_not_waited_for() -> None:
+    reads = ReadPositions()
+    reads.folded("nodes", 0, 9, NOW - 50)
+    assert judged(reads, {"nodes": 10}) == NOW  # gpu's lookups raise: not assigned
+
+
+def test_a_rebalance_forgets_what_was_folded() -> None:
+    reads = ReadPositions()
+    reads.folded("nodes", 0, 19, NOW - 1)
+    reads.forget()
+    assert judged(reads, {"nodes": 20, "gpu": 0}, {"nodes": 12, "gpu": 0}) is None
