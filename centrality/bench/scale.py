@@ -42,6 +42,15 @@ from schemas.emitter.settings import EmitterSettings
 from streams.history.migrations import migrate
 
 SAMPLE_S = 2.0  # lag and memory sampling period
+# This process: the simulator, its Emitter and the watches; measured beside the local stack's
+# services so a run says where the machine's cores went, not only the workers' share.
+SIMULATOR = "simulator"
+
+
+def beside(stack: Stack) -> dict[str, int]:
+    """The local stack's services this run shares the machine with (none when external)."""
+    pids = {"kafka": stack.local_kafka.pid(), "clickhouse": stack.local_clickhouse.pid()}
+    return {name: pid for name, pid in pids.items() if pid is not None}
 
 
 class Workers:
@@ -157,10 +166,12 @@ async def measure(
     watch = DecisionWatch(kafka, await end_offsets(kafka, watched), sink)
     lags = LagSampler(kafka, worker_lags(kafka, run.groups, INPUTS))
     pids = pipeline.pids()
+    others = beside(run.stack)
     rss = PeakRss()
     try:
         async with emitter:
             cpu_before, began = cpu_s(pids), time.monotonic()
+            others_before = {**cpu_s(others), SIMULATOR: time.process_time()}
             sim = asyncio.create_task(
                 simulate(opts.sim_config(run.kind), sink, duration_s=opts.duration_s, speed=1.0)
             )
@@ -175,6 +186,7 @@ async def measure(
             stats: SimStats = sim.result()
         ended = time.monotonic()
         cpu_after = cpu_s(pids)
+        others_after = {**cpu_s(others), SIMULATOR: time.process_time()}
         progress.log("simulation over; waiting for the workers to drain")
         drain_s = await drain(lags, watch, pipeline, rss, pids, opts.drain_timeout_s)
         # The last decisions may land just after the lag reads zero.
@@ -188,6 +200,10 @@ async def measure(
     seen = watch.decisions
     xid, crash = seen.xid_latencies_s(sink.xids), seen.restart_latencies_s(sink.crashes)
     result = report(opts, stats, lags, xid, crash, drain_s, rss, cpu_before, cpu_after, wall_s)
+    result["beside_cpu_percent"] = {
+        name: round(100 * (others_after[name] - others_before.get(name, 0.0)) / wall_s, 1)
+        for name in others_after
+    }
     decided = [s for s in seen.restart_decided_s(sink.crashes) if s is not None]
     result["crash_to_restart_decided_p50_ms"] = percentile_ms(decided, 0.5)
     result["crash_to_restart_decided_p99_ms"] = percentile_ms(decided, 0.99)
@@ -314,7 +330,7 @@ def run_bench(stack: Stack, opts: Options, progress: Console) -> dict[str, Any]:
 def print_result(result: dict[str, Any], console: Console) -> None:
     table = Table("figure", "value", title="bench scale")
     for name, value in result.items():
-        if name not in ("workers", "targets"):
+        if name not in ("workers", "targets", "beside_cpu_percent"):
             table.add_row(name, "—" if value is None else str(value))
     console.print(table)
     workers = Table("worker", "cpu %", "cpu µs/event", "peak RSS MB", "lag max", title="workers")
@@ -322,6 +338,10 @@ def print_result(result: dict[str, Any], console: Console) -> None:
         figures = (w["cpu_percent"], w["cpu_us_per_event"], w["rss_peak_mb"], w["lag_max_messages"])
         workers.add_row(name, *(str(f) for f in figures))
     console.print(workers)
+    beside_ = Table("beside the workers", "cpu %", title="the rest of the machine")
+    for name, percent in result["beside_cpu_percent"].items():
+        beside_.add_row(name, str(percent))
+    console.print(beside_)
     missed = [name for name, met in result["targets"].items() if not met]
     verdict = f"[red]missed:[/] {', '.join(missed)}" if missed else "[green]every target met[/]"
     console.print(verdict)

@@ -11,7 +11,7 @@ import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from collectors.simulate.config import SimConfig
 from collectors.simulate.model import ClusterModel
@@ -72,7 +72,8 @@ async def simulate(
 ) -> SimStats:
     """Simulate `duration_s` of cluster time; `speed` 1 is real time, 60 a minute per second,
     0 as fast as the sink takes it. `on_tick` hears the simulated seconds done (progress)."""
-    model = ClusterModel(config, start or utcnow())
+    first = start or utcnow()
+    model = ClusterModel(config, first)
     stats = SimStats()
     began = time.perf_counter()
     slots = asyncio.Semaphore(MAX_IN_FLIGHT)
@@ -84,7 +85,12 @@ async def simulate(
     t = 0.0
     while t <= duration_s and not (stop and stop.is_set()):
         if speed > 0:
-            stats.behind_s_max = max(stats.behind_s_max, time.perf_counter() - began - t / speed)
+            behind_s = time.perf_counter() - began - t / speed
+            stats.behind_s_max = max(stats.behind_s_max, behind_s)
+            # A late tick is stamped when it is sent, as an agent that samples late stamps its
+            # samples: stamped on schedule, a simulator minutes behind sends heartbeats minutes
+            # old, and the pipeline rightly calls its whole fleet lost.
+            model.start = first + timedelta(seconds=max(0.0, behind_s) * speed)
         events = model.tick(t)
         batches = group(events)
         await asyncio.gather(*(send(b) for b in batches))

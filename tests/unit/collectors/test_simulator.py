@@ -92,8 +92,8 @@ async def test_drives_a_thousand_node_cluster() -> None:
 class _SlowSink(RecordingSink):
     """A sink that takes `delay_s` per message, one message at a time."""
 
-    def __init__(self, delay_s: float) -> None:
-        super().__init__(keep=False)
+    def __init__(self, delay_s: float, *, keep: bool = False) -> None:
+        super().__init__(keep=keep)
         self.delay_s = delay_s
         self._one = asyncio.Lock()
 
@@ -125,3 +125,14 @@ async def test_a_paced_run_that_falls_behind_says_by_how_much() -> None:
 async def test_an_unpaced_run_has_no_schedule_to_keep() -> None:
     stats = await simulate(SMALL, RecordingSink(keep=False), duration_s=20, start=T0)
     assert stats.realtime_ratio is None and not stats.fell_behind
+
+
+async def test_a_paced_run_that_falls_behind_stamps_its_ticks_when_it_sends_them() -> None:
+    """As an agent that samples late stamps its samples: the events of a late tick are not
+    stamped with the time they were due, which would make them look older than they are."""
+    sink = _SlowSink(0.05, keep=True)
+    stats = await simulate(SMALL, sink, duration_s=40, speed=100, start=T0)
+    assert stats.fell_behind
+    last = max(e.occurred_at for e in sink.events if e.type == "GpuSampled")
+    # The last tick (40 s of cluster time) was sent behind schedule: stamped that much later.
+    assert (last - T0).total_seconds() > 40 + 0.3 * 100
