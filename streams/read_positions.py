@@ -24,9 +24,13 @@ class ReadPositions:
     def __init__(self) -> None:
         self._folded: dict[tuple[str, int], tuple[int, float]] = {}
 
-    def folded(self, topic: str, partition: int, offset: int, timestamp_s: float) -> None:
-        """A record of `topic`/`partition` was folded (or dead-lettered: it is behind us too)."""
-        self._folded[(topic, partition)] = (offset, timestamp_s)
+    def folded(self, topic: str, partition: int, offset: int, timestamp_s: float | None) -> None:
+        """A record of `topic`/`partition` was folded (or dead-lettered: it is behind us too).
+        A record without a time (-1 from an old producer) moves the offset, not the time."""
+        key = (topic, partition)
+        if timestamp_s is None or timestamp_s < 0:
+            timestamp_s = self._folded.get(key, (0, 0.0))[1]
+        self._folded[key] = (offset, timestamp_s)
 
     def forget(self) -> None:
         """After a rebalance: a partition held again is read from its committed offset."""

@@ -47,6 +47,14 @@ def test_behind_the_tick_is_judged_when_the_last_record_folded_was_written() -> 
     assert judged(reads, {"nodes": 20, "gpu": 30}) == NOW - 70  # the one furthest behind
 
 
+def test_a_record_without_a_time_moves_the_offset_not_the_time() -> None:
+    reads = ReadPositions()
+    reads.folded("nodes", 0, 9, NOW - 50)
+    reads.folded("nodes", 0, 10, -1.0)
+    assert judged(reads, {"nodes": 20, "gpu": 0}) == NOW - 50
+    assert judged(reads, {"nodes": 11, "gpu": 0}) == NOW
+
+
 @pytest.mark.parametrize(
     ("end", "start"),
     [
