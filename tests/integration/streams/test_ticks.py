@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -32,7 +33,8 @@ from tests.integration.streams.worker import StreamsWorker, triggers_sent
 
 LIMIT_S = 3.0  # heartbeat_lost's limit in this test
 BEAT_S = 0.5  # the steady node's heartbeat interval
-OUTAGE_S = 8.0  # the worker is down this long, more than twice the limit
+OUTAGE_S = 6.0  # the worker is down this long, twice the limit
+CATCH_UP_S = 12.0  # from the restart: start-up, the backlog read, ticks after it
 BACKLOG = 8_000  # passed health checks of other nodes on its partition, written meanwhile
 
 STAMP = Stamp(source="it/agent", cluster="it")
@@ -135,8 +137,13 @@ def test_a_worker_behind_its_inputs_calls_no_node_lost_that_it_has_not_read(
             threading.Event().wait(OUTAGE_S / chunks)
             asyncio.run(tick(kafka_settings, ticks, mine))
         worker.start()
-        # Long enough to read the backlog and tick on well after it.
-        seen = triggers_sent(kafka_settings, lambda _: False, 20, worker.check)
+        restarted = time.monotonic()
+
+        def caught_up(triggers: list[Any]) -> bool:
+            # The silent node decided, and long enough to read the backlog and tick after it.
+            return gone_in_outage in lost(triggers) and time.monotonic() - restarted > CATCH_UP_S
+
+        seen = triggers_sent(kafka_settings, caught_up, 60, worker.check)
     finally:
         worker.stop()
     called = lost(seen)
