@@ -2,18 +2,62 @@
 
 Producers in other languages may pick another partitioner (librdkafka's default is CRC32, not
 Java's murmur2), another key, or the wrong topic. Folding such a message would update a table
-shard that does not own the subject, so every consumer that keeps state per key checks this and
-dead-letters what is misplaced, counted by reason, never folding it.
+shard that does not own the subject, so the streams worker checks this and dead-letters what is
+misplaced, counted by reason, never folding it. The history sink and replay check alike: history
+holds what the control plane folded, and replay decides on nothing the live worker refused.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 
+from aiokafka import AIOKafkaConsumer
 from aiokafka.partitioner import murmur2
 
 from schemas.codec import DecodeError
 from schemas.envelope import Event
+from schemas.settings import KafkaSettings
+from schemas.topics import topic_name
+
+# The catalog topics whose events are folded into per-key state.
+PLACED = ("jobs", "nodes", "gpu")
+
+
+@dataclass(frozen=True)
+class Placement:
+    """The placed topics a reader reads: Kafka name → (catalog name, partitions or None)."""
+
+    topics: Mapping[str, tuple[str, int | None]]
+
+    @classmethod
+    def of(
+        cls, kafka_name: Callable[[str], str], partitions: Callable[[str], int | None]
+    ) -> Placement:
+        """From the catalog names' Kafka names and the partition count of each Kafka topic."""
+        names = {kafka_name(name): name for name in PLACED}
+        return cls({topic: (name, partitions(topic)) for topic, name in names.items()})
+
+    def check(
+        self, events: Sequence[Event], *, topic: str, key: bytes | None, partition: int
+    ) -> DecodeError | None:
+        """`misplaced` for a message read from the Kafka topic `topic`, if it is placed."""
+        placed = self.topics.get(topic)
+        if placed is None:
+            return None
+        name, partitions = placed
+        return misplaced(events, topic=name, key=key, partition=partition, partitions=partitions)
+
+
+def read_by(consumer: AIOKafkaConsumer, settings: KafkaSettings) -> Placement:
+    """The placement a consumer of `settings`' topics checks, with the partition counts its
+    metadata holds (a topic it has not seen yet is checked for all but its partition)."""
+
+    def partitions(topic: str) -> int | None:
+        found = consumer.partitions_for_topic(topic)
+        return len(found) if found else None
+
+    return Placement.of(lambda name: topic_name(name, settings), partitions)
 
 
 def partition_for(key: bytes, partitions: int) -> int:

@@ -54,7 +54,7 @@ from schemas.metrics.catalog import (
     count_types,
     labelled,
 )
-from schemas.placement import misplaced, partition_for
+from schemas.placement import Placement, partition_for
 from schemas.settings import KafkaSettings, TopicSettings
 from schemas.signing import SigningSettings, signed_headers
 from schemas.topics import topic_name
@@ -219,8 +219,9 @@ DECODERS: dict[str, Callable[[bytes], list[Event]]] = {
     JOB_FORWARD: _decode_forward,
 }
 TICKS = {JOB_TICKS: JOBS, NODE_TICKS: NODES}
-# Catalog topics are checked for placement; the internal ones (forward, ticks) are ours.
-CATALOG = {_catalog(name): name for name in ("jobs", "nodes", "gpu")}
+# The placed catalog topics are checked as the sink and replay check them (the partition count
+# is the one `centrality streams` checked the broker against); internal topics are ours.
+PLACEMENT = Placement.of(_catalog, lambda _: PARTITIONS)
 # Largest record we produce: Faust's producer refuses requests over 1,000,000 bytes.
 OUTPUT_BYTES_MAX = 900_000
 DEAD_LETTER_RAW_MAX = 512 * 1024  # base64 in JSON: ~700 KB, under the same limit
@@ -293,13 +294,9 @@ async def _handle_record(message: Any, writes: frozenset[str]) -> None:
         return
     try:
         events = DECODERS.get(message.topic, decode)(message.value)
-        if message.topic in CATALOG:
-            problem = _too_long(events) or misplaced(
-                events,
-                topic=CATALOG[message.topic],
-                key=message.key,
-                partition=message.partition,
-                partitions=PARTITIONS,
+        if message.topic in PLACEMENT.topics:
+            problem = _too_long(events) or PLACEMENT.check(
+                events, topic=message.topic, key=message.key, partition=message.partition
             )
             if problem is not None:
                 raise problem

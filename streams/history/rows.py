@@ -8,6 +8,7 @@ from typing import Any, NamedTuple, Protocol
 from schemas.codec import DecodeError, decode
 from schemas.deadletter import DeadLetter
 from schemas.envelope import Event, utcnow
+from schemas.placement import Placement
 
 EVENT_COLUMNS = (
     "event_id",
@@ -110,14 +111,20 @@ def dead_letter_row(letter: DeadLetter) -> list[Any]:
     ]
 
 
-def add_record(rows: Rows, record: RecordLike, deadletter_topic: str) -> None:
-    """Append the rows of one record; what the sink cannot decode becomes a dead letter itself."""
+def add_record(rows: Rows, record: RecordLike, deadletter_topic: str, placement: Placement) -> None:
+    """Append the rows of one record; what the sink cannot decode, or finds misplaced as the
+    streams worker would (it is never folded), becomes a dead letter itself."""
     raw = record.value or b""
     try:
         if record.topic == deadletter_topic:
             rows.dead_letters.append(dead_letter_row(DeadLetter.from_bytes(raw)))
             return
         events = decode(raw)
+        problem = placement.check(
+            events, topic=record.topic, key=record.key, partition=record.partition
+        )
+        if problem is not None:
+            raise problem
     except (DecodeError, ValueError) as exc:
         letter = DeadLetter(
             reason=getattr(exc, "reason", "invalid-dead-letter"),

@@ -44,6 +44,7 @@ from schemas.deadletter import count_dead_letter
 from schemas.metrics.catalog import EVENTS_IN, PROCESSING_SECONDS, labelled
 from schemas.metrics.kafka import partition_lags, report_lag
 from schemas.metrics.server import READINESS, http_ok, tcp_reachable
+from schemas.placement import Placement, read_by
 from schemas.settings import KafkaSettings
 from schemas.topics import CATALOG, topic_name
 from streams.history import writer
@@ -78,6 +79,8 @@ class SinkSettings(BaseSettings):
 
 @dataclass
 class Batch:
+    placement: Placement
+    """What the insert checks records against, fixed with the batch so a retry writes the same."""
     records: list[Record] = field(default_factory=list)
     rows: int = 0
     """Estimated before decoding (`estimated_rows`); the insert process counts exactly."""
@@ -187,7 +190,13 @@ class HistorySink:
 
     def _submit(self, batch: Batch) -> Future[writer.Written]:
         assert self._pool is not None
-        args = (batch.records, batch.token, self.deadletter_topic, self.settings.batch_max_rows)
+        args = (
+            batch.records,
+            batch.token,
+            self.deadletter_topic,
+            batch.placement,
+            self.settings.batch_max_rows,
+        )
         try:
             return self._pool.submit(writer.write_batch, *args)
         except BrokenProcessPool:  # a process died (OOM, kill): its batch is retried on a new pool
@@ -201,7 +210,7 @@ class HistorySink:
         stop: asyncio.Event,
         inflight: deque[tuple[Future[writer.Written], Batch]],
     ) -> Batch:
-        batch = Batch()
+        batch = Batch(read_by(consumer, self.kafka))
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.settings.batch_max_ms / 1000
         limit = self.settings.batch_max_rows

@@ -17,6 +17,7 @@ from typing import Any
 
 from schemas.deadletter import DeadLetter
 from schemas.logs import configure_logging
+from schemas.placement import Placement
 from streams.history.client import connect
 from streams.history.rows import DEAD_LETTER_COLUMNS, EVENT_COLUMNS, Record, Rows, add_record
 from streams.history.settings import ClickHouseSettings
@@ -58,9 +59,11 @@ def ready() -> None:
     options.pd  # noqa: B018  (resolved lazily on first access)
 
 
-def write_batch(records: list[Record], token: str, deadletter_topic: str, max_rows: int) -> Written:
+def write_batch(
+    records: list[Record], token: str, deadletter_topic: str, placement: Placement, max_rows: int
+) -> Written:
     global _client
-    rows = rows_of(records, deadletter_topic)
+    rows = rows_of(records, deadletter_topic, placement)
     try:
         if _client is None:
             assert _settings is not None, "write_batch runs in a process started by start()"
@@ -77,13 +80,13 @@ def write_batch(records: list[Record], token: str, deadletter_topic: str, max_ro
     return Written(len(rows), rows.rejected, by_type)
 
 
-def rows_of(records: list[Record], deadletter_topic: str) -> Rows:
+def rows_of(records: list[Record], deadletter_topic: str, placement: Placement) -> Rows:
     """Rows in offset order per partition, whatever order the fetches interleaved partitions in:
     a batch re-read after a crash must split into the same inserts, or a token would name
     different rows than the first time and the server would drop them as a duplicate."""
     rows = Rows()
     for record in sorted(records):
-        add_record(rows, record, deadletter_topic)
+        add_record(rows, record, deadletter_topic, placement)
     return rows
 
 

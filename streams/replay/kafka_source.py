@@ -28,7 +28,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
-from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
 
 from schemas import kafka_clients
 from schemas.batches import SkippingFetcher
@@ -36,6 +36,7 @@ from schemas.codec import DecodeError, decode
 from schemas.envelope import Event
 from schemas.events import Trigger
 from schemas.events.actions import ActionPayload
+from schemas.placement import Placement, read_by
 from schemas.settings import KafkaSettings
 from schemas.topics import partition_count, spec, topic_name
 from streams.history.query import event_time_key
@@ -226,6 +227,7 @@ class KafkaSource:
         left = {tp for tp, (start, end) in spans.items() if start < end}
         deadline = time.monotonic() + self.stall_timeout_s
         fetcher = SkippingFetcher(consumer)
+        placement = read_by(consumer, self.settings)
         while left:
             batches, skipped = await fetcher.getmany(*left, timeout_ms=200)
             for skip in skipped:  # a batch this client cannot read: counted, read past
@@ -234,7 +236,7 @@ class KafkaSource:
                 end = spans[tp][1]
                 for record in records:
                     if record.offset < end:
-                        out[tp] += _decoded(record.value, undecodable)
+                        out[tp] += _decoded(record, placement, undecodable)
             for tp in list(left):
                 if await consumer.position(tp) >= spans[tp][1]:
                     left.discard(tp)
@@ -246,12 +248,22 @@ class KafkaSource:
         return out
 
 
-def _decoded(raw: bytes | None, undecodable: Counter[str]) -> list[Event]:
-    if raw is None:
+def _decoded(
+    record: ConsumerRecord[bytes, bytes], placement: Placement, undecodable: Counter[str]
+) -> list[Event]:
+    """What the live worker folds of a record: nothing of one it dead-letters, misplaced ones
+    included, counted by reason."""
+    if record.value is None:
         undecodable["tombstone"] += 1
         return []
     try:
-        return decode(raw)
+        events = decode(record.value)
+        problem = placement.check(
+            events, topic=record.topic, key=record.key, partition=record.partition
+        )
+        if problem is not None:
+            raise problem
+        return events
     except DecodeError as exc:
         undecodable[exc.reason] += 1
         return []

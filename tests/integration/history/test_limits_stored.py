@@ -22,6 +22,7 @@ from schemas.events import (
     LogLinesObserved,
     QuarantineNodes,
 )
+from schemas.placement import Placement
 from streams.history.client import connect
 from streams.history.migrations import migrate
 from streams.history.query import events_by_id
@@ -128,7 +129,7 @@ def at_the_limits() -> list[Event]:
 
 def write(settings: ClickHouseSettings, values: list[tuple[str, bytes]]) -> Any:
     records = [Record(f"t.{t}", 0, offset, b"k", v) for offset, (t, v) in enumerate(values)]
-    rows = rows_of(records, DEADLETTER)
+    rows = rows_of(records, DEADLETTER, Placement({}))  # limits, not placement, are tested
     with connect(settings) as client:
         insert(client, rows, f"limits-{uuid.uuid4()}", 10_000)
         # Merges apply TTLs: an event-time TTL would drop the year-2000 rows here at the latest.

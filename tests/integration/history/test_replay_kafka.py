@@ -22,7 +22,9 @@ from schemas.settings import KafkaSettings
 from schemas.topics import partition_count, topic_name
 from streams.history.client import connect
 from streams.history.settings import ClickHouseSettings
+from tests.factories import T0
 from tests.integration.history.conftest import Seeded
+from tests.unit.streams.builders import xid
 
 runner = CliRunner()
 JOB = "slurm/sim/77"
@@ -47,9 +49,13 @@ def statuses(doc: dict[str, Any]) -> dict[str, str]:
 
 
 async def produce(
-    settings: KafkaSettings, events: Sequence[Event], garbage_key: bytes | None = None
+    settings: KafkaSettings,
+    events: Sequence[Event],
+    garbage_key: bytes | None = None,
+    astray: Event | None = None,
 ) -> dict[str, RecordMetadata]:
-    """Each event to its catalog topic, keyed as live; optionally one undecodable jobs message."""
+    """Each event to its catalog topic, keyed as live; optionally one undecodable jobs message
+    and one event on the jobs topic that belongs on another (`astray`)."""
     producer = AIOKafkaProducer(bootstrap_servers=settings.bootstrap, linger_ms=5)
     await producer.start()
     try:
@@ -59,6 +65,8 @@ async def produce(
         ]
         if garbage_key is not None:
             await producer.send(topic_name("jobs", settings), b"{not json", key=garbage_key)
+        if astray is not None:
+            await producer.send(topic_name("jobs", settings), encode(astray), key=astray.key)
         return {str(e.event_id): await future for e, future in sent}
     finally:
         await producer.stop()
@@ -85,13 +93,18 @@ def kafka_args(ranges: Sequence[str]) -> list[str]:
 
 def test_kafka_ranges_replay_like_clickhouse(seeded: Seeded, kafka_settings: KafkaSettings) -> None:
     assert partition_count("jobs") == 4
-    asyncio.run(produce(kafka_settings, seeded.events, garbage_key=b"slurm/sim/1001"))
+    # A fatal XID on the jobs topic: the live worker dead-letters it (wrong-topic); folded, it
+    # would quarantine its node, a decision no one took.
+    astray = xid("n-astray", 79, at_s=seeded.events[-1].occurred_at.timestamp() - T0.timestamp())
+    asyncio.run(
+        produce(kafka_settings, seeded.events, garbage_key=b"slurm/sim/1001", astray=astray)
+    )
     ranges = asyncio.run(whole_topics(kafka_settings, ["jobs", "logs", "nodes", "gpu", "actions"]))
     args = kafka_args(ranges)
 
     doc = replay(*args)
     assert doc["source"] == "kafka"
-    assert doc["undecodable"] == {"malformed": 1}
+    assert doc["undecodable"] == {"malformed": 1, "wrong-topic": 1}
     inputs = [e for e in seeded.events if not isinstance(e, Trigger)]
     assert doc["events"] == len(inputs)
     assert statuses(doc) == {str(t.event_id): "same" for t in seeded.triggers}

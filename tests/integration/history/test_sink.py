@@ -17,6 +17,7 @@ from centrality.bench.history_data import incident, node_telemetry
 from schemas.codec import encode, encode_batch
 from schemas.deadletter import DeadLetter
 from schemas.envelope import Event
+from schemas.placement import Placement
 from schemas.settings import KafkaSettings
 from schemas.topics import topic_name
 from streams.history import writer
@@ -24,6 +25,7 @@ from streams.history.client import connect
 from streams.history.rows import Record, Rows
 from streams.history.settings import ClickHouseSettings
 from streams.history.sink import HistorySink, SinkSettings
+from tests.unit.streams.builders import xid
 
 
 async def produce(settings: KafkaSettings, messages: list[tuple[str, bytes, bytes]]) -> None:
@@ -69,6 +71,9 @@ async def test_sink_fills_typed_tables_and_dead_letters(
     kafka_settings: KafkaSettings, clickhouse_settings: ClickHouseSettings, unique: str
 ) -> None:
     events = incident(datetime.now(UTC))
+    # A node's fatal XID produced to the jobs topic: the streams worker refuses it (wrong-topic),
+    # so history must not hold it as a fact that replay would decide on.
+    astray = xid("n-astray", 79)
     letter = DeadLetter(
         reason="malformed", consumer="streams", topic="x.jobs", partition=0, offset=3, raw=b"\x00{"
     )
@@ -77,11 +82,12 @@ async def test_sink_fills_typed_tables_and_dead_letters(
         [
             *by_subject(kafka_settings, events),
             ("jobs", b"j", b"not json"),
+            ("jobs", astray.key, encode(astray)),
             ("deadletter", b"x.jobs", letter.to_bytes()),
         ],
     )
     sink = HistorySink(kafka_settings, clickhouse_settings, SinkSettings(group_id=f"sink-{unique}"))
-    await run_sink_until(sink, len(events) + 2)
+    await run_sink_until(sink, len(events) + 3)
 
     assert scalar(clickhouse_settings, "SELECT count() FROM events") == len(events)
     typed = {
@@ -94,9 +100,13 @@ async def test_sink_fills_typed_tables_and_dead_letters(
         assert scalar(clickhouse_settings, f"SELECT count() FROM {table}") == want, table
     with connect(clickhouse_settings) as client:
         rows = client.query(
-            "SELECT consumer, reason, raw FROM dead_letters ORDER BY consumer"
+            "SELECT consumer, reason, raw FROM dead_letters ORDER BY consumer, reason"
         ).result_rows
-    assert [(c, r) for c, r, _ in rows] == [("history-sink", "malformed"), ("streams", "malformed")]
+    assert [(c, r) for c, r, _ in rows] == [
+        ("history-sink", "malformed"),
+        ("history-sink", "wrong-topic"),
+        ("streams", "malformed"),
+    ]
     assert rows[0][2] in (b"not json", "not json")
 
 
@@ -108,9 +118,11 @@ async def test_retried_batch_is_dropped_by_its_dedup_token(
         Record(topic_name(e.topic, kafka_settings), i % 3, i, e.key, encode(e))
         for i, e in enumerate(events)
     ]
-    rows = writer.rows_of(records, "-")
+    # Records spread over partitions as no partitioner would: placement is not what this tests.
+    unplaced = Placement({})
+    rows = writer.rows_of(records, "-", unplaced)
     # The same records fetched in another order, as after a restart: the same inserts.
-    assert writer.rows_of(records[::-1], "-") == rows
+    assert writer.rows_of(records[::-1], "-", unplaced) == rows
     with connect(clickhouse_settings) as client:
         # The second insert of rows 200-399 failed, then the whole batch was retried.
         writer.insert(client, Rows(rows.events[:200]), "t:0:0-499", max_rows=200)
