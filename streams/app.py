@@ -64,7 +64,7 @@ from streams.entities import JOBS, KINDS, NODE_SETS, NODES, Kind, forwarded, kin
 from streams.failures import call_retrying, transient
 from streams.faust_worker import Worker
 from streams.lanes import LanedApp
-from streams.read_positions import ReadPositions
+from streams.read_positions import Fetched, ReadPositions
 from streams.rules.registry import RuleEngine
 from streams.settings import StreamsSettings
 from streams.state.bounds import ID_CHARS_MAX, STATE_BYTES_MAX
@@ -476,7 +476,12 @@ async def handle_tick(kind: Kind, message: Any) -> None:
     assert kind.tick is not None
     sent = datetime.fromisoformat(orjson.loads(message.value)["now"]).timestamp()
     judged = reads.judged_at(
-        TICK_INPUTS[kind.table], message.partition, sent, end=_end_offset, start=_start_offset
+        TICK_INPUTS[kind.table],
+        message.partition,
+        sent,
+        end=_end_offset,
+        start=_start_offset,
+        fetched=_fetched,
     )
     if judged is None:
         return  # behind by an unknown amount: the next tick asks again
@@ -498,7 +503,11 @@ async def handle_tick(kind: Kind, message: Any) -> None:
 
 
 def _end_offset(topic: str, partition: int) -> int | None:
-    return app.consumer.highwater(TP(topic, partition))
+    return faust_transport.consumer_of(app).end_offset(TP(topic, partition))
+
+
+def _fetched(topic: str, partition: int) -> Fetched | None:
+    return faust_transport.consumer_of(app).fetched(TP(topic, partition))
 
 
 def _start_offset(topic: str, partition: int) -> int | None:

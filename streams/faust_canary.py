@@ -59,10 +59,23 @@ EXPECTED: Mapping[str, tuple[str, ...] | None] = {
     "mode.utils.queues:FlowControlQueue.force_put_nowait": ("self", "item"),
     "mode.utils.queues:FlowControlQueue.pressure_high_size": None,
     "aiokafka.consumer.fetcher:PartitionRecords._unpack_records": ("self",),
+    # fix 12: each fetch's positions, read from aiokafka's assignment as its `highwater` does.
+    "faust.transport.consumer:Consumer._wait_next_records": ("self", "timeout"),
+    "faust.transport.drivers.aiokafka:AIOKafkaConsumerThread._ensure_consumer": ("self",),
+    "aiokafka.consumer.consumer:AIOKafkaConsumer.last_stable_offset": ("self", "partition"),
+    "aiokafka.consumer.subscription_state:Assignment.tps": None,
+    "aiokafka.consumer.subscription_state:Assignment.state_value": ("self", "tp"),
+    "aiokafka.consumer.subscription_state:TopicPartitionState.position": None,
+    "aiokafka.consumer.subscription_state:TopicPartitionState.has_valid_position": None,
 }
 # Source fragments that must still be there: attributes set inside a method, not declared.
-SOURCE: Mapping[str, str] = {
-    "aiokafka.consumer.consumer:AIOKafkaConsumer.start": "self._fetch_max_wait_ms",
+SOURCE: Mapping[str, str | tuple[str, ...]] = {
+    # fixes 1 and 12: values set on the consumer before start() hands them to its Fetcher.
+    "aiokafka.consumer.consumer:AIOKafkaConsumer.start": (
+        "self._fetch_max_wait_ms",
+        "isolation_level=self._isolation_level",
+    ),
+    "aiokafka.consumer.consumer:AIOKafkaConsumer.highwater": "self._subscription.subscription",
     "aiokafka.consumer.fetcher:PartitionRecords._unpack_records": "records.next_batch()",
     "faust.types.tuples:Message.ack": "if not self.acked:",
     # streams/observe.py reads the committed offsets for the consumer lag it reports.
@@ -103,7 +116,7 @@ def _parameters(found: object) -> tuple[str, ...] | None:
 
 def check(
     expected: Mapping[str, tuple[str, ...] | None] = EXPECTED,
-    source: Mapping[str, str] = SOURCE,
+    source: Mapping[str, str | tuple[str, ...]] = SOURCE,
 ) -> list[str]:
     """Every way the installed libraries differ from what the transport was written against."""
     problems = []
@@ -121,8 +134,9 @@ def check(
         except (ImportError, AttributeError, OSError, TypeError):
             problems.append(f"{path} is gone")
             continue
-        if fragment not in text:
-            problems.append(f"{path} no longer contains {fragment!r}")
+        for piece in (fragment,) if isinstance(fragment, str) else fragment:
+            if piece not in text:
+                problems.append(f"{path} no longer contains {piece!r}")
     return problems
 
 

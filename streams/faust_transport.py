@@ -93,6 +93,15 @@ scheme `centrality-kafka://host:port` (see `install`).
    rebalance, or a stop) raise, which stops the worker before any commit past it. Its successor
    restores the tables from the changelog and re-decides from the last commit.
 
+12. Transactions. Faust reads uncommitted records unless it runs transactions itself, so a
+   foreign transactional producer's aborted records (Flink or Kafka Streams exactly-once, a
+   librdkafka `transactional.id`) were folded as if they had happened. Our consumer reads
+   committed records only, as every other consumer of ours does (`schemas.kafka_clients`), and
+   keeps, per partition, where its last fetch left it (`fetched`) and the end it may read to
+   (`end_offset`, the last stable offset): transaction markers and aborted records take offsets
+   and are never handed over, so only the fetch position tells a tick that such a partition is
+   read to its end (`streams.read_positions`).
+
 All Faust workarounds, these and the others, are listed in FAUST_WORKAROUNDS.md beside this
 file; the private names they rely on are checked at start-up by `streams.faust_canary`.
 """
@@ -116,6 +125,7 @@ from mode.services import WaitResults
 
 from streams import batches, clean_start, eager, faust_canary
 from streams.failures import call_retrying
+from streams.read_positions import Fetched
 
 log = structlog.get_logger("streams")
 
@@ -131,6 +141,7 @@ class _ConsumerThread(driver.AIOKafkaConsumerThread):
         consumer = super()._create_worker_consumer(transport)
         # aiokafka keeps the value and hands it to its Fetcher in start(), which comes later.
         consumer._fetch_max_wait_ms = FETCH_MAX_WAIT_MS
+        consumer._isolation_level = "read_committed"  # fix 12; also read in start()
         return consumer
 
 
@@ -145,6 +156,47 @@ class _Consumer(driver.Consumer):
         free.set()
         return free
 
+    @cached_property
+    def _fetches(self) -> dict[Any, Fetched]:
+        return {}
+
+    def fetched(self, tp: Any) -> Fetched | None:
+        """Where the last fetch left `tp` (None: not fetched since the last seek)."""
+        return self._fetches.get(tp)
+
+    def end_offset(self, tp: Any) -> int | None:
+        """The end reading committed records stops at (None: not fetched yet)."""
+        end: int | None = self._thread._ensure_consumer().last_stable_offset(tp)
+        return end
+
+    async def _wait_next_records(self, timeout: float) -> tuple[Any, Any]:  # noqa: ASYNC109  # Faust's signature
+        records, active = await super()._wait_next_records(timeout)
+        if records is not None:
+            self._note_fetches(records)
+        return records, active
+
+    def _note_fetches(self, records: Mapping[Any, list[Any]]) -> None:
+        """Every held partition's position with the last record handed over, taken together
+        here: a position read later may be past records this fetch has not handed over yet."""
+        try:
+            assignment = self._thread._ensure_consumer()._subscription.subscription.assignment
+            positions = {
+                tp: state.position
+                for tp in assignment.tps
+                if (state := assignment.state_value(tp)).has_valid_position
+            }
+        except Exception:  # no assignment (between rebalances): nothing is known
+            self._fetches.clear()
+            return
+        for tp, position in positions.items():
+            handed = records.get(tp)
+            last = handed[-1].offset if handed else self._last_handed(tp)
+            self._fetches[tp] = Fetched(last, position)
+
+    def _last_handed(self, tp: Any) -> int | None:
+        kept = self._fetches.get(tp)
+        return None if kept is None else kept.last_offset
+
     async def getmany(self, timeout: float) -> AsyncIterator[tuple[Any, Any]]:  # noqa: ASYNC109  # Faust's signature
         async for tp, message in super().getmany(timeout):
             self._hand_free.clear()
@@ -158,6 +210,7 @@ class _Consumer(driver.Consumer):
         """Seek with the fetcher held still, and leave the flow stopped: Faust's recovery
         resumes it once it has cleared the stream queues (`flow_control.resume()`)."""
         self.stop_flow()  # the fetcher stops at its next record and waits for the flow
+        self._fetches.clear()  # positions move back: known again at the next fetch
         try:  # milliseconds normally; bounded in case the fetcher was torn down holding one
             await asyncio.wait_for(self._hand_free.wait(), _LET_GO_TIMEOUT_S)
         except TimeoutError:
@@ -165,6 +218,7 @@ class _Consumer(driver.Consumer):
         await super().perform_seek()
 
     async def seek_to_committed(self) -> Mapping[Any, int]:
+        self._fetches.clear()
         committed = await super().seek_to_committed()
         # Changelogs are never committed: table recovery positions them.
         unset = [
@@ -318,6 +372,13 @@ class App(faust.App):
 class Transport(driver.Transport):
     Consumer = _Consumer
     Producer = _Producer
+
+
+def consumer_of(app: faust.App) -> _Consumer:
+    """The app's consumer: ours wherever the app's broker is `SCHEME` (see `install`)."""
+    consumer = app.consumer
+    assert isinstance(consumer, _Consumer), type(consumer)
+    return consumer
 
 
 def install(fetch_max_wait_ms: int) -> str:

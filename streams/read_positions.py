@@ -9,15 +9,33 @@ cancelled while its busy samples wait to be read. So a tick is judged at the lat
 its partition's inputs have been folded up to: the tick's own time when each is folded to its
 end, else the record time of the last record folded from one still behind (the earliest such),
 and not at all while one behind has had nothing folded since it was assigned here.
+
+Offsets alone do not say what is left to fold: a transactional producer (Kafka Streams or Flink
+exactly-once, a librdkafka `transactional.id`) leaves a commit or abort marker after its records,
+and an aborted transaction's records are skipped (the worker reads committed only). Both take
+offsets and are never handed over, so where the consumer's fetch position has reached the end,
+what is left is only what it handed over and the worker has not folded yet.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from typing import NamedTuple
 
 # (topic, partition) → the next offset to read: the end as last fetched (None: not fetched yet),
 # or where reading started; each raises when it cannot answer (the partition is not held here).
 Offsets = Callable[[str, int], int | None]
+
+
+class Fetched(NamedTuple):
+    """Where the consumer's last fetch left a partition, as one snapshot."""
+
+    last_offset: int | None  # of the last record handed over since the last seek (None: none)
+    position: int  # the next offset it reads: past markers and aborted records
+
+
+# (topic, partition) → the partition's last fetch (None: none since the last seek); may raise.
+Fetches = Callable[[str, int], Fetched | None]
 
 
 class ReadPositions:
@@ -44,6 +62,7 @@ class ReadPositions:
         *,
         end: Offsets,
         start: Offsets,
+        fetched: Fetches,
     ) -> float | None:
         """The time a tick sent at `now_s` may judge `partition` at; None: not yet."""
         judged = now_s
@@ -51,10 +70,14 @@ class ReadPositions:
             try:
                 last_end = end(topic, partition)
                 first = start(topic, partition)
+                fetch = fetched(topic, partition)
             except Exception:  # not held here (or no consumer): nothing of it to wait for
                 continue
             if last_end is None:
                 return None  # held, but not fetched yet: how far behind is unknown
+            if fetch is not None and fetch.position >= last_end:
+                # Fetched to the end: past its last record handed over there is nothing to fold.
+                last_end = (first or 0) if fetch.last_offset is None else fetch.last_offset + 1
             folded = self._folded.get((topic, partition))
             if folded is None:
                 if last_end > (first or 0):

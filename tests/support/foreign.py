@@ -29,3 +29,30 @@ def produce(kafka: KafkaSettings, topic: str, codec: str, messages: Sequence[Mes
         producer.produce(topic_name(topic, kafka), value=value, key=key, headers=list(headers))
     left = producer.flush(30)
     assert left == 0, f"{left} messages not delivered"
+
+
+def produce_transactions(
+    kafka: KafkaSettings,
+    transactional_id: str,
+    transactions: Sequence[tuple[bool, Sequence[tuple[str, bytes, bytes]]]],
+) -> None:
+    """Each (commit?, [(catalog topic, key, value)]) as one transaction of a librdkafka
+    transactional producer, as Flink's and Kafka Streams' exactly-once writers produce: committed
+    or aborted once its records are on the broker, so an aborted one's records are there too."""
+    producer = Producer(
+        {
+            "bootstrap.servers": kafka.bootstrap,
+            "transactional.id": transactional_id,
+            "partitioner": "murmur2_random",
+        }
+    )
+    producer.init_transactions(30)
+    for commit, messages in transactions:
+        producer.begin_transaction()
+        for topic, key, value in messages:
+            producer.produce(topic_name(topic, kafka), value=value, key=key)
+        assert producer.flush(30) == 0, "records not delivered"
+        if commit:
+            producer.commit_transaction(30)
+        else:
+            producer.abort_transaction(30)

@@ -18,13 +18,15 @@ from centrality.cli import app
 from schemas.codec import encode
 from schemas.envelope import Event
 from schemas.events import JobExited, QuarantineNodes, RestartJob, Trigger
+from schemas.placement import partition_for
 from schemas.settings import KafkaSettings
 from schemas.topics import partition_count, topic_name
 from streams.history.client import connect
 from streams.history.settings import ClickHouseSettings
 from tests.factories import T0
 from tests.integration.history.conftest import Seeded
-from tests.unit.streams.builders import xid
+from tests.support import foreign
+from tests.unit.streams.builders import heartbeat, xid
 
 runner = CliRunner()
 JOB = "slurm/sim/77"
@@ -188,3 +190,30 @@ def test_warmup_decides_a_window_straddling_the_start_as_live(
     cold = replay(*args, "--warmup-s", "0")
     assert cold["warmup_events"] == 0
     assert statuses(cold) == {tid: "missing" for tid in quarantine}
+
+
+def test_an_aborted_transaction_is_not_replayed(kafka_settings: KafkaSettings, unique: str) -> None:
+    """A foreign transactional producer aborted a fatal XID, then committed a heartbeat: replay
+    folds the heartbeat only (read live, the XID never happened), and reads the range to its end
+    though its last offset is the commit marker, no record."""
+    at_s = datetime.now(UTC).timestamp() - T0.timestamp()
+    committed = heartbeat("n-1", at_s=at_s)
+    partitions = partition_count("nodes")
+    node = next(  # on the heartbeat's partition, keyed as live
+        n
+        for n in (f"n-aborted-{unique}-{i}" for i in range(1000))
+        if partition_for(n.encode(), partitions) == partition_for(committed.key, partitions)
+    )
+    aborted = xid(node, 79, at_s=at_s)
+    foreign.produce_transactions(
+        kafka_settings,
+        f"it-{unique}",
+        [
+            (False, [(aborted.topic, aborted.key, encode(aborted))]),
+            (True, [(committed.topic, committed.key, encode(committed))]),
+        ],
+    )
+    [span] = asyncio.run(whole_topics(kafka_settings, ["nodes"]))
+    assert span.endswith("-4")  # the XID, its abort marker, the heartbeat, its commit marker
+    doc = replay(*kafka_args([span]))
+    assert doc["events"] == 1 and doc["decisions"] == [], doc

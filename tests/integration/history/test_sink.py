@@ -25,6 +25,7 @@ from streams.history.client import connect
 from streams.history.rows import Record, Rows
 from streams.history.settings import ClickHouseSettings
 from streams.history.sink import HistorySink, SinkSettings
+from tests.support import foreign
 from tests.unit.streams.builders import xid
 
 
@@ -108,6 +109,25 @@ async def test_sink_fills_typed_tables_and_dead_letters(
         ("streams", "malformed"),
     ]
     assert rows[0][2] in (b"not json", "not json")
+
+
+async def test_an_aborted_transaction_is_no_history(
+    kafka_settings: KafkaSettings, clickhouse_settings: ClickHouseSettings, unique: str
+) -> None:
+    """A foreign transactional producer (as Flink's exactly-once writer) aborts, then commits:
+    only what it committed is history."""
+    events = incident(datetime.now(UTC))[:40]
+    undone, done = events[:20], events[20:]
+    foreign.produce_transactions(
+        kafka_settings,
+        f"it-{unique}",
+        [(False, by_subject(kafka_settings, undone)), (True, by_subject(kafka_settings, done))],
+    )
+    sink = HistorySink(kafka_settings, clickhouse_settings, SinkSettings(group_id=f"sink-{unique}"))
+    await run_sink_until(sink, len(done))
+    with connect(clickhouse_settings) as client:
+        stored = {r[0] for r in client.query("SELECT toString(event_id) FROM events").result_rows}
+    assert stored == {str(e.event_id) for e in done}
 
 
 async def test_retried_batch_is_dropped_by_its_dedup_token(

@@ -247,6 +247,7 @@ async def test_a_tick_judges_no_silence_that_is_only_unread(
     written_ = dict.fromkeys(app_module.TICK_INPUTS["nodes"], 0)
     monkeypatch.setattr(app_module, "_end_offset", lambda topic, _: written_[topic])
     monkeypatch.setattr(app_module, "_start_offset", lambda topic, _: 0)
+    monkeypatch.setattr(app_module, "_fetched", lambda topic, _: None)
 
     async def read(offset: int, at_s: float) -> None:
         value = encode(heartbeat(node, at_s=at_s))

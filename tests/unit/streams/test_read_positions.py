@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from streams.read_positions import ReadPositions
+from streams.read_positions import Fetched, ReadPositions
 
 NOW = 1_000.0
 
@@ -19,7 +19,10 @@ def offsets(table: dict[str, int | None]) -> object:
 
 
 def judged(
-    reads: ReadPositions, end: dict[str, int | None], start: dict[str, int | None] | None = None
+    reads: ReadPositions,
+    end: dict[str, int | None],
+    start: dict[str, int | None] | None = None,
+    fetched: dict[str, Fetched] | None = None,
 ) -> float | None:
     return reads.judged_at(
         ["nodes", "gpu"],
@@ -27,6 +30,7 @@ def judged(
         NOW,
         end=offsets(end),  # type: ignore[arg-type]
         start=offsets(start if start is not None else dict.fromkeys(end, 0)),  # type: ignore[arg-type]
+        fetched=lambda topic, _: (fetched or {}).get(topic),
     )
 
 
@@ -84,3 +88,42 @@ def test_a_rebalance_forgets_what_was_folded() -> None:
     reads.folded("nodes", 0, 19, NOW - 1)
     reads.forget()
     assert judged(reads, {"nodes": 20, "gpu": 0}, {"nodes": 12, "gpu": 0}) is None
+
+
+def test_past_the_last_record_a_transaction_marker_is_nothing_to_fold() -> None:
+    """A transactional producer's commit marker takes offset 10: nothing is handed over there."""
+    reads = ReadPositions()
+    reads.folded("nodes", 0, 9, NOW - 50)
+    end = {"nodes": 11, "gpu": 0}
+    assert judged(reads, end) == NOW - 50  # by offsets alone it looks one record behind
+    assert judged(reads, end, fetched={"nodes": Fetched(9, 11)}) == NOW
+
+
+def test_an_aborted_transaction_is_nothing_to_fold_either() -> None:
+    """Records 10-19 aborted, 20 their marker: the position passed them, none was handed over."""
+    reads = ReadPositions()
+    reads.folded("nodes", 0, 9, NOW - 50)
+    assert judged(reads, {"nodes": 21, "gpu": 0}, fetched={"nodes": Fetched(9, 21)}) == NOW
+
+
+def test_fetched_to_the_end_a_record_handed_over_and_not_folded_is_still_unread() -> None:
+    reads = ReadPositions()
+    reads.folded("nodes", 0, 5, NOW - 50)
+    end = {"nodes": 11, "gpu": 0}
+    assert judged(reads, end, fetched={"nodes": Fetched(9, 11)}) == NOW - 50
+    fresh = ReadPositions()
+    assert judged(fresh, end, {"nodes": 3, "gpu": 0}, {"nodes": Fetched(9, 11)}) is None
+
+
+def test_a_position_short_of_the_end_says_more_is_to_come() -> None:
+    reads = ReadPositions()
+    reads.folded("nodes", 0, 9, NOW - 50)
+    assert judged(reads, {"nodes": 20, "gpu": 0}, fetched={"nodes": Fetched(9, 11)}) == NOW - 50
+
+
+def test_only_markers_since_the_committed_offset_is_read_to_its_end() -> None:
+    """Restarted after its last record (committed offset 10, the marker's): nothing to hand
+    over, and the position passed the marker."""
+    end, start = {"nodes": 11, "gpu": 0}, {"nodes": 10, "gpu": 0}
+    assert judged(ReadPositions(), end, start) is None
+    assert judged(ReadPositions(), end, start, {"nodes": Fetched(None, 11)}) == NOW
