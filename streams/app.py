@@ -503,7 +503,9 @@ async def handle_tick(kind: Kind, message: Any) -> None:
 
 
 def _end_offset(topic: str, partition: int) -> int | None:
-    return faust_transport.consumer_of(app).end_offset(TP(topic, partition))
+    # The high watermark, not the last stable offset: records written after a transaction still
+    # open are unread too, and a tick must not judge the silence of the nodes they speak for.
+    return app.consumer.highwater(TP(topic, partition))
 
 
 def _fetched(topic: str, partition: int) -> Fetched | None:

@@ -62,7 +62,6 @@ EXPECTED: Mapping[str, tuple[str, ...] | None] = {
     # fix 12: each fetch's positions, read from aiokafka's assignment as its `highwater` does.
     "faust.transport.consumer:Consumer._wait_next_records": ("self", "timeout"),
     "faust.transport.drivers.aiokafka:AIOKafkaConsumerThread._ensure_consumer": ("self",),
-    "aiokafka.consumer.consumer:AIOKafkaConsumer.last_stable_offset": ("self", "partition"),
     "aiokafka.consumer.subscription_state:Assignment.tps": None,
     "aiokafka.consumer.subscription_state:Assignment.state_value": ("self", "tp"),
     "aiokafka.consumer.subscription_state:TopicPartitionState.position": None,

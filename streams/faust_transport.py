@@ -97,10 +97,9 @@ scheme `centrality-kafka://host:port` (see `install`).
    foreign transactional producer's aborted records (Flink or Kafka Streams exactly-once, a
    librdkafka `transactional.id`) were folded as if they had happened. Our consumer reads
    committed records only, as every other consumer of ours does (`schemas.kafka_clients`), and
-   keeps, per partition, where its last fetch left it (`fetched`) and the end it may read to
-   (`end_offset`, the last stable offset): transaction markers and aborted records take offsets
-   and are never handed over, so only the fetch position tells a tick that such a partition is
-   read to its end (`streams.read_positions`).
+   keeps, per partition, where its last fetch left it (`fetched`): transaction markers and
+   aborted records take offsets and are never handed over, so only the fetch position tells a
+   tick that such a partition is read to its end (`streams.read_positions`).
 
 All Faust workarounds, these and the others, are listed in FAUST_WORKAROUNDS.md beside this
 file; the private names they rely on are checked at start-up by `streams.faust_canary`.
@@ -163,11 +162,6 @@ class _Consumer(driver.Consumer):
     def fetched(self, tp: Any) -> Fetched | None:
         """Where the last fetch left `tp` (None: not fetched since the last seek)."""
         return self._fetches.get(tp)
-
-    def end_offset(self, tp: Any) -> int | None:
-        """The end reading committed records stops at (None: not fetched yet)."""
-        end: int | None = self._thread._ensure_consumer().last_stable_offset(tp)
-        return end
 
     async def _wait_next_records(self, timeout: float) -> tuple[Any, Any]:  # noqa: ASYNC109  # Faust's signature
         records, active = await super()._wait_next_records(timeout)

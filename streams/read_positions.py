@@ -14,7 +14,9 @@ Offsets alone do not say what is left to fold: a transactional producer (Kafka S
 exactly-once, a librdkafka `transactional.id`) leaves a commit or abort marker after its records,
 and an aborted transaction's records are skipped (the worker reads committed only). Both take
 offsets and are never handed over, so where the consumer's fetch position has reached the end,
-what is left is only what it handed over and the worker has not folded yet.
+what is left is only what it handed over and the worker has not folded yet. The end is the high
+watermark: behind a transaction still open, records (a steady node's heartbeats) wait unread
+until it ends, and the partition is behind until then.
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ from schemas.topics import topic_name
 
 CODECS = ("gzip", "snappy", "lz4", "zstd")
 Message = tuple[bytes, bytes, Sequence[tuple[str, bytes]]]  # key, value, headers
+Addressed = tuple[str, bytes, bytes]  # catalog topic, key, value
 
 
 def produce(kafka: KafkaSettings, topic: str, codec: str, messages: Sequence[Message]) -> None:
@@ -31,14 +32,9 @@ def produce(kafka: KafkaSettings, topic: str, codec: str, messages: Sequence[Mes
     assert left == 0, f"{left} messages not delivered"
 
 
-def produce_transactions(
-    kafka: KafkaSettings,
-    transactional_id: str,
-    transactions: Sequence[tuple[bool, Sequence[tuple[str, bytes, bytes]]]],
-) -> None:
-    """Each (commit?, [(catalog topic, key, value)]) as one transaction of a librdkafka
-    transactional producer, as Flink's and Kafka Streams' exactly-once writers produce: committed
-    or aborted once its records are on the broker, so an aborted one's records are there too."""
+def transactional(kafka: KafkaSettings, transactional_id: str) -> Producer:
+    """A librdkafka transactional producer, as Flink's and Kafka Streams' exactly-once writers
+    produce, its transactions initialised."""
     producer = Producer(
         {
             "bootstrap.servers": kafka.bootstrap,
@@ -47,11 +43,27 @@ def produce_transactions(
         }
     )
     producer.init_transactions(30)
+    return producer
+
+
+def put(producer: Producer, kafka: KafkaSettings, messages: Sequence[Addressed]) -> None:
+    """In the open transaction, on the broker when this returns (not yet committed)."""
+    for topic, key, value in messages:
+        producer.produce(topic_name(topic, kafka), value=value, key=key)
+    assert producer.flush(30) == 0, "records not delivered"
+
+
+def produce_transactions(
+    kafka: KafkaSettings,
+    transactional_id: str,
+    transactions: Sequence[tuple[bool, Sequence[Addressed]]],
+) -> None:
+    """Each (commit?, messages) as one transaction, committed or aborted once its records are on
+    the broker, so an aborted one's records are there too."""
+    producer = transactional(kafka, transactional_id)
     for commit, messages in transactions:
         producer.begin_transaction()
-        for topic, key, value in messages:
-            producer.produce(topic_name(topic, kafka), value=value, key=key)
-        assert producer.flush(30) == 0, "records not delivered"
+        put(producer, kafka, messages)
         if commit:
             producer.commit_transaction(30)
         else:

@@ -23,13 +23,18 @@ from collectors.events import Stamp
 from schemas.emitter import Emitter
 from schemas.envelope import Event
 from schemas.events import NodeHealthChecked, NodeHeartbeat
-from schemas.events.nodes import HealthStatus, NodeHealthCheckedPayload, NodeHeartbeatPayload
+from schemas.events.nodes import HealthStatus, NodeHealthCheckedPayload
 from schemas.placement import partition_for
 from schemas.settings import KafkaSettings
 from schemas.topics import partition_count
 from streams.settings import StreamsSettings
 from streams.topics import node_ticks
-from tests.integration.streams.worker import StreamsWorker, triggers_sent
+from tests.integration.streams.worker import (
+    StreamsWorker,
+    heartbeat,
+    heartbeating,
+    triggers_sent,
+)
 
 LIMIT_S = 3.0  # heartbeat_lost's limit in this test
 BEAT_S = 0.5  # the steady node's heartbeat interval
@@ -41,8 +46,7 @@ STAMP = Stamp(source="it/agent", cluster="it")
 
 
 def beat(node: str) -> NodeHeartbeat:
-    payload = NodeHeartbeatPayload(agent_version="it", gpus=8, interval_s=BEAT_S)
-    return STAMP.make(NodeHeartbeat, node, payload)  # occurred now, as a live agent's
+    return heartbeat(STAMP, node, BEAT_S)
 
 
 def passed(node: str) -> NodeHealthChecked:
@@ -70,19 +74,9 @@ async def tick(settings: KafkaSettings, topic: str, partition: int) -> None:
 @pytest.fixture
 def steady(kafka_settings: KafkaSettings, unique: str) -> Iterator[str]:
     """A node that heartbeats every `BEAT_S` throughout the test, outage included."""
-    node, stop = f"steady-{unique}", threading.Event()
-
-    async def beating() -> None:
-        async with Emitter(kafka_settings) as emitter:
-            while not stop.is_set():
-                await emitter.emit(beat(node))
-                await asyncio.sleep(BEAT_S)
-
-    thread = threading.Thread(target=lambda: asyncio.run(beating()))
-    thread.start()
-    yield node
-    stop.set()
-    thread.join()
+    node = f"steady-{unique}"
+    with heartbeating(kafka_settings, STAMP, node, BEAT_S):
+        yield node
 
 
 def lost(triggers: list[Any]) -> set[str]:

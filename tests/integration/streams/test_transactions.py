@@ -2,10 +2,12 @@
 Flink's and Kafka Streams' exactly-once writers produce. What it aborts never happened; what it
 commits is decided on, and the commit marker it leaves after its records keeps no tick from
 judging time (by offsets alone the worker looked one record behind for ever, and judged every
-tick at that record's time: a node gone silent was never called lost)."""
+tick at that record's time: a node gone silent was never called lost). While a transaction is
+open, the records after it wait unread, and no node whose heartbeats wait there is silent."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -16,20 +18,27 @@ from schemas.codec import encode
 from schemas.envelope import Event
 from schemas.events import GpuXidObserved, NodeHeartbeat
 from schemas.events.gpus import GpuXidObservedPayload
-from schemas.events.nodes import NodeHeartbeatPayload
 from schemas.placement import partition_for
 from schemas.settings import KafkaSettings
 from schemas.topics import partition_count
-from tests.integration.streams.worker import StreamsWorker, triggers_sent
-from tests.support.foreign import produce_transactions
+from tests.integration.streams.worker import (
+    StreamsWorker,
+    heartbeat,
+    heartbeating,
+    triggers_sent,
+)
+from tests.support import foreign
 
 LIMIT_S = 3.0  # heartbeat_lost's limit in this test
 STAMP = Stamp(source="it/flink", cluster="it")
 
 
+OPEN_S = 3 * LIMIT_S  # how long the transaction stays open
+BEAT_S = 0.5
+
+
 def beat(node: str) -> NodeHeartbeat:
-    payload = NodeHeartbeatPayload(agent_version="it", gpus=8, interval_s=1.0)
-    return STAMP.make(NodeHeartbeat, node, payload)
+    return heartbeat(STAMP, node, BEAT_S)
 
 
 def fatal_xid(node: str) -> GpuXidObserved:
@@ -45,19 +54,26 @@ def nodes_named(trigger: Any) -> set[str]:
     return {*payload.get("nodes", ()), *([payload["node"]] if payload.get("node") else [])}
 
 
+def on_partition_of(node: str, name: str) -> str:
+    """A node named `name-<n>` whose events share `node`'s partition."""
+    partitions = partition_count("nodes")
+    mine = partition_for(node.encode(), partitions)
+    return next(
+        other
+        for other in (f"{name}-{i}" for i in range(1000))
+        if partition_for(other.encode(), partitions) == mine
+    )
+
+
 def test_aborted_records_never_happened_and_markers_stop_no_tick(
     kafka_settings: KafkaSettings, worker_env: dict[str, str], unique: str, tmp_path: Path
 ) -> None:
     committed = f"committed-{unique}"
-    partitions = partition_count("nodes")
-    mine = partition_for(committed.encode(), partitions)
     # On the committed node's partition, so its transaction ends that partition's log.
-    aborted = next(
-        node
-        for node in (f"aborted-{unique}-{i}" for i in range(1000))
-        if partition_for(node.encode(), partitions) == mine
-    )
-    produce_transactions(
+    aborted = on_partition_of(committed, f"aborted-{unique}")
+    steady = on_partition_of(committed, f"steady-{unique}")
+    in_transaction = on_partition_of(committed, f"open-{unique}")
+    foreign.produce_transactions(
         kafka_settings,
         f"it-{unique}",
         [
@@ -83,8 +99,30 @@ def test_aborted_records_never_happened_and_markers_stop_no_tick(
             60,
             worker.check,
         )
+        lost = [t for t in seen if committed in nodes_named(t)]
+        assert lost[0].type == "Notify" and lost[0].payload.rule == "heartbeat_lost", seen
+        assert not [t for t in seen if aborted in nodes_named(t)], "an aborted record decided"
+
+        with heartbeating(kafka_settings, STAMP, steady, BEAT_S):
+            time.sleep(2 * BEAT_S)  # folded, and heartbeating
+            producer = foreign.transactional(kafka_settings, f"it-open-{unique}")
+            producer.begin_transaction()
+            foreign.put(producer, kafka_settings, [message(beat(in_transaction))])
+            time.sleep(OPEN_S)  # the steady node's heartbeats pile up behind it
+            producer.commit_transaction(30)
+            ended = time.monotonic()
+            seen = triggers_sent(
+                kafka_settings,
+                lambda ts: (
+                    any(in_transaction in nodes_named(t) for t in ts)
+                    and time.monotonic() - ended > LIMIT_S
+                ),
+                60,
+                worker.check,
+            )
     finally:
         worker.stop()
-    lost = [t for t in seen if committed in nodes_named(t)]
-    assert lost and lost[0].type == "Notify" and lost[0].payload.rule == "heartbeat_lost", seen
-    assert not [t for t in seen if aborted in nodes_named(t)], "an aborted record was decided on"
+    # Its heartbeat was read once committed, and it has been silent since.
+    [first, *_] = [t for t in seen if in_transaction in nodes_named(t)]
+    assert first.type == "Notify" and first.payload.rule == "heartbeat_lost", seen
+    assert not [t for t in seen if steady in nodes_named(t)], "unread heartbeats taken for silence"

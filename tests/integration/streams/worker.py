@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import sys
+import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +18,11 @@ import orjson
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from centrality.stack.process import ManagedProcess
+from collectors.events import Stamp
 from schemas.codec import decode
+from schemas.emitter import Emitter
+from schemas.events import NodeHeartbeat
+from schemas.events.nodes import NodeHeartbeatPayload
 from schemas.settings import KafkaSettings
 from schemas.topics import partition_count, topic_name
 
@@ -59,6 +65,34 @@ class StreamsWorker:
     def check(self) -> None:
         if self.process.pid() is None:
             raise RuntimeError(f"streams worker died:\n{self.process.log_tail(60)}")
+
+
+def heartbeat(stamp: Stamp, node: str, interval_s: float) -> NodeHeartbeat:
+    """A live agent's heartbeat: it occurred now."""
+    payload = NodeHeartbeatPayload(agent_version="it", gpus=8, interval_s=interval_s)
+    return stamp.make(NodeHeartbeat, node, payload)
+
+
+@contextlib.contextmanager
+def heartbeating(
+    settings: KafkaSettings, stamp: Stamp, node: str, interval_s: float
+) -> Iterator[None]:
+    """`node` heartbeats every `interval_s` (through the Emitter, from a thread) while inside."""
+    stop = threading.Event()
+
+    async def beating() -> None:
+        async with Emitter(settings) as emitter:
+            while not stop.is_set():
+                await emitter.emit(heartbeat(stamp, node, interval_s))
+                await asyncio.sleep(interval_s)
+
+    thread = threading.Thread(target=lambda: asyncio.run(beating()))
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
 
 
 async def _read_all(
