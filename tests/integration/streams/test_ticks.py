@@ -30,9 +30,9 @@ from schemas.topics import partition_count
 from streams.settings import StreamsSettings
 from streams.topics import node_ticks
 from tests.integration.streams.worker import (
-    StreamsWorker,
     heartbeat,
     heartbeating,
+    ticking_worker,
     triggers_sent,
 )
 
@@ -96,16 +96,7 @@ def test_a_worker_behind_its_inputs_calls_no_node_lost_that_it_has_not_read(
     tmp_path: Path,
     steady: str,
 ) -> None:
-    worker = StreamsWorker(
-        {
-            **worker_env,
-            "CENTRALITY_STREAMS_RULE_CONFIG": orjson.dumps(
-                {"heartbeat_lost": {"limit_s": LIMIT_S}}
-            ).decode(),
-        },
-        tmp_path / "run",
-    )
-    worker.env["CENTRALITY_STREAMS_TICK_INTERVAL_S"] = "1"
+    worker = ticking_worker(worker_env, tmp_path / "run", LIMIT_S)
     gone, gone_in_outage = f"gone-{unique}", f"gone-in-outage-{unique}"
     partitions = partition_count("nodes")
     mine = partition_for(steady.encode(), partitions)

@@ -11,8 +11,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from collectors.events import Stamp
 from schemas.codec import encode
 from schemas.envelope import Event
@@ -22,9 +20,9 @@ from schemas.placement import partition_for
 from schemas.settings import KafkaSettings
 from schemas.topics import partition_count
 from tests.integration.streams.worker import (
-    StreamsWorker,
     heartbeat,
     heartbeating,
+    ticking_worker,
     triggers_sent,
 )
 from tests.support import foreign
@@ -81,16 +79,7 @@ def test_aborted_records_never_happened_and_markers_stop_no_tick(
             (True, [message(beat(committed))]),
         ],
     )
-    worker = StreamsWorker(
-        {
-            **worker_env,
-            "CENTRALITY_STREAMS_RULE_CONFIG": orjson.dumps(
-                {"heartbeat_lost": {"limit_s": LIMIT_S}}
-            ).decode(),
-        },
-        tmp_path / "run",
-    )
-    worker.env["CENTRALITY_STREAMS_TICK_INTERVAL_S"] = "1"
+    worker = ticking_worker(worker_env, tmp_path / "run", LIMIT_S)
     worker.start()
     try:
         seen = triggers_sent(

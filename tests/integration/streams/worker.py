@@ -67,6 +67,14 @@ class StreamsWorker:
             raise RuntimeError(f"streams worker died:\n{self.process.log_tail(60)}")
 
 
+def ticking_worker(env: dict[str, str], run_dir: Path, limit_s: float) -> StreamsWorker:
+    """A worker whose clock ticks every second, with `heartbeat_lost`'s limit at `limit_s`."""
+    config = orjson.dumps({"heartbeat_lost": {"limit_s": limit_s}}).decode()
+    worker = StreamsWorker({**env, "CENTRALITY_STREAMS_RULE_CONFIG": config}, run_dir)
+    worker.env["CENTRALITY_STREAMS_TICK_INTERVAL_S"] = "1"
+    return worker
+
+
 def heartbeat(stamp: Stamp, node: str, interval_s: float) -> NodeHeartbeat:
     """A live agent's heartbeat: it occurred now."""
     payload = NodeHeartbeatPayload(agent_version="it", gpus=8, interval_s=interval_s)
