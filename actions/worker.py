@@ -140,7 +140,9 @@ class ActionWorker:
             if not inflight.room:
                 await _commit(consumer, inflight.committable())
                 continue
-            fetched, skipped = await fetcher.getmany(timeout_ms=200, max_records=inflight.room)
+            fetched, skipped, passed = await fetcher.getmany(
+                timeout_ms=200, max_records=inflight.room
+            )
             # Partitions new here may hold triggers another worker acted on: read the ledger
             # again before acting on any of them. (A rebalance listener would race with
             # fetching, which aiokafka does meanwhile.)
@@ -155,6 +157,8 @@ class ActionWorker:
             for batch in skipped:  # after the records before it: offsets queue up in order
                 letter = batch.dead_letter(self.settings.group_id)
                 inflight.start(batch.tp, batch.next_offset - 1, None, emitter.dead_letter(letter))
+            for tp, after in passed.items():  # only markers since: committed past them in turn
+                inflight.start(tp, after - 1, None, _nothing())
             await _commit(consumer, inflight.committable())
 
     def _start(
@@ -261,6 +265,10 @@ class _Handover(ConsumerRebalanceListener):  # type: ignore[misc]
 
     async def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
         pass
+
+
+async def _nothing() -> None:
+    pass
 
 
 async def _commit(consumer: AIOKafkaConsumer, offsets: dict[TopicPartition, int]) -> None:

@@ -7,6 +7,11 @@ every partition of the consumer for good. These failures are deterministic: the 
 up to its first unreadable byte, the rest is skipped past (a seek to the batch's next offset) and
 reported for a dead letter. The records before it in the same fetch are still delivered.
 
+Offsets can also hold nothing to hand over: a transactional producer's commit and abort markers,
+and the records of aborted transactions (every consumer of ours reads committed records only).
+aiokafka's position moves past them; each fetch says where (`passed`), so a consumer can commit
+there as Java's does, and a partition whose log ends in a marker does not lag one for good.
+
 aiokafka names the failing batch nowhere public; its fetcher's frame in the traceback holds it
 (`tp`, `next_batch`). `tests/unit/schemas/test_batches.py` breaks if an upgrade moves them.
 """
@@ -16,10 +21,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any
+from typing import Any, NamedTuple
 
 from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
-from aiokafka.errors import CorruptRecordException, UnsupportedCodecError
+from aiokafka.errors import CorruptRecordException, IllegalStateError, UnsupportedCodecError
 
 from schemas.deadletter import DeadLetter
 
@@ -56,6 +61,14 @@ class SkippedBatch:
         )
 
 
+class Fetch(NamedTuple):
+    records: Fetched
+    skipped: list[SkippedBatch]
+    passed: dict[TopicPartition, int]
+    """Partitions read past offsets with nothing to hand over (markers, aborted records), after
+    the records returned: the offset after them, to commit once those records are done."""
+
+
 class UnlocatedBatchError(RuntimeError):
     """aiokafka raised for a batch but its frames no longer say which one (after an upgrade)."""
 
@@ -76,7 +89,7 @@ class SkippingFetcher:
 
     async def getmany(
         self, *partitions: TopicPartition, timeout_ms: int, max_records: int | None = None
-    ) -> tuple[Fetched, list[SkippedBatch]]:
+    ) -> Fetch:
         assigned = self.consumer.assignment()
         for tp in self._next.keys() - assigned:
             del self._next[tp]
@@ -94,7 +107,18 @@ class SkippingFetcher:
                 self._next[tp] = records[-1].offset + 1
         for batch in skipped:
             self._next[batch.tp] = batch.next_offset
-        return fetched, skipped
+        return Fetch(fetched, skipped, await self._passed())
+
+    async def _passed(self) -> dict[TopicPartition, int]:
+        passed = {}
+        for tp, after_last in self._next.items():
+            try:
+                position = await self.consumer.position(tp)
+            except IllegalStateError:  # revoked meanwhile: forgotten at the next fetch
+                continue
+            if position > after_last:
+                passed[tp] = self._next[tp] = position
+        return passed
 
     async def _read_around(self, exc: BaseException) -> tuple[Fetched, list[SkippedBatch]]:
         tp, first, after = locate(exc)

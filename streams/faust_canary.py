@@ -61,6 +61,8 @@ EXPECTED: Mapping[str, tuple[str, ...] | None] = {
     "aiokafka.consumer.fetcher:PartitionRecords._unpack_records": ("self",),
     # fix 12: each fetch's positions, read from aiokafka's assignment as its `highwater` does.
     "faust.transport.consumer:Consumer._wait_next_records": ("self", "timeout"),
+    "faust.transport.consumer:Consumer._filter_tps_with_pending_acks": ("self", "topics"),
+    "faust.transport.consumer:Consumer._filter_committable_offsets": ("self", "tps"),
     "faust.transport.drivers.aiokafka:AIOKafkaConsumerThread._ensure_consumer": ("self",),
     "aiokafka.consumer.subscription_state:Assignment.tps": None,
     "aiokafka.consumer.subscription_state:Assignment.state_value": ("self", "tp"),
@@ -78,7 +80,11 @@ SOURCE: Mapping[str, str | tuple[str, ...]] = {
     "aiokafka.consumer.fetcher:PartitionRecords._unpack_records": "records.next_batch()",
     "faust.types.tuples:Message.ack": "if not self.acked:",
     # streams/observe.py reads the committed offsets for the consumer lag it reports.
-    "faust.transport.consumer:Consumer.__init__": "self._committed_offset = defaultdict(",
+    "faust.transport.consumer:Consumer.__init__": (
+        "self._committed_offset = defaultdict(",
+        "self._acked = defaultdict(list)",
+        "self._read_offset = defaultdict(",
+    ),
     # streams/lanes.py: the conductor asks `full()` and then puts through these two.
     "faust.transport.conductor:ConductorCompiler.build": "queue.put_nowait_enhanced(",
     "asyncio.queues:Queue.put_nowait": "self._put(item)",

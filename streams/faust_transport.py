@@ -99,7 +99,9 @@ scheme `centrality-kafka://host:port` (see `install`).
    committed records only, as every other consumer of ours does (`schemas.kafka_clients`), and
    keeps, per partition, where its last fetch left it (`fetched`): transaction markers and
    aborted records take offsets and are never handed over, so only the fetch position tells a
-   tick that such a partition is read to its end (`streams.read_positions`).
+   tick that such a partition is read to its end (`streams.read_positions`). Faust commits the
+   last record's offset + 1, so a partition whose log ends in a marker kept a lag of one for
+   good; ours commits the fetch position there once every record before it is committed.
 
 All Faust workarounds, these and the others, are listed in FAUST_WORKAROUNDS.md beside this
 file; the private names they rely on are checked at start-up by `streams.faust_canary`.
@@ -110,7 +112,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import deque
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
 from functools import cached_property
 from typing import Any
 
@@ -190,6 +192,38 @@ class _Consumer(driver.Consumer):
     def _last_handed(self, tp: Any) -> int | None:
         kept = self._fetches.get(tp)
         return None if kept is None else kept.last_offset
+
+    def _filter_tps_with_pending_acks(self, topics: Any = None) -> Iterator[Any]:
+        pending = list(super()._filter_tps_with_pending_acks(topics))
+        # A partition whose log ends in markers has nothing to ack, and an offset to commit.
+        pending += [
+            tp
+            for tp in self._fetches
+            if tp not in pending and (topics is None or tp in topics or tp.topic in topics)
+        ]
+        return iter(pending)
+
+    def _filter_committable_offsets(self, tps: Iterable[Any]) -> dict[Any, int]:
+        tps = list(tps)
+        offsets: dict[Any, int] = super()._filter_committable_offsets(tps)
+        for tp in tps:
+            if tp not in offsets and (past := self._past_the_last_record(tp)) is not None:
+                offsets[tp] = past
+        return offsets
+
+    def _past_the_last_record(self, tp: Any) -> int | None:
+        """The fetch position of a partition whose records handed over are all committed and
+        whose log goes on past them with transaction markers or aborted records only: committed
+        there, as Java's consumer commits its position, so its lag reads 0, not 1 for ever
+        (`CentralityWorkerIdleWithLag` would page for it)."""
+        fetched, committed = self._fetches.get(tp), self._committed_offset.get(tp)
+        if fetched is None or committed is None or fetched.position <= committed:
+            return None
+        if self._is_changelog_tp(tp) or self._acked.get(tp):
+            return None
+        if fetched.last_offset is None:  # nothing handed over since the seek to `committed`
+            return fetched.position if self._read_offset.get(tp) == committed else None
+        return fetched.position if committed == fetched.last_offset + 1 else None
 
     async def getmany(self, timeout: float) -> AsyncIterator[tuple[Any, Any]]:  # noqa: ASYNC109  # Faust's signature
         async for tp, message in super().getmany(timeout):

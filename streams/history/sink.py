@@ -88,6 +88,17 @@ class Batch:
     last: dict[TopicPartition, int] = field(default_factory=dict)
     links: list[Link] = field(default_factory=list)
     """While tracing: the traces of (the first `LINKS_MAX`) records, for the insert's span."""
+    passed: dict[TopicPartition, int] = field(default_factory=dict)
+    """Offsets past the records with nothing to store (`schemas.batches.Fetch.passed`): committed
+    with the batch, and no part of its token (a refetch may stop short of them)."""
+
+    @property
+    def offsets(self) -> dict[TopicPartition, int]:
+        """What committing the batch commits."""
+        offsets = {tp: o + 1 for tp, o in self.last.items()}
+        for tp, after in self.passed.items():
+            offsets[tp] = max(offsets.get(tp, after), after)
+        return offsets
 
     @property
     def token(self) -> str:
@@ -162,6 +173,8 @@ class HistorySink:
                 batch = await self._collect(consumer, stop, inflight)
                 if batch.records:
                     inflight.append((self._submit(batch), batch))
+                elif batch.passed:  # only markers read: committed in turn, nothing to insert
+                    inflight.append((_nothing_written(), batch))
                 # One batch more than processes may wait, so each process has the next at hand.
                 while inflight and (
                     inflight[0][0].done()
@@ -230,9 +243,10 @@ class HistorySink:
             if inflight:
                 wait_ms = 0 if insert_done else min(wait_ms, _INSERT_POLL_MS)
             assert self._fetcher is not None
-            fetched, skipped = await self._fetcher.getmany(
+            fetched, skipped, passed = await self._fetcher.getmany(
                 timeout_ms=wait_ms, max_records=max_records
             )
+            batch.passed.update(passed)
             if not fetched and not skipped and insert_done:
                 break
             for tp, records in fetched.items():
@@ -279,6 +293,9 @@ class HistorySink:
         """Wait for a batch's insert, retrying it until ClickHouse takes it, then commit its
         offsets: never before. False if stopped first. Traced as one span, linked to the
         traces of the records it stores."""
+        if not batch.records:
+            await self._commit(consumer, batch)
+            return True
         with tracing.span(
             "history insert",
             lambda: {"centrality.rows": batch.rows, "centrality.records": len(batch.records)},
@@ -322,16 +339,19 @@ class HistorySink:
         if self._paused:
             consumer.resume(*consumer.assignment())
             self._paused = False
-        try:
-            await consumer.commit({tp: o + 1 for tp, o in batch.last.items()})
-        except KafkaError as exc:  # written: read again later, the server drops it as a duplicate
-            log.warning("commit_failed", error=repr(exc))
+        await self._commit(consumer, batch)
         self.rows_written += written.rows
         for (topic, type_), count in written.by_type.items():
             labelled(EVENTS_IN, topic, type_).inc(count)
         for letter in written.rejected:
             count_dead_letter(letter)
         return True
+
+    async def _commit(self, consumer: AIOKafkaConsumer, batch: Batch) -> None:
+        try:
+            await consumer.commit(batch.offsets)
+        except KafkaError as exc:  # written: read again later, the server drops it as a duplicate
+            log.warning("commit_failed", error=repr(exc))
 
     async def _back_off(
         self, consumer: AIOKafkaConsumer, delay_s: float, stop: asyncio.Event
@@ -418,3 +438,9 @@ def _stop_pool(pool: ProcessPoolExecutor) -> None:
     pool.shutdown(wait=False, cancel_futures=True)
     for process in processes:
         process.terminate()
+
+
+def _nothing_written() -> Future[writer.Written]:
+    done: Future[writer.Written] = Future()
+    done.set_result(writer.Written(rows=0, rejected=[]))
+    return done

@@ -229,7 +229,7 @@ class KafkaSource:
         fetcher = SkippingFetcher(consumer)
         placement = read_by(consumer, self.settings)
         while left:
-            batches, skipped = await fetcher.getmany(*left, timeout_ms=200)
+            batches, skipped, _ = await fetcher.getmany(*left, timeout_ms=200)
             for skip in skipped:  # a batch this client cannot read: counted, read past
                 undecodable[skip.reason] += 1
             for tp, records in batches.items():

@@ -11,7 +11,8 @@ from schemas.topics import topic_name
 
 CODECS = ("gzip", "snappy", "lz4", "zstd")
 Message = tuple[bytes, bytes, Sequence[tuple[str, bytes]]]  # key, value, headers
-Addressed = tuple[str, bytes, bytes]  # catalog topic, key, value
+# catalog topic, key, value (and headers)
+Addressed = tuple[str, bytes, bytes] | tuple[str, bytes, bytes, Sequence[tuple[str, bytes]]]
 
 
 def produce(kafka: KafkaSettings, topic: str, codec: str, messages: Sequence[Message]) -> None:
@@ -48,8 +49,9 @@ def transactional(kafka: KafkaSettings, transactional_id: str) -> Producer:
 
 def put(producer: Producer, kafka: KafkaSettings, messages: Sequence[Addressed]) -> None:
     """In the open transaction, on the broker when this returns (not yet committed)."""
-    for topic, key, value in messages:
-        producer.produce(topic_name(topic, kafka), value=value, key=key)
+    for topic, key, value, *headers in messages:
+        extra = {"headers": list(headers[0])} if headers else {}
+        producer.produce(topic_name(topic, kafka), value=value, key=key, **extra)
     assert producer.flush(30) == 0, "records not delivered"
 
 

@@ -21,6 +21,8 @@ from schemas.deadletter import DeadLetter
 from schemas.emitter import Emitter
 from schemas.events import ActionFailed, ActionSucceeded, RestartJob
 from schemas.settings import KafkaSettings
+from schemas.topics import topic_name
+from tests.integration.streams.foreign import committed_up_to_end
 from tests.kafka_helpers import read_messages
 from tests.support import foreign
 from tests.support.action_worker import count, send, wait_for, worker
@@ -192,3 +194,27 @@ async def test_trigger_batch_it_cannot_decompress_is_dead_lettered_and_read_past
         [letter] = await dead_letters(kafka_settings, "codec", 1)
     assert "UnsupportedCodecError" in letter.detail
     assert adapter.requeued == [("slurm/test/plain", "s3://ckpt/step-1200")]
+
+
+async def test_an_aborted_transaction_s_trigger_is_not_obeyed(
+    kafka_settings: KafkaSettings, slack: SlackStub
+) -> None:
+    """Triggers from a transactional producer (a rule module run with Faust's exactly-once
+    guarantee writes them so): an aborted one never happened; the worker commits past the commit
+    marker that ends the partition, so its lag is not one for good."""
+    adapter = InMemoryAdapter()
+    aborted, committed = restart("slurm/test/aborted"), restart("slurm/test/committed")
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    foreign.produce_transactions(
+        kafka_settings,
+        f"it-{group}",
+        [
+            (False, [("triggers", t.key, encode(t), signature_of(t)) for t in (aborted,)]),
+            (True, [("triggers", t.key, encode(t), signature_of(t)) for t in (committed,)]),
+        ],
+    )
+    async with worker(kafka_settings, adapter, slack, group_id=group):
+        await wait_for(kafka_settings, lambda s: count(s, ActionSucceeded, committed) == 1)
+        triggers = [topic_name("triggers", kafka_settings)]
+        await committed_up_to_end(kafka_settings.bootstrap, group, triggers, 30)
+    assert adapter.requeued == [("slurm/test/committed", "s3://ckpt/step-1200")]
