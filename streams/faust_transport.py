@@ -182,12 +182,14 @@ class _Consumer(driver.Consumer):
                 if (state := assignment.state_value(tp)).has_valid_position
             }
         except Exception:  # no assignment (between rebalances): nothing is known
-            self._fetches.clear()
-            return
+            positions = {}
+        noted = {}
         for tp, position in positions.items():
             handed = records.get(tp)
             last = handed[-1].offset if handed else self._last_handed(tp)
-            self._fetches[tp] = Fetched(last, position)
+            noted[tp] = Fetched(last, position)
+        self._fetches.clear()  # partitions no longer held are forgotten
+        self._fetches.update(noted)
 
     def _last_handed(self, tp: Any) -> int | None:
         kept = self._fetches.get(tp)
@@ -199,7 +201,9 @@ class _Consumer(driver.Consumer):
         pending += [
             tp
             for tp in self._fetches
-            if tp not in pending and (topics is None or tp in topics or tp.topic in topics)
+            if tp not in pending
+            and (topics is None or tp in topics or tp.topic in topics)
+            and self._past_the_last_record(tp) is not None
         ]
         return iter(pending)
 
@@ -221,7 +225,7 @@ class _Consumer(driver.Consumer):
             return None
         if self._is_changelog_tp(tp) or self._acked.get(tp):
             return None
-        if fetched.last_offset is None:  # nothing handed over since the seek to `committed`
+        if fetched.last_offset is None:  # nothing handed over since `seek_to_committed`
             return fetched.position if self._read_offset.get(tp) == committed else None
         return fetched.position if committed == fetched.last_offset + 1 else None
 
@@ -238,7 +242,6 @@ class _Consumer(driver.Consumer):
         """Seek with the fetcher held still, and leave the flow stopped: Faust's recovery
         resumes it once it has cleared the stream queues (`flow_control.resume()`)."""
         self.stop_flow()  # the fetcher stops at its next record and waits for the flow
-        self._fetches.clear()  # positions move back: known again at the next fetch
         try:  # milliseconds normally; bounded in case the fetcher was torn down holding one
             await asyncio.wait_for(self._hand_free.wait(), _LET_GO_TIMEOUT_S)
         except TimeoutError:
@@ -246,7 +249,6 @@ class _Consumer(driver.Consumer):
         await super().perform_seek()
 
     async def seek_to_committed(self) -> Mapping[Any, int]:
-        self._fetches.clear()
         committed = await super().seek_to_committed()
         # Changelogs are never committed: table recovery positions them.
         unset = [
@@ -258,6 +260,9 @@ class _Consumer(driver.Consumer):
         never = [tp for tp in unset if committed[tp] is None]
         if never:  # where a new consumer starts; the app reads from the earliest offset
             await self._thread.seek_to_beginning(*never)
+        # Fetches noted before the positions moved back say nothing of what is handed over
+        # since (cleared earlier, one noted meanwhile could say "nothing", wrongly).
+        self._fetches.clear()
         return committed
 
     async def wait_first(
