@@ -126,7 +126,7 @@ from mode.services import WaitResults
 
 from streams import batches, clean_start, eager, faust_canary
 from streams.failures import call_retrying
-from streams.read_positions import Fetched
+from streams.read_positions import Fetched, commit_past_markers
 
 log = structlog.get_logger("streams")
 
@@ -216,18 +216,15 @@ class _Consumer(driver.Consumer):
         return offsets
 
     def _past_the_last_record(self, tp: Any) -> int | None:
-        """The fetch position of a partition whose records handed over are all committed and
-        whose log goes on past them with transaction markers or aborted records only: committed
-        there, as Java's consumer commits its position, so its lag reads 0, not 1 for ever
-        (`CentralityWorkerIdleWithLag` would page for it)."""
-        fetched, committed = self._fetches.get(tp), self._committed_offset.get(tp)
-        if fetched is None or committed is None or fetched.position <= committed:
+        """`read_positions.commit_past_markers` for `tp` (never a changelog: not committed)."""
+        if self._is_changelog_tp(tp):
             return None
-        if self._is_changelog_tp(tp) or self._acked.get(tp):
-            return None
-        if fetched.last_offset is None:  # nothing handed over since `seek_to_committed`
-            return fetched.position if self._read_offset.get(tp) == committed else None
-        return fetched.position if committed == fetched.last_offset + 1 else None
+        return commit_past_markers(
+            self._fetches.get(tp),
+            self._committed_offset.get(tp),
+            acks_pending=bool(self._acked.get(tp)),
+            read_offset=self._read_offset.get(tp),
+        )
 
     async def getmany(self, timeout: float) -> AsyncIterator[tuple[Any, Any]]:  # noqa: ASYNC109  # Faust's signature
         async for tp, message in super().getmany(timeout):

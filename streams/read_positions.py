@@ -89,3 +89,20 @@ class ReadPositions:
             if offset + 1 < last_end:
                 judged = min(judged, timestamp_s)
         return judged
+
+
+def commit_past_markers(
+    fetched: Fetched | None, committed: int | None, *, acks_pending: bool, read_offset: int | None
+) -> int | None:
+    """Where to commit a partition whose log goes on past its last record with markers or
+    aborted records only, once every record handed over is committed: the fetch position, as
+    Java's consumer commits (its lag then reads 0, not 1 for good). None: nothing to commit.
+
+    `read_offset` is where the worker last read; a fetch with no record handed over since the
+    seek to `committed` (`last_offset` None) says so only while it still reads from there.
+    """
+    if fetched is None or committed is None or fetched.position <= committed or acks_pending:
+        return None
+    if fetched.last_offset is None:
+        return fetched.position if read_offset == committed else None
+    return fetched.position if committed == fetched.last_offset + 1 else None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from streams.read_positions import Fetched, ReadPositions
+from streams.read_positions import Fetched, ReadPositions, commit_past_markers
 
 NOW = 1_000.0
 
@@ -127,3 +127,33 @@ def test_only_markers_since_the_committed_offset_is_read_to_its_end() -> None:
     end, start = {"nodes": 11, "gpu": 0}, {"nodes": 10, "gpu": 0}
     assert judged(ReadPositions(), end, start) is None
     assert judged(ReadPositions(), end, start, {"nodes": Fetched(None, 11)}) == NOW
+
+
+# Where a partition is committed past the markers that end its log (commit_past_markers).
+
+
+def test_committed_up_to_the_last_record_and_markers_after_it_commit_the_position() -> None:
+    assert commit_past_markers(Fetched(9, 11), 10, acks_pending=False, read_offset=9) == 11
+
+
+@pytest.mark.parametrize(
+    ("fetched", "committed", "acks_pending"),
+    [
+        (Fetched(9, 11), 8, False),  # record 9 handed over, not committed yet
+        (Fetched(9, 11), 10, True),  # something acked waits for its own commit
+        (Fetched(9, 10), 10, False),  # no marker past it: committed where it should be
+        (Fetched(9, 11), None, False),  # never committed here (revoked, say)
+        (None, 10, False),  # not fetched since the seek
+    ],
+)
+def test_nothing_is_committed_past_a_record_not_committed_itself(
+    fetched: Fetched | None, committed: int | None, acks_pending: bool
+) -> None:
+    assert commit_past_markers(fetched, committed, acks_pending=acks_pending, read_offset=9) is None
+
+
+def test_nothing_handed_over_since_the_seek_counts_only_while_reading_from_there() -> None:
+    """Restarted at the commit marker's offset (10): the position passed it, no record came."""
+    assert commit_past_markers(Fetched(None, 11), 10, acks_pending=False, read_offset=10) == 11
+    # Read on from somewhere else since: that fetch's "nothing" says nothing about 10.
+    assert commit_past_markers(Fetched(None, 11), 10, acks_pending=False, read_offset=12) is None
