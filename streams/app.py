@@ -476,8 +476,7 @@ def spare_the_startup_heap_from_collections(sender: Any, **kwargs: Any) -> None:
     (modules, Faust, pydantic's schemas) is never garbage: out of them, a full collection took
     1.2-1.6 s in all over a 10,000-node `bench scale` run instead of 2.3-2.5 s, none over 0.35 s
     (BENCHMARKS.md, "Fleet scale"); a fault folded right after one waited that long."""
-    gc.freeze()
-    log.info("startup_heap_frozen", objects=gc.get_freeze_count())
+    gc.freeze()  # no log line: logging is not configured yet here
 
 
 async def handle_tick(kind: Kind, message: Any) -> None:
