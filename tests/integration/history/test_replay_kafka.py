@@ -18,7 +18,6 @@ from centrality.cli import app
 from schemas.codec import encode
 from schemas.envelope import Event
 from schemas.events import JobExited, QuarantineNodes, RestartJob, Trigger
-from schemas.placement import partition_for
 from schemas.settings import KafkaSettings
 from schemas.topics import partition_count, topic_name
 from streams.history.client import connect
@@ -26,6 +25,7 @@ from streams.history.settings import ClickHouseSettings
 from tests.factories import T0
 from tests.integration.history.conftest import Seeded
 from tests.support import foreign
+from tests.support.placed import on_partition_of
 from tests.unit.streams.builders import heartbeat, xid
 
 runner = CliRunner()
@@ -198,13 +198,8 @@ def test_an_aborted_transaction_is_not_replayed(kafka_settings: KafkaSettings, u
     though its last offset is the commit marker, no record."""
     at_s = datetime.now(UTC).timestamp() - T0.timestamp()
     committed = heartbeat("n-1", at_s=at_s)
-    partitions = partition_count("nodes")
-    node = next(  # on the heartbeat's partition, keyed as live
-        n
-        for n in (f"n-aborted-{unique}-{i}" for i in range(1000))
-        if partition_for(n.encode(), partitions) == partition_for(committed.key, partitions)
-    )
-    aborted = xid(node, 79, at_s=at_s)
+    # On the heartbeat's partition, keyed as live.
+    aborted = xid(on_partition_of(committed.subject, f"n-aborted-{unique}"), 79, at_s=at_s)
     foreign.produce_transactions(
         kafka_settings,
         f"it-{unique}",

@@ -17,9 +17,8 @@ from schemas.codec import encode
 from schemas.envelope import Event
 from schemas.events import GpuXidObserved, NodeHeartbeat
 from schemas.events.gpus import GpuXidObservedPayload
-from schemas.placement import partition_for
 from schemas.settings import KafkaSettings
-from schemas.topics import partition_count, topic_name
+from schemas.topics import topic_name
 from tests.integration.streams.foreign import committed_up_to_end
 from tests.integration.streams.worker import (
     heartbeat,
@@ -28,6 +27,7 @@ from tests.integration.streams.worker import (
     triggers_sent,
 )
 from tests.support import foreign
+from tests.support.placed import on_partition_of
 
 LIMIT_S = 3.0  # heartbeat_lost's limit in this test
 STAMP = Stamp(source="it/flink", cluster="it")
@@ -52,17 +52,6 @@ def message(event: Event) -> tuple[str, bytes, bytes]:
 def nodes_named(trigger: Any) -> set[str]:
     payload = trigger.payload.model_dump()
     return {*payload.get("nodes", ()), *([payload["node"]] if payload.get("node") else [])}
-
-
-def on_partition_of(node: str, name: str) -> str:
-    """A node named `name-<n>` whose events share `node`'s partition."""
-    partitions = partition_count("nodes")
-    mine = partition_for(node.encode(), partitions)
-    return next(
-        other
-        for other in (f"{name}-{i}" for i in range(1000))
-        if partition_for(other.encode(), partitions) == mine
-    )
 
 
 def test_aborted_records_never_happened_and_markers_stop_no_tick(
