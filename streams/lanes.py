@@ -1,62 +1,119 @@
-"""Two lanes in each stream queue of the streams app: what leads to decisions before telemetry.
+"""Lanes in each stream queue of the streams app: what leads to decisions before telemetry.
 
 Faust hands every fetched record of an agent's topics to one queue, in fetch order. GPU samples
 come as a burst (every node's sample of one interval), so a fatal XID, a failed health check or
 a job's exit fetched just after a burst waited for the whole burst to be folded: ~1 ms a message
-here, seconds at a few thousand nodes. With lanes, records of the bulk topics (`gpu`) queue in
-the bulk lane and every other record in the fast lane, which the agent takes from first.
+here, seconds at a few thousand nodes. Heartbeats come as bursts too, on the topic the XIDs and
+health checks travel on: at 10,000 nodes an XID waited 0.46-0.66 s behind 500-1,100 heartbeats
+fetched just before it (`bench scale`, BENCHMARKS.md). So a record queues in one of three lanes,
+and the agent takes from the first lane that holds one:
 
-Order within a partition is kept (a partition's records all go to one lane), and across topics
-Kafka gives no order to keep: the folds already take a node's heartbeats, XIDs and samples in
-whatever order they are fetched. Each lane has the queue's whole size and its own back-pressure,
-so a full bulk lane pauses the telemetry partitions (Faust's own mechanism, per partition) and
-never blocks a fast record; the queue reports full, which makes Faust's conductor hand the
-record to `put`, only where a lane is full, and `put` waits only for its own lane.
+1. fast: everything that is not telemetry (XIDs, health checks, job changes, action results,
+   forwards, ticks);
+2. telemetry: records of the other topics that are telemetry alone (`Lanes.telemetry`: one
+   heartbeat), read off the record's bytes, so nothing is decoded twice;
+3. bulk: every record of the bulk topics (`gpu`).
+
+Order within a partition is kept where a partition's records share a lane (the bulk topics'
+always). A telemetry record is overtaken by later fast records of its partition: the folds take
+a node's heartbeats, XIDs and samples in any order already (across topics Kafka gives none), and
+the app is told of each such record (`Lanes.overtaken`) so a tick never judges past it
+(`streams.read_positions`). Each lane has the queue's whole size and its own back-pressure, so
+a full bulk lane pauses the telemetry partitions (Faust's own mechanism, per partition) and never
+blocks a fast record; the queue reports full, which makes Faust's conductor hand the record to
+`put`, only where a lane is full, and `put` waits only for its own lane.
 """
 
 from __future__ import annotations
 
+import re
 from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from mode.utils.queues import ThrowableQueue
 
 from streams.faust_transport import App
 
+FAST, TELEMETRY, BULK = range(3)  # the lanes, in the order the agent takes from them
+
+
+def _never(value: bytes) -> bool:
+    return False
+
+
+def _ignore(message: Any) -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class Lanes:
+    """Which lane a record queues in, and who hears of a record that later ones overtake."""
+
+    bulk_topics: frozenset[str] = frozenset()
+    telemetry: Callable[[bytes], bool] = _never  # of a record's value, on the other topics
+    overtaken: Callable[[Any], None] = _ignore  # given each telemetry-lane record's message
+
+    def of(self, item: Any) -> int:
+        message = getattr(item, "message", None)
+        if message is None:
+            return FAST
+        if message.topic in self.bulk_topics:
+            return BULK
+        value = message.value
+        return TELEMETRY if isinstance(value, bytes) and self.telemetry(value) else FAST
+
+
+def alone_of_type(name: str) -> Callable[[bytes], bool]:
+    """Whether a record's value is one event of type `name`, read off its bytes: its only
+    `"type"` key names it. A key inside a JSON string is escaped (`\\"type\\"`) and never
+    matches, so an XID or a batch holding one is never taken for it; misread, a record would only
+    queue in another lane."""
+    named = re.compile(rb'"type"\s*:\s*"' + re.escape(name.encode()) + rb'"')
+
+    def check(value: bytes) -> bool:
+        return value.count(b'"type"') == 1 and named.search(value) is not None
+
+    return check
+
 
 class LanedQueue(ThrowableQueue[Any]):
-    def __init__(self, *args: Any, bulk_topics: frozenset[str], **kwargs: Any) -> None:
-        self._bulk_topics = bulk_topics
+    def __init__(self, *args: Any, lanes: Lanes, **kwargs: Any) -> None:
+        self._lanes_of = lanes
         super().__init__(*args, **kwargs)
 
     # asyncio.Queue's storage hooks (as PriorityQueue and LifoQueue override them). `_queue`,
     # asyncio's own deque, is the bulk lane.
     def _init(self, maxsize: int) -> None:
         self._queue: deque[Any] = deque()
-        self._fast: deque[Any] = deque()
-        self._drops: dict[int, set[Callable[[], None]]] = {
-            id(self._queue): set(),
-            id(self._fast): set(),
-        }
+        self._lanes: tuple[deque[Any], ...] = (deque(), deque(), self._queue)
+        self._drops: dict[int, set[Callable[[], None]]] = {id(lane): set() for lane in self._lanes}
 
     def _put(self, item: Any) -> None:
-        self._lane(item).append(item)
+        lane = self._lanes_of.of(item)
+        if lane == TELEMETRY:
+            self._lanes_of.overtaken(item.message)
+        self._lanes[lane].append(item)
 
     def _get(self) -> Any:
-        return self._fast.popleft() if self._fast else self._queue.popleft()
+        for lane in self._lanes:
+            if lane:
+                return lane.popleft()
+        raise IndexError("get from an empty queue")  # asyncio.Queue never asks then
 
     def qsize(self) -> int:
-        return len(self._queue) + len(self._fast)
+        return sum(len(lane) for lane in self._lanes)
 
     def empty(self) -> bool:
-        return not self._queue and not self._fast and not self._errors
+        return not any(self._lanes) and not self._errors
 
     def full(self) -> bool:
-        return self._is_full(self._queue) or self._is_full(self._fast)
+        return any(self._is_full(lane) for lane in self._lanes)
 
     def clear(self) -> None:
-        self._fast.clear()
+        for lane in self._lanes[:-1]:
+            lane.clear()
         super().clear()
 
     async def put(self, value: Any) -> None:
@@ -83,7 +140,7 @@ class LanedQueue(ThrowableQueue[Any]):
         return high
 
     def maybe_endorse_pressure_drop(self) -> None:
-        for lane in (self._fast, self._queue):
+        for lane in self._lanes:
             drops = self._drops[id(lane)]
             if not drops:
                 continue
@@ -95,17 +152,16 @@ class LanedQueue(ThrowableQueue[Any]):
                 drops.pop()()
 
     def _lane(self, item: Any) -> deque[Any]:
-        topic = getattr(getattr(item, "message", None), "topic", None)
-        return self._queue if topic in self._bulk_topics else self._fast
+        return self._lanes[self._lanes_of.of(item)]
 
     def _is_full(self, lane: deque[Any]) -> bool:
         return self.maxsize > 0 and len(lane) >= self.maxsize
 
 
 class LanedApp(App):
-    """A Faust app whose stream queues have lanes; `bulk_topics` are the telemetry topics."""
+    """A Faust app whose stream queues have lanes (`lanes`, set before the worker starts)."""
 
-    bulk_topics: frozenset[str] = frozenset()
+    lanes: Lanes = Lanes()
 
     def FlowControlQueue(
         self, maxsize: int | None = None, *, clear_on_resume: bool = False
@@ -114,5 +170,5 @@ class LanedApp(App):
             maxsize=maxsize or 0,
             flow_control=self.flow_control,
             clear_on_resume=clear_on_resume,
-            bulk_topics=self.bulk_topics,
+            lanes=self.lanes,
         )

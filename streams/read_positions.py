@@ -17,10 +17,16 @@ offsets and are never handed over, so where the consumer's fetch position has re
 what is left is only what it handed over and the worker has not folded yet. The end is the high
 watermark: behind a transaction still open, records (a steady node's heartbeats) wait unread
 until it ends, and the partition is behind until then.
+
+Records are folded in their partition's order but for telemetry that later records overtake
+(a heartbeat queued behind an XID of its partition, `streams.lanes`): until such a record is
+folded, its partition is judged no later than its time, and folding it never moves the
+partition's position back.
 """
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
@@ -43,11 +49,27 @@ Fetches = Callable[[str, int], Fetched | None]
 class ReadPositions:
     def __init__(self) -> None:
         self._folded: dict[tuple[str, int], tuple[int, float]] = {}
+        # Per partition, its overtaken records not folded yet: (offset, time), in offset order.
+        self._overtaken: dict[tuple[str, int], deque[tuple[int, float | None]]] = {}
+
+    def overtaken(self, topic: str, partition: int, offset: int, timestamp_s: float | None) -> None:
+        """A record of `topic`/`partition` that later records of it may be folded before; told
+        in offset order, and each is then folded in that order (one lane keeps them)."""
+        known = timestamp_s is not None and timestamp_s >= 0
+        self._overtaken.setdefault((topic, partition), deque()).append(
+            (offset, timestamp_s if known else None)
+        )
 
     def folded(self, topic: str, partition: int, offset: int, timestamp_s: float | None) -> None:
         """A record of `topic`/`partition` was folded (or dead-lettered: it is behind us too).
         A record without a time (-1 from an old producer) moves the offset, not the time."""
         key = (topic, partition)
+        waiting = self._overtaken.get(key)
+        if waiting and waiting[0][0] == offset:
+            waiting.popleft()
+            last = self._folded.get(key)
+            if last is not None and last[0] > offset:
+                return  # later records were folded first: read as far as they are
         if timestamp_s is None or timestamp_s < 0:
             timestamp_s = self._folded.get(key, (0, 0.0))[1]
         self._folded[key] = (offset, timestamp_s)
@@ -55,6 +77,7 @@ class ReadPositions:
     def forget(self) -> None:
         """After a rebalance: a partition held again is read from its committed offset."""
         self._folded.clear()
+        self._overtaken.clear()
 
     def judged_at(
         self,
@@ -88,6 +111,12 @@ class ReadPositions:
             offset, timestamp_s = folded
             if offset + 1 < last_end:
                 judged = min(judged, timestamp_s)
+            waiting = self._overtaken.get((topic, partition))
+            if waiting:
+                waiting_s = waiting[0][1]
+                if waiting_s is None:
+                    return None  # a record of unknown time waits: how far back is unknown
+                judged = min(judged, waiting_s)
         return judged
 
 

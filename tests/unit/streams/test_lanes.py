@@ -8,19 +8,30 @@ from typing import Any
 
 from mode.utils.queues import FlowControlEvent
 
-from streams.lanes import LanedQueue
+from schemas.codec import encode, encode_batch
+from schemas.events import GpuXidObserved, NodeHeartbeat
+from streams.lanes import LanedQueue, Lanes, alone_of_type
+from tests.unit.streams.builders import heartbeat, xid
 
 GPU, NODES = "c.gpu", "c.nodes"
+HEARTBEAT = b'{"type":"NodeHeartbeat","subject":"n1"}'
+is_heartbeat = alone_of_type("NodeHeartbeat")
 
 
-def event(topic: str, n: int) -> Any:
-    return SimpleNamespace(message=SimpleNamespace(topic=topic), n=n)
+def event(topic: str, n: int, value: bytes = b"{}") -> Any:
+    return SimpleNamespace(message=SimpleNamespace(topic=topic, value=value, offset=n), n=n)
 
 
-def queue(maxsize: int = 100) -> LanedQueue:
+def queue(maxsize: int = 100, overtaken: list[int] | None = None) -> LanedQueue:
     flow = FlowControlEvent()
     flow.resume()
-    return LanedQueue(maxsize=maxsize, flow_control=flow, bulk_topics=frozenset({GPU}))
+    told = overtaken if overtaken is not None else []
+    lanes = Lanes(
+        bulk_topics=frozenset({GPU}),
+        telemetry=is_heartbeat,
+        overtaken=lambda message: told.append(message.offset),
+    )
+    return LanedQueue(maxsize=maxsize, flow_control=flow, lanes=lanes)
 
 
 async def test_records_that_lead_to_decisions_jump_the_telemetry_in_order() -> None:
@@ -70,3 +81,48 @@ def test_back_pressure_pauses_only_the_partitions_of_the_lane_that_fills() -> No
     assert resumed == []
     q.get_nowait()
     assert resumed == [GPU]  # seen at the drop size: fetched again
+
+
+async def test_heartbeats_queue_behind_what_leads_to_decisions_and_ahead_of_samples() -> None:
+    told: list[int] = []
+    q = queue(overtaken=told)
+    await q.put(event(GPU, 0))
+    for n in (1, 2):
+        await q.put(event(NODES, n, HEARTBEAT))
+    await q.put(event(NODES, 3))  # an XID, after the heartbeats of its partition
+    await q.put(event(NODES, 4, HEARTBEAT))
+    assert [(await q.get()).n for _ in range(5)] == [3, 1, 2, 4, 0]
+    assert told == [1, 2, 4]  # each heartbeat an XID may overtake, in order
+
+
+def test_a_full_telemetry_lane_pauses_its_partitions_not_the_bulk_ones() -> None:
+    q = queue(maxsize=10)
+    paused: list[str] = []
+
+    def put(topic: str, n: int, value: bytes) -> bool:
+        return q.put_nowait_enhanced(
+            event(topic, n, value),
+            on_pressure_high=lambda: paused.append(f"{topic}{value[:1]!r}"),
+            on_pressure_drop=lambda: None,
+        )
+
+    assert not any(put(NODES, n, HEARTBEAT) for n in range(8))
+    assert put(NODES, 8, HEARTBEAT) and len(paused) == 1
+    assert not put(GPU, 0, b"{}") and not put(NODES, 9, b"{}") and len(paused) == 1
+
+
+def test_one_heartbeat_is_told_from_everything_else_by_its_bytes() -> None:
+    beat = heartbeat("n1")
+    assert is_heartbeat(encode(beat))
+    assert is_heartbeat(b'{ "type" : "NodeHeartbeat", "subject": "n1" }')  # spaced, as json.dumps
+    assert not is_heartbeat(encode(xid("n1", 79)))
+    assert not is_heartbeat(encode_batch([beat, xid("n1", 79)]))  # a batch with an XID in it
+    assert not is_heartbeat(encode_batch([beat, beat]))  # several: the fast lane, as any batch
+    # An XID whose text quotes a heartbeat: the quoted key is escaped, so it is no match.
+    quoting = xid("n1", 79).model_copy(update={"source": '"type":"NodeHeartbeat"'})
+    assert b'\\"type\\":\\"NodeHeartbeat\\"' in encode(quoting)
+    assert not is_heartbeat(encode(quoting))
+
+
+def test_heartbeats_travel_with_xids_so_a_topic_cannot_tell_them_apart() -> None:
+    assert NodeHeartbeat.topic == GpuXidObserved.topic

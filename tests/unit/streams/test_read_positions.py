@@ -129,6 +129,51 @@ def test_only_markers_since_the_committed_offset_is_read_to_its_end() -> None:
     assert judged(ReadPositions(), end, start, {"nodes": Fetched(None, 11)}) == NOW
 
 
+# Heartbeats that XIDs of their partition overtake (streams.lanes).
+
+
+def test_an_overtaken_record_holds_its_partition_at_its_time_until_folded() -> None:
+    """Heartbeats 10-12 queue behind XID 13, which is folded first: the partition is read to its
+    end by offsets, but a heartbeat from 40 s ago is not, so nothing is judged past it."""
+    reads = ReadPositions()
+    reads.folded("nodes", 0, 9, NOW - 45)
+    for offset in (10, 11, 12):
+        reads.overtaken("nodes", 0, offset, NOW - 50 + offset)
+    reads.folded("nodes", 0, 13, NOW - 5)
+    end = {"nodes": 14, "gpu": 0}
+    assert judged(reads, end) == NOW - 40
+    reads.folded("nodes", 0, 10, NOW - 40)
+    assert judged(reads, end) == NOW - 39
+    reads.folded("nodes", 0, 11, NOW - 39)
+    reads.folded("nodes", 0, 12, NOW - 38)
+    assert judged(reads, end) == NOW  # every one folded: read to the end, not back at 12
+
+
+def test_folding_an_overtaken_record_never_moves_its_partition_back() -> None:
+    reads = ReadPositions()
+    reads.overtaken("nodes", 0, 10, NOW - 40)
+    reads.folded("nodes", 0, 11, NOW - 5)
+    reads.folded("nodes", 0, 10, NOW - 40)
+    assert judged(reads, {"nodes": 20, "gpu": 0}) == NOW - 5  # behind at 11, not at 10
+
+
+def test_an_overtaken_record_of_unknown_time_holds_its_partition_back() -> None:
+    reads = ReadPositions()
+    reads.overtaken("nodes", 0, 10, -1.0)
+    reads.folded("nodes", 0, 11, NOW - 5)
+    assert judged(reads, {"nodes": 12, "gpu": 0}) is None
+    reads.folded("nodes", 0, 10, -1.0)
+    assert judged(reads, {"nodes": 12, "gpu": 0}) == NOW
+
+
+def test_a_rebalance_forgets_overtaken_records_too() -> None:
+    reads = ReadPositions()
+    reads.overtaken("nodes", 0, 10, NOW - 40)
+    reads.forget()
+    reads.folded("nodes", 0, 11, NOW - 5)
+    assert judged(reads, {"nodes": 12, "gpu": 0}) == NOW
+
+
 # Where a partition is committed past the markers that end its log (commit_past_markers).
 
 

@@ -1,0 +1,90 @@
+"""On the real worker, a fatal XID is folded before the heartbeats queued ahead of it on its
+partition, and those heartbeats are all folded after it: nothing is lost, and no tick judged the
+silence of a node whose heartbeat waited (test_ticks covers ticks judged meanwhile).
+
+A backlog is written before the worker starts, so its first fetch hands over heartbeats and the
+XID together, as a burst does when 10,000 nodes heartbeat at once: in partition order, the XID's
+node would be folded, and its changelog record written, after every heartbeat before it."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from aiokafka import AIOKafkaConsumer, TopicPartition
+
+from collectors.events import Stamp
+from schemas.emitter import Emitter
+from schemas.envelope import Event
+from schemas.events import GpuXidObserved
+from schemas.events.gpus import GpuXidObservedPayload
+from schemas.placement import partition_for
+from schemas.settings import KafkaSettings
+from schemas.topics import partition_count
+from tests.integration.streams.worker import StreamsWorker, heartbeat, triggers_sent
+
+AHEAD = 1_500  # heartbeats of other nodes on the XID's partition, written before it
+STAMP = Stamp(source="it/agent", cluster="it")
+
+
+async def emit_in_order(settings: KafkaSettings, events: list[Event]) -> None:
+    async with Emitter(settings) as emitter:
+        for start in range(0, len(events), 500):
+            await asyncio.gather(*(emitter.emit(e) for e in events[start : start + 500]))
+
+
+async def changelog(settings: KafkaSettings, topic: str, partition: int, want: int) -> list[Any]:
+    """The first `want` records of a changelog partition, in offset order."""
+    consumer = AIOKafkaConsumer(bootstrap_servers=settings.bootstrap, enable_auto_commit=False)
+    await consumer.start()
+    try:
+        tp = TopicPartition(topic, partition)
+        consumer.assign([tp])
+        await consumer.seek_to_beginning(tp)
+        records: list[Any] = []
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 60
+        while len(records) < want and loop.time() < deadline:
+            records.extend((await consumer.getmany(tp, timeout_ms=500)).get(tp, []))
+        return records
+    finally:
+        await consumer.stop()
+
+
+def test_a_fatal_xid_is_folded_before_the_heartbeats_queued_ahead_of_it(
+    kafka_settings: KafkaSettings, worker_env: dict[str, str], unique: str, tmp_path: Path
+) -> None:
+    sick = f"sick-{unique}"
+    partitions = partition_count("nodes")
+    mine = partition_for(sick.encode(), partitions)
+    crowd = [
+        node
+        for node in (f"crowd-{unique}-{i}" for i in range(AHEAD * partitions * 3))
+        if partition_for(node.encode(), partitions) == mine
+    ][:AHEAD]
+    xid = STAMP.make(GpuXidObserved, sick, GpuXidObservedPayload(gpu=0, xid=79))
+    asyncio.run(emit_in_order(kafka_settings, [heartbeat(STAMP, n, 30.0) for n in crowd]))
+    asyncio.run(emit_in_order(kafka_settings, [xid]))
+    worker = StreamsWorker(worker_env, tmp_path / "run")
+    worker.start()
+    try:
+        seen = triggers_sent(
+            kafka_settings,
+            lambda ts: any(t.type == "QuarantineNodes" for t in ts),
+            90,
+            worker.check,
+        )
+        assert [list(t.payload.nodes) for t in seen if t.type == "QuarantineNodes"] == [[sick]]
+        topic = f"{worker_env['CENTRALITY_STREAMS_APP_ID']}-nodes-changelog"
+        # Every node's first state: the crowd's heartbeats and the XID, then the quarantine
+        # story's records of the sick node.
+        records = asyncio.run(changelog(kafka_settings, topic, mine, AHEAD + 1))
+    finally:
+        worker.stop()
+    keys = [r.key.decode() for r in records]
+    assert set(crowd) <= set(keys), "a heartbeat queued behind the XID was never folded"
+    first_sick = keys.index(sick)
+    after = {k for k in keys[first_sick:] if k != sick}
+    # In partition order the XID would come last of these: it overtook those still queued.
+    assert len(after) >= AHEAD // 2, f"the XID was folded after {first_sick} of {AHEAD} heartbeats"
