@@ -52,3 +52,7 @@ def test_pages_come_in_event_time_order(
     at_the_instant = [type(e).__name__ for e in read if e.occurred_at == trigger.occurred_at]
     assert at_the_instant[-3] == trigger.type
     assert sorted(at_the_instant[-2:]) == ["ActionStarted", "ActionSucceeded"]
+    # A range with nothing in it, or none at all, reads nothing (and asks the server nothing).
+    empty = seeded.now + timedelta(days=1)
+    assert list(stream_events_between(clickhouse_settings, empty, empty + timedelta(hours=1))) == []
+    assert list(stream_events_between(clickhouse_settings, empty, empty)) == []
