@@ -3,9 +3,9 @@ starts behind calls no node lost whose newer heartbeats it has not read yet.
 
 Behind, here, as after a worker's outage in a deployment of several: its partitions' heartbeats
 piled up, and so did the ticks the leader (another worker) went on sending for them every
-second; the restarted worker reads both at once, the ticks long before the last heartbeats. The backlog's
-health checks queue in the fast lane and overtake the steady node's heartbeats (streams.lanes),
-so the ticks also judge no later than a heartbeat still queued behind them."""
+second; the restarted worker reads both at once, the ticks long before the last heartbeats.
+The backlog's health checks queue in the fast lane and overtake the steady node's heartbeats
+(streams.lanes), so the ticks also judge no later than a heartbeat still queued behind them."""
 
 from __future__ import annotations
 
