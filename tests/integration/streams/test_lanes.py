@@ -15,23 +15,16 @@ from typing import Any
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from collectors.events import Stamp
-from schemas.emitter import Emitter
-from schemas.envelope import Event
 from schemas.events import GpuXidObserved
 from schemas.events.gpus import GpuXidObservedPayload
 from schemas.placement import partition_for
 from schemas.settings import KafkaSettings
 from schemas.topics import partition_count
-from tests.integration.streams.worker import StreamsWorker, heartbeat, triggers_sent
+from tests.integration.streams.worker import StreamsWorker, emit, heartbeat, triggers_sent
+from tests.support.placed import crowd_on_partition_of
 
 AHEAD = 1_500  # heartbeats of other nodes on the XID's partition, written before it
 STAMP = Stamp(source="it/agent", cluster="it")
-
-
-async def emit_in_order(settings: KafkaSettings, events: list[Event]) -> None:
-    async with Emitter(settings) as emitter:
-        for start in range(0, len(events), 500):
-            await asyncio.gather(*(emitter.emit(e) for e in events[start : start + 500]))
 
 
 async def changelog(settings: KafkaSettings, topic: str, partition: int, want: int) -> list[Any]:
@@ -56,16 +49,11 @@ def test_a_fatal_xid_is_folded_before_the_heartbeats_queued_ahead_of_it(
     kafka_settings: KafkaSettings, worker_env: dict[str, str], unique: str, tmp_path: Path
 ) -> None:
     sick = f"sick-{unique}"
-    partitions = partition_count("nodes")
-    mine = partition_for(sick.encode(), partitions)
-    crowd = [
-        node
-        for node in (f"crowd-{unique}-{i}" for i in range(AHEAD * partitions * 3))
-        if partition_for(node.encode(), partitions) == mine
-    ][:AHEAD]
+    mine = partition_for(sick.encode(), partition_count("nodes"))
+    crowd = crowd_on_partition_of(sick, f"crowd-{unique}", AHEAD)
     xid = STAMP.make(GpuXidObserved, sick, GpuXidObservedPayload(gpu=0, xid=79))
-    asyncio.run(emit_in_order(kafka_settings, [heartbeat(STAMP, n, 30.0) for n in crowd]))
-    asyncio.run(emit_in_order(kafka_settings, [xid]))
+    asyncio.run(emit(kafka_settings, [heartbeat(STAMP, n, 30.0) for n in crowd]))
+    asyncio.run(emit(kafka_settings, [xid]))
     worker = StreamsWorker(worker_env, tmp_path / "run")
     worker.start()
     try:

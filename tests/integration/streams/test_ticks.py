@@ -22,8 +22,6 @@ import pytest
 from aiokafka import AIOKafkaProducer
 
 from collectors.events import Stamp
-from schemas.emitter import Emitter
-from schemas.envelope import Event
 from schemas.events import NodeHealthChecked, NodeHeartbeat
 from schemas.events.nodes import HealthStatus, NodeHealthCheckedPayload
 from schemas.placement import partition_for
@@ -32,11 +30,13 @@ from schemas.topics import partition_count
 from streams.settings import StreamsSettings
 from streams.topics import node_ticks
 from tests.integration.streams.worker import (
+    emit,
     heartbeat,
     heartbeating,
     ticking_worker,
     triggers_sent,
 )
+from tests.support.placed import crowd_on_partition_of
 
 LIMIT_S = 3.0  # heartbeat_lost's limit in this test
 BEAT_S = 0.5  # the steady node's heartbeat interval
@@ -54,12 +54,6 @@ def beat(node: str) -> NodeHeartbeat:
 def passed(node: str) -> NodeHealthChecked:
     payload = NodeHealthCheckedPayload(check="it", status=HealthStatus.OK)
     return STAMP.make(NodeHealthChecked, node, payload)
-
-
-async def emit(settings: KafkaSettings, events: list[Event]) -> None:
-    async with Emitter(settings) as emitter:
-        for start in range(0, len(events), 500):
-            await asyncio.gather(*(emitter.emit(e) for e in events[start : start + 500]))
 
 
 async def tick(settings: KafkaSettings, topic: str, partition: int) -> None:
@@ -100,13 +94,8 @@ def test_a_worker_behind_its_inputs_calls_no_node_lost_that_it_has_not_read(
 ) -> None:
     worker = ticking_worker(worker_env, tmp_path / "run", LIMIT_S)
     gone, gone_in_outage = f"gone-{unique}", f"gone-in-outage-{unique}"
-    partitions = partition_count("nodes")
-    mine = partition_for(steady.encode(), partitions)
-    backlog = [
-        node
-        for node in (f"crowd-{unique}-{i}" for i in range(BACKLOG * partitions * 2))
-        if partition_for(node.encode(), partitions) == mine
-    ][:BACKLOG]
+    mine = partition_for(steady.encode(), partition_count("nodes"))
+    backlog = crowd_on_partition_of(steady, f"crowd-{unique}", BACKLOG)
     worker.start()
     try:
         asyncio.run(emit(kafka_settings, [beat(gone)]))
