@@ -47,7 +47,6 @@ from schemas import tracing
 from schemas.codec import DecodeError, decode, encode
 from schemas.deadletter import DeadLetter, count_dead_letter
 from schemas.envelope import Event
-from schemas.events import NodeHeartbeat
 from schemas.metrics.catalog import (
     DECISIONS,
     EVENTS_IN,
@@ -65,7 +64,7 @@ from streams.clean_start import guard
 from streams.entities import JOBS, KINDS, NODE_SETS, NODES, Kind, forwarded, kind_of, step
 from streams.failures import call_retrying, transient
 from streams.faust_worker import Worker
-from streams.lanes import LanedApp, Lanes, alone_of_type
+from streams.lanes import LanedApp, Lanes, routine
 from streams.read_positions import Fetched, ReadPositions
 from streams.rules.registry import RuleEngine
 from streams.settings import StreamsSettings
@@ -177,11 +176,11 @@ TICK_INPUTS = {
     NODES.table: [t for t in nodes_topic.topics if t != NODE_TICKS],
 }
 reads = ReadPositions()
-# GPU samples and heartbeats are the telemetry: queued behind whatever leads to decisions
-# (streams.lanes); a tick waits for the heartbeats that XIDs overtook.
+# GPU samples, heartbeats and passed health checks are the telemetry: queued behind whatever
+# leads to decisions (streams.lanes); a tick waits for the records that XIDs overtook.
 app.lanes = Lanes(
     bulk_topics=frozenset({_catalog("gpu")}),
-    telemetry=alone_of_type(NodeHeartbeat.__name__),
+    telemetry=routine,
     overtaken=lambda m: reads.overtaken(m.topic, m.partition, m.offset, m.timestamp),
 )
 

@@ -4,8 +4,8 @@ starts behind calls no node lost whose newer heartbeats it has not read yet.
 Behind, here, as after a worker's outage in a deployment of several: its partitions' heartbeats
 piled up, and so did the ticks the leader (another worker) went on sending for them every
 second; the restarted worker reads both at once, the ticks long before the last heartbeats.
-The backlog's health checks queue in the fast lane and overtake the steady node's heartbeats
-(streams.lanes), so the ticks also judge no later than a heartbeat still queued behind them."""
+The backlog's health checks warn, so they queue in the fast lane and overtake the steady node's
+heartbeats (streams.lanes): the ticks also judge no later than a heartbeat queued behind them."""
 
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ LIMIT_S = 3.0  # heartbeat_lost's limit in this test
 BEAT_S = 0.5  # the steady node's heartbeat interval
 OUTAGE_S = 6.0  # the worker is down this long, twice the limit
 CATCH_UP_S = 12.0  # from the restart: start-up, the backlog read, ticks after it
-BACKLOG = 8_000  # passed health checks of other nodes on its partition, written meanwhile
+BACKLOG = 8_000  # health checks of other nodes on its partition that warn, written meanwhile
 
 STAMP = Stamp(source="it/agent", cluster="it")
 
@@ -51,8 +51,8 @@ def beat(node: str) -> NodeHeartbeat:
     return heartbeat(STAMP, node, BEAT_S)
 
 
-def passed(node: str) -> NodeHealthChecked:
-    payload = NodeHealthCheckedPayload(check="it", status=HealthStatus.OK)
+def warning(node: str) -> NodeHealthChecked:
+    payload = NodeHealthCheckedPayload(check="it", status=HealthStatus.WARN)
     return STAMP.make(NodeHealthChecked, node, payload)
 
 
@@ -109,7 +109,7 @@ def test_a_worker_behind_its_inputs_calls_no_node_lost_that_it_has_not_read(
         chunks = int(OUTAGE_S)
         for i in range(chunks):
             part = backlog[i * BACKLOG // chunks : (i + 1) * BACKLOG // chunks]
-            asyncio.run(emit(kafka_settings, [passed(n) for n in part]))
+            asyncio.run(emit(kafka_settings, [warning(n) for n in part]))
             threading.Event().wait(OUTAGE_S / chunks)
             asyncio.run(tick(kafka_settings, ticks, mine))
         worker.start()

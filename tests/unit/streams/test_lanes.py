@@ -10,12 +10,11 @@ from mode.utils.queues import FlowControlEvent
 
 from schemas.codec import encode, encode_batch
 from schemas.events import GpuXidObserved, NodeHeartbeat
-from streams.lanes import LanedQueue, Lanes, alone_of_type
-from tests.unit.streams.builders import heartbeat, xid
+from streams.lanes import LanedQueue, Lanes, routine
+from tests.unit.streams.builders import health, heartbeat, xid
 
 GPU, NODES = "c.gpu", "c.nodes"
 HEARTBEAT = b'{"type":"NodeHeartbeat","subject":"n1"}'
-is_heartbeat = alone_of_type("NodeHeartbeat")
 
 
 def event(topic: str, n: int, value: bytes = b"{}") -> Any:
@@ -28,7 +27,7 @@ def queue(maxsize: int = 100, overtaken: list[int] | None = None) -> LanedQueue:
     told = overtaken if overtaken is not None else []
     lanes = Lanes(
         bulk_topics=frozenset({GPU}),
-        telemetry=is_heartbeat,
+        telemetry=routine,
         overtaken=lambda message: told.append(message.offset),
     )
     return LanedQueue(maxsize=maxsize, flow_control=flow, lanes=lanes)
@@ -113,15 +112,29 @@ def test_a_full_telemetry_lane_pauses_its_partitions_not_the_bulk_ones() -> None
 
 def test_one_heartbeat_is_told_from_everything_else_by_its_bytes() -> None:
     beat = heartbeat("n1")
-    assert is_heartbeat(encode(beat))
-    assert is_heartbeat(b'{ "type" : "NodeHeartbeat", "subject": "n1" }')  # spaced, as json.dumps
-    assert not is_heartbeat(encode(xid("n1", 79)))
-    assert not is_heartbeat(encode_batch([beat, xid("n1", 79)]))  # a batch with an XID in it
-    assert not is_heartbeat(encode_batch([beat, beat]))  # several: the fast lane, as any batch
+    assert routine(encode(beat))
+    assert routine(b'{ "type" : "NodeHeartbeat", "subject": "n1" }')  # spaced, as json.dumps
+    assert not routine(encode(xid("n1", 79)))
+    assert not routine(encode_batch([beat, xid("n1", 79)]))  # a batch with an XID in it
+    assert not routine(encode_batch([beat, beat]))  # several: the fast lane, as any batch
     # An XID whose text quotes a heartbeat: the quoted key is escaped, so it is no match.
     quoting = xid("n1", 79).model_copy(update={"source": '"type":"NodeHeartbeat"'})
     assert b'\\"type\\":\\"NodeHeartbeat\\"' in encode(quoting)
-    assert not is_heartbeat(encode(quoting))
+    assert not routine(encode(quoting))
+
+
+def test_a_passed_health_check_is_routine_and_any_other_is_not() -> None:
+    assert routine(encode(health("n1", "dcgm", "OK")))
+    for status in ("WARN", "CRITICAL", "UNKNOWN"):
+        assert not routine(encode(health("n1", "dcgm", status)))
+    # A failed check whose message quotes a passing one: escaped, so no match.
+    assert not routine(encode(health("n1", "dcgm", "CRITICAL", message='"status":"OK"')))
+    # A failed check whose details hold a passing part: the key appears twice, so no match.
+    nested = health("n1", "dcgm", "CRITICAL").model_copy(deep=True)
+    details = nested.payload.model_copy(update={"details": {"gpu0": {"status": "OK"}}})
+    failed_with_details = nested.model_copy(update={"payload": details})
+    assert b'"status":"OK"' in encode(failed_with_details)
+    assert not routine(encode(failed_with_details))
 
 
 def test_heartbeats_travel_with_xids_so_a_topic_cannot_tell_them_apart() -> None:
