@@ -176,13 +176,22 @@ TICK_INPUTS = {
     NODES.table: [t for t in nodes_topic.topics if t != NODE_TICKS],
 }
 reads = ReadPositions()
+
+
+def hold_ticks_for(message: Any) -> None:
+    """A routine record queued behind later ones of its partition: its partition's ticks wait
+    for it. Not one fetched before a rebalance that Faust's conductor queues after it: the
+    stream skips such a record unfolded (its generation is over), and would hold them for good."""
+    if message.generation_id == app.consumer_generation_id:
+        reads.overtaken(message.topic, message.partition, message.offset, message.timestamp)
+
+
 # GPU samples, heartbeats and passed health checks are the telemetry: queued behind whatever
 # leads to decisions (streams.lanes); a tick waits for the records that XIDs overtook.
 app.lanes = Lanes(
-    bulk_topics=frozenset({_catalog("gpu")}),
-    telemetry=routine,
-    overtaken=lambda m: reads.overtaken(m.topic, m.partition, m.offset, m.timestamp),
+    bulk_topics=frozenset({_catalog("gpu")}), telemetry=routine, overtaken=hold_ticks_for
 )
+
 
 cache = StateCache(settings.state_cache_entries)
 # What is due when, per kind and partition held here: built from the table at the partition's

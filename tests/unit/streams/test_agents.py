@@ -15,6 +15,7 @@ import pytest
 from pydantic import SecretStr
 
 from schemas.codec import decode, encode, encode_batch
+from schemas.envelope import Event
 from schemas.placement import partition_for
 from schemas.signing import verify
 from streams.entities import JOBS, NODES, forwarded
@@ -22,7 +23,7 @@ from streams.state.internal import NodeActionReported, NodeTick, decode_internal
 from streams.state_cache import StateCache
 from tests.factories import T0, checkpoint
 from tests.support.triggers import quarantine as quarantine_trigger
-from tests.unit.streams.builders import ended, heartbeat, result, sample
+from tests.unit.streams.builders import ended, heartbeat, result, sample, xid
 
 KEY = "agents-test-key"
 
@@ -227,44 +228,82 @@ async def test_a_tick_folds_only_the_nodes_something_is_due_for(
     assert await tick_at(limit_s + 15) == [silent]
 
 
+class Behind:
+    """The node agent's partition of `node` with its ticks, the broker's offsets set by hand."""
+
+    def __init__(self, app_module: ModuleType, monkeypatch: pytest.MonkeyPatch, node: str) -> None:
+        self.app, self.node = app_module, node
+        self.partition = partition_for(node.encode(), app_module.PARTITIONS)
+        self.nodes = app_module.topic_name("nodes", app_module.kafka)
+        self.limit_s = app_module.engine.on(NodeTick)[0].config.limit_s
+        monkeypatch.setattr(app_module, "tables", {"jobs": {}, "nodes": {}, "node_sets": {}})
+        monkeypatch.setattr(app_module, "cache", StateCache(100))
+        monkeypatch.setattr(app_module, "timers", {})
+        monkeypatch.setattr(app_module, "reads", app_module.ReadPositions())
+        self.triggers = Sent()
+        monkeypatch.setattr(app_module.triggers_topic, "send", self.triggers)
+        monkeypatch.setattr(app_module.forward_topic, "send", Sent())
+        self.written = dict.fromkeys(app_module.TICK_INPUTS["nodes"], 0)
+        monkeypatch.setattr(app_module, "_end_offset", lambda topic, _: self.written[topic])
+        monkeypatch.setattr(app_module, "_start_offset", lambda topic, _: 0)
+        monkeypatch.setattr(app_module, "_fetched", lambda topic, _: None)
+
+    def record(self, offset: int, event: Event) -> SimpleNamespace:
+        at_s = (event.occurred_at - T0).total_seconds()
+        return read_on(self.nodes, event.subject, encode(event), self.partition, offset, at_s)
+
+    async def read(self, offset: int, event: Event) -> None:
+        await self.app.handle_message(self.record(offset, event), self.app.NODE_AGENT)
+
+    async def tick(self, at_s: float) -> list[str]:
+        self.triggers.values.clear()
+        now = (T0 + timedelta(seconds=at_s)).isoformat()
+        message = SimpleNamespace(value=orjson.dumps({"now": now}), partition=self.partition)
+        await self.app.handle_tick(NODES, message)
+        return [e.type for v in self.triggers.values for e in decode(v)]
+
+
 async def test_a_tick_judges_no_silence_that_is_only_unread(
     app_module: ModuleType, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A worker that starts behind (after an outage, a rebalance) holds its nodes' newer
     heartbeats unread while ticks carry the wall clock: it must not call the whole fleet lost.
     A node is judged lost only for a silence the worker has read."""
-    node = "tick-behind"
-    partition = partition_for(node.encode(), app_module.PARTITIONS)
-    nodes = app_module.topic_name("nodes", app_module.kafka)
-    limit_s = app_module.engine.on(NodeTick)[0].config.limit_s
-    monkeypatch.setattr(app_module, "tables", {"jobs": {}, "nodes": {}, "node_sets": {}})
-    monkeypatch.setattr(app_module, "cache", StateCache(100))
-    monkeypatch.setattr(app_module, "timers", {})
-    monkeypatch.setattr(app_module, "reads", app_module.ReadPositions())
-    triggers = Sent()
-    monkeypatch.setattr(app_module.triggers_topic, "send", triggers)
-    monkeypatch.setattr(app_module.forward_topic, "send", Sent())
-    written_ = dict.fromkeys(app_module.TICK_INPUTS["nodes"], 0)
-    monkeypatch.setattr(app_module, "_end_offset", lambda topic, _: written_[topic])
-    monkeypatch.setattr(app_module, "_start_offset", lambda topic, _: 0)
-    monkeypatch.setattr(app_module, "_fetched", lambda topic, _: None)
+    behind = Behind(app_module, monkeypatch, "tick-behind")
+    node, limit_s = behind.node, behind.limit_s
+    behind.written[behind.nodes] = 2  # heartbeats at 0 and at limit_s are on the topic
+    assert await behind.tick(limit_s + 5) == []  # nothing of the partition read yet: not judged
+    await behind.read(0, heartbeat(node, at_s=0))
+    assert await behind.tick(limit_s + 5) == []  # judged at 0 s: the newer heartbeat is unread
+    await behind.read(1, heartbeat(node, at_s=limit_s))
+    assert await behind.tick(limit_s + 5) == []  # read: it was not silent
+    assert await behind.tick(2 * limit_s + 5) == ["Notify"]  # read to the end, and silent since
 
-    async def read(offset: int, at_s: float) -> None:
-        value = encode(heartbeat(node, at_s=at_s))
-        record = read_on(nodes, node, value, partition, offset, at_s)
-        await app_module.handle_message(record, app_module.NODE_AGENT)
 
-    async def tick(at_s: float) -> list[str]:
-        triggers.values.clear()
-        now = (T0 + timedelta(seconds=at_s)).isoformat()
-        message = SimpleNamespace(value=orjson.dumps({"now": now}), partition=partition)
-        await app_module.handle_tick(NODES, message)
-        return [e.type for v in triggers.values for e in decode(v)]
+async def test_a_tick_waits_for_a_heartbeat_that_a_later_record_overtook(
+    app_module: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its heartbeat queued in the routine lane while an XID of the partition, written after it,
+    is folded: read to the end by offsets, but the node is not silent. A heartbeat fetched in a
+    generation that is over is skipped by Faust unfolded: it holds nothing."""
+    behind = Behind(app_module, monkeypatch, "tick-overtaken")
+    node, limit_s = behind.node, behind.limit_s
+    behind.written[behind.nodes] = 3
+    await behind.read(0, heartbeat(node, at_s=0))
+    queued = behind.record(1, heartbeat(node, at_s=limit_s - 1))
+    queued.generation_id = app_module.app.consumer_generation_id
+    app_module.hold_ticks_for(queued)
+    await behind.read(2, xid(node, 43, at_s=limit_s))  # XID 43 (IGNORE): no decision
+    assert await behind.tick(limit_s + 5) == []  # judged at limit_s - 1: not silent
+    await app_module.handle_message(queued, app_module.NODE_AGENT)
+    assert await behind.tick(limit_s + 5) == []  # folded: not silent either
+    assert await behind.tick(2 * limit_s + 5) == ["Notify"]
 
-    written_[nodes] = 2  # heartbeats at 0 and at limit_s are on the topic
-    assert await tick(limit_s + 5) == []  # nothing of the partition read yet: not judged
-    await read(0, 0)
-    assert await tick(limit_s + 5) == []  # judged at 0 s: the newer heartbeat is unread
-    await read(1, limit_s)
-    assert await tick(limit_s + 5) == []  # read: it was not silent
-    assert await tick(2 * limit_s + 5) == ["Notify"]  # read to the end, and silent since
+    again = Behind(app_module, monkeypatch, "tick-overtaken-before")
+    again.written[again.nodes] = 3
+    await again.read(0, heartbeat(again.node, at_s=0))
+    stale = again.record(1, heartbeat(again.node, at_s=limit_s - 1))
+    stale.generation_id = app_module.app.consumer_generation_id - 1
+    app_module.hold_ticks_for(stale)
+    await again.read(2, xid(again.node, 43, at_s=limit_s))
+    assert await again.tick(limit_s + 5) == ["Notify"]  # not held by a record never folded
