@@ -74,7 +74,7 @@ def wait_for_types(
         raise TimeoutError(f"history did not show {sorted(want)}: {exc}") from None
 
 
-PAGE_S = 1800.0  # a 1,000-node fleet: ~55k events a page, ~150 MB decoded
+PAGE_S = 1800.0  # a 1,000-node fleet: ~55k events a page, ~40 MB of rows (two held at a time)
 
 
 def _utc_json(column: str) -> str:
