@@ -1,4 +1,8 @@
-"""No heartbeat from a node for longer than `limit_s` → Notify (node lost), once per silence.
+"""No heartbeat from a node for longer than its limit → Notify (node lost), once per silence.
+
+The limit is `limit_s`, or `missed` of the intervals the node's last heartbeat said to expect
+when that is longer: an agent set to heartbeat every 5 minutes is not lost 2 minutes after each
+beat (it was, every 5 minutes, before the node's own interval counted).
 
 Nothing arrives when a node goes quiet, so this rule runs on clock ticks (`NodeTick`): the live
 worker ticks every `CENTRALITY_STREAMS_TICK_INTERVAL_S`, replay ticks at the same event times.
@@ -20,12 +24,29 @@ NAME = "heartbeat_lost"
 
 
 class HeartbeatLostConfig(RuleConfig):
-    limit_s: float = Field(default=120.0, gt=0, description="Silence longer than this is loss.")
+    limit_s: float = Field(
+        default=120.0, gt=0, description="Silence longer than this is loss (at the least)."
+    )
+    missed: float = Field(
+        default=3.0,
+        gt=0,
+        description="Or silence this many of the node's declared heartbeat intervals, if longer.",
+    )
+    limit_max_s: float = Field(
+        default=3600.0,
+        gt=0,
+        description="However long a node says its interval is, silence this long is loss.",
+    )
+
+
+def silence_limit_s(node: Node, config: HeartbeatLostConfig) -> float:
+    declared_s = config.missed * (node.heartbeat_interval_s or 0.0)
+    return max(config.limit_s, min(declared_s, config.limit_max_s))
 
 
 def silence_over(node: Node, config: HeartbeatLostConfig) -> list[datetime]:
     last = node.last_heartbeat_at
-    return [] if last is None else [last + timedelta(seconds=config.limit_s)]
+    return [] if last is None else [last + timedelta(seconds=silence_limit_s(node, config))]
 
 
 @rule(NAME, on=(NodeTick,), config=HeartbeatLostConfig, due=silence_over)
@@ -34,7 +55,8 @@ def heartbeat_lost(node: Node, event: NodeTick, config: HeartbeatLostConfig) -> 
     if last is None:
         return
     silent_s = (event.occurred_at - last).total_seconds()
-    if silent_s <= config.limit_s:
+    limit_s = silence_limit_s(node, config)
+    if silent_s <= limit_s:
         return
     since = last.isoformat()
     yield Notify.decide(
@@ -42,8 +64,7 @@ def heartbeat_lost(node: Node, event: NodeTick, config: HeartbeatLostConfig) -> 
         source=f"rule/{NAME}",
         rule=NAME,
         window=f"silent-since-{since}",
-        reason=f"no heartbeat from {node.node_id} for {silent_s:.0f} s "
-        f"(limit {config.limit_s:.0f} s)",
+        reason=f"no heartbeat from {node.node_id} for {silent_s:.0f} s (limit {limit_s:.0f} s)",
         severity=config.severity,
         caused_by=(),
         title=f"Node {node.node_id} lost",

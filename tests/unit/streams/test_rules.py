@@ -175,6 +175,30 @@ def test_heartbeat_lost_notifies_once_per_silence() -> None:
     assert len(b.tick(at(200))) == 1  # a new silence is a new incident
 
 
+def slow_beat(at_s: float, interval_s: float) -> Event:
+    beat = heartbeat(at_s=at_s)
+    return beat.model_copy(
+        update={"payload": beat.payload.model_copy(update={"interval_s": interval_s})}
+    )
+
+
+def test_a_node_that_heartbeats_slowly_is_lost_only_after_missing_its_own_beats() -> None:
+    """An agent set to beat every 300 s was called lost 120 s after each beat."""
+    b = brain()
+    feed(b, slow_beat(0, interval_s=300))
+    assert [t for t in b.tick(at(600)) if t.payload.rule == "heartbeat_lost"] == []
+    feed(b, slow_beat(300, interval_s=300))
+    [lost] = [t for t in b.tick(at(1201)) if t.payload.rule == "heartbeat_lost"]
+    assert "limit 900 s" in lost.payload.reason
+
+
+def test_a_declared_interval_never_stretches_the_limit_past_its_maximum() -> None:
+    b = brain(heartbeat_lost={"limit_max_s": 1000})
+    feed(b, slow_beat(0, interval_s=86_400))
+    [lost] = [t for t in b.tick(at(1001)) if t.payload.rule == "heartbeat_lost"]
+    assert "limit 1000 s" in lost.payload.reason
+
+
 def test_checkpoint_stall_notifies_running_jobs_only() -> None:
     b = brain(checkpoint_stall={"limit_s": 100})
     feed(b, running("s", at_s=0), checkpoint(1, "s", at_s=50), running("done", at_s=0))
