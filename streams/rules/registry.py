@@ -151,15 +151,21 @@ class RuleEngine:
         """
         now = event.occurred_at
         triggers: list[Trigger] = []
-        pending = dict(memo.pending_since)
-        fired = dict(memo.fired)
+        # The memo's own dicts until a rule needs them changed: most evaluations decide nothing
+        # and leave the memo as it was, and then cost no copy.
+        pending, fired = memo.pending_since, memo.fired
+        copied = False
         traced = tracing.enabled()
-        for bound in self.on(type(event)):
+        for bound in self._by_type.get(type(event), ()):
             name, cfg = bound.spec.name, bound.config
             started_ns = time.time_ns() if traced else 0
             decided = list(bound.spec.fn(state, event, cfg))
+            if not decided and name not in pending:
+                continue
+            if not copied:
+                pending, fired, copied = dict(pending), dict(fired), True
             if not decided:
-                pending.pop(name, None)
+                del pending[name]
                 continue
             fresh, held = _admit(name, cfg, decided, now, pending, fired)
             triggers.extend(fresh)

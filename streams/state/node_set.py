@@ -9,6 +9,7 @@ from pydantic import ConfigDict
 
 from schemas.envelope import Event
 from schemas.events import QuarantineNodes
+from streams.dispatch import by_type
 from streams.state.bounds import NODE_SET_NODES_KEPT, NODES_BYTES_KEPT, node_ids
 from streams.state.internal import NodeSetFailed
 from streams.state.stamp import Entity, stamped
@@ -32,12 +33,15 @@ class NodeSet(Entity):
 
 def apply(state: NodeSet | None, event: Event) -> NodeSet:
     current = state or NodeSet.new(event)
-    return stamped(state, current, _fold(event, current), event)
+    return stamped(state, current, _folded(event, current), event)
 
 
 @singledispatch
 def _fold(event: Event, state: NodeSet) -> NodeSet:
     return state
+
+
+_folded = by_type(_fold)
 
 
 @_fold.register

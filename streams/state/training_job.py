@@ -27,6 +27,7 @@ from schemas.events import (
     RestartJob,
 )
 from schemas.events.jobs import is_failure
+from streams.dispatch import by_type
 from streams.state.bounds import (
     ATTEMPT_NODES_BYTES_KEPT,
     ATTEMPT_NODES_KEPT,
@@ -162,7 +163,7 @@ class TrainingJob(Entity):
 def apply(state: TrainingJob | None, event: Event) -> TrainingJob:
     """Fold one event into the job; events this fold does not know leave it unchanged."""
     current = state or TrainingJob.new(event)
-    return stamped(state, current, _fold(event, current), event)
+    return stamped(state, current, _folded(event, current), event)
 
 
 def _job_nodes(nodes: tuple[str, ...]) -> tuple[str, ...]:
@@ -182,6 +183,9 @@ def _seconds(start: datetime | None, end: datetime) -> float:
 @singledispatch
 def _fold(event: Event, state: TrainingJob) -> TrainingJob:
     return state
+
+
+_folded = by_type(_fold)
 
 
 @_fold.register

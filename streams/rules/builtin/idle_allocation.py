@@ -31,6 +31,8 @@ class IdleAllocationConfig(RuleConfig):
 
 
 def idle_over(node: Node, config: IdleAllocationConfig) -> list[datetime]:
+    if not node.jobs:  # nothing held to flag (and a look at every GPU saved)
+        return []
     idle_since = node.idle_since
     if idle_since is None:
         return []
@@ -42,6 +44,8 @@ def idle_over(node: Node, config: IdleAllocationConfig) -> list[datetime]:
 def idle_allocation(
     node: Node, event: GpuSampled | NodeTick, config: IdleAllocationConfig
 ) -> Iterator[Trigger]:
+    if not node.jobs:
+        return
     idle_since = node.idle_since
     if idle_since is None:
         return
