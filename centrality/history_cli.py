@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import re
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -20,6 +22,7 @@ from schemas.events import Trigger
 from schemas.events.actions import ActionPayload
 
 if TYPE_CHECKING:
+    from streams.replay.rerun import Decision
     from streams.replay.source import Source
 
 history_app = typer.Typer(help="Timelines of jobs and nodes, and the sink's lag.")
@@ -188,17 +191,43 @@ def replay(
     node: str | None = typer.Option(None, help="Only this node and the jobs that ran on it."),
     into: str | None = typer.Option(None, help="Also re-drive the events into this topic."),
     explain: str | None = typer.Option(None, help="Show the chain behind this trigger id."),
+    parts: int = typer.Option(
+        os.cpu_count() or 1,
+        min=1,
+        help="Processes re-deciding a ClickHouse range, each a part of the nodes (default: one a "
+        "core); --job, --node, --into and --explain read the range whole into one.",
+    ),
     json: bool = JSON,
 ) -> None:
     """Re-decide a range of history with the current rules, next to what was decided then."""
     from schemas.settings import KafkaSettings
     from streams.replay import explain as explaining
+    from streams.replay.clickhouse_source import ClickHouseSource
     from streams.replay.kafka_source import OffsetsUnavailable
+    from streams.replay.parallel import rerun_parts
     from streams.replay.redrive import redrive
     from streams.replay.rerun import compare, default_warmup_s, rerun_current
 
     source = _source(since, until, kafka or [], job, node)
     warmup = default_warmup_s() if warmup_s is None else warmup_s
+    if isinstance(source, ClickHouseSource) and not (job or node or into or explain):
+        with tracking(wanted(json)) as progress:
+            progress.phase("reading and re-deciding history from ClickHouse")
+            rerun = rerun_parts(source, warmup, parts)
+        _print_replay(
+            Replayed(
+                "clickhouse",
+                source.scope.since,
+                source.scope.until,
+                warmup,
+                rerun.warmup_events,
+                rerun.events - rerun.warmup_events,
+                {},
+                compare(rerun.decided, rerun.recorded),
+            ),
+            json,
+        )
+        return
     with tracking(wanted(json)) as progress:
         progress.phase(f"reading history from {'Kafka' if kafka else 'ClickHouse'}")
         try:
@@ -221,19 +250,49 @@ def replay(
             ) from None
         _print_explanation(found, json)
         return
-    decisions = compare(now, history.recorded)
-    kind = "kafka" if kafka else "clickhouse"
+    _print_replay(
+        Replayed(
+            "kafka" if kafka else "clickhouse",
+            history.since,
+            history.until,
+            warmup,
+            len(history.warmup),
+            len(history.inputs),
+            history.undecodable,
+            compare(now, history.recorded),
+        ),
+        json,
+    )
+
+
+@dataclass(frozen=True)
+class Replayed:
+    """What a replay shows: the range, what was read, and each decision then and now."""
+
+    source: str
+    since: datetime
+    until: datetime
+    warmup_s: float
+    warmup_events: int
+    events: int
+    undecodable: dict[str, int]
+    decisions: list[Decision]
+
+
+def _print_replay(replayed: Replayed, json: bool) -> None:
+    r = replayed
+    decisions = r.decisions
     if json:
         print(
             orjson.dumps(
                 {
-                    "source": kind,
-                    "since": history.since.isoformat(),
-                    "until": history.until.isoformat(),
-                    "warmup_s": warmup,
-                    "warmup_events": len(history.warmup),
-                    "events": len(history.inputs),
-                    "undecodable": history.undecodable,
+                    "source": r.source,
+                    "since": r.since.isoformat(),
+                    "until": r.until.isoformat(),
+                    "warmup_s": r.warmup_s,
+                    "warmup_events": r.warmup_events,
+                    "events": r.events,
+                    "undecodable": r.undecodable,
                     "decisions": [
                         {
                             "trigger_id": d.trigger_id,
@@ -253,7 +312,7 @@ def replay(
         )
         return
     colour = {"same": "green", "changed": "yellow", "new": "cyan", "missing": "red"}
-    skipped = ", ".join(f"{n} {reason}" for reason, n in sorted(history.undecodable.items()))
+    skipped = ", ".join(f"{n} {reason}" for reason, n in sorted(r.undecodable.items()))
     table = Table(
         "status",
         "trigger id",
@@ -262,9 +321,9 @@ def replay(
         "rule",
         "occurred at",
         "reason",
-        title=f"replay of {len(history.inputs)} events from {kind}, "
-        f"{history.since:%Y-%m-%d %H:%M:%S} → {history.until:%Y-%m-%d %H:%M:%S} UTC",
-        caption=f"warm-up: {len(history.warmup)} events over {warmup:.0f} s"
+        title=f"replay of {r.events} events from {r.source}, "
+        f"{r.since:%Y-%m-%d %H:%M:%S} → {r.until:%Y-%m-%d %H:%M:%S} UTC",
+        caption=f"warm-up: {r.warmup_events} events over {r.warmup_s:.0f} s"
         + (f"; undecodable messages skipped: {skipped}" if skipped else ""),
     )
     for d in decisions:

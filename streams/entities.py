@@ -8,7 +8,8 @@ other keys must hear about.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections import deque
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +30,7 @@ from schemas.events import (
     NodeStateObserved,
     Trigger,
 )
+from streams.dispatch import by_type
 from streams.forwards import forwards
 from streams.rules.registry import RuleEngine
 from streams.state import node, node_set, training_job
@@ -88,6 +90,7 @@ NODES = Kind(
 NODE_SETS = Kind("node_sets", node_set.NodeSet, node_set.apply, (NodeSetFailed,))
 KINDS = (JOBS, NODES, NODE_SETS)
 
+_forwards = by_type(forwards)
 _KIND_OF: dict[type[Event], Kind] = {cls: kind for kind in KINDS for cls in kind.owns}
 
 
@@ -97,10 +100,15 @@ def kind_of(event: Event) -> Kind | None:
     return _KIND_OF.get(type(event))
 
 
+def kind_of_type(cls: type[Event]) -> Kind | None:
+    """`kind_of` for the events of a type."""
+    return _KIND_OF.get(cls)
+
+
 def forwarded(event: Event) -> list[Event]:
     """What an event with no table of its own (an action result) means for those that have one.
     A trigger from outside is not the brain's own decision: it means nothing here."""
-    return [] if isinstance(event, Trigger) else forwards(event)
+    return [] if isinstance(event, Trigger) else _forwards(event)
 
 
 @dataclass
@@ -118,9 +126,9 @@ def step(kind: Kind, state: Any, events: Sequence[Event], engine: RuleEngine) ->
     quarantine before its next event); the rest are returned in `forwards`.
     """
     out = Step(state)
-    queue = list(events)
+    queue = deque(events)
     while queue:
-        event = queue.pop(0)
+        event = queue.popleft()
         out.state = kind.apply(out.state, event)
         decided, memo = engine.run(out.state, event, out.state.rule_memo)
         if memo is not out.state.rule_memo:
@@ -135,8 +143,10 @@ def step(kind: Kind, state: Any, events: Sequence[Event], engine: RuleEngine) ->
     return out
 
 
-def _derived(event: Event, decided: Iterable[Trigger]) -> list[Event]:
-    return [*forwards(event), *(d for t in decided for d in forwards(t))]
+def _derived(event: Event, decided: list[Trigger]) -> list[Event]:
+    if not decided:  # most events: what they imply alone
+        return _forwards(event)
+    return [*_forwards(event), *(d for t in decided for d in _forwards(t))]
 
 
 def _key(state: Any) -> str:

@@ -15,6 +15,7 @@ from typing import Any
 from schemas.envelope import Event
 from schemas.events import Trigger
 from streams.entities import JOBS, KINDS, NODE_SETS, NODES, Kind, forwarded, kind_of, step
+from streams.parts import Part
 from streams.rules.registry import RuleEngine
 from streams.state.internal import tick
 from streams.state.node import Node
@@ -26,8 +27,9 @@ from streams.timers import Timers
 class Brain:
     """All of the streams' state in memory."""
 
-    def __init__(self, engine: RuleEngine) -> None:
+    def __init__(self, engine: RuleEngine, part: Part | None = None) -> None:
         self.engine = engine
+        self.part = part  # None: the whole brain (see `streams.parts`)
         self.tables: dict[str, dict[str, Any]] = {kind.table: {} for kind in KINDS}
         self.timers = Timers(engine)
 
@@ -45,6 +47,8 @@ class Brain:
 
     def handle(self, event: Event) -> list[Trigger]:
         """Fold one event (and everything it implies for other entities); its triggers."""
+        if self.part is not None and not self.part.folds(event):
+            return []
         kind = kind_of(event)
         if kind is None:  # no table of its own (an action result): only what it means for others
             return [t for derived in forwarded(event) for t in self.handle(derived)]
@@ -70,6 +74,10 @@ class Brain:
         elif result.changed:  # most samples change nothing, and so nothing about what is due
             self.timers.changed(kind, event.subject, result.state)
         triggers = list(result.triggers)
+        if self.part is not None:
+            self.part.check(kind, result.forwards)
+            if not self.part.reports(kind):
+                triggers = []
         for derived in result.forwards:
             triggers.extend(self.handle(derived))
         return triggers

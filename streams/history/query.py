@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -74,7 +74,12 @@ def wait_for_types(
         raise TimeoutError(f"history did not show {sorted(want)}: {exc}") from None
 
 
-PAGE_S = 1800.0  # a 1,000-node fleet: ~55k events a page, ~40 MB of rows (two held at a time)
+# Pages of about this many events (~40 MB of rows for 50k; two are held at a time): the
+# server's cost per query is ~10 ms whatever its size (it reads a day's partition), so a small
+# fleet's pages span hours and a large one's minutes.
+PAGE_EVENTS = 50_000
+FIRST_PAGE_S = 60.0  # before a range's density is known
+PAGE_GROWTH_MAX = 8.0  # a span grows at most this much from one page to the next
 
 
 def _utc_json(column: str) -> str:
@@ -95,16 +100,23 @@ _EVENT_JSON = {
     "subject": "toJSONString(subject)",
     "occurred_at": _utc_json("occurred_at"),
     "observed_at": _utc_json("observed_at"),
-    "payload": "payload",
+    # Line breaks are JSON's whitespace between tokens (a string cannot hold one unescaped):
+    # blanks instead keep each row on its line. Ours have none; this holds whoever wrote it.
+    "payload": "replaceAll(payload, '\\n', ' ')",
 }
 _FIELDS_SQL = ", ',', ".join(f"'\"{name}\":', {sql}" for name, sql in _EVENT_JSON.items())
 _EVENT_SELECT = f"SELECT concat('{{', {_FIELDS_SQL}, '}}') AS doc FROM events FINAL"
 
 
+_SPAN_MIN = timedelta(microseconds=1)  # the column's precision: a page always moves on
+
+
 def _query_docs(client: Any, query: str, parameters: dict[str, Any]) -> list[bytes]:
-    """The documents of an `_EVENT_SELECT` query, in its rows' order."""
-    rows = client.query(query, parameters=parameters, column_formats={"doc": "bytes"})
-    return [doc for (doc,) in rows.result_rows]
+    """The documents of an `_EVENT_SELECT` query, in its rows' order: one a line, as the server
+    writes them (TSVRaw is not escaped), split in one call; the Native format's rows cost the
+    client a Python object each, and this project's local server a Python pass over them."""
+    text: bytes = client.raw_query(query, parameters=parameters, fmt="TabSeparatedRaw")
+    return text.split(b"\n")[:-1]
 
 
 def _query_events(client: Any, query: str, parameters: dict[str, Any]) -> list[Event]:
@@ -149,7 +161,7 @@ def events_between(
 ) -> list[Event]:
     """Every event with `since <= occurred_at < until` (of `subjects` if given), in order: all
     held at once, so read in one query."""
-    return list(stream_events_between(settings, since, until, subjects, page_s=None))
+    return list(stream_events_between(settings, since, until, subjects, page_events=None))
 
 
 def stream_events_between(
@@ -157,14 +169,16 @@ def stream_events_between(
     since: datetime,
     until: datetime,
     subjects: Sequence[str] | None = None,
-    page_s: float | None = PAGE_S,
+    page_events: int | None = PAGE_EVENTS,
+    narrowed: tuple[str, dict[str, Any]] | None = None,
 ) -> Iterator[Event]:
-    """`events_between`, read and decoded `page_s` of event time at a time (None: the range in
-    one query, for what is small or held anyway): whatever the range, the reader holds two
-    pages, one decoded as it is read and the next, undecoded, read meanwhile (a thread waits on
-    the server, which finds, sorts and writes the next page while this one is re-decided: that
+    """`events_between`, read and decoded a page of about `page_events` at a time (None: the
+    range in one query, for what is small or held anyway): whatever the range, the reader holds
+    two pages, one decoded as it is read and the next, undecoded, read meanwhile (a thread waits
+    on the server, which finds, sorts and writes the next page while this one is re-decided: that
     wait was ~15 % of a replay). Pages are disjoint time ranges, each sorted whole, so the
-    stream is in event-time order."""
+    stream is in event-time order; each spans what the last one's density says holds about
+    `page_events`. `narrowed` is one more SQL condition, with its parameters."""
     where = (
         "occurred_at >= {since:DateTime64(6, 'UTC')} AND occurred_at < {until:DateTime64(6, 'UTC')}"
     )
@@ -172,14 +186,14 @@ def stream_events_between(
     if subjects is not None:
         where += " AND subject IN {subjects:Array(String)}"
         params["subjects"] = list(subjects)
+    if narrowed is not None:
+        where += f" AND ({narrowed[0]})"
+        params.update(narrowed[1])
     params.update(_event_time_order_parameters())
     query = f"{_EVENT_SELECT} WHERE {where}{_EVENT_TIME_ORDER}"
     if since >= until:
         return
-    page = until - since if page_s is None else timedelta(seconds=page_s)
-    bounds = [(since, min(since + page, until))]
-    while bounds[-1][1] < until:
-        bounds.append((bounds[-1][1], min(bounds[-1][1] + page, until)))
+    span = until - since if page_events is None else timedelta(seconds=FIRST_PAGE_S)
     with (
         connect(settings) as client,
         ThreadPoolExecutor(1, thread_name_prefix="history-page") as reader,
@@ -188,11 +202,16 @@ def stream_events_between(
         def read(start: datetime, end: datetime) -> list[bytes]:
             return _query_docs(client, query, {**params, "since": start, "until": end})
 
-        ahead = reader.submit(read, *bounds[0])
-        for following in [*bounds[1:], None]:
+        end = min(since + span, until)
+        ahead: Future[list[bytes]] | None = reader.submit(read, since, end)
+        while ahead is not None:
             docs = ahead.result()
-            if following is not None:
-                ahead = reader.submit(read, *following)
+            ahead = None
+            if end < until:
+                if page_events is not None:
+                    span *= min(page_events / max(len(docs), 1), PAGE_GROWTH_MAX)
+                start, end = end, min(end + max(span, _SPAN_MIN), until)
+                ahead = reader.submit(read, start, end)
             yield from (event for doc in docs for event in decode(doc))
 
 

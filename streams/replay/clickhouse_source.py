@@ -5,9 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from schemas.envelope import Event
 from schemas.events import Trigger
+from schemas.registry import event_types
 from streams.history import query
 from streams.history.query import (
     event_time_key,
@@ -16,6 +18,7 @@ from streams.history.query import (
     triggers_naming,
 )
 from streams.history.settings import ClickHouseSettings
+from streams.parts import Part, split_types
 from streams.replay.source import History, split
 
 
@@ -44,10 +47,14 @@ class ClickHouseSource:
     settings: ClickHouseSettings
     scope: Scope
 
-    def stream(self, warmup_s: float) -> Streamed:
+    def stream(self, warmup_s: float, part: Part | None = None) -> Streamed:
         """The range and its warm-up, read a page at a time (a job's or node's story, small, in
-        one query), so a day of a whole fleet never sits in memory."""
+        one query), so a day of a whole fleet never sits in memory. With `part`, only what that
+        part of the brain folds (`streams.parts`), and the recorded decisions in the first part
+        only."""
         scope, settings = self.scope, self.settings
+        if part is not None and (scope.job is not None or scope.node is not None):
+            raise ValueError("a job's or a node's story is read whole, not in parts")
         subjects: list[str] | None = None
         if scope.job is not None:
             subjects = [scope.job]
@@ -56,8 +63,11 @@ class ClickHouseSource:
             # count.
             subjects = [scope.node, *jobs_on_node(settings, scope.node, scope.until)]
         start = scope.since - timedelta(seconds=warmup_s)
-        page_s = query.PAGE_S if subjects is None else None
-        events = stream_events_between(settings, start, scope.until, subjects, page_s)
+        page_events = query.PAGE_EVENTS if subjects is None else None
+        narrowed = None if part is None else _narrowing(part)
+        events = stream_events_between(
+            settings, start, scope.until, subjects, page_events, narrowed
+        )
         recorded: list[Trigger] = []
         return Streamed(scope.since, scope.until, _facts(events, scope.since, recorded), recorded)
 
@@ -84,6 +94,24 @@ class ClickHouseSource:
 
     def action_results_for(self, trigger_ids: Sequence[str]) -> list[Event]:
         return query.action_results_for(self.settings, trigger_ids)
+
+
+def _narrowing(part: Part) -> tuple[str, dict[str, Any]]:
+    """The SQL choosing a part's events: its own of the split types, every other, and the
+    decisions only in the first part."""
+    sql = (
+        "crc32(subject) % {part_count:UInt32} = {part_index:UInt32} "
+        "OR NOT has({split_types:Array(String)}, type)"
+    )
+    if part.index > 0:
+        sql = f"({sql}) AND NOT has({{part_decisions:Array(String)}}, type)"
+    decisions = [name for name, cls in event_types().items() if issubclass(cls, Trigger)]
+    return sql, {
+        "part_count": part.count,
+        "part_index": part.index,
+        "split_types": split_types(),
+        "part_decisions": decisions,
+    }
 
 
 def _facts(events: Iterable[Event], since: datetime, recorded: list[Trigger]) -> Iterator[Event]:

@@ -1,5 +1,5 @@
-"""`centrality bench replay`, small: a day written to ClickHouse, read back a page at a time and
-re-decided, every decision of then reproduced."""
+"""`centrality bench replay`, small: a day written to ClickHouse, read back a page at a time by two
+processes and re-decided, every decision of then reproduced."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ EVENTS_PER_JOB = 8  # submitted, running, 3 checkpoints, log lines, its end sign
 
 def test_a_day_read_in_pages_is_re_decided_whole_and_the_same(stack: Stack) -> None:
     cli = Path(sys.executable).with_name("centrality")
-    args = ["bench", "replay", "--nodes", str(NODES), "--jobs", str(JOBS), "--json"]
+    args = ["bench", "replay", "--nodes", str(NODES), "--jobs", str(JOBS), "--parts", "2", "--json"]
     run = subprocess.run(
         [str(cli), *args], env={**os.environ, **stack.env()}, capture_output=True, timeout=280
     )
@@ -32,4 +32,5 @@ def test_a_day_read_in_pages_is_re_decided_whole_and_the_same(stack: Stack) -> N
     facts = NODES * SAMPLES_PER_DAY * 9 + JOBS * EVENTS_PER_JOB + 2 * result["decisions"]
     assert result["events"] == facts, result
     assert result["decisions"] > JOBS // 5 and result["same"] == result["decisions"], result
-    assert result["rate_eps"] > 0 and result["read_s"] > 0, result
+    assert result["parts"] == 2 and result["rate_eps"] > 0, result
+    assert result["read_us_per_event"] > 0 and result["decide_us_per_event"] > 0, result

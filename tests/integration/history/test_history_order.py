@@ -45,7 +45,7 @@ def test_pages_come_in_event_time_order(
             clickhouse_settings,
             seeded.now - timedelta(hours=2),
             seeded.now + timedelta(minutes=10),
-            page_s=300,
+            page_events=5,
         )
     )
     assert [str(e.event_id) for e in read] == [str(e.event_id) for e in expected]

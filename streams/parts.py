@@ -1,0 +1,83 @@
+"""A part of the brain: every job and node set, and the nodes whose key falls in it.
+
+Forwards run one way. A job's events, a node set's decisions and action results reach nodes;
+nothing a node decides reaches a job or a node set, and the built-in node rules name only their
+own node. So a brain may be cut into parts by node key: each part folds every job, node set and
+action result, and only its own nodes. Each node then sees the very events and forwards, in the
+same order, that the whole brain gives it, and decides the same; the triggers of what every part
+folds are reported by the first part alone. A rule that breaks the premise (a node's decision
+naming a node of another part) makes its step raise `NotSplittable`: the parts would decide
+otherwise than the whole, so the caller decides it whole instead.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from schemas.envelope import Event
+from schemas.events import Trigger
+from schemas.registry import event_types
+from streams.entities import NODES, Kind, kind_of, kind_of_type
+from streams.forwards import forwards
+
+
+class NotSplittable(RuntimeError):
+    """A node's step forwarded outside its part: only the whole brain decides this history."""
+
+
+def key_hash(key: str) -> int:
+    """CRC-32 of the key's UTF-8 bytes: ClickHouse's `crc32(subject)` is the same function, so
+    a query can read exactly one part's events."""
+    return zlib.crc32(key.encode())
+
+
+@dataclass(frozen=True)
+class Part:
+    index: int
+    count: int
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.index < self.count:
+            raise ValueError(f"part {self.index} of {self.count} does not exist")
+
+    def holds(self, subject: str) -> bool:
+        return key_hash(subject) % self.count == self.index
+
+    def folds(self, event: Event) -> bool:
+        """Any event but a node's of another part."""
+        return kind_of(event) is not NODES or self.holds(event.subject)
+
+    def reports(self, kind: Kind) -> bool:
+        """Whether this part reports the triggers of `kind`: its own nodes', and the first part
+        those of what every part folds."""
+        return kind is NODES or self.index == 0
+
+    def check(self, kind: Kind, derived: Iterable[Event]) -> None:
+        """Raise `NotSplittable` when a node's step forwards anything but to its own part's
+        nodes: the part that should hear it, or the other parts' copies of a job, never would."""
+        if kind is not NODES:
+            return
+        for event in derived:
+            if kind_of(event) is not NODES or not self.holds(event.subject):
+                raise NotSplittable(
+                    f"a step of node {event.subject!r}'s part forwarded {event.type} to "
+                    f"{event.subject!r}, which another part folds"
+                )
+
+
+def split_types() -> list[str]:
+    """Types each part reads for its own subjects only: nodes' events, and what nothing folds
+    and nothing forwards (raw log lines, NCCL samples, action starts). Every part reads the rest,
+    triggers aside (recorded decisions: read once, by the caller)."""
+    no_forwards = forwards.dispatch(Event)
+    return sorted(
+        name
+        for name, cls in event_types().items()
+        if not issubclass(cls, Trigger)
+        and (
+            cls in NODES.owns
+            or (kind_of_type(cls) is None and forwards.dispatch(cls) is no_forwards)
+        )
+    )

@@ -1,0 +1,229 @@
+"""Re-deciding a range of ClickHouse history on several processes, one part of the brain each.
+
+A part (`streams.parts`) reads its own nodes' events and everything every part folds, decides
+them, and hands its triggers back: a fleet's telemetry, nearly all of a day, is split between
+the processes, so a replay uses every core. What the parts decide is what the whole brain
+decides; where a rule makes that untrue (`NotSplittable`), the range is decided whole, in this
+process, instead.
+"""
+
+from __future__ import annotations
+
+import gc
+import multiprocessing
+import pickle
+import time
+import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from multiprocessing.connection import Connection
+from typing import Any
+
+import structlog
+
+from schemas.codec import decode, encode
+from schemas.envelope import Event
+from schemas.events import Trigger
+from streams.parts import NotSplittable, Part, split_types
+from streams.process import Brain
+from streams.replay.clickhouse_source import ClickHouseSource
+from streams.replay.rerun import current_brain, rerun_stream
+from streams.settings import StreamsSettings
+
+log = structlog.get_logger(__name__)
+
+# A replay allocates a few objects per event that die young, and holds a brain that lives long:
+# the collector's default gen-0 threshold (700) made it walk the young objects every ~100 events
+# and the whole heap often (`BENCHMARKS.md`: ~10 % of a replay). The brain is frozen out of
+# the collector's sight first, and collections are rarer; state is still collected.
+GC_THRESHOLDS = (100_000, 50, 100)
+
+
+@dataclass(frozen=True)
+class Rerun:
+    """The range re-decided: triggers now and then (the range's, warm-up left out), how many
+    events were folded (warm-up included, each once however many parts read it) and of them in
+    the warm-up, and the seconds spent reading (query and decoding) and in all, summed over the
+    parts."""
+
+    decided: list[Trigger]
+    recorded: list[Trigger]
+    events: int
+    warmup_events: int
+    parts: int
+    read_s: float
+    busy_s: float
+
+
+def rerun_parts(
+    source: ClickHouseSource,
+    warmup_s: float,
+    parts: int,
+    settings: StreamsSettings | None = None,
+) -> Rerun:
+    """Re-decide `source`'s range with the current rules on `parts` processes (1: in this one;
+    a job's or a node's story, small and read in one query, always)."""
+    settings = settings or StreamsSettings()
+    if parts > 1 and source.scope.job is None and source.scope.node is None:
+        try:
+            return _in_processes(source, warmup_s, parts, settings)
+        except NotSplittable as exc:
+            log.warning("replay decided whole: the rules do not split by node", reason=str(exc))
+    with tuned_gc():
+        whole = _rerun(source, warmup_s, None, settings)
+    return Rerun(
+        whole.decided, whole.recorded, whole.count, whole.warmup, 1, whole.read_s, whole.busy_s
+    )
+
+
+@dataclass(frozen=True)
+class _Done:
+    count: int
+    warmup: int
+    read_s: float
+    busy_s: float
+    decided: list[Trigger]
+    recorded: list[Trigger]
+
+
+def _rerun(
+    source: ClickHouseSource, warmup_s: float, part: Part | None, settings: StreamsSettings
+) -> _Done:
+    started = time.perf_counter()
+    streamed = source.stream(warmup_s, part)
+    brain = Brain(current_brain(settings).engine, part)
+    read = _Read(streamed.facts, part, streamed.since)
+    decided = rerun_stream(read, brain, settings.tick_interval_s, start=streamed.since)
+    busy_s = time.perf_counter() - started
+    return _Done(read.count, read.warmup, read.spent_s, busy_s, decided, streamed.recorded)
+
+
+class _Read:
+    """Events passed on, timed, counting those the part is the one to count (its split types'
+    events and, in the first part, every other, which every part reads), and of them those
+    before `since`."""
+
+    def __init__(self, events: Iterator[Event], part: Part | None, since: datetime) -> None:
+        self._events = events
+        self._every = part is None or part.index == 0
+        self._split = frozenset(split_types())
+        self._since = since
+        self.count = 0
+        self.warmup = 0
+        self.spent_s = 0.0
+
+    def __iter__(self) -> Iterator[Event]:
+        return self
+
+    def __next__(self) -> Event:
+        started = time.perf_counter()
+        try:
+            event = next(self._events)
+        finally:
+            self.spent_s += time.perf_counter() - started
+        if self._every or event.type in self._split:
+            self.count += 1
+            self.warmup += event.occurred_at < self._since
+        return event
+
+
+def _in_processes(
+    source: ClickHouseSource, warmup_s: float, parts: int, settings: StreamsSettings
+) -> Rerun:
+    # Forked, not spawned: a child starts with the rules and schemas already imported (a spawned
+    # one imports them again, a second or more, as long as a small replay takes).
+    context = multiprocessing.get_context("fork")
+    pipes, workers = [], []
+    for index in range(parts):
+        receive, send = context.Pipe(duplex=False)
+        worker = context.Process(
+            target=_part_worker,
+            args=(source, warmup_s, Part(index, parts), settings, send),
+            name=f"replay-part-{index}",
+            daemon=True,
+        )
+        worker.start()
+        send.close()
+        pipes.append(receive)
+        workers.append(worker)
+    try:
+        results = [_result_of(pipe, worker) for pipe, worker in zip(pipes, workers, strict=True)]
+    finally:
+        for worker in workers:
+            if worker.is_alive():
+                worker.kill()
+            worker.join()
+    return Rerun(
+        [t for r in results for t in r.decided],
+        [t for r in results for t in r.recorded],
+        sum(r.count for r in results),
+        sum(r.warmup for r in results),
+        parts,
+        sum(r.read_s for r in results),
+        sum(r.busy_s for r in results),
+    )
+
+
+def _result_of(pipe: Connection, worker: Any) -> _Done:
+    try:
+        outcome, *rest = pipe.recv()
+    except EOFError:
+        worker.join()
+        exit_code = worker.exitcode
+        raise RuntimeError(f"{worker.name} ended without a result (exit {exit_code})") from None
+    if outcome == "not-splittable":
+        raise NotSplittable(rest[0])
+    if outcome == "failed":
+        failure, where = rest
+        # The part's own exception, so callers tell a refused connection from a bug as they
+        # would in one process; its traceback, which did not cross, as its cause.
+        raise failure from RuntimeError(f"{worker.name} failed:\n{where}")
+    count, warmup, read_s, busy_s, decided, recorded = rest
+    return _Done(count, warmup, read_s, busy_s, _decoded(decided), _decoded(recorded))
+
+
+def _part_worker(
+    source: ClickHouseSource,
+    warmup_s: float,
+    part: Part,
+    settings: StreamsSettings,
+    send: Connection,
+) -> None:
+    try:
+        with tuned_gc():
+            done = _rerun(source, warmup_s, part, settings)
+        # As the wire's bytes: a trigger pickles slower than it encodes and decodes.
+        decided = [encode(t) for t in done.decided]
+        recorded = [encode(t) for t in done.recorded]
+        send.send(("done", done.count, done.warmup, done.read_s, done.busy_s, decided, recorded))
+    except NotSplittable as exc:
+        send.send(("not-splittable", str(exc)))
+    except BaseException as exc:  # whatever ends the part is the caller's to report
+        where = traceback.format_exc()
+        try:
+            send.send(("failed", exc, where))
+        except (pickle.PicklingError, TypeError, AttributeError):  # an exception that cannot cross
+            send.send(("failed", RuntimeError(f"{type(exc).__name__}: {exc}"), where))
+    finally:
+        send.close()
+
+
+def _decoded(messages: list[bytes]) -> list[Trigger]:
+    triggers = [event for message in messages for event in decode(message)]
+    assert all(isinstance(t, Trigger) for t in triggers)
+    return triggers  # type: ignore[return-value]
+
+
+@contextmanager
+def tuned_gc() -> Iterator[None]:
+    """`GC_THRESHOLDS` while a replay runs; the collector as it was afterwards."""
+    thresholds = gc.get_threshold()
+    gc.freeze()
+    gc.set_threshold(*GC_THRESHOLDS)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*thresholds)
+        gc.unfreeze()

@@ -1,0 +1,85 @@
+"""A brain cut into parts by node key decides what the whole brain decides (`streams.parts`)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+
+import pytest
+
+from schemas.envelope import Event
+from schemas.events import Trigger
+from streams.parts import NotSplittable, Part, split_types
+from streams.process import Brain
+from streams.replay.rerun import rerun_stream
+from streams.rules.registry import RuleEngine
+from streams.settings import StreamsSettings
+from tests.support.crossing_day import PAIR, crossing_day
+from tests.support.peer_rule import MODULE as PEER_RULE
+
+TICK_S = StreamsSettings().tick_interval_s
+
+
+def engine(
+    modules: Iterable[str] = (), config: dict[str, dict[str, str]] | None = None
+) -> RuleEngine:
+    return RuleEngine.load([*StreamsSettings().rule_modules, *modules], config or {})
+
+
+@pytest.fixture(scope="module")
+def history() -> list[Event]:
+    return crossing_day()
+
+
+def reads(part: Part, event: Event) -> bool:
+    """What the part's query selects (`ClickHouseSource.stream`), decisions of then aside."""
+    return event.type not in split_types() or part.holds(event.subject)
+
+
+def decisions(triggers: list[Trigger]) -> list[tuple[str, str, str]]:
+    """Each decision as replay compares it (its time of making, `observed_at`, aside)."""
+    return sorted((str(t.event_id), t.type, t.payload.model_dump_json()) for t in triggers)
+
+
+def part_of(node: str, count: int) -> int:
+    [index] = [i for i in range(count) if Part(i, count).holds(node)]
+    return index
+
+
+def decided_by_parts(facts: list[Event], count: int, rules: RuleEngine) -> list[Trigger]:
+    decided: list[Trigger] = []
+    for index in range(count):
+        part = Part(index, count)
+        decided += rerun_stream([e for e in facts if reads(part, e)], Brain(rules, part), TICK_S)
+    return decided
+
+
+@pytest.mark.parametrize("count", [2, 3])
+def test_parts_decide_what_the_whole_brain_decides(history: list[Event], count: int) -> None:
+    assert part_of(PAIR[0], count) != part_of(PAIR[1], count)
+    facts = history
+    whole = rerun_stream(facts, Brain(engine()), TICK_S)
+    parts = decided_by_parts(facts, count, engine())
+    assert decisions(parts) == decisions(whole)
+    # What crosses parts was decided: a node set's quarantine of nodes in two parts, its results
+    # reaching both (their benchmarks), and each node's own decisions.
+    rules = Counter(t.payload.rule for t in whole)
+    assert rules["repeated_failures_on_node_set"] >= 1 and rules["fatal_xid"] >= 1, rules
+    benchmarked = {n for t in whole if t.type == "RunBenchmark" for n in t.payload.nodes}
+    assert set(PAIR) <= benchmarked, benchmarked
+
+
+def test_a_node_rule_naming_a_node_of_another_part_cannot_be_split(history: list[Event]) -> None:
+    facts = history
+    rules = engine([PEER_RULE], {"quarantine_peer": {"peer": PAIR[0]}})
+    with pytest.raises(NotSplittable, match="another part"):
+        decided_by_parts(facts, 2, rules)
+    assert any(
+        t.payload.rule == "quarantine_peer" for t in rerun_stream(facts, Brain(rules), TICK_S)
+    )
+
+
+def test_a_part_is_one_of_its_count() -> None:
+    with pytest.raises(ValueError, match="does not exist"):
+        Part(2, 2)
+    assert sum(Part(i, 3).holds("n-0042") for i in range(3)) == 1
