@@ -36,7 +36,7 @@ log = structlog.get_logger(__name__)
 
 # A replay allocates a few objects per event that die young, and holds a brain that lives long:
 # the collector's default gen-0 threshold (700) made it walk the young objects every ~100 events
-# and the whole heap often (`BENCHMARKS.md`: ~10 % of a replay). The brain is frozen out of
+# and the whole heap often (`BENCHMARKS.md`: ~8 % of a replay). The brain is frozen out of
 # the collector's sight first, and collections are rarer; state is still collected.
 GC_THRESHOLDS = (100_000, 50, 100)
 
