@@ -212,8 +212,8 @@ def replay(
     warmup = default_warmup_s() if warmup_s is None else warmup_s
     if isinstance(source, ClickHouseSource) and not (job or node or into or explain):
         with tracking(wanted(json)) as progress:
-            progress.phase("reading and re-deciding history from ClickHouse")
-            rerun = rerun_parts(source, warmup, parts)
+            progress.phase(f"re-deciding history from ClickHouse ({parts} parts)", total=1.0)
+            rerun = rerun_parts(source, warmup, parts, on_progress=progress.update)
         _print_replay(
             Replayed(
                 "clickhouse",

@@ -14,11 +14,12 @@ import multiprocessing
 import pickle
 import time
 import traceback
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
-from multiprocessing.connection import Connection
+from functools import partial
+from multiprocessing.connection import Connection, wait
 from typing import Any
 
 import structlog
@@ -39,6 +40,8 @@ log = structlog.get_logger(__name__)
 # and the whole heap often (`BENCHMARKS.md`: ~8 % of a replay). The brain is frozen out of
 # the collector's sight first, and collections are rarer; state is still collected.
 GC_THRESHOLDS = (100_000, 50, 100)
+PROGRESS_EVERY = 10_000  # events of a part between two reports of its event time
+PROGRESS_S = 0.25
 
 
 @dataclass(frozen=True)
@@ -57,22 +60,29 @@ class Rerun:
     busy_s: float
 
 
+Progress = Callable[[float], None]  # the share of the range's event time (warm-up in) done
+
+
 def rerun_parts(
     source: ClickHouseSource,
     warmup_s: float,
     parts: int,
     settings: StreamsSettings | None = None,
+    on_progress: Progress | None = None,
 ) -> Rerun:
     """Re-decide `source`'s range with the current rules on `parts` processes (1: in this one;
-    a job's or a node's story, small and read in one query, always)."""
+    a job's or a node's story, small and read in one query, always). `on_progress` hears, now
+    and then, how far in event time the slowest part is, as a share of the range."""
     settings = settings or StreamsSettings()
+    share = _EventTimeShare(source.scope.since.timestamp() - warmup_s, source.scope.until)
     if parts > 1 and source.scope.job is None and source.scope.node is None:
         try:
-            return _in_processes(source, warmup_s, parts, settings)
+            return _in_processes(source, warmup_s, parts, settings, share, on_progress)
         except NotSplittable as exc:
             log.warning("replay decided whole: the rules do not split by node", reason=str(exc))
+    reached = None if on_progress is None else lambda at: on_progress(share(at))
     with tuned_gc():
-        whole = _rerun(source, warmup_s, None, settings)
+        whole = _rerun(source, warmup_s, None, settings, reached)
     return Rerun(
         whole.decided, whole.recorded, whole.count, whole.warmup, 1, whole.read_s, whole.busy_s
     )
@@ -88,13 +98,27 @@ class _Done:
     recorded: list[Trigger]
 
 
+@dataclass(frozen=True)
+class _EventTimeShare:
+    start_s: float
+    until: datetime
+
+    def __call__(self, at_s: float) -> float:
+        span_s = self.until.timestamp() - self.start_s
+        return min(max((at_s - self.start_s) / span_s, 0.0), 1.0) if span_s > 0 else 1.0
+
+
 def _rerun(
-    source: ClickHouseSource, warmup_s: float, part: Part | None, settings: StreamsSettings
+    source: ClickHouseSource,
+    warmup_s: float,
+    part: Part | None,
+    settings: StreamsSettings,
+    reached: Callable[[float], None] | None = None,
 ) -> _Done:
     started = time.perf_counter()
     streamed = source.stream(warmup_s, part)
     brain = Brain(current_brain(settings).engine, part)
-    read = _Read(streamed.facts, part, streamed.since)
+    read = _Read(streamed.facts, part, streamed.since, reached)
     decided = rerun_stream(read, brain, settings.tick_interval_s, start=streamed.since)
     busy_s = time.perf_counter() - started
     return _Done(read.count, read.warmup, read.spent_s, busy_s, decided, streamed.recorded)
@@ -105,8 +129,15 @@ class _Read:
     events and, in the first part, every other, which every part reads), and of them those
     before `since`."""
 
-    def __init__(self, events: Iterator[Event], part: Part | None, since: datetime) -> None:
+    def __init__(
+        self,
+        events: Iterator[Event],
+        part: Part | None,
+        since: datetime,
+        reached: Callable[[float], None] | None,
+    ) -> None:
         self._events = events
+        self._reached = reached
         self._every = part is None or part.index == 0
         self._split = frozenset(split_types())
         self._since = since
@@ -126,21 +157,29 @@ class _Read:
         if self._every or event.type in self._split:
             self.count += 1
             self.warmup += event.occurred_at < self._since
+            if self._reached is not None and self.count % PROGRESS_EVERY == 0:
+                self._reached(event.occurred_at.timestamp())  # seconds since the epoch
         return event
 
 
 def _in_processes(
-    source: ClickHouseSource, warmup_s: float, parts: int, settings: StreamsSettings
+    source: ClickHouseSource,
+    warmup_s: float,
+    parts: int,
+    settings: StreamsSettings,
+    share: _EventTimeShare,
+    on_progress: Progress | None,
 ) -> Rerun:
     # Forked, not spawned: a child starts with the rules and schemas already imported (a spawned
     # one imports them again, a second or more, as long as a small replay takes).
     context = multiprocessing.get_context("fork")
+    reached = context.RawArray("d", [share.start_s] * parts)  # each part's event time
     pipes, workers = [], []
     for index in range(parts):
         receive, send = context.Pipe(duplex=False)
         worker = context.Process(
             target=_part_worker,
-            args=(source, warmup_s, Part(index, parts), settings, send),
+            args=(source, warmup_s, Part(index, parts), settings, reached, send),
             name=f"replay-part-{index}",
             daemon=True,
         )
@@ -148,13 +187,21 @@ def _in_processes(
         send.close()
         pipes.append(receive)
         workers.append(worker)
+    done: dict[int, _Done] = {}
     try:
-        results = [_result_of(pipe, worker) for pipe, worker in zip(pipes, workers, strict=True)]
+        while len(done) < parts:
+            ready = wait([p for i, p in enumerate(pipes) if i not in done], PROGRESS_S)
+            for index in [i for i, p in enumerate(pipes) if p in ready]:
+                done[index] = _result_of(pipes[index], workers[index])
+                reached[index] = share.until.timestamp()
+            if on_progress is not None:
+                on_progress(share(min(reached)))
     finally:
         for worker in workers:
             if worker.is_alive():
                 worker.kill()
             worker.join()
+    results = [done[i] for i in range(parts)]
     return Rerun(
         [t for r in results for t in r.decided],
         [t for r in results for t in r.recorded],
@@ -189,11 +236,14 @@ def _part_worker(
     warmup_s: float,
     part: Part,
     settings: StreamsSettings,
+    reached: Any,
     send: Connection,
 ) -> None:
     try:
         with tuned_gc():
-            done = _rerun(source, warmup_s, part, settings)
+            done = _rerun(
+                source, warmup_s, part, settings, partial(reached.__setitem__, part.index)
+            )
         # As the wire's bytes: a trigger pickles slower than it encodes and decodes.
         decided = [encode(t) for t in done.decided]
         recorded = [encode(t) for t in done.recorded]

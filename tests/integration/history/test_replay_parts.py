@@ -39,17 +39,22 @@ def test_parts_read_and_decide_the_range_the_whole_brain_does(
 ) -> None:
     facts = recorded_day(clickhouse_settings, StreamsSettings())
     source = ClickHouseSource(clickhouse_settings, Scope(START + timedelta(hours=2), END))
-    whole = rerun_parts(source, WARMUP_S, 1)
+    shares: dict[int, list[float]] = {1: [], 2: [], 3: []}
+    whole = rerun_parts(source, WARMUP_S, 1, on_progress=shares[1].append)
     assert whole.parts == 1 and whole.events < facts and whole.recorded
     for count in (2, 3):
-        split = rerun_parts(source, WARMUP_S, count)
+        split = rerun_parts(source, WARMUP_S, count, on_progress=shares[count].append)
         assert split.parts == count
+        assert shares[count][-1] == 1.0
         assert split.events == whole.events  # each read once, by one part
         decisions = compare(split.decided, whole.recorded)
         assert {d.status for d in decisions} == {"same"} and len(decisions) == len(whole.decided)
         assert sorted(str(t.event_id) for t in split.recorded) == sorted(
             str(t.event_id) for t in whole.recorded
         )
+    # Progress, in event time: the whole range's share, never going back.
+    for seen in shares.values():
+        assert len(seen) > 1 and seen == sorted(seen) and seen[0] >= 0 and seen[-1] <= 1.0, shares
     # The ranges' decisions are the node set's, the nodes' in both parts and the jobs'.
     assert {t.type for t in whole.decided} >= {"QuarantineNodes", "RunBenchmark", "RestartJob"}
 
