@@ -15,6 +15,7 @@ from __future__ import annotations
 import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 
 from schemas.envelope import Event
 from schemas.events import Trigger
@@ -27,6 +28,7 @@ class NotSplittable(RuntimeError):
     """A node's step forwarded outside its part: only the whole brain decides this history."""
 
 
+@lru_cache(maxsize=1 << 16)  # a fleet's node names: every node event of a part asks again
 def key_hash(key: str) -> int:
     """CRC-32 of the key's UTF-8 bytes: ClickHouse's `crc32(subject)` is the same function, so
     a query can read exactly one part's events."""
