@@ -64,8 +64,8 @@ class Part:
         for event in derived:
             if kind_of(event) is not NODES or not self.holds(event.subject):
                 raise NotSplittable(
-                    f"a step of node {event.subject!r}'s part forwarded {event.type} to "
-                    f"{event.subject!r}, which another part folds"
+                    f"a node's step forwarded {event.type} to {event.subject!r}, which another "
+                    "part (or, a job or a node set, every part) folds"
                 )
 
 

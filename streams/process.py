@@ -25,7 +25,7 @@ from streams.timers import Timers
 
 
 class Brain:
-    """All of the streams' state in memory."""
+    """All of the streams' state in memory; with `part`, the state of that part of it."""
 
     def __init__(self, engine: RuleEngine, part: Part | None = None) -> None:
         self.engine = engine
