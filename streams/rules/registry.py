@@ -156,7 +156,7 @@ class RuleEngine:
         pending, fired = memo.pending_since, memo.fired
         copied = False
         traced = tracing.enabled()
-        for bound in self._by_type.get(type(event), ()):
+        for bound in self.on(type(event)):
             name, cfg = bound.spec.name, bound.config
             started_ns = time.time_ns() if traced else 0
             decided = list(bound.spec.fn(state, event, cfg))

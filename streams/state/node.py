@@ -9,10 +9,9 @@ service again once a release succeeded (see `streams.state.story`). What the sch
 
 from __future__ import annotations
 
-import operator
 import uuid
 from datetime import datetime
-from functools import lru_cache, singledispatch
+from functools import singledispatch
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -232,18 +231,6 @@ def _(event: NodeHealthChecked, state: Node) -> Node:
 # The counters, which only grow: every int field of the model.
 _COUNTERS = tuple(n for n, f in GpuCounters.model_fields.items() if f.annotation is int)
 _NO_COUNTERS = GpuCounters()
-_counters_of = operator.attrgetter(*_COUNTERS)
-
-
-@lru_cache(maxsize=4096)
-def _rising(sampled: tuple[int | None, ...], seen: tuple[int, ...]) -> tuple[tuple[str, int], ...]:
-    """The counters a sample raises: most raise none, and a fleet's samples repeat the same few
-    pairs of values, so this is a cache look-up (a comparison per counter cost ~1 µs)."""
-    return tuple(
-        (name, value)
-        for name, value, was in zip(_COUNTERS, sampled, seen, strict=True)
-        if value is not None and value > was
-    )
 
 
 @_fold.register
@@ -252,7 +239,12 @@ def _(event: GpuSampled, state: Node) -> Node:
     if p.gpu not in state.gpus and len(state.gpus) >= GPUS_KEPT:
         return state  # no node has that many GPUs: the first ones seen are the real ones
     old = state.gpus.get(p.gpu, _NO_COUNTERS)
-    rose: dict[str, object] = dict(_rising(_counters_of(p), _counters_of(old)))
+    # Most samples raise no counter: they cost a comparison each, no model.
+    rose = {
+        name: value
+        for name in _COUNTERS
+        if (value := getattr(p, name)) is not None and value > getattr(old, name)
+    }
     if "ecc_double_bit" in rose:
         rose["ecc_double_bit_rose_at"] = event.occurred_at
     update: dict[str, object] = {}
