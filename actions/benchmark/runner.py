@@ -37,9 +37,12 @@ def verdict(
     busbw: float | None,
     thresholds: dict[str, float],
     wrong: str | None = None,
+    visible: int | None = None,
 ) -> tuple[str, list[str]]:
-    """pass/fail/no-gpu and why, against the thresholds that were given; wrong data fails."""
-    if not gpus:
+    """pass/fail/no-gpu and why, against the thresholds that were given; wrong data fails.
+
+    `visible` is how many GPUs the node has, when the GPU suite did not run (`--suites nccl`)."""
+    if not gpus and not visible:
         return "no-gpu", []
     reasons: list[str] = [wrong] if wrong else []
     for g in gpus:
@@ -164,6 +167,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     wrong: str | None = None
     notes: list[str] = []
     torch: Any = None
+    count = 0
     try:
         torch = importlib.import_module("torch")
     except ImportError:
@@ -181,7 +185,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                 wrong = str(exc)
             except Exception as exc:
                 notes.append(f"nccl: {type(exc).__name__}: {exc}"[:300])
-    result, reasons = verdict(gpus, busbw, thresholds, wrong)
+    result, reasons = verdict(gpus, busbw, thresholds, wrong, visible=count)
     if result == "pass" and notes:
         result = "error"
     return {

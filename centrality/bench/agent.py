@@ -1,8 +1,9 @@
-"""`centrality bench agent`: the node agent's CPU share and RSS at 1 s sampling of 8 fake GPUs.
+"""`centrality bench agent`: the node agent's CPU share and RSS at 1 s sampling of its GPUs.
 
-The agent runs as its own process, exactly as on a node (`centrality agent`, fake backend,
-built-in health checks plus one executable check); after a warm-up its CPU time and RSS are
-read from /proc. By default it sends to Kafka (`CENTRALITY_KAFKA_*`); `--dry-run` counts instead.
+The agent runs as its own process, exactly as on a node (`centrality agent`, built-in health
+checks plus one executable check), on 8 fake GPUs or, with `--backend nvml`, on the real GPUs the
+driver shows; after a warm-up its CPU time and RSS are read from /proc. By default it sends to
+Kafka (`CENTRALITY_KAFKA_*`); `--dry-run` counts instead.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Literal
 
 import orjson
 import typer
@@ -38,6 +40,16 @@ def _rss_mb(pid: int) -> float:
     return pages * _PAGE / 2**20
 
 
+def _nvml_gpus() -> int:
+    import pynvml
+
+    pynvml.nvmlInit()
+    try:
+        return int(pynvml.nvmlDeviceGetCount())
+    finally:
+        pynvml.nvmlShutdown()
+
+
 def _bench_topics() -> str:
     """Topics of the benchmark's own (the user's prefix if set), created if missing."""
     settings = KafkaSettings()
@@ -51,7 +63,10 @@ def _bench_topics() -> str:
 def bench_agent(
     duration_s: float = typer.Option(60.0, help="Measured time, after the warm-up."),
     warmup_s: float = typer.Option(5.0, help="Not measured: imports, connecting, first checks."),
-    gpus: int = typer.Option(8, help="Fake GPUs."),
+    backend: Literal["fake", "nvml"] = typer.Option(
+        "fake", help="fake, or nvml: this node's GPUs."
+    ),
+    gpus: int = typer.Option(8, help="Fake GPUs (with nvml: the driver's count)."),
     interval_s: float = typer.Option(1.0, help="Sampling interval."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Count events instead of Kafka."),
     json: bool = typer.Option(False, "--json", help="Print one JSON line."),
@@ -61,7 +76,7 @@ def bench_agent(
         check = Path(checks_dir) / "ib_port.sh"
         check.write_text("#!/bin/sh\necho ib0 up\n")
         check.chmod(0o755)
-        argv = [sys.executable, "-m", "centrality.cli", "agent", "--backend", "fake"]
+        argv = [sys.executable, "-m", "centrality.cli", "agent", "--backend", backend]
         argv += ["--fake-gpus", str(gpus), "--interval-s", str(interval_s)]
         argv += ["--checks-dir", checks_dir, *(["--dry-run"] if dry_run else [])]
         env = {**os.environ, "CENTRALITY_AGENT_EXEC_INTERVAL_S": "10"}
@@ -82,7 +97,8 @@ def bench_agent(
     result = {
         "cpu_pct": round(100 * (cpu1 - cpu0) / (t1 - t0), 3),
         "rss_mb": round(rss, 1),
-        "gpus": gpus,
+        "backend": backend,
+        "gpus": gpus if backend == "fake" else _nvml_gpus(),
         "interval_s": interval_s,
         "duration_s": duration_s,
         "sink": "dry-run" if dry_run else "kafka",

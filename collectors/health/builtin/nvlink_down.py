@@ -11,4 +11,7 @@ def nvlink_down(ctx: CheckContext) -> CheckResult:
     if down:
         listed = ", ".join(f"gpu{g}:{n}" for g, n in sorted(down.items()))
         return CheckResult(HealthStatus.CRITICAL, f"NVLink links down: {listed}", details)
+    if all(s.nvlink_links_down is None for s in ctx.samples.values()):
+        # A PCIe card or a VM with one GPU: NVML reports no links (seen on an H200 VM).
+        return CheckResult(HealthStatus.OK, "no NVLink links reported", details)
     return CheckResult(HealthStatus.OK, "all NVLink links up", details)

@@ -21,6 +21,12 @@ GOOD = {"gpu": 0, "matmul_tflops": 700.0, "memory_bandwidth_gbps": 3000.0}
 
 def test_verdicts_against_thresholds() -> None:
     assert verdict([], None, {"min_tflops": 1}) == ("no-gpu", [])
+    # `--suites nccl` measures no GPU figures on a node that has GPUs (seen on a 1-GPU H200).
+    assert verdict([], None, {}, visible=1) == ("pass", [])
+    assert verdict([], 50.0, {"min_busbw_gbps": 100}, visible=2) == (
+        "fail",
+        ["NCCL bus GB/s 50.0 < 100"],
+    )
     assert verdict([GOOD], 400.0, {"min_tflops": 600, "min_busbw_gbps": 300}) == ("pass", [])
     slow = {**GOOD, "gpu": 1, "matmul_tflops": 200.0}
     result, reasons = verdict([GOOD, slow], 100.0, {"min_tflops": 600, "min_busbw_gbps": 300})
