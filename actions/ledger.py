@@ -16,7 +16,6 @@ from datetime import datetime
 from typing import Any, Literal
 
 import structlog
-from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.errors import KafkaError
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, wait_random_exponential
@@ -24,6 +23,7 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, wait_ran
 from schemas import kafka_clients
 from schemas.envelope import utcnow
 from schemas.settings import KafkaSettings
+from schemas.topic_reader import TopicReader
 from schemas.topics import topic_name
 
 log = structlog.get_logger("actions.ledger")
@@ -206,33 +206,29 @@ class KafkaLedger(Ledger):
 
     def __init__(self, kafka: KafkaSettings, *, load_timeout_s: float = 30.0) -> None:
         super().__init__()
-        self._read_up_to: dict[TopicPartition, int] = {}  # offsets read so far, per partition
         self.kafka = kafka
         self.topic = topic_name("action-ledger", kafka)
-        self.load_timeout_s = load_timeout_s
         self._producer = kafka_clients.producer(kafka, client_id=f"{kafka.client_id}-ledger")
-        # One reader for every load: a consumer per read costs a connection and a metadata
-        # round trip, and refusals come in bursts. Reads take turns; see `refresh`.
-        self._reader: AIOKafkaConsumer | None = None
-        self._reading = asyncio.Lock()
-        self._reads_started = 0
-        self._reads_done = 0  # the number of the last read that ended well
+        self._reader = TopicReader(
+            kafka,
+            self.topic,
+            lambda records: self._apply(_entries(records)),
+            client_id=f"{kafka.client_id}-ledger-load",
+            timeout_s=load_timeout_s,
+        )
 
     async def start(self) -> None:
         """Open the producer; entries are read by `load`, on every partition assignment."""
         await self._producer.start()
 
     async def stop(self) -> None:
-        async with self._reading:
-            if self._reader is not None:
-                await self._reader.stop()
-                self._reader = None
+        await self._reader.stop()
         await self._producer.stop()
 
     async def record(self, entry: LedgerEntry) -> None:
         """Durable before it counts; retried while the broker is away (until cancelled), never
         when the broker refuses the entry itself."""
-        async for attempt in _retrying_transient("ledger_record"):
+        async for attempt in retrying_transient("ledger_record"):
             with attempt:
                 await self._producer.send_and_wait(
                     self.topic, value=entry.to_bytes(), key=str(entry.trigger_id).encode()
@@ -240,81 +236,20 @@ class KafkaLedger(Ledger):
         await super().record(entry)
 
     async def refresh(self) -> None:
-        """Read what was recorded since the last read. Callers that ask while a read is under
-        way share the next one: any read that started after a caller asked will do for it, so a
-        storm of refused triggers costs a few reads, not one each."""
-        asked = self._reads_started
-        async with self._reading:
-            if self._reads_done > asked:
-                return
-            await self._load(since_last=True)
+        """Read what was recorded since the last read (reads asked for at once are shared)."""
+        await self._reader.refresh()
 
     async def load_retrying(self, stop: asyncio.Event) -> None:
         """`load`, again and again while the broker is away, unless stopped."""
-        async for attempt in _retrying_transient("ledger_load", stop):
+        async for attempt in retrying_transient("ledger_load", stop):
             with attempt:
                 await self.load()
 
     async def load(self, *, since_last: bool = False) -> None:
         """Read the whole topic up to its current end (triggers and ledger are not co-partitioned,
         so any worker may need any entry); `since_last`: from where the last read ended."""
-        async with self._reading:
-            await self._load(since_last=since_last)
-
-    async def _load(self, *, since_last: bool) -> None:
-        self._reads_started += 1
-        number = self._reads_started
-        consumer = await self._started_reader()
-        try:
-            partitions = list(consumer.assignment())
-            if not partitions:
-                raise RuntimeError(f"ledger topic {self.topic} is missing; run `centrality up`")
-            await consumer.seek_to_beginning(*partitions)
-            if since_last:
-                for tp in partitions:
-                    if self._read_up_to.get(tp):
-                        consumer.seek(tp, self._read_up_to[tp])
-            ends = await consumer.end_offsets(partitions)
-            count = await asyncio.wait_for(self._read_to(consumer, ends), self.load_timeout_s)
-        except BaseException:
-            # A reader in an unknown state (a timeout mid-fetch, the broker away) is not reused.
-            self._reader = None
-            await consumer.stop()
-            raise
-        self._read_up_to.update(ends)
-        self._reads_done = number
+        count = await self._reader.load(since_last=since_last)
         log.info("ledger_loaded", records=count, triggers=len(self._entries))
-
-    async def _started_reader(self) -> AIOKafkaConsumer:
-        if self._reader is None:
-            # Without a group the consumer is assigned every partition of the topic.
-            reader = kafka_clients.consumer(
-                self.kafka,
-                self.topic,
-                client_id=f"{self.kafka.client_id}-ledger-load",
-                enable_auto_commit=False,
-                auto_offset_reset="earliest",
-            )
-            try:
-                await reader.start()
-            except BaseException:
-                await reader.stop()
-                raise
-            self._reader = reader
-        return self._reader
-
-    async def _read_to(self, consumer: AIOKafkaConsumer, ends: dict[TopicPartition, int]) -> int:
-        count = 0
-        pending = {tp for tp, end in ends.items() if await consumer.position(tp) < end}
-        while pending:
-            fetched = await consumer.getmany(*pending, timeout_ms=500)
-            for records in fetched.values():
-                self._apply(_entries(records))
-                count += len(records)
-            for tp in list(pending):
-                if await consumer.position(tp) >= ends[tp]:
-                    pending.discard(tp)
-        return count
 
 
 def _entries(records: Iterable[Any]) -> Iterator[LedgerEntry]:
@@ -334,7 +269,7 @@ def _transient(exc: BaseException) -> bool:
     return isinstance(exc, (TimeoutError, OSError))
 
 
-def _retrying_transient(what: str, stop: asyncio.Event | None = None) -> AsyncRetrying:
+def retrying_transient(what: str, stop: asyncio.Event | None = None) -> AsyncRetrying:
     def log_retry(state: RetryCallState) -> None:
         error = state.outcome.exception() if state.outcome else None
         log.warning(f"{what}_retry", attempt=state.attempt_number, error=repr(error)[:300])

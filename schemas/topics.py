@@ -22,6 +22,9 @@ class TopicSpec:
     compacted: bool = False
     batched: bool = False
     carries_events: bool = True  # False: records of our own (ledger, dead letters), not events
+    # Compaction only cleans closed segments: a compacted topic read whole by every reader
+    # rolls its segments this often, so what it holds stays near one record per key.
+    segment_ms: int | None = None
 
     def full_name(self, settings: KafkaSettings) -> str:
         return f"{settings.topic_prefix}{self.name}"
@@ -30,11 +33,14 @@ class TopicSpec:
         policy = "delete"
         if self.compacted:  # a compacted topic with a retention also forgets keys that old
             policy = "compact,delete" if self.retention_ms > 0 else "compact"
-        return {
+        configs = {
             "cleanup.policy": policy,
             "retention.ms": str(self.retention_ms),
             "min.insync.replicas": str(layout.min_insync_replicas),
         }
+        if self.segment_ms is not None:
+            configs["segment.ms"] = str(self.segment_ms)
+        return configs
 
 
 CATALOG: tuple[TopicSpec, ...] = (
@@ -83,6 +89,26 @@ CATALOG: tuple[TopicSpec, ...] = (
         "What action workers did per trigger id; compacted, read back on start.",
         compacted=True,
         carries_events=False,
+    ),
+    # What the streams app believes about each node and job now, published when it changes:
+    # compacted, and never forgotten by age (a quiet node is still part of the fleet).
+    TopicSpec(
+        "status",
+        "subject",
+        "tables",
+        -1,
+        "What the streams app's tables hold per node and job, as people read it; compacted.",
+        compacted=True,
+        segment_ms=3600 * 1000,
+    ),
+    TopicSpec(
+        "silences",
+        "silence id",
+        "triggers",
+        -1,
+        "Operators' silences (signed), read back whole by every action worker; compacted.",
+        compacted=True,
+        segment_ms=DAY_MS,
     ),
     TopicSpec(
         "deadletter",

@@ -72,6 +72,7 @@ from streams.state.bounds import ID_CHARS_MAX, STATE_BYTES_MAX
 from streams.state.internal import decode_internal, tick
 from streams.state_cache import StateCache
 from streams.timers import Timers
+from streams.views import Views
 
 log = structlog.get_logger("streams")
 
@@ -80,6 +81,7 @@ kafka = KafkaSettings()
 settings = StreamsSettings()
 signing_key = SigningSettings().require("the streams worker")  # no unsigned decisions, ever
 engine = RuleEngine.load(settings.rule_modules, settings.rule_config)
+views = Views(engine)
 settings.data_dir.mkdir(parents=True, exist_ok=True)  # Faust creates only the last level
 scheme = faust_transport.install(settings.fetch_max_wait_ms)
 # One partition count keeps every table co-partitioned with what it folds; `centrality streams`
@@ -155,6 +157,8 @@ nodes_topic = app.topic(
     internal=True,
 )
 triggers_topic = app.topic(TRIGGERS, schema=raw())
+STATUS = _catalog("status")
+status_topic = app.topic(STATUS, schema=raw())
 deadletter_topic = app.topic(_catalog("deadletter"), schema=raw())
 forward_topic = app.topic(FORWARD, schema=raw(), partitions=PARTITIONS, internal=True)
 job_forward_topic = app.topic(JOB_FORWARD, schema=raw(), partitions=PARTITIONS, internal=True)
@@ -432,18 +436,21 @@ async def _fold(kind: Kind, key: str, events: Sequence[Event]) -> bool:
     """Fold, decide, send and write; whether the entity's state changed."""
     state = load(kind, key)
     result = step(kind, state, events, engine)
-    outputs = len(result.forwards) + len(result.triggers)
+    # What people read (`centrality nodes`) is published with the decisions, from this state.
+    status = views.status_change(kind, state, result.state, events[-1]) if result.changed else None
+    outputs = len(result.forwards) + len(result.triggers) + (status is not None)
     if outputs > settings.outputs_per_message_max:
         raise Refused(
             "amplification", f"{outputs} outputs > {settings.outputs_per_message_max} per message"
         )
     forwards = [(derived, encode(derived)) for derived in result.forwards]
     triggers = [(t, encode(t)) for t in result.triggers]
+    statuses = [(status, encode(status))] if status is not None else []
     value = result.state.__pydantic_serializer__.to_json(result.state) if result.changed else b""
     if len(value) > STATE_BYTES_MAX:
         raise Refused("state-too-large", f"{kind.table} value of {len(value)} bytes")
     largest = max((len(v) for _, v in forwards), default=0)
-    largest = max(largest, *(len(v) for _, v in triggers), 0)
+    largest = max(largest, *(len(v) for _, v in [*triggers, *statuses]), 0)
     if largest > OUTPUT_BYTES_MAX:
         raise Refused("output-too-large", f"an output of {largest} bytes")
     # Outputs carry this fold's trace context: the trace goes on where they are consumed. The
@@ -458,10 +465,16 @@ async def _fold(kind: Kind, key: str, events: Sequence[Event]) -> bool:
         )
         for t, encoded in triggers
     ]
+    sent += [
+        await status_topic.send(key=e.key, value=encoded, headers=trace_headers)
+        for e, encoded in statuses
+    ]
     # Every output is acknowledged before the state that remembers it is written: a failed
     # send fails this message (retried, or dead-lettered), never silently loses a forward.
     await asyncio.gather(*sent)
     _count_forwarded(result.forwards)
+    for e, _ in statuses:
+        labelled(EVENTS_OUT, STATUS, e.type).inc()
     for trigger in result.triggers:
         log.info("trigger", type=trigger.type, id=str(trigger.event_id), subject=trigger.subject)
         labelled(DECISIONS, trigger.payload.rule, trigger.type).inc()

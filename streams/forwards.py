@@ -112,6 +112,7 @@ def _decided(trigger: QuarantineNodes | RunBenchmark | ReleaseNodes) -> list[Eve
                 "trigger_id": trigger.event_id,
                 "trigger_type": trigger.type,
                 "reason": trigger.payload.reason,
+                "rule": trigger.payload.rule,
             },
         )
         for node in _nodes(trigger.payload.nodes)
@@ -163,6 +164,8 @@ def _reported(result: ActionSucceeded | ActionFailed) -> list[Event]:
                 "refused": failed is not None and failed.refused,
                 "error": failed.error if failed else None,
                 "cause": result.event_id,
+                "operator": p.operator,
+                "reason": p.reason,
             },
         )
         for node in p.nodes

@@ -8,6 +8,7 @@ from actions.breaker import quarantine_share
 from actions.context import ActionContext
 from actions.registry import handles
 from schemas.events import QuarantineNodes
+from schemas.events.nodes import DRAIN_REASON_PREFIX
 
 
 @handles(
@@ -19,7 +20,7 @@ from schemas.events import QuarantineNodes
 )
 def quarantine_nodes(trigger: QuarantineNodes, ctx: ActionContext) -> dict[str, Any]:
     p = trigger.payload
-    reason = f"centrality: {p.reason}"
+    reason = f"{DRAIN_REASON_PREFIX} {p.reason}"
     done: dict[str, Any] = {"nodes": list(p.nodes)}
     if p.drain:
         done["drain"] = ctx.adapter.drain(p.nodes, reason=reason)

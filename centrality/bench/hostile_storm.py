@@ -108,6 +108,8 @@ class Storm:
         self.nodes = [f"hn-{i:04d}" for i in range(subjects)]
         self.templates: dict[str, list[Template]] = {t: [] for t in TOPICS}
         for event in self.events:
+            if event.topic not in self.templates:  # read by people and the sink, not workers
+                continue
             made = (self._template(event) for _ in range(per_type * 4))
             self.templates[event.topic] += [t for t in made if t is not None][:per_type]
         if not all(self.templates.values()):

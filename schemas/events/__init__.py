@@ -25,6 +25,8 @@ from schemas.events.nodes import (
     NodeStateObserved,
     SchedulerNodeState,
 )
+from schemas.events.silences import SilenceAdded, SilenceExpired
+from schemas.events.status import JobStatusChanged, NodeStatusChanged
 from schemas.events.triggers import (
     CancelJob,
     Notify,
@@ -53,6 +55,7 @@ __all__ = [
     "JobExitedPayload",
     "JobState",
     "JobStateChanged",
+    "JobStatusChanged",
     "JobSubmitted",
     "LogLine",
     "LogLinesObserved",
@@ -62,6 +65,7 @@ __all__ = [
     "NodeHealthChecked",
     "NodeHeartbeat",
     "NodeStateObserved",
+    "NodeStatusChanged",
     "Notify",
     "QuarantineNodes",
     "ReleaseJob",
@@ -69,6 +73,8 @@ __all__ = [
     "RestartJob",
     "RunBenchmark",
     "SchedulerNodeState",
+    "SilenceAdded",
+    "SilenceExpired",
     "Trigger",
     "trigger_id",
 ]

@@ -35,6 +35,11 @@ class ActionPayload(Payload):
         description="The nodes the trigger named (empty for job actions): lets a consumer route "
         "the result to each node's state, as the result itself is keyed by the trigger's subject.",
     )
+    operator: str | None = Field(
+        default=None, max_length=NAME, description="The operator who commanded it, if one did."
+    )
+    reason: str | None = Field(default=None, max_length=TEXT, description="The trigger's reason.")
+    forced: bool = Field(default=False, description="Commanded past the circuit breakers.")
 
 
 class ActionStartedPayload(ActionPayload):
@@ -50,8 +55,13 @@ class ActionFailedPayload(ActionPayload):
     permanent: bool
     refused: bool = Field(
         default=False,
-        description="The worker did not act at all (circuit breaker, allowlist, in doubt); "
-        "`error` says why.",
+        description="The worker did not act at all (circuit breaker, allowlist, a silence, an "
+        "operator without authority); `error` says why.",
+    )
+    held_by: str | None = Field(
+        default=None,
+        max_length=NAME,
+        description="The silence that held this decision (refused, to be decided afresh after it).",
     )
 
 

@@ -64,6 +64,11 @@ class SchedulerNodeState(StrEnum):
     UNKNOWN = "UNKNOWN"
 
 
+# Centrality's own drains carry reasons that begin so in the scheduler; a drain with another
+# reason is someone else's, and the streams app never undoes it.
+DRAIN_REASON_PREFIX = "centrality:"
+
+
 class NodeStateObservedPayload(Payload):
     state: SchedulerNodeState
     raw_state: str = Field(max_length=NAME, description="The scheduler's words, e.g. IDLE+DRAIN.")

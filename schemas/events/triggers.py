@@ -34,6 +34,14 @@ class TriggerPayload(Payload):
         max_length=CAUSES, description="Ids of the events behind the decision."
     )
     severity: Severity = "warning"
+    operator: str | None = Field(
+        default=None,
+        max_length=NAME,
+        description="The operator who commanded it (signed with their key); None: a rule decided.",
+    )
+    force: bool = Field(
+        default=False, description="An operator's command that passes the circuit breakers."
+    )
 
 
 class Trigger(Event):

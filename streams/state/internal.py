@@ -76,6 +76,7 @@ class NodeDecidedPayload(Payload):
     trigger_id: uuid.UUID
     trigger_type: StoryTrigger
     reason: str
+    rule: str = ""  # empty in records written before it was carried
 
 
 class NodeDecided(Event):
@@ -91,9 +92,11 @@ class NodeActionReportedPayload(Payload):
     trigger_type: StoryTrigger
     action: str
     succeeded: bool
-    refused: bool = False  # the worker did not act at all (breaker, allowlist)
+    refused: bool = False  # the worker did not act at all (breaker, allowlist, a silence)
     error: str | None = None
     cause: uuid.UUID
+    operator: str | None = None  # who commanded it, when an operator did
+    reason: str | None = None  # the trigger's reason
 
 
 class NodeActionReported(Event):

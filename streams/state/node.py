@@ -26,6 +26,7 @@ from schemas.events import (
     NodeStateObserved,
     SchedulerNodeState,
 )
+from schemas.events.nodes import DRAIN_REASON_PREFIX
 from streams.dispatch import by_type
 from streams.state.bounds import (
     CHECK_NAME_CHARS_MAX,
@@ -39,7 +40,7 @@ from streams.state.bounds import (
 )
 from streams.state.internal import NodeActionReported, NodeDecided, NodeJobObserved
 from streams.state.stamp import Entity, stamped
-from streams.state.story import VERDICT_STAGES, NodeStatus, Stage, Story
+from streams.state.story import VERDICT_STAGES, NodeStatus, Stage, Story, StoryEnd
 from streams.state.windows import Failure, record
 
 XIDS_KEPT = 32
@@ -111,6 +112,13 @@ class SchedulerView(BaseModel):
 OUT_OF_SERVICE = frozenset(
     {SchedulerNodeState.DRAINING, SchedulerNodeState.DRAINED, SchedulerNodeState.DOWN}
 )
+TAKEN_OUT = frozenset({SchedulerNodeState.DRAINING, SchedulerNodeState.DRAINED})
+
+
+def ours(reason: str | None) -> bool:
+    """Whether a scheduler's drain reason is one of Centrality's (no reason: cannot tell, so
+    taken as ours, e.g. a cordon, which carries none)."""
+    return reason is None or reason.startswith(DRAIN_REASON_PREFIX)
 
 
 class Node(Entity):
@@ -122,11 +130,14 @@ class Node(Entity):
     health_failures: tuple[HealthFailure, ...] = ()  # CRITICAL results, event time, bounded
     last_heartbeat_at: datetime | None = None
     heartbeat_interval_s: float | None = None
+    gpu_count: int | None = None  # as the agent's heartbeats say
     gpus: dict[int, GpuCounters] = Field(default_factory=dict)  # GPUs with any error seen
     xids: tuple[XidSeen, ...] = ()
     xid_counts: dict[int, int] = Field(default_factory=dict)
     story: Story | None = None  # the current (or last unfinished) quarantine story
     episodes: int = 0  # quarantine stories that ended (released, resumed or drain failed)
+    ended: StoryEnd | None = None  # how the last story ended, when people ended it
+    story_ended_at: datetime | None = None  # event time the last story ended
     scheduler: SchedulerView | None = None
     last_benchmark_verdict: str | None = None
     last_benchmark_at: datetime | None = None
@@ -168,13 +179,21 @@ class Node(Entity):
 
     @property
     def may_quarantine(self) -> bool:
-        """A rule may start a quarantine story: none is under way (a failed drain ended one)."""
-        return self.story is None or self.story.stage is Stage.DRAIN_FAILED
+        """A rule may start a quarantine story: none is under way (a failed drain ended one),
+        and nobody else took the node out (what people drained, Centrality never releases)."""
+        no_story = self.story is None or self.story.stage is Stage.DRAIN_FAILED
+        return no_story and not self.drained_by_others
 
     @property
     def out_of_service_by_scheduler(self) -> bool:
         """Drained or down by someone else, as far as the scheduler says."""
         return self.scheduler is not None and self.scheduler.state in OUT_OF_SERVICE
+
+    @property
+    def drained_by_others(self) -> bool:
+        """Drained in the scheduler by someone else (a reason that is not one of ours)."""
+        view = self.scheduler
+        return view is not None and view.state in TAKEN_OUT and not ours(view.reason)
 
 
 def apply(state: Node | None, event: Event) -> Node:
@@ -198,6 +217,7 @@ def _(event: NodeHeartbeat, state: Node) -> Node:
         update={
             "last_heartbeat_at": event.occurred_at,
             "heartbeat_interval_s": event.payload.interval_s,
+            "gpu_count": event.payload.gpus,
         }
     )
 
@@ -306,10 +326,12 @@ def _(event: BenchmarkCompleted, state: Node) -> Node:
         "last_benchmark_at": event.occurred_at,
     }
     story = state.story
+    # A verdict of the story's own benchmark counts, and so does one run since it began (an
+    # operator's benchmark of a kept node); an older one, redelivered, does not.
     if (
         story is not None
         and story.stage in VERDICT_STAGES
-        and (p.trigger_id is None or p.trigger_id in story.triggers)
+        and (p.trigger_id in story.triggers or event.occurred_at > story.since)
     ):
         stage = Stage.PASSED if p.verdict == "pass" else Stage.KEPT
         problem = None if p.verdict == "pass" else "; ".join(p.reasons) or p.verdict
@@ -320,6 +342,8 @@ def _(event: BenchmarkCompleted, state: Node) -> Node:
 @_fold.register
 def _(event: NodeDecided, state: Node) -> Node:
     p, story, at = event.payload, state.story, event.occurred_at
+    if story is not None and story.stage is Stage.HELD:
+        return state  # an operator holds it: rules decide nothing about it until released
     if p.trigger_type == "QuarantineNodes":
         if state.may_quarantine:
             story = Story(
@@ -328,6 +352,7 @@ def _(event: NodeDecided, state: Node) -> Node:
                 decided_at=at,
                 since=at,
                 triggers=(p.trigger_id,),
+                decided_by=p.rule or None,
             )
         elif story is not None and story.stage is Stage.DRAIN_REQUESTED:
             story = story.asked(p.trigger_id)  # another rule asks too: either outcome counts
@@ -346,7 +371,7 @@ def _(event: NodeDecided, state: Node) -> Node:
 def _(event: NodeActionReported, state: Node) -> Node:
     p, story, at = event.payload, state.story, event.occurred_at
     if story is None or p.trigger_id not in story.triggers:
-        return state  # not about this story: an old episode's, or a redelivery after it ended
+        return _outside_the_story(state, event)
     update: dict[str, object] | None = None
     match p.trigger_type, p.succeeded, story.stage:
         case "QuarantineNodes", True, Stage.DRAIN_REQUESTED | Stage.DRAIN_FAILED:
@@ -361,12 +386,51 @@ def _(event: NodeActionReported, state: Node) -> Node:
                 "story": story.to(Stage.BENCHMARK_FAILED, at, problem=p.error and clip(p.error))
             }
         case "ReleaseNodes", True, Stage.RELEASING | Stage.RELEASE_FAILED:
-            update = {"story": None, "episodes": state.episodes + 1}  # back in service
+            update = _over(state, at)  # back in service
         case "ReleaseNodes", False, Stage.RELEASING:
             update = {
                 "story": story.to(Stage.RELEASE_FAILED, at, problem=p.error and clip(p.error))
             }
     return state if update is None else state.model_copy(update=update)
+
+
+def _over(state: Node, at: datetime) -> dict[str, object]:
+    """The update that ends the node's story at `at`: the next one is a new episode."""
+    return {"story": None, "episodes": state.episodes + 1, "story_ended_at": at}
+
+
+def _outside_the_story(state: Node, event: NodeActionReported) -> Node:
+    """What was done to the node outside its story: an operator's command, or a trigger someone
+    else decided. The outcome is what counts: a node drained is out, a node released is back.
+    Only outcomes newer than the story count: a redelivered old result changes nothing."""
+    p, story, at = event.payload, state.story, event.occurred_at
+    begun = story.decided_at if story is not None else None
+    newest = max((t for t in (begun, state.story_ended_at) if t is not None), default=None)
+    if not p.succeeded or (newest is not None and at <= newest):
+        return state
+    if p.trigger_type == "ReleaseNodes" and story is not None:
+        return state.model_copy(update=_over(state, at))
+    if p.trigger_type != "QuarantineNodes":
+        return state
+    reason = clip(p.reason or f"drained by {p.action}")
+    if p.operator is not None:
+        held = Story(
+            stage=Stage.HELD,
+            reason=reason,
+            decided_at=at,
+            since=at,
+            triggers=(p.trigger_id,),
+            decided_by=f"operator/{p.operator}",
+        )
+        over = _over(state, at) if story is not None else {}  # a rule's story is over
+        return state.model_copy(update={**over, "story": held})
+    if not state.may_quarantine:
+        return state
+    # A drain decided outside this node's story: the story goes on from there, as a rule's.
+    drained = Story(
+        stage=Stage.DRAINED, reason=reason, decided_at=at, since=at, triggers=(p.trigger_id,)
+    )
+    return state.model_copy(update={"story": drained})
 
 
 @_fold.register
@@ -381,11 +445,18 @@ def _(event: NodeStateObserved, state: Node) -> Node:
     update: dict[str, object] = {"scheduler": view}
     story = state.story
     if (
-        story is not None
-        and story.status is NodeStatus.QUARANTINED
-        and p.state is SchedulerNodeState.AVAILABLE
-        and at > story.since
+        story is None
+        or story.status is not NodeStatus.QUARANTINED
+        or story.stage is Stage.RELEASING  # our own release, seen before its result
+        or at <= story.since
     ):
-        # Someone returned the node to service after our drain: the story is over.
-        update |= {"story": None, "episodes": state.episodes + 1}
+        return state.model_copy(update=update)
+    if p.state is SchedulerNodeState.AVAILABLE:
+        how = "resumed"  # someone returned the node to service after our drain
+    elif p.state in TAKEN_OUT and not ours(p.reason):
+        how = "taken"  # someone drained it for a reason of their own: theirs from now on
+    else:
+        return state.model_copy(update=update)
+    ended = StoryEnd(how=how, at=at, reason=story.reason, scheduler_reason=view.reason)
+    update |= {**_over(state, at), "ended": ended}
     return state.model_copy(update=update)

@@ -8,9 +8,13 @@
     benchmarking ──benchmark failed──▶ benchmark failed (still drained)
     releasing ──release succeeded──▶ in service (next episode) · release failed ──▶ release failed
     quarantined ──the scheduler reports the node available──▶ in service (someone resumed it)
+    quarantined ──the scheduler reports it drained for another reason──▶ over (someone took it)
+    any ──an operator's drain succeeded──▶ held (until a release succeeds: no verdict releases it)
+    any ──a release succeeded, whoever asked──▶ in service (next episode)
 
-A transition only happens from the stage that expects it, and an outcome only counts for a
-trigger of the current story: redelivered or late results change nothing.
+A step of the story only happens from the stage that expects it, and only on an outcome of one
+of its own triggers: redelivered or late results change nothing. What people did (an operator's
+command, a change seen in the scheduler) ends or takes over a story whatever its stage.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ class Stage(StrEnum):
     KEPT = "kept"  # the verdict was not a pass: stays quarantined for people to look at
     RELEASING = "releasing"
     RELEASE_FAILED = "release_failed"
+    HELD = "held"  # drained by an operator: only an operator's (or the scheduler's) release ends it
 
 
 SUSPECT_STAGES = frozenset({Stage.DRAIN_REQUESTED, Stage.DRAIN_FAILED})
@@ -56,6 +61,7 @@ class Story(BaseModel):
     triggers: tuple[uuid.UUID, ...]  # every trigger of this story: only their outcomes count
     problem: str | None = None  # what went wrong: the breaker's or the action's words
     verdict: str | None = None
+    decided_by: str | None = None  # the rule that began it, or `operator/<name>`
 
     @property
     def status(self) -> NodeStatus:
@@ -68,3 +74,14 @@ class Story(BaseModel):
         if trigger_id in self.triggers:
             return self
         return self.model_copy(update={"triggers": (*self.triggers, trigger_id)})
+
+
+class StoryEnd(BaseModel):
+    """How the last story ended, when people ended it (rules tell others once)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    how: str  # "resumed" (available again in the scheduler) or "taken" (drained by someone else)
+    at: datetime
+    reason: str  # the story's reason
+    scheduler_reason: str | None = None

@@ -109,6 +109,8 @@ class TrainingJob(Entity):
     productive_s: float = 0.0
     lost_s: float = 0.0
     hooks: tuple[CompletionHook, ...] = ()
+    last_signal: str | None = None  # the latest edge signal its logs gave (what people read)
+    last_signal_at: datetime | None = None
 
     @classmethod
     def new(cls, event: Event) -> TrainingJob:
@@ -238,6 +240,10 @@ def _(event: CheckpointSaved, state: TrainingJob) -> TrainingJob:
 
 @_fold.register
 def _(event: LogSignalDetected, state: TrainingJob) -> TrainingJob:
+    signal, t = str(event.payload.signal), event.occurred_at
+    newer = state.last_signal_at is None or t >= state.last_signal_at
+    if newer and (state.last_signal, state.last_signal_at) != (signal, t):
+        state = state.model_copy(update={"last_signal": signal, "last_signal_at": t})
     if event.payload.signal is not LogSignal.TRAINING_COMPLETE:
         return state
     # Lines come from the attempt last seen running; a line read after that attempt's exit

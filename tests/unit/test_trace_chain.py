@@ -106,6 +106,7 @@ async def test_one_trace_from_a_fatal_xid_to_the_drain_and_its_result(
         triggers = Sent()
         monkeypatch.setattr(app_module.triggers_topic, "send", triggers)
         monkeypatch.setattr(app_module.forward_topic, "send", Sent())
+        monkeypatch.setattr(app_module.status_topic, "send", Sent())
         async with app_module.fold_nodes.test_context() as agent:
             await agent.put(key=b"n1", value=sent_xid.value, headers=sent_xid.headers)
             for _ in range(200):  # the node is stored once its trigger is sent

@@ -38,6 +38,7 @@ VALID: dict[str, dict[str, Any]] = {
     "GpuXidObserved": {"gpu": 0, "xid": 79},
     "JobExited": {"state": "FAILED"},
     "JobStateChanged": {"state": "RUNNING", "raw_state": "RUNNING"},
+    "JobStatusChanged": {},
     "JobSubmitted": {},
     "LogLinesObserved": {"lines": [{"line": "x"}]},
     "LogSignalDetected": {"signal": "OOM", "line": "x"},
@@ -52,12 +53,21 @@ VALID: dict[str, dict[str, Any]] = {
     "NodeHealthChecked": {"check": "c", "status": "OK"},
     "NodeHeartbeat": {"agent_version": "1", "gpus": 8, "interval_s": 10.0},
     "NodeStateObserved": {"state": "DRAINED", "raw_state": "DRAIN", "scheduler": "slurm"},
+    "NodeStatusChanged": {"state": "in_service"},
     "Notify": {**TRIGGER, "title": "t", "incident": "i"},
     "ReleaseJob": {**TRIGGER, "after": "slurm/c/1"},
     "QuarantineNodes": {**TRIGGER, "nodes": ["n1"]},
     "ReleaseNodes": {**TRIGGER, "nodes": ["n1"]},
     "RestartJob": {**TRIGGER, "checkpoint_uri": None, "attempt": 1},
     "RunBenchmark": {**TRIGGER, "nodes": ["n1"]},
+    "SilenceAdded": {
+        "silence_id": "s-0a1b2c3d",
+        "starts_at": NOW.isoformat(),
+        "duration_s": 3600.0,
+        "reason": "r",
+        "operator": "o",
+    },
+    "SilenceExpired": {"silence_id": "s-0a1b2c3d", "operator": "o"},
 }
 # A valid element of each list field, repeated past its maxItems.
 ITEMS: dict[str, Any] = {
@@ -66,6 +76,7 @@ ITEMS: dict[str, Any] = {
     "caused_by": CAUSE,
     "suites": "gpu",
     "hooks": {"release": "slurm/c/2"},
+    "jobs": "slurm/c/1",
 }
 
 

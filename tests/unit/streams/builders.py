@@ -89,6 +89,7 @@ def result(
     error: str | None = None,
     refused: bool = False,
     dry_run: bool = False,
+    held_by: str | None = None,
 ) -> ActionSucceeded | ActionFailed:
     """What an action worker reports about `trigger`: succeeded, or failed with `error`.
 
@@ -100,6 +101,9 @@ def result(
         "action": trigger.type.lower(),
         "dry_run": dry_run,
         "nodes": getattr(trigger.payload, "nodes", ()),
+        "operator": trigger.payload.operator,
+        "reason": trigger.payload.reason,
+        "forced": trigger.payload.force,
     }
     envelope_ = {
         **envelope(trigger.subject, at_s),
@@ -109,7 +113,14 @@ def result(
     if error is None:
         return ActionSucceeded(**envelope_, payload=common)
     return ActionFailed(
-        **envelope_, payload={**common, "error": error, "permanent": True, "refused": refused}
+        **envelope_,
+        payload={
+            **common,
+            "error": error,
+            "permanent": True,
+            "refused": refused,
+            "held_by": held_by,
+        },
     )
 
 

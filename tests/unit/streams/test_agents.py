@@ -34,7 +34,10 @@ def app_module(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ModuleType]
     patch.setenv("CENTRALITY_STREAMS_STORE", "memory://")
     patch.setenv("CENTRALITY_TRIGGER_KEY", KEY)
     patch.setenv("CENTRALITY_STREAMS_DATA_DIR", str(tmp_path_factory.mktemp("streams")))
-    yield importlib.import_module("streams.app")
+    module = importlib.import_module("streams.app")
+    # What people read is published beside every change; recorded here, never to Kafka.
+    patch.setattr(module.status_topic, "send", STATUSES)
+    yield module
     patch.undo()
 
 
@@ -51,6 +54,9 @@ class Sent:
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         done.set_result(None)
         return done
+
+
+STATUSES = Sent()
 
 
 async def written(table: Any, key: bytes, field: str) -> Any:
@@ -70,6 +76,7 @@ async def test_job_agent_folds_decides_and_forwards(
     triggers, forwards = Sent(), Sent()
     monkeypatch.setattr(app_module.triggers_topic, "send", triggers)
     monkeypatch.setattr(app_module.forward_topic, "send", forwards)
+    STATUSES.values.clear()
     job = "slurm/agent/1"
     async with app_module.fold_jobs.test_context() as agent:
         await agent.put(key=job.encode(), value=encode(checkpoint(7, job)))
@@ -83,6 +90,12 @@ async def test_job_agent_folds_decides_and_forwards(
     assert stored["last_checkpoint_step"] == 7 and stored["restarts"][0]["attempt"] == 1
     # the exit concerns both nodes and their node set: three derived events to re-key
     assert len(forwards.values) == 3
+    # People read each change of the job: checkpointed while unknown, then failed, restarting.
+    published = [e for v in STATUSES.values for e in decode(v)]
+    assert [e.type for e in published] == ["JobStatusChanged"] * 2
+    assert published[0].payload.checkpoint_step == 7 and published[0].payload.state is None
+    last = published[-1].payload
+    assert (last.state, last.pending, last.restarts_left) == ("FAILED", "requeue requested", 3)
 
 
 async def test_node_agent_folds_a_gpu_batch_in_one_step(
@@ -98,6 +111,8 @@ async def test_node_agent_folds_a_gpu_batch_in_one_step(
         await agent.put(key=b"g1", value=encode_batch(batch))  # redelivered: nothing new
         await agent.put(key=b"g1", value=encode_batch([sample("g1", at_s=2)]))
     # Only the drain is asked for; the benchmark waits for the drain's outcome.
+    [status] = [e for v in STATUSES.values[-1:] for e in decode(v)]
+    assert status.subject == "g1" and status.payload.state == "draining"
     assert [e.type for v in triggers.values for e in decode(v)] == ["QuarantineNodes"]
     assert stored["story"]["stage"] == "drain_requested"
     assert stored["gpus"] == {"3": stored["gpus"]["3"]}  # only GPUs with errors are kept

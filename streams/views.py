@@ -1,0 +1,165 @@
+"""What people read about a node or a job, made from the very state the rules decide on.
+
+`status_change` gives the event the streams app publishes on the `status` topic when what a
+person would read changed: a heartbeat, a GPU sample or a rule's memo changes the table, not the
+view, and publishes nothing. Pure, so a test reads the same view the live worker publishes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from schemas.envelope import Event, Payload
+from schemas.events.status import (
+    SHOWN_MAX,
+    JobStatusChanged,
+    JobStatusPayload,
+    NodeCondition,
+    NodeStatusChanged,
+    NodeStatusPayload,
+)
+from streams.entities import JOBS, NODES, Kind
+from streams.rules.registry import RuleEngine
+from streams.state.internal import derived_id
+from streams.state.node import Node
+from streams.state.story import Stage
+from streams.state.training_job import TrainingJob
+
+RESTART_RULE = "restart_incomplete_exit"
+
+_CONDITION: dict[Stage, NodeCondition] = {
+    Stage.DRAIN_REQUESTED: "draining",
+    Stage.DRAIN_FAILED: "suspect",
+    Stage.BENCHMARKING: "benchmarking",
+    Stage.PASSED: "releasing",
+    Stage.RELEASING: "releasing",
+    Stage.HELD: "held",
+}
+_PENDING = {
+    Stage.DRAIN_REQUESTED: "drain requested",
+    Stage.DRAINED: "benchmark to be decided",
+    Stage.BENCHMARKING: "benchmark running",
+    Stage.PASSED: "release to be decided",
+    Stage.RELEASING: "release requested",
+    Stage.KEPT: "a person: release or repair",
+    Stage.BENCHMARK_FAILED: "a person: benchmark or release",
+    Stage.RELEASE_FAILED: "a person: release",
+    Stage.HELD: "an operator's release",
+}
+
+
+def node_status(node: Node) -> NodeStatusPayload:
+    story, scheduler = node.story, node.scheduler
+    jobs = tuple(node.jobs)
+    common: dict[str, Any] = {
+        "scheduler_state": scheduler.raw_state if scheduler else None,
+        "scheduler_reason": scheduler.reason if scheduler else None,
+        "gpus": node.gpu_count,
+        "jobs": jobs[:SHOWN_MAX],
+        "jobs_running": len(jobs),
+        "episodes": node.episodes,
+        "last_benchmark": node.last_benchmark_verdict,
+        "last_benchmark_at": node.last_benchmark_at,
+    }
+    if story is not None:
+        held_by = None
+        if story.stage is Stage.HELD and story.decided_by is not None:
+            held_by = story.decided_by.removeprefix("operator/")
+        return NodeStatusPayload(
+            state=_CONDITION.get(story.stage, "quarantined"),
+            since=story.since,
+            why=story.reason,
+            decided_by=story.decided_by,
+            stage=story.stage.value,
+            pending=_PENDING.get(story.stage),
+            problem=story.problem,
+            held_by=held_by,
+            **common,
+        )
+    if node.out_of_service_by_scheduler and scheduler is not None:
+        return NodeStatusPayload(
+            state="down" if scheduler.state.value == "DOWN" else "drained",
+            since=scheduler.at,
+            why=scheduler.reason,
+            decided_by="scheduler",
+            **common,
+        )
+    ended = node.ended
+    since = node.story_ended_at
+    why = None
+    if ended is not None and ended.at == since:
+        why = f"back in service by hand ({ended.how}) after: {ended.reason}"
+    return NodeStatusPayload(state="in_service", since=since, why=why, **common)
+
+
+def restart_budget(engine: RuleEngine) -> int | None:
+    """How many restarts the restart rule allows a job; None when it is not loaded."""
+    for bound in engine.rules:
+        if bound.spec.name == RESTART_RULE:
+            return int(getattr(bound.config, "max_restarts", 0))
+    return None
+
+
+def job_status(job: TrainingJob, max_restarts: int | None) -> JobStatusPayload:
+    last = job.restarts[-1] if job.restarts else None
+    pending, why = None, None
+    if last is not None and last.attempt >= job.attempt:
+        pending = {"requested": "requeue requested", "requeued": "next attempt"}.get(last.outcome)
+        why = f"restart after attempt {last.attempt}: {last.outcome}" + (
+            f" ({last.error})" if last.error else ""
+        )
+    left = None
+    if max_restarts is not None:
+        left = max(0, max_restarts - max(job.attempt, 1) + 1)
+    return JobStatusPayload(
+        state=job.state,
+        since=job.running_since or job.ended_at or job.submitted_at,
+        attempt=job.attempt,
+        restarts_used=sum(r.outcome == "requeued" for r in job.restarts),
+        restarts_left=left,
+        pending=pending,
+        why=why,
+        checkpoint_step=job.last_checkpoint_step,
+        checkpoint_uri=job.last_checkpoint_uri,
+        checkpoint_at=job.last_checkpoint_at,
+        nodes=job.nodes[:SHOWN_MAX],
+        nodes_count=len(job.nodes),
+        last_signal=job.last_signal,
+        last_signal_at=job.last_signal_at,
+        failures=job.failures,
+        preemptions=job.preemptions,
+        goodput=job.goodput,
+    )
+
+
+class Views:
+    """The views of the kinds people read, bound to what they need of the rules' config."""
+
+    def __init__(self, engine: RuleEngine) -> None:
+        budget = restart_budget(engine)
+        self._views: dict[str, tuple[Callable[[Any], Payload], type[Event]]] = {
+            NODES.table: (node_status, NodeStatusChanged),
+            JOBS.table: (lambda job: job_status(job, budget), JobStatusChanged),
+        }
+
+    def status_change(self, kind: Kind, before: Any, after: Any, cause: Event) -> Event | None:
+        """The status event to publish after `cause` turned `before` into `after`; None when
+        the kind has no view or the view did not change."""
+        view = self._views.get(kind.table)
+        if view is None:
+            return None
+        make, cls = view
+        now = make(after)
+        if before is not None and make(before) == now:
+            return None
+        return cls.model_validate(
+            {
+                "event_id": derived_id("status", kind.table, after.key, cause.event_id),
+                "source": "streams",
+                "cluster": after.cluster,
+                "subject": after.key,
+                "occurred_at": cause.occurred_at,
+                "payload": now,
+            }
+        )

@@ -1,0 +1,138 @@
+"""What people do moves a node's state like any outcome: an operator's drain holds the node, a
+release (whoever asked) returns it to service, a change seen in the scheduler ends a story, and
+a decision held by a silence leaves the node suspect until rules decide afresh. What people read
+(`streams.views`) says so."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from centrality.commands import command
+from schemas.events import Notify, QuarantineNodes, ReleaseNodes, RunBenchmark
+from streams.entities import NODES
+from streams.process import Brain
+from streams.rules.registry import RuleEngine
+from streams.settings import StreamsSettings
+from streams.state.story import NodeStatus, Stage
+from streams.views import Views, node_status
+from tests.unit.streams.builders import benchmark, heartbeat, result, scheduler_says, xid
+from tests.unit.streams.test_quarantine_story import decided, drained, feed
+
+
+def brain() -> Brain:
+    return Brain(RuleEngine.load(StreamsSettings().rule_modules, {}))
+
+
+def by(operator: str, cls: Any, node: str = "n1", **payload: Any) -> Any:
+    return command(
+        cls, operator=operator, cluster="test", subject=node, reason="replaced GPU 3", **payload
+    )
+
+
+def test_an_operators_drain_holds_the_node_until_an_operator_releases_it() -> None:
+    b = brain()
+    feed(b, heartbeat("n1", at_s=0))
+    hold = by("alice", QuarantineNodes, nodes=("n1",))
+    assert feed(b, result(hold, at_s=1)) == []  # nothing of a rule's story follows
+    view = node_status(b.nodes["n1"])
+    assert (view.state, view.held_by, view.why) == ("held", "alice", "replaced GPU 3")
+    assert view.decided_by == "operator/alice" and view.gpus == 8
+    assert feed(b, xid("n1", 79, at_s=2)) == []  # rules decide nothing about a held node
+    bench = by("alice", RunBenchmark, nodes=("n1",))
+    assert feed(b, result(bench, at_s=3), benchmark(at_s=4, trigger=bench)) == []
+    n = b.nodes["n1"]
+    assert n.story and n.story.stage is Stage.HELD and n.last_benchmark_verdict == "pass"
+    release = by("alice", ReleaseNodes, nodes=("n1",))
+    feed(b, result(release, at_s=5))
+    assert b.nodes["n1"].status is NodeStatus.IN_SERVICE
+    [drain] = feed(b, xid("n1", 79, at_s=6))  # in service again: decided like any other
+    assert isinstance(drain, QuarantineNodes) and drain.payload.window == "q1/quarantine"
+
+
+def test_a_release_from_outside_the_story_returns_a_kept_node_to_service() -> None:
+    """The bug seen by hand: a ReleaseNodes emitted for a kept node told Slack "back in service"
+    while the node stayed quarantined, and its next fatal XID decided nothing."""
+    b = brain()
+    bench = drained(b)
+    feed(b, benchmark(verdict="fail", at_s=3, trigger=bench))
+    assert b.nodes["n1"].story and b.nodes["n1"].story.stage is Stage.KEPT
+    outside = by("bob", ReleaseNodes, nodes=("n1",))
+    feed(b, result(outside, at_s=4))
+    assert b.nodes["n1"].story is None and node_status(b.nodes["n1"]).state == "in_service"
+    [drain] = feed(b, xid("n1", 79, at_s=5))
+    assert isinstance(drain, QuarantineNodes)
+    # A redelivered old result, once a new story began, changes nothing.
+    feed(b, result(outside, at_s=4))
+    assert b.nodes["n1"].story and b.nodes["n1"].story.stage is Stage.DRAIN_REQUESTED
+
+
+def test_a_node_resumed_by_hand_mid_story_stops_it_and_people_are_told_once() -> None:
+    b = brain()
+    bench = drained(b)
+    assert b.nodes["n1"].story and b.nodes["n1"].story.stage is Stage.BENCHMARKING
+    [told] = feed(b, scheduler_says("n1", "AVAILABLE", at_s=3, reason=None))
+    assert isinstance(told, Notify) and told.payload.rule == "story_ended_by_hand"
+    assert told.payload.title == "Node n1 returned to service outside Centrality"
+    assert "Xid 79" in told.payload.text
+    n = b.nodes["n1"]
+    assert n.story is None and n.ended and n.ended.how == "resumed"
+    assert node_status(n).why and "back in service by hand" in node_status(n).why
+    # The benchmark's verdict comes after: no release, nothing at all.
+    assert feed(b, benchmark(at_s=4, trigger=bench)) == []
+    assert feed(b, scheduler_says("n1", "AVAILABLE", at_s=3, reason=None)) == []  # once
+
+
+def test_a_node_drained_by_someone_else_is_theirs_centrality_never_releases_it() -> None:
+    b = brain()
+    drained(b)
+    [told] = feed(b, scheduler_says("n1", "DRAINED", at_s=3, reason="GPU swap, ticket 42"))
+    assert isinstance(told, Notify) and "drained by someone else" in told.payload.title
+    view = node_status(b.nodes["n1"])
+    assert (view.state, view.why) == ("drained", "GPU swap, ticket 42")
+    assert feed(b, xid("n1", 79, at_s=4)) == []  # not ours to drain, benchmark or release
+    feed(b, scheduler_says("n1", "AVAILABLE", at_s=5, reason=None))
+    [drain] = feed(b, xid("n1", 79, at_s=6))  # theirs no more: decided like any other
+    assert isinstance(drain, QuarantineNodes)
+
+
+def test_our_own_release_seen_by_the_scheduler_first_is_not_a_hand_made_change() -> None:
+    b = brain()
+    bench = drained(b)
+    [release] = feed(b, benchmark(at_s=3, trigger=bench))
+    assert feed(b, scheduler_says("n1", "AVAILABLE", at_s=4, reason=None)) == []
+    assert b.nodes["n1"].ended is None
+    feed(b, result(release, at_s=5))
+    assert b.nodes["n1"].status is NodeStatus.IN_SERVICE
+
+
+def test_a_decision_held_by_a_silence_leaves_the_node_suspect_and_rules_decide_afresh() -> None:
+    b = brain()
+    drain = decided(b)
+    held = "held by silence s-1a2b3c until 2026-01-01T02:00:00+00:00 (alice: drivers)"
+    feed(b, result(drain, at_s=2, error=held, refused=True, held_by="s-1a2b3c"))
+    view = node_status(b.nodes["n1"])
+    assert (view.state, view.problem) == ("suspect", held)
+    [again] = feed(b, xid("n1", 79, at_s=3))  # after it: a new decision, a new id
+    assert isinstance(again, QuarantineNodes) and again.event_id != drain.event_id
+
+
+def test_a_view_is_published_only_when_what_people_read_changed() -> None:
+    b = brain()
+    views = Views(b.engine)
+    feed(b, heartbeat("n1", at_s=0))
+    first = b.nodes["n1"]
+    beat = heartbeat("n1", at_s=30)
+    feed(b, beat)
+    assert first != b.nodes["n1"]  # the table changed (the heartbeat's time)
+    assert views.status_change(NODES, first, b.nodes["n1"], beat) is None  # the view did not
+    event = xid("n1", 79, at_s=31)
+    before = b.nodes["n1"]
+    feed(b, event)
+    published = views.status_change(NODES, before, b.nodes["n1"], event)
+    assert published is not None and published.type == "NodeStatusChanged"
+    assert published.payload.state == "draining" and published.occurred_at == event.occurred_at
+    assert published.payload.pending == "drain requested" and "Xid 79" in (
+        published.payload.why or ""
+    )
+    again = views.status_change(NODES, before, b.nodes["n1"], event)
+    assert again is not None and again.event_id == published.event_id  # redelivered: same id
