@@ -126,13 +126,17 @@ def nccl(
     """Parse an NCCL output file and send its rows as NcclSampled (one message).
 
     Runs that failed nccl-tests' correctness check are reported, never sent; the exit code is
-    1 when any did.
+    1 when any did. A RAS report (`ncclras` output, NCCL 2.24+) is read too: the processes RAS
+    declared dead or could not reach, and its errors (exit code 1 when it has any).
     """
     from collectors.events import Stamp, hostname
     from collectors.nccl.events import nccl_events, rejected
     from collectors.nccl.parse import parse_nccl_output
+    from collectors.nccl.ras import read_ras
 
-    output = parse_nccl_output(path.read_text(errors="replace").splitlines(), collective)
+    text = path.read_text(errors="replace")
+    output = parse_nccl_output(text.splitlines(), collective)
+    ras = read_ras(text)
     name = node or hostname()
     events = nccl_events(output, Stamp(f"nccl@{name}", cluster), name, job)
 
@@ -152,11 +156,19 @@ def nccl(
         "invalid_runs": failed,
         "warnings": output.warnings,
     }
+    if ras is not None:
+        summary["ras"] = {
+            "errors": ras.errors,
+            "warnings": ras.warnings,
+            "dead": [vars(p) for p in ras.dead],
+            "unreachable": [vars(p) for p in ras.unreachable],
+            "nodes": ras.nodes,
+        }
     if json:
         print(orjson.dumps(summary).decode())
     else:
         console.print(summary)
-    if failed:
+    if failed or (ras is not None and ras.failed):
         raise typer.Exit(1)
 
 

@@ -96,3 +96,64 @@ def slurm_job_word(value: str | Sequence[str] | None) -> str:
 def slurm_job_state(word: str) -> JobState:
     known = SLURM_JOB_STATES.get(word)
     return known.state if known else JobState.UNKNOWN
+
+
+# sinfo(1), NODE STATE CODES: a character after a state stands for a flag
+# (tests/fixtures/realworld/slurm/22.05/node-state-codes.txt); `scontrol show node` prints `*`.
+SLURM_NODE_SUFFIXES: Mapping[str, str] = MappingProxyType(
+    {
+        "*": "NOT_RESPONDING",
+        "~": "POWERED_DOWN",
+        "#": "POWERING_UP",
+        "!": "POWER_DOWN",
+        "%": "POWERING_DOWN",
+        "$": "MAINTENANCE",
+        "@": "REBOOT_REQUESTED",
+        "^": "REBOOT_ISSUED",
+        "-": "PLANNED",
+    }
+)
+# sinfo's own names (long `%T` and short `%t`) for a base state with its flags; a busy node is
+# written ALLOCATED here, which is all the contract needs to know of it.
+_SINFO_NAMES: Mapping[str, tuple[str, ...]] = MappingProxyType(
+    {
+        "ALLOC": ("ALLOCATED",),
+        "ALLOCATED+": ("ALLOCATED", "COMPLETING"),
+        "MIX": ("MIXED",),
+        "COMP": ("COMPLETING",),
+        "DRAINED": ("IDLE", "DRAIN"),
+        "DRAIN": ("IDLE", "DRAIN"),
+        "DRAINING": ("ALLOCATED", "DRAIN"),
+        "DRNG": ("ALLOCATED", "DRAIN"),
+        "FAILING": ("ALLOCATED", "FAIL"),
+        "FAILG": ("ALLOCATED", "FAIL"),
+        "MAINT": ("MAINTENANCE",),
+        "RESV": ("RESERVED",),
+        "INVAL": ("INVALID",),
+        "PLND": ("PLANNED",),
+        "FUTR": ("FUTURE",),
+        "UNK": ("UNKNOWN",),
+        "NPC": ("PERFCTRS",),
+        "POW_DN": ("POWERED_DOWN",),
+        "POW_UP": ("POWERING_UP",),
+    }
+)
+
+
+def slurm_node_words(value: str) -> tuple[str, ...]:
+    """A node state as Slurm prints it (`DOWN*+DRAIN`, sinfo's `idle~`, `drng`, `ALLOCATED+`)
+    as its base state and flags in Slurm's long words (`DOWN`, `NOT_RESPONDING`, `DRAIN`)."""
+    words: list[str] = []
+    for i, token in enumerate(value.strip().upper().split("+")):
+        if not token:
+            if words:  # a trailing `+` (sinfo's ALLOCATED+): jobs still completing
+                words.append("COMPLETING")
+            continue
+        flags = []
+        while token and token[-1] in SLURM_NODE_SUFFIXES:
+            flags.append(SLURM_NODE_SUFFIXES[token[-1]])
+            token = token[:-1]
+        # sinfo's names stand for the base state only; after a `+` come scontrol's flag words.
+        base = _SINFO_NAMES.get(token, (token,)) if i == 0 else (token,)
+        words += [*base, *reversed(flags)]
+    return tuple(dict.fromkeys(words))

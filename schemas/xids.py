@@ -62,7 +62,8 @@ R = XidResolution
 # NVIDIA's immediate-action buckets → ours. The WORKFLOW_* buckets of 48 and 74 say in their
 # own text "A GPU reset or node reboot is needed to clear this error"; NVLink5's (144-150) turn
 # on sub-codes the kernel line carries but NVML does not, so the worst of them (RESET_GPU) is
-# taken. Xid 45 is the teardown after another error ("Not Solo: IGNORE (follow other Xid)").
+# taken, unless the line itself says Nonfatal (see resolution_of). Xid 45 is the teardown after
+# another error ("Not Solo: IGNORE (follow other Xid)").
 _BUCKETS: dict[str, XidResolution] = {
     "IGNORE": R.IGNORE,
     "RESTART_APP": R.RESTART_APP,
@@ -362,21 +363,51 @@ FATAL_XIDS: frozenset[int] = frozenset(c for c, info in XID_CATALOG.items() if i
 UNKNOWN_RESOLUTION = R.CONTACT_SUPPORT
 
 # Xid 154 carries the recovery action of the XIDs it follows in its text, e.g.
-# "GPU recovery action changed from 0x0 (None) to 0x2 (Node Reboot Required)".
-_RECOVERY_154 = re.compile(r"changed from .*? to 0x[0-9a-fA-F]+ \(([^)]*)\)")
-_RECOVERY_ACTIONS: dict[str, XidResolution] = {
+# "GPU recovery action changed from 0x0 (None) to 0x2 (Node Reboot Required)". The number is
+# NVML's nvmlDeviceGpuRecoveryAction_t, whatever words a driver prints beside it (drivers 610+
+# say "OS Reboot" and "PF FLR" for 0x2 and 0x1).
+_RECOVERY_154 = re.compile(r"changed from .*? to 0x([0-9a-fA-F]+)(?: \(([^)]*)\))?")
+_RECOVERY_ACTIONS: dict[int, XidResolution] = {
+    0: R.IGNORE,  # none
+    1: R.RESET_GPU,  # GPU reset
+    2: R.REBOOT_NODE,  # node reboot
+    3: R.RESET_GPU,  # drain P2P, then reset
+    4: R.RESET_GPU,  # drain P2P and reset the GPU
+    5: R.CONTACT_SUPPORT,  # recover the IMEX (multi-node NVLink) domain: nothing node-local
+    6: R.RESET_GPU,  # reset the GPU's PCIe bus
+    7: R.REBOOT_NODE,  # reboot the system
+}
+_RECOVERY_WORDS: dict[str, XidResolution] = {
     "none": R.IGNORE,
-    "drain p2p": R.RESET_GPU,
-    "drain and reset": R.RESET_GPU,
     "gpu reset required": R.RESET_GPU,
     "node reboot required": R.REBOOT_NODE,
+    "drain p2p": R.RESET_GPU,
+    "drain and reset": R.RESET_GPU,
 }
+# NVLink5 Xids say in their text whether the error is fatal: "149, NETIR_LINK_EVT Fatal …",
+# "145, RLW_RXPIPE Nonfatal …". A non-fatal one leaves the link and the GPU in service.
+NVLINK5_XIDS = range(144, 151)
+_NVLINK5_SEVERITY = re.compile(r"^[^(]*?\b(Nonfatal|Fatal)\b")
+
+
+def _told_by_message(code: int, message: str | None) -> XidResolution | None:
+    if not message:
+        return None
+    if code == 154 and (m := _RECOVERY_154.search(message)):
+        by_number = _RECOVERY_ACTIONS.get(int(m.group(1), 16))
+        by_words = _RECOVERY_WORDS.get((m.group(2) or "").strip().lower())
+        return by_number or by_words or UNKNOWN_RESOLUTION
+    if code in NVLINK5_XIDS and (m := _NVLINK5_SEVERITY.search(message.split(f"{code},", 1)[-1])):
+        return R.CONTACT_SUPPORT if m.group(1) == "Nonfatal" else R.RESET_GPU
+    return None
 
 
 def resolution_of(code: int, message: str | None = None) -> XidResolution:
-    """What to do about XID `code`; Xid 154's own text names the action it asks for."""
-    if code == 154 and message and (m := _RECOVERY_154.search(message)):
-        return _RECOVERY_ACTIONS.get(m.group(1).strip().lower(), UNKNOWN_RESOLUTION)
+    """What to do about XID `code`; where the catalog says the message decides (Xid 154's
+    recovery action, NVLink5's Fatal/Nonfatal), its text does."""
+    told = _told_by_message(code, message)
+    if told is not None:
+        return told
     info = XID_CATALOG.get(code)
     return info.resolution if info else UNKNOWN_RESOLUTION
 
@@ -384,10 +415,12 @@ def resolution_of(code: int, message: str | None = None) -> XidResolution:
 def is_fatal(code: int, message: str | None = None, fatal: frozenset[int] = FATAL_XIDS) -> bool:
     """Whether XID `code` takes the node out of service, given the fatal set in force.
 
-    Xid 154 is judged by the action its message names, whatever the set says of 154.
+    Xid 154 is judged by the action its message names, whatever the set says of 154; an
+    NVLink5 Xid whose message says Nonfatal is not fatal (one that says Fatal follows the set).
     """
-    if code == 154:
-        return resolution_of(code, message).fatal
+    told = _told_by_message(code, message)
+    if told is not None and (code == 154 or not told.fatal):
+        return told.fatal
     return code in fatal
 
 

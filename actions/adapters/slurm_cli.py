@@ -135,7 +135,8 @@ _NODE_NAME = re.compile(r"[\w.\-]+")
 
 
 def expand_nodes(nodes: Sequence[str]) -> list[str]:
-    """Node names and hostlists (`gpu-[01-04]`, `rack[0-1]_blade[0-3]`) as Slurm expands them."""
+    """Node names and hostlists (`gpu-[01-04]`, `rack[0-1]_blade[0-3]`) as Slurm expands them,
+    each once: Slurm keeps a name given twice, a set of nodes to act on does not."""
     try:
         names: list[str] = hostlist.expand_hostlist(",".join(nodes)) if nodes else []
     except hostlist.BadHostlist as e:

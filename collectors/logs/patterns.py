@@ -59,6 +59,51 @@ DEFAULT_PATTERNS: tuple[Builtin, ...] = (
     ),
     Builtin(
         PatternSpec(
+            signal=LogSignal.NODE_LOST,
+            regex=r"Task failed because the node it was running on is dead"
+            r"|Worker exit detail: Owner's node has crashed"
+            r"|\bNodeDiedError\b|The actor died because its node has died",
+            name="node_lost",
+        ),
+        ("node it was running on", "owner's node", "nodediederror", "its node has died"),
+    ),
+    Builtin(
+        PatternSpec(
+            # Ray names what *may* have killed a worker (SIGKILL, the OOM killer, SIGSEGV)
+            # without knowing: a worker death, not a crash or an OOM.
+            signal=LogSignal.WORKER_FAILED,
+            regex=r"A worker died or was killed while executing a task"
+            r"|The actor is dead because its worker process has died",
+            name="ray_worker_died",
+        ),
+        ("a worker died", "worker process has died"),
+    ),
+    Builtin(
+        PatternSpec(
+            signal=LogSignal.COORDINATION_ERROR,
+            regex=r"\bDist(?:Store|Network)Error\b|\bRendezvous\w*(?:Error|Exception)\b"
+            r"|in coordination service: \w+|Polled an error from coordination service"
+            r"|JAX distributed service detected fatal errors",
+            name="coordination",
+        ),
+        (
+            "diststoreerror",
+            "distnetworkerror",
+            "rendezvous",
+            "coordination service",
+            "jax distributed",
+        ),
+    ),
+    Builtin(
+        PatternSpec(
+            signal=LogSignal.TPU_ERROR,
+            regex=r"Core halted unexpectedly|Accelerator device halted prematurely",
+            name="tpu_halted",
+        ),
+        ("halted",),
+    ),
+    Builtin(
+        PatternSpec(
             signal=LogSignal.NCCL_TIMEOUT,
             regex=r"Watchdog caught collective operation timeout|NCCL.*\bTime(?:d ?)?out\b"
             r"|ProcessGroupNCCL.*[Tt]imeout",
@@ -71,19 +116,23 @@ DEFAULT_PATTERNS: tuple[Builtin, ...] = (
             signal=LogSignal.OOM,
             regex=r"\b[Oo]ut [Oo]f [Mm]emory\b|OUT OF MEMORY|OutOfMemoryError"
             r"|\b(?:CUBLAS|CUDNN)_STATUS_ALLOC_FAILED\b|cudaErrorMemoryAllocation"
-            r"|can't allocate memory|\boom[-_]kill|OOMKilled",
+            r"|can't allocate memory|\boom[-_]kill|OOMKilled"
+            # XLA on TPU: the TF-era runtime's words, and its allocator's detail line
+            r"|Resource exhausted: From /job:tpu_worker"
+            r"|Attempting to reserve \S+ at the bottom of memory\. That was not possible",
             name="oom",
         ),
-        ("memory", "oom", "alloc"),
+        ("memory", "oom", "alloc", "resource exhausted"),
     ),
     Builtin(
         PatternSpec(
             signal=LogSignal.NCCL_ERROR,
-            regex=r"NCCL WARN|NCCL error|nccl(?:InternalError|UnhandledCudaError|SystemError"
-            r"|RemoteError|InvalidUsage)",
+            regex=r"NCCL WARN|NCCL error|NCCL failure|nccl(?:InternalError|UnhandledCudaError"
+            r"|SystemError|RemoteError|InvalidUsage)"
+            r"|^WARN: .*NET/OFI",  # aws-ofi-nccl's own format, outside NCCL's logger
             name="nccl_error",
         ),
-        ("nccl",),
+        ("nccl", "net/ofi"),
     ),
     Builtin(
         PatternSpec(
@@ -99,10 +148,19 @@ DEFAULT_PATTERNS: tuple[Builtin, ...] = (
             signal=LogSignal.NATIVE_CRASH,
             regex=r"Segmentation fault|\bSIG(?:SEGV|BUS|ILL|FPE|ABRT)\b|Fatal Python error"
             r"|\bBus error\b|\(core dumped\)|exited on signal \d+|Caught signal \d+"
-            r"|\bexitcode\s*:\s*-(?:4|6|7|8|11)\b",
+            r"|\bexitcode\s*:\s*-(?:4|6|7|8|11)\b"
+            r"|\bexits with return code = -(?:4|6|7|8|11)\b",  # DeepSpeed's launcher
             name="native_crash",
         ),
-        ("segmentation", "sig", "fatal python", "bus error", "core dumped", "exitcode"),
+        (
+            "segmentation",
+            "sig",
+            "fatal python",
+            "bus error",
+            "core dumped",
+            "exitcode",
+            "return code",
+        ),
     ),
     Builtin(
         PatternSpec(
@@ -112,10 +170,12 @@ DEFAULT_PATTERNS: tuple[Builtin, ...] = (
             r"|Signal \d+ \(SIG\w+\) received by PID|\] Worker group FAILED\b"
             r"|srun: error: \S+: tasks? [\d,-]+: (?:Exited with exit code|Killed|Terminated)"
             r"|Primary job\s+terminated normally, but \d+ process"
-            r"|\b(?:RayTaskError|RayActorError|ActorDiedError|TrainingFailedError)\b",
+            r"|\b(?:RayTaskError|RayActorError|ActorDiedError|TrainingFailedError)\b"
+            r"|\] \[.*\] exits with return code = -?\d+$",  # DeepSpeed's launcher
             name="worker_failed",
         ),
         (
+            "return code",
             "failed",
             "exitcode",
             "received by pid",

@@ -40,6 +40,9 @@ class LogSignal(StrEnum):
     TRACEBACK = "TRACEBACK"
     NATIVE_CRASH = "NATIVE_CRASH"  # SIGSEGV and kin, "Fatal Python error"
     WORKER_FAILED = "WORKER_FAILED"  # a launcher's summary: ChildFailedError, srun task exits
+    NODE_LOST = "NODE_LOST"  # a node of the job died or was preempted (Ray says so in words)
+    COORDINATION_ERROR = "COORDINATION_ERROR"  # c10d store, rendezvous, JAX coordination service
+    TPU_ERROR = "TPU_ERROR"  # a TPU core halted
     CUSTOM = "CUSTOM"
 
 

@@ -2,13 +2,17 @@
 
 A job is `ray/<submission id>`; its one attempt ran on the driver's node. When a job ends its
 driver log is scanned with the tailer's patterns, and the signals (Training Complete, NCCL,
-CUDA, OOM, ...) are sent before JobExited, so rules see them first. A node turning DEAD
-becomes NodeHealthChecked `ray_node_state` CRITICAL.
+CUDA, OOM, ...) are sent before JobExited, so rules see them first. An entrypoint killed by
+a signal ends with that signal, not a negative exit code. A node turning DEAD becomes
+NodeHealthChecked `ray_node_state`: CRITICAL when Ray says it died unexpectedly (or says nothing),
+WARN when Ray ended it on purpose: stopped, scaled down idle, or preempted, which is no fault of
+the node.
 """
 
 from __future__ import annotations
 
 import asyncio
+import re
 import urllib.parse
 import urllib.request
 from typing import Any
@@ -34,6 +38,13 @@ log = structlog.get_logger(__name__)
 
 NODE_CHECK = "ray_node_state"
 _ENTRYPOINT_ECHO = "Running entrypoint for job "
+# The dashboard's words for a death Ray or the cloud chose (NodeDeathInfo's EXPECTED_TERMINATION,
+# AUTOSCALER_DRAIN_IDLE, AUTOSCALER_DRAIN_PREEMPTED), with or without its prefix.
+_ENDED_ON_PURPOSE = re.compile(
+    r"^(?:Expected termination\b|Terminated due to (?:idle|preemption)\b|received SIGTERM$)"
+)
+# Ray before `driver_exit_code` (2.8) said it only in the message; a negative code is a signal.
+_EXIT_IN_MESSAGE = re.compile(r"^Job entrypoint command failed with exit code (-?\d+)")
 _STATES = {
     "PENDING": JobState.PENDING,
     "RUNNING": JobState.RUNNING,
@@ -45,6 +56,22 @@ _STATES = {
 
 def _seconds(ms: Any) -> float | None:
     return float(ms) / 1000 if ms else None
+
+
+def _exit_of(code: Any, message: list[str]) -> tuple[int | None, int | None]:
+    """(exit code, signal) of the entrypoint: a subprocess return code, negative when a signal
+    ended it (`driver_exit_code`, or the message of Rays that had no such field)."""
+    if code is None and message and (m := _EXIT_IN_MESSAGE.match(message[0])):
+        code = m.group(1)
+    if code is None:
+        return None, None
+    return (None, -int(code)) if int(code) < 0 else (int(code), None)
+
+
+def _node_status(dead: bool, why: str) -> HealthStatus:
+    if not dead:
+        return HealthStatus.OK
+    return HealthStatus.WARN if _ENDED_ON_PURPOSE.match(why) else HealthStatus.CRITICAL
 
 
 class RayWatcher:
@@ -71,12 +98,10 @@ class RayWatcher:
             sent += await self.tracker.commit(self.sink, jid, events, entry)
         for node in nodes:
             name = str(node.get("node_name") or node.get("node_ip"))
-            dead = node.get("state") == "DEAD"
-            message = f"{str(node.get('state')).lower()}" + (
-                f": {node['state_message']}" if node.get("state_message") else ""
-            )
+            why = str(node.get("state_message") or "")
+            message = f"{str(node.get('state')).lower()}" + (f": {why}" if why else "")
             details = {"node_id": node["node_id"], "is_head_node": bool(node.get("is_head_node"))}
-            status = HealthStatus.CRITICAL if dead else HealthStatus.OK
+            status = _node_status(node.get("state") == "DEAD", why)
             key = f"node:{node['node_id']}"
             events, entry = self.tracker.node_state(key, name, NODE_CHECK, status, message, details)
             sent += await self.tracker.commit(self.sink, key, events, entry)
@@ -90,12 +115,14 @@ class RayWatcher:
         state = _STATES.get(raw, JobState.UNKNOWN)
         driver = names.get(str(job.get("driver_node_id")))
         message = str(job.get("message") or "").splitlines()
+        exit_code, signal = _exit_of(job.get("driver_exit_code"), message)
         seen = Observation(
             raw_state=raw,
             state=state,
             nodes=(str(driver),) if driver else (),
             reason=job.get("error_type") or (message[0] if message else None),
-            exit_code=job.get("driver_exit_code"),
+            exit_code=exit_code,
+            signal=signal,
             submitted_at=_seconds(job.get("start_time")),
             started_at=_seconds(job.get("start_time")),
             ended_at=_seconds(job.get("end_time")),

@@ -9,6 +9,7 @@ from typing import Any
 
 from collectors.watchers.slurm.states import expand, node_state
 from schemas.events.nodes import SchedulerNodeState
+from schemas.slurm import slurm_node_words
 
 # scontrol appends who set the reason and when: `Reason=disk [root@2024-01-01T00:00:00]`.
 _REASON_STAMP = re.compile(r"\s*\[[^\]]*@[^\]]*\]\s*$")
@@ -30,8 +31,9 @@ class NodeView:
 
 
 def _words(state: Any, flags: Any = ()) -> tuple[str, ...]:
-    listed = state if isinstance(state, list) else str(state or "UNKNOWN").split("+")
-    return tuple(str(w).upper() for w in [*listed, *(flags or [])])
+    if isinstance(state, list):
+        return tuple(str(w).upper() for w in [*state, *(flags or [])])
+    return slurm_node_words("+".join([str(state or "UNKNOWN"), *map(str, flags or [])]))
 
 
 def _reason(value: Any) -> str | None:

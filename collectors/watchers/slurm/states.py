@@ -51,24 +51,33 @@ def exit_of(value: Any) -> tuple[int | None, int | None]:
 
 
 def expand(nodes: str | None) -> tuple[str, ...]:
-    """A Slurm hostlist (`gpu-[01-04]`, `rack[0-1]_blade[0-3]`) as Slurm expands it."""
-    return tuple(hostlist.expand_hostlist(nodes)) if nodes else ()
+    """A Slurm hostlist (`gpu-[01-04]`, `rack[0-1]_blade[0-3]`) as Slurm expands it: in order,
+    a name given twice kept twice (`scontrol show hostnames n[1-3],n2` is n1 n2 n3 n2)."""
+    return tuple(hostlist.expand_hostlist(nodes, allow_duplicates=True)) if nodes else ()
 
 
-_DOWN = {"DOWN", "ERROR", "NOT_RESPONDING", "NO_RESPOND", "INVALID_REG", "INVALID"}
+# A node rebooting (`^`) is gone until it registers again.
+_DOWN = {"DOWN", "ERROR", "INVALID_REG", "INVALID", "REBOOT_ISSUED"}
+# sinfo(1): a node that stops answering goes DOWN "except in the case of COMPLETING, DRAINED,
+# DRAINING, FAIL, FAILING nodes": those keep their state.
+_NOT_RESPONDING = {"NOT_RESPONDING", "NO_RESPOND"}
 _TAKES_NO_WORK = {"DRAIN", "FAIL"}  # admin (or a health check) keeps new jobs off
 _BUSY = {"ALLOCATED", "MIXED", "COMPLETING"}
-_AVAILABLE = {"IDLE", "ALLOCATED", "MIXED", "COMPLETING"}
+# A powered-down cloud node is available: Slurm powers it up on demand. So is one in a
+# reservation, planned for a job, waiting to reboot (it runs work until then) or counting.
+_AVAILABLE = {"IDLE", "ALLOCATED", "MIXED", "COMPLETING", "MAINTENANCE", "RESERVED", "PLANNED"}
+_AVAILABLE |= {"POWERED_DOWN", "POWER_DOWN", "POWERING_UP", "POWERING_DOWN", "PERFCTRS"}
+_AVAILABLE |= {"REBOOT_REQUESTED"}
 
 
 def node_state(words: list[str]) -> SchedulerNodeState:
-    """A node's base state and flags (`["MIXED", "DRAIN"]`) as the scheduler-agnostic state.
-    A powered-down cloud node is available: Slurm powers it up on demand."""
+    """A node's base state and flags (`["MIXED", "DRAIN"]`, see `slurm_node_words`) as the
+    scheduler-agnostic state."""
     upper = {w.upper() for w in words}
-    if upper & _DOWN:
+    if upper & _DOWN or (upper & _NOT_RESPONDING and not upper & _TAKES_NO_WORK):
         return SchedulerNodeState.DOWN
     if upper & _TAKES_NO_WORK:
         return SchedulerNodeState.DRAINING if upper & _BUSY else SchedulerNodeState.DRAINED
-    if upper & (_AVAILABLE | {"POWERED_DOWN", "POWER_DOWN", "POWERING_UP", "POWERING_DOWN"}):
+    if upper & _AVAILABLE:
         return SchedulerNodeState.AVAILABLE
     return SchedulerNodeState.UNKNOWN

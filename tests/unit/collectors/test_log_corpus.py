@@ -21,7 +21,7 @@ MATCHER = Matcher(())
 
 def test_the_corpus_is_large_and_every_source_is_documented() -> None:
     provenance = (CORPUS / "PROVENANCE.md").read_text()
-    assert len(CASES) >= 45
+    assert len(CASES) >= 120
     for case in CASES:
         for source in case["source"].split("+"):
             assert f"`{source}`" in provenance, source

@@ -8,6 +8,9 @@ from pathlib import Path
 import pytest
 
 from collectors.gpu.kernel_xids import KernelXidParser
+from schemas.xids import XidResolution, is_fatal, resolution_of
+
+R = XidResolution
 
 CORPUS = Path(__file__).parents[2] / "fixtures" / "realworld" / "xid"
 
@@ -37,6 +40,57 @@ CASES: dict[str, list[tuple[str, int, bool, str]]] = {
     "ml_engineering_debug_xid63.log": [
         ("0000:10:1c", 63, False, "NVRM: Xid (PCI:0000:10:1c): 63, pid=1896, Row Remapper"),
     ],
+    "gpud_pr1160_nvlink5_severity.log": [
+        ("0000:01:00", 144, False, "NVRM: Xid (PCI:0000:01:00): 144, SAW_MVB Nonfatal"),
+        ("0000:00:00", 149, False, "NVRM: Xid (PCI:0000:00:00): 149, NETIR_LINK_EVT Fatal"),
+        ("0000:00:00", 149, False, "NVRM: Xid (PCI:0000:00:00): 149, NETIR_LINK_EVT Fatal"),
+    ],
+    "ogkm1150_xid45_after_nvlink5.log": [
+        ("0000:dc:00", 45, False, "NVRM: Xid (PCI:0000:dc:00): 45, pid=1818990"),
+        ("0000:ed:00", 45, False, "NVRM: Xid (PCI:0000:ed:00): 45, pid=1818992"),
+        ("0000:ba:00", 45, False, "NVRM: Xid (PCI:0000:ba:00): 45, pid=1818989"),
+        ("0000:97:00", 45, False, "NVRM: Xid (PCI:0000:97:00): 45, pid=1818987"),
+    ],
+    # A lost GPU that the driver cannot name by bus: nothing to pin on a GPU.
+    "ogkm688_gpu_lost_no_bus_id.log": [],
+    "nvforum371272_xid62_xid154.log": [
+        ("0000:01:00", 62, False, "NVRM: Xid (PCI:0000:01:00): 62, 323f0f30"),
+        ("0000:01:00", 154, False, "NVRM: Xid (PCI:0000:01:00): 154, GPU recovery action"),
+    ],
+    "xid154_os_reboot_driver610.log": [
+        ("0000:01:00", 79, False, "NVRM: Xid (PCI:0000:01:00): 79, GPU has fallen off"),
+        ("0000:01:00", 79, True, "NVRM: GPU 0000:01:00.0: GPU has fallen off the bus."),
+        ("0000:01:00", 154, False, "NVRM: Xid (PCI:0000:01:00): 154, GPU recovery action"),
+    ],
+    "xid154_pf_flr.log": [
+        ("0000:0d:00", 51, False, "NVRM: Xid (PCI:0000:0d:00): 51, BAD_TSG"),
+        ("0000:0d:00", 154, False, "NVRM: Xid (PCI:0000:0d:00): 154, GPU recovery action"),
+    ],
+    "xid154_node_reboot_required.log": [
+        ("0000:02:00", 154, False, "NVRM: Xid (PCI:0000:02:00): 154, GPU recovery action"),
+        ("0008:01:00", 154, False, "NVRM: Xid (PCI:0008:01:00): 154, GPU recovery action"),
+    ],
+}
+
+# What each record asks for, by NVIDIA's catalog where the message text decides it: NVLink5
+# Xids (144-150) say `Fatal` or `Nonfatal`, Xid 154 names the recovery action it asks for.
+ACTIONS: dict[str, list[tuple[XidResolution, bool]]] = {
+    "gpud_pr1174_kmsg.log": [
+        (R.RESET_GPU, True),
+        (R.RESET_GPU, True),
+        (R.CONTACT_SUPPORT, False),  # 145 RLW_RXPIPE Nonfatal
+        (R.RESTART_APP, False),  # 94 contained
+    ],
+    "gpud_pr1160_nvlink5_severity.log": [
+        (R.CONTACT_SUPPORT, False),  # 144 SAW_MVB Nonfatal
+        (R.RESET_GPU, True),
+        (R.RESET_GPU, True),
+    ],
+    "ogkm1150_xid45_after_nvlink5.log": [(R.IGNORE, False)] * 4,
+    "nvforum371272_xid62_xid154.log": [(R.RESET_GPU, True), (R.RESET_GPU, True)],
+    "xid154_os_reboot_driver610.log": [(R.REBOOT_NODE, True)] * 3,
+    "xid154_pf_flr.log": [(R.UNUSED, False), (R.RESET_GPU, True)],
+    "xid154_node_reboot_required.log": [(R.REBOOT_NODE, True), (R.RESET_GPU, True)],
 }
 
 
@@ -47,6 +101,14 @@ def test_realworld_kernel_lines(name: str) -> None:
     assert [(x.bus_id, x.xid, x.inferred) for x in found] == [c[:3] for c in CASES[name]]
     for x, case in zip(found, CASES[name], strict=True):
         assert x.message.startswith(case[3])
+
+
+@pytest.mark.parametrize("name", sorted(ACTIONS))
+def test_what_each_real_record_asks_for(name: str) -> None:
+    parser = KernelXidParser()
+    found = [x for line in (CORPUS / name).read_text().splitlines() if (x := parser.feed(line))]
+    got = [(resolution_of(x.xid, x.message), is_fatal(x.xid, x.message)) for x in found]
+    assert got == ACTIONS[name]
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,133 @@
+"""DCGM's `dcgmi diag` and `dcgmi health` outputs read as health-check findings, on outputs from
+real public sources (tests/fixtures/realworld/dcgm/PROVENANCE.md). Expected values by hand."""
+
+from __future__ import annotations
+
+import os
+import shlex
+from pathlib import Path
+
+import pytest
+
+from collectors.health.dcgm import read_dcgm
+from collectors.health.registry import load_checks
+from collectors.health.runner import run_check
+from schemas.events.nodes import HealthStatus
+from tests.unit.collectors.test_health import ctx
+
+CORPUS = Path(__file__).parents[2] / "fixtures" / "realworld" / "dcgm"
+OK, WARN, CRIT = HealthStatus.OK, HealthStatus.WARN, HealthStatus.CRITICAL
+
+Finding = tuple[str, HealthStatus, tuple[int, ...], str]  # test, status, GPUs, message start
+# file → (overall status, DCGM version, findings)
+CASES: dict[str, tuple[HealthStatus, str | None, list[Finding]]] = {
+    # DCGM 3.1.0 JSON, every test passed, with a warning printed before the document and
+    # `null` entries between tests.
+    "diag_json_3.1.0_real_output.txt": (OK, "3.1.0", []),
+    # Per-GPU JSON: sm_stress failed on GPUs 0, 2 and 3; SKIPs are no finding.
+    "diag_json_per_gpu_dcgm_test_strings.json": (
+        CRIT,
+        "1.7",
+        [
+            ("sm_stress", CRIT, (0,), "Max stress level of 2128.7 did not exceed"),
+            ("sm_stress", CRIT, (2,), "Max stress level of 1096.5 did not exceed"),
+            ("sm_stress", CRIT, (3,), "Max stress level of 1099.7 did not exceed"),
+        ],
+    ),
+    # 3.3.8 text: GPU Memory `Fail - All`, its eight `Warning` rows its text; `Info` and the
+    # `Skip - All` rows are no finding.
+    "diag_text_3.3.8_cuda_init_fail.txt": (
+        CRIT,
+        "3.3.8",
+        [
+            (
+                "GPU Memory",
+                CRIT,
+                (),
+                "GPU 0 Error using CUDA API cuInit Check DCGM and system logs for errors. Reset "
+                "GPU. Restart DCGM. Rerun diagnostics. Unable to initialize CUDA library: 'system "
+                "not yet initialized'",
+            ),
+        ],
+    ),
+    # A deployment `Error` row: GPU 3 needs its pending row remaps (a reset) or an RMA.
+    "diag_text_ml_engineering_row_remap_pending.txt": (
+        CRIT,
+        None,
+        [
+            (
+                "Error",
+                CRIT,
+                (3,),
+                "GPU 3 has uncorrectable memory errors and row remappings are pending",
+            )
+        ],
+    ),
+    # `dcgmi health -c`: GPU 0 warns, GPU 1 fails its memory system and warns on SM.
+    "health_text_dcgm_health_tests.txt": (
+        CRIT,
+        None,
+        [
+            ("GPU", WARN, (0,), "The car is red? Are you sure because that doesn't seem like"),
+            ("Memory system", CRIT, (1,), "Green can be emerald and beautiful, but there are sh"),
+            ("SM system", WARN, (1,), "The guards wear Kholin blue because otherwise they'd be la"),
+        ],
+    ),
+}
+
+
+def test_every_fixture_is_a_case_and_documented() -> None:
+    provenance = (CORPUS / "PROVENANCE.md").read_text()
+    files = {p.name for p in CORPUS.iterdir() if p.name != "PROVENANCE.md"}
+    assert files == set(CASES)
+    assert all(f"`{name}`" in provenance for name in files)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_findings_of_a_real_output(name: str) -> None:
+    status, version, expected = CASES[name]
+    report = read_dcgm((CORPUS / name).read_text())
+    assert (report.status, report.version) == (status, version)
+    got = [(f.test, f.status, f.gpus) for f in report.findings]
+    assert got == [e[:3] for e in expected]
+    for finding, case in zip(report.findings, expected, strict=True):
+        assert finding.message.startswith(case[3]), finding.message
+
+
+def test_the_summary_names_each_failed_test_once_with_its_gpus() -> None:
+    report = read_dcgm((CORPUS / "diag_json_per_gpu_dcgm_test_strings.json").read_text())
+    assert report.summary() == "dcgm: sm_stress CRITICAL on GPUs [0, 2, 3]"
+
+
+def test_a_diagnostic_that_could_not_run_is_unknown() -> None:
+    # DCGM 4.x's document when the diagnostic stops before its tests (dcgm_diag_schema.json).
+    report = read_dcgm('{"DCGM Diagnostic": {"runtime_error": "Unable to run diagnostic"}}')
+    assert (report.status, report.findings) == (HealthStatus.UNKNOWN, ())
+
+
+def stand_in_dcgmi(bin_dir: Path, output: Path, code: int) -> None:
+    """An executable named dcgmi that prints a real captured output and exits with `code`."""
+    script = bin_dir / "dcgmi"
+    script.write_text(f"#!/bin/sh\ncat {shlex.quote(str(output))}\nexit {code}\n")
+    script.chmod(0o755)
+
+
+@pytest.fixture
+def dcgm_check(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> object:
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    [check] = load_checks(["collectors.health.builtin.dcgm_health"])
+    return check
+
+
+async def test_the_plugin_reports_dcgm_health_failures(tmp_path: Path, dcgm_check: object) -> None:
+    stand_in_dcgmi(tmp_path, CORPUS / "health_text_dcgm_health_tests.txt", 0)
+    result = await run_check(dcgm_check, ctx())  # type: ignore[arg-type]
+    assert result.status == CRIT
+    assert result.message.startswith("dcgm: GPU WARN on GPUs [0]; Memory system CRITICAL")
+    assert [f["gpus"] for f in result.details["findings"]] == [[0], [1], [1]]
+
+
+async def test_the_plugin_without_dcgm_is_unknown(tmp_path: Path, dcgm_check: object) -> None:
+    stand_in_dcgmi(tmp_path, tmp_path / "missing", 255)
+    result = await run_check(dcgm_check, ctx())  # type: ignore[arg-type]
+    assert result.status == HealthStatus.UNKNOWN and result.message.startswith("dcgmi exited 255")
