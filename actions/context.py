@@ -19,6 +19,7 @@ class ActionContext:
     dry_run: bool = False
     # Events the handler produced (e.g. BenchmarkCompleted); emitted only if the action succeeds.
     outbox: list[Event] = field(default_factory=list)
+    forced: str | None = None  # an operator's command past a breaker: what the breaker said
 
     def emit(self, event: Event) -> None:
         self.outbox.append(event)

@@ -1,4 +1,9 @@
-"""One trigger's way through the worker: ledger → allowlist → breaker → handler (or its plan).
+"""One trigger's way through the worker: ledger → authority → allowlist → silences → breaker →
+handler (or its plan).
+
+An operator's command (`payload.operator`) is never held by a silence, and `force` passes the
+breaker (recorded in the result as forced, with what the breaker said). Whatever is refused or
+held is told to people with the reason, whichever the action.
 
 Kafka-free, so the policy is the same in the worker and in tests: results go to `emit`, records to
 the ledger, notifications to the notifier.
@@ -30,6 +35,7 @@ from actions.fleet import FleetSizes, ObservedFleet
 from actions.ledger import Ledger, LedgerEntry, Outcome
 from actions.registry import HandlerSpec, handler_for
 from actions.settings import ActionsSettings
+from actions.silences import Silence, Silences
 from actions.slack.background import BackgroundNotifier
 from actions.slack.blocks import incident_message
 from actions.slack.notifier import Message, Notifier
@@ -60,6 +66,7 @@ class Dispatcher:
         clock: Callable[[], datetime] = utcnow,
         fleet: ObservedFleet | None = None,
         notifications: BackgroundNotifier | None = None,
+        silences: Silences | None = None,
     ) -> None:
         self.settings = settings
         self.adapter = adapter
@@ -72,8 +79,11 @@ class Dispatcher:
             settings.fleet_size, fleet or ObservedFleet(settings.fleet_window_s)
         )
         self.notifications = notifications or BackgroundNotifier(notifier)
+        self.silences = silences or Silences({})
 
-    async def handle(self, trigger: Trigger) -> None:
+    async def handle(self, trigger: Trigger, *, refusal: str | None = None) -> None:
+        """Act on `trigger`, or record why not; `refusal`: the worker found the trigger's author
+        without authority for it (an operator and a cluster they may not command)."""
         with tracing.span(
             f"action {trigger.type}",
             lambda: {
@@ -83,9 +93,9 @@ class Dispatcher:
                 "centrality.subject": trigger.subject,
             },
         ):
-            await self._handle(trigger)
+            await self._handle(trigger, refusal)
 
-    async def _handle(self, trigger: Trigger) -> None:
+    async def _handle(self, trigger: Trigger, refusal: str | None) -> None:
         spec = handler_for(trigger)
         if spec is None:
             log.info("no_handler", type=trigger.type, id=str(trigger.event_id))
@@ -100,15 +110,35 @@ class Dispatcher:
                 log.info("duplicate_trigger", id=str(trigger.event_id), outcome=prior.outcome)
                 ACTIONS.labels(spec.name, "duplicate").inc()
             return
+        if refusal is not None:
+            await self._refuse(spec, trigger, ctx, refusal, notify=True)
+            return
         if not self.settings.allows(trigger.cluster, spec.name):
             why = f"action {spec.name} is not enabled on cluster {trigger.cluster}"
-            await self._refuse(spec, trigger, ctx, why, notify=False)
+            await self._refuse(spec, trigger, ctx, why, notify=True)
+            return
+        if (silence := await self._silenced(spec, trigger)) is not None:
+            why, silence_id = silence.words(), silence.silence_id
+            await self._refuse(spec, trigger, ctx, why, notify=True, held_by=silence_id)
             return
         if tripped := await self._tripped(spec, trigger):
-            BREAKER_REFUSALS.labels(spec.name).inc()
-            await self._refuse(spec, trigger, ctx, f"circuit breaker: {tripped}", notify=True)
-            return
+            if not trigger.payload.force:
+                BREAKER_REFUSALS.labels(spec.name).inc()
+                await self._refuse(spec, trigger, ctx, f"circuit breaker: {tripped}", notify=True)
+                return
+            ctx.forced = f"circuit breaker passed by force: {tripped}"
         await self._act(spec, trigger, ctx)
+
+    async def _silenced(self, spec: HandlerSpec, trigger: Trigger) -> Silence | None:
+        """The silence holding a rule's decision now; read again first, since an operator may
+        have set one a moment ago (a silence that cannot be read again holds as known)."""
+        if trigger.payload.operator is not None:
+            return None
+        try:
+            await self.silences.refresh()
+        except Exception as exc:
+            log.warning("silences_refresh_failed", error=f"{type(exc).__name__}: {exc}")
+        return self.silences.holding(trigger, spec.name, self.clock())
 
     async def _tripped(self, spec: HandlerSpec, trigger: Trigger) -> str | None:
         guard = spec.guard
@@ -193,6 +223,8 @@ class Dispatcher:
         if ctx.dry_run:
             assert isinstance(ctx.adapter, PlanningAdapter)
             detail = {"planned": ctx.adapter.plan.calls, "returned": detail}
+        if ctx.forced is not None:
+            detail = {**detail, "forced": ctx.forced}
         for event in ctx.outbox:
             await self.emit(event)
         if spec.name in self.settings.notify_on_success and not ctx.dry_run:
@@ -246,6 +278,7 @@ class Dispatcher:
         *,
         notify: bool,
         outcome: Outcome = "skipped",
+        held_by: str | None = None,
     ) -> None:
         """Not acting is recorded like acting: an ActionFailed with the reason, maybe a message."""
         log.warning("action_refused", action=spec.name, id=str(trigger.event_id), why=why)
@@ -260,15 +293,25 @@ class Dispatcher:
                 headline=spec.headline(trigger, succeeded=False),
                 error=why,
                 refused=refused,
+                held=held_by is not None,
             )
             detail["notified"] = await self._notify(ctx, message)
         await self.emit(
             self._result(
-                ActionFailed, spec, trigger, ctx, 1, error=why, permanent=True, refused=refused
+                ActionFailed,
+                spec,
+                trigger,
+                ctx,
+                1,
+                error=why,
+                permanent=True,
+                refused=refused,
+                held_by=held_by,
             )
         )
         await self._record(spec, trigger, ctx, outcome, 0, error=why, detail=detail)
-        ACTIONS.labels(spec.name, "refused" if refused else "in_doubt").inc()
+        label = "held" if held_by else "refused" if refused else "in_doubt"
+        ACTIONS.labels(spec.name, label).inc()
 
     async def _notify(self, ctx: ActionContext, message: Message) -> dict[str, Any]:
         """Queued, never awaited: a slow or absent Slack must not hold up an action or its
@@ -332,6 +375,9 @@ class Dispatcher:
                     "attempt": attempt,
                     "dry_run": ctx.dry_run,
                     "nodes": tuple(getattr(trigger.payload, "nodes", ())),
+                    "operator": trigger.payload.operator,
+                    "reason": bounded_text(trigger.payload.reason),
+                    "forced": ctx.forced is not None,
                     **payload,
                 },
             }

@@ -1,10 +1,13 @@
 """The action worker: triggers from Kafka through the dispatcher; results, ledger back to Kafka.
 
 No trigger stops it. Before anything is acted on, a record must be small enough for its results
-to fit a message, carry a valid signature (`schemas.signing`) and decode to triggers; otherwise
-it is dead-lettered with its reason (`too_large`, `unauthenticated`, the codec's reason,
-`not-a-trigger`). A batch the client cannot read is skipped and dead-lettered. What fails while
-acting belongs to its trigger (`action-error`), never to the worker.
+to fit a message, carry a valid signature and decode to triggers; otherwise it is dead-lettered
+with its reason (`too_large`, `unauthenticated`, the codec's reason, `not-a-trigger`). A valid
+signature is the streams app's (`schemas.signing`: a rule's decision) or a trusted operator's
+(`schemas.operators`: a command naming that operator); an operator's command on a cluster they
+may not command is refused through the dispatcher, so it is recorded and told like any refusal.
+A batch the client cannot read is skipped and dead-lettered. What fails while acting belongs to
+its trigger (`action-error`), never to the worker.
 
 Triggers are handled side by side (`concurrency`), each subject's in order; offsets are
 committed up to the last record finished with all before it. On stop, actions under way get
@@ -29,6 +32,7 @@ from actions.fleet import FleetWatcher, ObservedFleet
 from actions.inflight import Inflight
 from actions.ledger import KafkaLedger
 from actions.settings import ActionsSettings
+from actions.silences import KafkaSilences
 from actions.slack.notifier import Notifier, make_notifier
 from schemas import kafka_clients, tracing
 from schemas.batches import SkippingFetcher
@@ -39,6 +43,13 @@ from schemas.events import Trigger
 from schemas.metrics.catalog import EVENTS_IN, PROCESSING_SECONDS, labelled
 from schemas.metrics.kafka import sampling_lag
 from schemas.metrics.server import READINESS, tcp_reachable
+from schemas.operators import (
+    Operator,
+    OperatorSettings,
+    Unauthenticated,
+    authenticate,
+    signed_by_operator,
+)
 from schemas.settings import KafkaSettings
 from schemas.signing import SigningSettings, verify
 from schemas.topics import topic_name
@@ -67,10 +78,12 @@ class ActionWorker:
         adapter: SchedulerAdapter | None = None,
         notifier: Notifier | None = None,
         signing: SigningSettings | None = None,
+        operators: dict[str, Operator] | None = None,
     ) -> None:
         self.kafka = kafka or KafkaSettings()
         self.settings = settings or ActionsSettings()
         self.signing = signing or SigningSettings()
+        self.operators = OperatorSettings().trusted() if operators is None else operators
         self.adapter = adapter or make_adapter(self.settings.adapter)
         self.notifier = notifier or make_notifier()
 
@@ -98,18 +111,32 @@ class ActionWorker:
         )
         READINESS.add("kafka", tcp_reachable(self.kafka.bootstrap))
         READINESS.add("partitions_assigned", lambda: bool(consumer.assignment()))
+        silences = KafkaSilences(self.kafka, self.operators)
+        try:  # read again before each decision anyway: a failure here is not fatal
+            await silences.load()
+        except Exception as exc:
+            log.warning("silences_unread", error=f"{type(exc).__name__}: {exc}")
         await ledger.start()
         await emitter.start()
         started = False
         async with fleet.running() as observed:
             dispatcher = Dispatcher(
-                self.settings, self.adapter, self.notifier, ledger, emitter.emit, fleet=observed
+                self.settings,
+                self.adapter,
+                self.notifier,
+                ledger,
+                emitter.emit,
+                fleet=observed,
+                silences=silences,
             )
             try:
                 await consumer.start()
                 started = True
                 log.info(
-                    "actions_started", adapter=self.adapter.name, dry_run=self.settings.dry_run
+                    "actions_started",
+                    adapter=self.adapter.name,
+                    dry_run=self.settings.dry_run,
+                    operators=sorted(self.operators),
                 )
                 async with sampling_lag(consumer, self.settings.group_id):
                     await self._consume(consumer, inflight, ledger, emitter, dispatcher, key, stop)
@@ -122,6 +149,7 @@ class ActionWorker:
                 await consumer.stop()
                 await emitter.stop(drain_timeout_s=_EMITTER_DRAIN_S)
                 await ledger.stop()
+                await silences.stop()
 
     async def _consume(
         self,
@@ -171,7 +199,7 @@ class ActionWorker:
     ) -> None:
         tp = TopicPartition(record.topic, record.partition)
         try:
-            triggers = self._screen(record, key)
+            triggers, refusal = self._screen(record, key)
         except Rejected as why:
             inflight.start(tp, record.offset, None, self._dead_letter(emitter, record, why))
             return
@@ -179,17 +207,19 @@ class ActionWorker:
             labelled(EVENTS_IN, record.topic, trigger.type).inc()
         first = triggers[0]
         subject = f"{first.cluster}/{first.subject}"
-        inflight.start(tp, record.offset, subject, self._act(emitter, dispatcher, record, triggers))
+        acting = self._act(emitter, dispatcher, record, triggers, refusal)
+        inflight.start(tp, record.offset, subject, acting)
 
-    def _screen(self, record: Record, key: SecretStr) -> list[Trigger]:
-        """The triggers of a record, or why it must not be acted on."""
+    def _screen(self, record: Record, key: SecretStr) -> tuple[list[Trigger], str | None]:
+        """The triggers of a record, and why their author may not have them carried out (an
+        operator's command on a cluster they may not command); or why the record must not be
+        acted on at all."""
         value = record.value or b""
         if len(value) > self.settings.max_trigger_bytes:
             raise Rejected(
                 "too_large", f"{len(value)} bytes > {self.settings.max_trigger_bytes} bytes"
             )
-        if not verify(value, record.headers, key):
-            raise Rejected("unauthenticated", "no valid trigger signature")
+        operator = self._signer(value, record, key)
         try:
             events = decode(value)
         except DecodeError as exc:
@@ -198,10 +228,34 @@ class ActionWorker:
         if not triggers or len(triggers) != len(events):
             others = sorted({e.type for e in events if not isinstance(e, Trigger)})
             raise Rejected("not-a-trigger", f"events that are not triggers: {others}")
-        return triggers
+        named = {t.payload.operator for t in triggers}
+        if named != {operator[0] if operator else None}:
+            signer = f"operator {operator[0]}" if operator else "the streams app"
+            raise Rejected("unauthenticated", f"signed by {signer}, names operator {named}")
+        if operator is not None:
+            name, trusted = operator
+            if barred := sorted({t.cluster for t in triggers if not trusted.may_touch(t.cluster)}):
+                return triggers, f"operator {name} may not command cluster {barred[0]}"
+        return triggers, None
+
+    def _signer(self, value: bytes, record: Record, key: SecretStr) -> tuple[str, Operator] | None:
+        """None for the streams app's signature, the operator for a trusted operator's."""
+        if verify(value, record.headers, key):
+            return None
+        if not signed_by_operator(record.headers):
+            raise Rejected("unauthenticated", "no valid trigger signature")
+        try:
+            return authenticate(value, record.headers, self.operators)
+        except Unauthenticated as exc:
+            raise Rejected("unauthenticated", str(exc)) from None
 
     async def _act(
-        self, emitter: Emitter, dispatcher: Dispatcher, record: Record, triggers: list[Trigger]
+        self,
+        emitter: Emitter,
+        dispatcher: Dispatcher,
+        record: Record,
+        triggers: list[Trigger],
+        refusal: str | None,
     ) -> None:
         # The trace the streams app sent with the trigger goes on here.
         with tracing.span(
@@ -214,15 +268,20 @@ class ActionWorker:
             kind=tracing.CONSUMER,
             headers=record.headers,
         ):
-            await self._act_on(emitter, dispatcher, record, triggers)
+            await self._act_on(emitter, dispatcher, record, triggers, refusal)
 
     async def _act_on(
-        self, emitter: Emitter, dispatcher: Dispatcher, record: Record, triggers: list[Trigger]
+        self,
+        emitter: Emitter,
+        dispatcher: Dispatcher,
+        record: Record,
+        triggers: list[Trigger],
+        refusal: str | None,
     ) -> None:
         for trigger in triggers:
             started = time.perf_counter()
             try:
-                await dispatcher.handle(trigger)
+                await dispatcher.handle(trigger, refusal=refusal)
             except Exception as exc:  # this trigger's failure, deterministic: never retried
                 log.exception("action_error", id=str(trigger.event_id), type=trigger.type)
                 why = Rejected("action-error", f"{type(exc).__name__}: {exc}"[:1000])

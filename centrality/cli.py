@@ -61,6 +61,7 @@ def up(
 ) -> None:
     """Start the local stack (Kafka, ClickHouse), create topics and apply migrations."""
     from centrality.stack.stack import Stack
+    from schemas.operators import OperatorSettings, ensure_local_operator
     from schemas.signing import SigningSettings, ensure_key_file
 
     stack = Stack()
@@ -71,8 +72,10 @@ def up(
             progress.phase(message)
 
         report = stack.up(progress=step)
-    # The local stack's trigger signing key, shared by the streams and action workers.
+    # The local stack's trigger signing key, shared by the streams and action workers, and a
+    # local operator the workers trust (on any cluster), so commands work out of the box.
     ensure_key_file(SigningSettings().key_file)
+    ensure_local_operator(OperatorSettings())
     if json:
         print(
             orjson.dumps(
@@ -188,6 +191,10 @@ COMMAND_MODULES: tuple[str, ...] = (
     "centrality.contract_cli",
     "centrality.config_cli",
     "centrality.doctor_cli",
+    "centrality.fleet_cli",
+    "centrality.command_cli",
+    "centrality.operator_cli",
+    "centrality.silence_cli",
 )
 
 for _module in COMMAND_MODULES:

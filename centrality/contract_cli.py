@@ -26,9 +26,9 @@ from schemas.emitter.settings import EmitterSettings
 from schemas.envelope import Event
 from schemas.events import Trigger
 from schemas.jsonschema import JSON_DIR, export
+from schemas.operators import OperatorKey, OperatorKeyError, OperatorSettings
 from schemas.registry import event_types
 from schemas.settings import KafkaSettings
-from schemas.signing import SigningSettings, signed_headers
 from schemas.topics import spec, topic_name
 
 ENVELOPE = {"event_id", "source", "cluster", "subject", "occurred_at", "observed_at"}
@@ -59,17 +59,21 @@ def emit(
             + (f" (did you mean {' or '.join(near)}?)" if near else ""),
             "`centrality schemas list` shows them all",
         )
+    operator = None
+    if issubclass(cls, Trigger):  # a trigger sent by a person is that operator's command
+        operator = signing_operator()
     try:
         fields = _parse_flags(ctx.args)
+        if operator is not None:
+            fields.setdefault("operator", [operator.name])
         event = _build(cls, fields)
     except (ValueError, ValidationError) as exc:
         raise UserError(
             f"invalid {event_type}: {_explain(exc)}", "fix those fields and send it again"
         ) from None
     headers: list[tuple[str, bytes]] = []
-    if isinstance(event, Trigger):  # workers act only on signed triggers: an operator's command
-        key = SigningSettings().require(f"`centrality emit {event_type}`")
-        headers = signed_headers(encode(event), key)
+    if operator is not None:  # workers act only on what the streams app or an operator signed
+        headers = operator.headers(encode(event))
     kafka = KafkaSettings()
     spooled = asyncio.run(_send(kafka, event, headers))
     if json:
@@ -91,6 +95,14 @@ async def _send(kafka: KafkaSettings, event: Event, headers: list[tuple[str, byt
         await emitter.emit(event, headers)
         await emitter.flush()
         return not emitter.spool.empty
+
+
+def signing_operator() -> OperatorKey:
+    """The operator this CLI signs as, or one clear line on why there is none."""
+    try:
+        return OperatorSettings().key()
+    except OperatorKeyError as exc:
+        raise UserError(str(exc), "an operator's key signs what people send by hand") from None
 
 
 def _parse_flags(args: list[str]) -> dict[str, list[str]]:

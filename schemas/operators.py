@@ -211,3 +211,23 @@ def authenticate(
     if not any(operator.verifies(value, bytes(s)) for s in signatures):
         raise Unauthenticated(f"bad signature for operator {name!r}")
     return name, operator
+
+
+def ensure_local_operator(settings: OperatorSettings) -> None:
+    """The local stack's operator: a key named after this user unless one exists, trusted on
+    any cluster in the operators file (only where no `CENTRALITY_OPERATORS` overrides it)."""
+    path = settings.operator_key_file.expanduser()
+    key = OperatorKey.load(path) if path.exists() else OperatorKey.generate(_user())
+    if not path.exists():
+        key.save(path)
+    if settings.operators is None and key.name not in settings.trusted():
+        trust(settings.operators_file, key.name, Operator(public_key=key.public_key))
+
+
+def _user() -> str:
+    import getpass
+
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return "local"

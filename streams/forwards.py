@@ -166,6 +166,7 @@ def _reported(result: ActionSucceeded | ActionFailed) -> list[Event]:
                 "cause": result.event_id,
                 "operator": p.operator,
                 "reason": p.reason,
+                "held_by": failed.held_by if failed else None,
             },
         )
         for node in p.nodes

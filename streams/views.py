@@ -86,11 +86,8 @@ def node_status(node: Node) -> NodeStatusPayload:
             **common,
         )
     ended = node.ended
-    since = node.story_ended_at
-    why = None
-    if ended is not None and ended.at == since:
-        why = f"back in service by hand ({ended.how}) after: {ended.reason}"
-    return NodeStatusPayload(state="in_service", since=since, why=why, **common)
+    why = None if ended is None else f"{ended.how} after: {ended.reason}"
+    return NodeStatusPayload(state="in_service", since=node.story_ended_at, why=why, **common)
 
 
 def restart_budget(engine: RuleEngine) -> int | None:

@@ -50,26 +50,33 @@ def incident_message(
     done: Mapping[str, Any] | None = None,
     error: str | None = None,
     refused: bool = False,
+    held: bool = False,
     benchmarks: Sequence[BenchmarkCompletedPayload] = (),
 ) -> Message:
     """`note`: what people are told (a Notify's text); `done`: what an action did; `error`: why
-    it did not, `refused` when nothing was even tried."""
+    it did not, `refused` when nothing was even tried, `held` when a silence held it."""
     p = trigger.payload
     causes = ", ".join(f"`{c}`" for c in p.caused_by[:_MAX_CAUSES])
     more = f" (+{len(p.caused_by) - _MAX_CAUSES} more)" if len(p.caused_by) > _MAX_CAUSES else ""
     nodes = getattr(p, "nodes", ())
+    who = f"operator `{p.operator}`" if p.operator else f"rule `{p.rule}`"
+    verb = "Commanded" if p.operator else "Decided"
+    forced = " — *forced* past the circuit breakers" if p.force else ""
     blocks = [
         {"type": "header", "text": {"type": "plain_text", "text": headline[:150]}},
         *([_section(note)] if note else []),
         _section(
-            f"*Decided:* `{trigger.type}` by rule `{p.rule}` on `{trigger.cluster}` / "
-            f"`{trigger.subject}` ({p.severity})"
+            f"*{verb}:* `{trigger.type}` by {who} on `{trigger.cluster}` / "
+            f"`{trigger.subject}` ({p.severity}){forced}"
             + (f"\n*Nodes:* {', '.join(f'`{n}`' for n in nodes)}" if nodes else "")
         ),
         _section(f"*Why:* {p.reason}\n*Caused by:* {causes or '-'}{more}"),
     ]
-    if error is not None and refused:
-        blocks.append(_section(f"*What was done:* nothing — refused: {error}"))
+    outcome = None
+    if error is not None:
+        outcome = "held" if held else "refused" if refused else "failed"
+    if outcome in ("held", "refused"):
+        blocks.append(_section(f"*What was done:* nothing — {outcome}: {error}"))
     elif error is not None:
         blocks.append(_section(f"*What was done:* it failed — {error}"))
     elif done:
@@ -82,4 +89,6 @@ def incident_message(
             "elements": [{"type": "mrkdwn", "text": f"trigger `{trigger.event_id}`"}],
         }
     )
-    return Message(text=f"{headline}: {p.reason}"[:_MAX_TEXT], blocks=blocks)
+    # The text is what notifications and clients without blocks show: the why of a refusal too.
+    text = f"{headline}: {p.reason}" + (f" — {outcome}: {error}" if outcome else "")
+    return Message(text=text[:_MAX_TEXT], blocks=blocks)

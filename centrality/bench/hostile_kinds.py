@@ -371,7 +371,7 @@ def wrong_key(storm: Storm, topic: str) -> Hostile:
         (
             None,
             b"",
-            rng.choice(storm.jobs).encode(),
+            rng.choice([j for j in storm.jobs if j != subject]).encode(),  # another's
             rng.randbytes(16),
             b"k" * 10_240,
             subject.upper().encode() + b"!",

@@ -48,7 +48,8 @@ DECISIONS = Counter(
 ACTIONS = Counter(
     "centrality_actions",
     "Triggers handled, by action and outcome: succeeded, planned (dry run), failed, refused "
-    "(allowlist, breaker), in_doubt, duplicate.",
+    "(allowlist, breaker, an operator without authority), held (a silence), in_doubt, "
+    "duplicate.",
     ["action", "outcome"],
 )
 BREAKER_REFUSALS = Counter(

@@ -17,8 +17,17 @@ from streams.history.query import (
 )
 from streams.history.settings import ClickHouseSettings
 
-# Telemetry that would drown a story; shown with `--all`.
-NOISY_TYPES = frozenset({"GpuSampled", "NcclSampled", "NodeHeartbeat", "LogLinesObserved"})
+# Telemetry that would drown a story, and the statuses that retell it; shown with `--all`.
+NOISY_TYPES = frozenset(
+    {
+        "GpuSampled",
+        "NcclSampled",
+        "NodeHeartbeat",
+        "LogLinesObserved",
+        "NodeStatusChanged",
+        "JobStatusChanged",
+    }
+)
 
 
 def timeline(

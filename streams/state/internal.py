@@ -97,6 +97,7 @@ class NodeActionReportedPayload(Payload):
     cause: uuid.UUID
     operator: str | None = None  # who commanded it, when an operator did
     reason: str | None = None  # the trigger's reason
+    held_by: str | None = None  # the silence that held it
 
 
 class NodeActionReported(Event):

@@ -386,7 +386,7 @@ def _(event: NodeActionReported, state: Node) -> Node:
                 "story": story.to(Stage.BENCHMARK_FAILED, at, problem=p.error and clip(p.error))
             }
         case "ReleaseNodes", True, Stage.RELEASING | Stage.RELEASE_FAILED:
-            update = _over(state, at)  # back in service
+            update = _over(state, at, "released")  # back in service
         case "ReleaseNodes", False, Stage.RELEASING:
             update = {
                 "story": story.to(Stage.RELEASE_FAILED, at, problem=p.error and clip(p.error))
@@ -394,9 +394,13 @@ def _(event: NodeActionReported, state: Node) -> Node:
     return state if update is None else state.model_copy(update=update)
 
 
-def _over(state: Node, at: datetime) -> dict[str, object]:
-    """The update that ends the node's story at `at`: the next one is a new episode."""
-    return {"story": None, "episodes": state.episodes + 1, "story_ended_at": at}
+def _over(
+    state: Node, at: datetime, how: str, scheduler_reason: str | None = None
+) -> dict[str, object]:
+    """The update that ends the node's story at `at`, `how`: the next one is a new episode."""
+    assert state.story is not None
+    ended = StoryEnd(how=how, at=at, reason=state.story.reason, scheduler_reason=scheduler_reason)
+    return {"story": None, "episodes": state.episodes + 1, "story_ended_at": at, "ended": ended}
 
 
 def _outside_the_story(state: Node, event: NodeActionReported) -> Node:
@@ -409,7 +413,8 @@ def _outside_the_story(state: Node, event: NodeActionReported) -> Node:
     if not p.succeeded or (newest is not None and at <= newest):
         return state
     if p.trigger_type == "ReleaseNodes" and story is not None:
-        return state.model_copy(update=_over(state, at))
+        by = f"operator {p.operator}" if p.operator else "a release outside its story"
+        return state.model_copy(update=_over(state, at, f"released by {by}"))
     if p.trigger_type != "QuarantineNodes":
         return state
     reason = clip(p.reason or f"drained by {p.action}")
@@ -422,7 +427,8 @@ def _outside_the_story(state: Node, event: NodeActionReported) -> Node:
             triggers=(p.trigger_id,),
             decided_by=f"operator/{p.operator}",
         )
-        over = _over(state, at) if story is not None else {}  # a rule's story is over
+        # A rule's story is over: the operator holds the node now.
+        over = _over(state, at, f"taken over by operator {p.operator}") if story else {}
         return state.model_copy(update={**over, "story": held})
     if not state.may_quarantine:
         return state
@@ -457,6 +463,5 @@ def _(event: NodeStateObserved, state: Node) -> Node:
         how = "taken"  # someone drained it for a reason of their own: theirs from now on
     else:
         return state.model_copy(update=update)
-    ended = StoryEnd(how=how, at=at, reason=story.reason, scheduler_reason=view.reason)
-    update |= {**_over(state, at), "ended": ended}
+    update |= _over(state, at, how, view.reason)
     return state.model_copy(update=update)

@@ -77,11 +77,14 @@ class Story(BaseModel):
 
 
 class StoryEnd(BaseModel):
-    """How the last story ended, when people ended it (rules tell others once)."""
+    """How the last story ended: what people read, and what tells them once when people ended
+    it by hand."""
 
     model_config = ConfigDict(frozen=True)
 
-    how: str  # "resumed" (available again in the scheduler) or "taken" (drained by someone else)
+    # "released"; "resumed" (available again in the scheduler) or "taken" (drained by someone
+    # else), both by hand; "released by …" or "taken over by …" (an operator's command)
+    how: str
     at: datetime
     reason: str  # the story's reason
     scheduler_reason: str | None = None

@@ -128,8 +128,9 @@ async def test_one_trace_from_a_fatal_xid_to_the_drain_and_its_result(
         dispatcher = Dispatcher(settings, adapter, LogNotifier(), Ledger(), emitter.emit)
         worker = ActionWorker(unreachable, settings, adapter, LogNotifier(), SigningSettings())
         record = trigger_record("centrality.triggers", value, headers)
-        decided = worker._screen(record, app_module.signing_key)  # whoever imported it first
-        await worker._act(emitter, dispatcher, record, decided)
+        decided, refusal = worker._screen(record, app_module.signing_key)  # the importer's key
+        assert refusal is None
+        await worker._act(emitter, dispatcher, record, decided, refusal)
         await dispatcher.notifications.close(1.0)
         assert adapter.drained == {"n1": adapter.drained["n1"]}
         outputs = spooled(emitter)[1:]

@@ -33,7 +33,7 @@ def story_ended_by_hand(
     node: Node, event: NodeStateObserved, config: RuleConfig
 ) -> Iterator[Notify]:
     ended = node.ended
-    if ended is None or ended.at != event.occurred_at:
+    if ended is None or ended.at != event.occurred_at or ended.how not in _WORDS:
         return
     headline, then = _WORDS[ended.how]
     said = f" (the scheduler says: {ended.scheduler_reason})" if ended.scheduler_reason else ""

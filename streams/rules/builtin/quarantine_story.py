@@ -72,7 +72,7 @@ def quarantine_story(
     if p.succeeded or _FAILED_BY.get(p.trigger_type) is not story.stage:
         return
     problem = story.problem or "no reason given"
-    how = "was refused" if p.refused else "failed"
+    how = "was held" if p.held_by else "was refused" if p.refused else "failed"
     title, text = _FAILED[story.stage]
     words = {"node": node.node_id, "reason": story.reason, "problem": problem, "how": how}
     yield Notify.decide(

@@ -10,13 +10,15 @@ from pathlib import Path
 
 import pytest
 from aiokafka import AIOKafkaConsumer
-from pydantic import SecretStr
 
+from schemas.codec import decode
 from schemas.events import JobExited
+from schemas.operators import authenticate
 from schemas.settings import KafkaSettings
 from schemas.signing import verify
 from schemas.topics import topic_name
 from tests.kafka_helpers import read_events
+from tests.support.operators import ALICE, TRUSTED
 from tests.support.triggers import TRIGGER_KEY
 
 pytestmark = pytest.mark.integration
@@ -87,27 +89,30 @@ QUARANTINE = [
 ]  # fmt: skip
 
 
-def test_emit_of_a_trigger_without_the_key_is_refused(
+def test_emit_of_a_trigger_without_an_operator_key_is_refused(
     kafka_settings: KafkaSettings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.delenv("CENTRALITY_TRIGGER_KEY", raising=False)
-    monkeypatch.setenv("CENTRALITY_TRIGGER_KEY_FILE", str(tmp_path / "no.key"))
+    monkeypatch.setenv("CENTRALITY_TRIGGER_KEY", TRIGGER_KEY.get_secret_value())  # not enough
+    monkeypatch.setenv("CENTRALITY_OPERATOR_KEY_FILE", str(tmp_path / "no.key"))
     result = run(QUARANTINE, kafka_settings, tmp_path)
     assert result.returncode == 2
     [line] = result.stderr.strip().splitlines()
-    assert "needs the trigger signing key" in line and "CENTRALITY_TRIGGER_KEY" in line
+    assert "no operator key at" in line and "centrality operator keygen" in line
     assert asyncio.run(read_events(kafka_settings, "triggers")) == []
 
 
-def test_emit_of_a_trigger_signs_it(
+def test_emit_of_a_trigger_is_the_operators_command_signed_with_their_key(
     kafka_settings: KafkaSettings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Never with the streams app's key: a person's trigger names the person."""
     monkeypatch.setenv("CENTRALITY_TRIGGER_KEY", TRIGGER_KEY.get_secret_value())
+    monkeypatch.setenv("CENTRALITY_OPERATOR_KEY_FILE", str(ALICE.save(tmp_path / "alice.key")))
     result = run(QUARANTINE, kafka_settings, tmp_path)
     assert result.returncode == 0, result.stderr
     [(value, headers)] = asyncio.run(signed_records(kafka_settings))
-    assert verify(value, headers, TRIGGER_KEY)
-    assert not verify(value, headers, SecretStr("another key"))
+    assert authenticate(value, headers, TRUSTED)[0] == "alice"
+    assert decode(value)[0].payload.operator == "alice"  # type: ignore[attr-defined]
+    assert not verify(value, headers, TRIGGER_KEY)
 
 
 async def signed_records(kafka: KafkaSettings) -> list[tuple[bytes, list[tuple[str, bytes]]]]:

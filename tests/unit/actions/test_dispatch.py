@@ -5,10 +5,8 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
 from pydantic import SecretStr
 
 from actions.adapters.memory import InMemoryAdapter
@@ -29,12 +27,6 @@ from schemas.events import (
     Trigger,
 )
 from tests.support.triggers import benchmark, notify, quarantine, release, restart
-
-
-@pytest.fixture
-def slack() -> Iterator[SlackStub]:
-    with SlackStub() as stub:
-        yield stub
 
 
 class Rig:

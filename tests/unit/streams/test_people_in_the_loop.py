@@ -59,6 +59,7 @@ def test_a_release_from_outside_the_story_returns_a_kept_node_to_service() -> No
     outside = by("bob", ReleaseNodes, nodes=("n1",))
     feed(b, result(outside, at_s=4))
     assert b.nodes["n1"].story is None and node_status(b.nodes["n1"]).state == "in_service"
+    assert (node_status(b.nodes["n1"]).why or "").startswith("released by operator bob after: ")
     [drain] = feed(b, xid("n1", 79, at_s=5))
     assert isinstance(drain, QuarantineNodes)
     # A redelivered old result, once a new story began, changes nothing.
@@ -76,7 +77,7 @@ def test_a_node_resumed_by_hand_mid_story_stops_it_and_people_are_told_once() ->
     assert "Xid 79" in told.payload.text
     n = b.nodes["n1"]
     assert n.story is None and n.ended and n.ended.how == "resumed"
-    assert node_status(n).why and "back in service by hand" in node_status(n).why
+    assert node_status(n).why == f"resumed after: {n.ended.reason}"
     # The benchmark's verdict comes after: no release, nothing at all.
     assert feed(b, benchmark(at_s=4, trigger=bench)) == []
     assert feed(b, scheduler_says("n1", "AVAILABLE", at_s=3, reason=None)) == []  # once
@@ -103,13 +104,17 @@ def test_our_own_release_seen_by_the_scheduler_first_is_not_a_hand_made_change()
     assert b.nodes["n1"].ended is None
     feed(b, result(release, at_s=5))
     assert b.nodes["n1"].status is NodeStatus.IN_SERVICE
+    assert (node_status(b.nodes["n1"]).why or "").startswith("released after: Xid 79")
 
 
 def test_a_decision_held_by_a_silence_leaves_the_node_suspect_and_rules_decide_afresh() -> None:
     b = brain()
     drain = decided(b)
     held = "held by silence s-1a2b3c until 2026-01-01T02:00:00+00:00 (alice: drivers)"
-    feed(b, result(drain, at_s=2, error=held, refused=True, held_by="s-1a2b3c"))
+    [told] = feed(b, result(drain, at_s=2, error=held, refused=True, held_by="s-1a2b3c"))
+    assert (
+        isinstance(told, Notify) and told.payload.title == "Node n1 not quarantined: drain was held"
+    )
     view = node_status(b.nodes["n1"])
     assert (view.state, view.problem) == ("suspect", held)
     [again] = feed(b, xid("n1", 79, at_s=3))  # after it: a new decision, a new id

@@ -1,0 +1,331 @@
+"""Centrality from Python: the fleet as the streams app sees it, and operators' commands.
+
+    from centrality.client import Fleet
+
+    fleet = Fleet()                       # CENTRALITY_KAFKA_*, CENTRALITY_OPERATOR_KEY_FILE
+    fleet.nodes(state="quarantined")      # what `centrality nodes` lists
+    job = fleet.job("slurm/a/4242")
+    job.status().payload.attempt
+    job.requeue("bad checkpoint", from_scratch=True)
+    job.wait({"RUNNING"}, timeout_s=600)
+    fleet.node("gpu-node-06").release("GPU replaced").ok
+
+Statuses are the streams app's own (`NodeStatusChanged`/`JobStatusChanged`: `.payload.state`,
+`.payload.why`, …); commands are signed with the operator's key and return their `Outcome`
+(what the action worker did, or why not). Every call is synchronous, in a script or a notebook
+alike (a notebook's running loop is left alone: the call runs on a loop of its own).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import time
+from collections.abc import Coroutine, Iterable
+from datetime import datetime, timedelta
+from typing import Any, Literal, TypeVar
+
+from centrality.commands import command
+from centrality.fleet import FleetReader, matcher, read_fleet, selected
+from centrality.outcome import Outcome, OutcomeWatch
+from schemas import kafka_clients
+from schemas.codec import encode
+from schemas.envelope import Event, utcnow
+from schemas.events import (
+    CancelJob,
+    JobStatusChanged,
+    NodeStatusChanged,
+    QuarantineNodes,
+    ReleaseNodes,
+    RestartJob,
+    RunBenchmark,
+    Trigger,
+)
+from schemas.operators import OperatorKey, OperatorSettings
+from schemas.settings import KafkaSettings
+from schemas.topics import topic_name
+from streams.state.internal import node_set_key
+
+T = TypeVar("T")
+WAIT_S = 30.0  # how long a command waits for its outcome by default
+
+
+class UnknownSubject(LookupError):
+    """A node or job the streams app does not know (in that cluster)."""
+
+
+class NoOutcome(TimeoutError):
+    """A command was sent, and nothing answered it in time (is an action worker running?)."""
+
+
+def run(coro: Coroutine[Any, Any, T]) -> T:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:  # a notebook's loop is running
+        return pool.submit(asyncio.run, coro).result()
+
+
+class Fleet:
+    def __init__(
+        self, kafka: KafkaSettings | None = None, operator: OperatorKey | None = None
+    ) -> None:
+        self.kafka = kafka or KafkaSettings()
+        self._operator = operator
+
+    @property
+    def operator(self) -> OperatorKey:
+        if self._operator is None:
+            self._operator = OperatorSettings().key()
+        return self._operator
+
+    # --- what Centrality believes -----------------------------------------------------------
+
+    def nodes(
+        self,
+        *,
+        state: str | Iterable[str] = (),
+        cluster: str | None = None,
+        names: str | None = None,
+    ) -> list[NodeStatusChanged]:
+        fleet = run(read_fleet(self.kafka))
+        states = (state,) if isinstance(state, str) else tuple(state)
+        found = selected(fleet.nodes.values(), cluster=cluster, states=states, names=matcher(names))
+        return [s for s in found if isinstance(s, NodeStatusChanged)]
+
+    def jobs(
+        self,
+        *,
+        state: str | Iterable[str] = (),
+        cluster: str | None = None,
+        names: str | None = None,
+    ) -> list[JobStatusChanged]:
+        fleet = run(read_fleet(self.kafka))
+        states = (state,) if isinstance(state, str) else tuple(state)
+        found = selected(fleet.jobs.values(), cluster=cluster, states=states, names=matcher(names))
+        return [s for s in found if isinstance(s, JobStatusChanged)]
+
+    def node(self, name: str, cluster: str | None = None) -> NodeHandle:
+        return NodeHandle(self, name, cluster)
+
+    def job(self, job_id: str, cluster: str | None = None) -> JobHandle:
+        return JobHandle(self, job_id, cluster)
+
+    # --- commands ---------------------------------------------------------------------------
+
+    def quarantine(
+        self, nodes: Iterable[str], reason: str, *, cluster: str | None = None, **kw: Any
+    ) -> Outcome:
+        return self._on_nodes(QuarantineNodes, tuple(nodes), reason, cluster, **kw)
+
+    def release(
+        self, nodes: Iterable[str], reason: str, *, cluster: str | None = None, **kw: Any
+    ) -> Outcome:
+        return self._on_nodes(ReleaseNodes, tuple(nodes), reason, cluster, **kw)
+
+    def benchmark(
+        self, nodes: Iterable[str], reason: str, *, cluster: str | None = None, **kw: Any
+    ) -> Outcome:
+        return self._on_nodes(RunBenchmark, tuple(nodes), reason, cluster, **kw)
+
+    def requeue(
+        self,
+        job_id: str,
+        reason: str,
+        *,
+        from_scratch: bool = False,
+        cluster: str | None = None,
+        **kw: Any,
+    ) -> Outcome:
+        status = self._known_job(job_id, cluster)
+        p = status.payload
+        return self.send(
+            command(
+                RestartJob,
+                operator=self.operator.name,
+                cluster=status.cluster,
+                subject=job_id,
+                reason=reason,
+                force=kw.pop("force", False),
+                checkpoint_uri=None if from_scratch else p.checkpoint_uri,
+                checkpoint_step=None if from_scratch else p.checkpoint_step,
+                attempt=max(p.attempt, 1),
+            ),
+            **kw,
+        )
+
+    def cancel(self, job_id: str, reason: str, *, cluster: str | None = None, **kw: Any) -> Outcome:
+        status = self._known_job(job_id, cluster)
+        return self.send(
+            command(
+                CancelJob,
+                operator=self.operator.name,
+                cluster=status.cluster,
+                subject=job_id,
+                reason=reason,
+                force=kw.pop("force", False),
+            ),
+            **kw,
+        )
+
+    def send(self, trigger: Trigger, *, wait_s: float = WAIT_S) -> Outcome:
+        """Sign and send an operator's command; its outcome (`NoOutcome` after `wait_s`)."""
+        return run(self._send(trigger, wait_s))
+
+    async def _send(self, trigger: Trigger, wait_s: float) -> Outcome:
+        value = encode(trigger)
+        producer = kafka_clients.producer(self.kafka, client_id=f"{self.kafka.client_id}-cli")
+        async with OutcomeWatch(self.kafka) as watch:
+            await producer.start()
+            try:
+                await producer.send_and_wait(
+                    topic_name("triggers", self.kafka),
+                    value=value,
+                    key=trigger.key,
+                    headers=self.operator.headers(value),
+                )
+            finally:
+                await producer.stop()
+            found = await watch.outcome(trigger.event_id, wait_s)
+        if found is None:
+            raise NoOutcome(
+                f"{trigger.type} {trigger.event_id} was sent; nothing answered it within "
+                f"{wait_s:g} s (is `centrality actions` running?)"
+            )
+        return found
+
+    def _on_nodes(
+        self,
+        cls: type[Trigger],
+        nodes: tuple[str, ...],
+        reason: str,
+        cluster: str | None,
+        *,
+        force: bool = False,
+        wait_s: float = WAIT_S,
+    ) -> Outcome:
+        clusters = {s.cluster for s in self._known_nodes(nodes, cluster)}
+        if len(clusters) > 1:
+            raise UnknownSubject(f"those nodes are in clusters {sorted(clusters)}: name one")
+        [where] = clusters
+        # Several nodes are one decision, keyed as the streams app keys a node set.
+        subject = nodes[0] if len(nodes) == 1 else node_set_key(nodes)
+        trigger = command(
+            cls,
+            operator=self.operator.name,
+            cluster=where,
+            subject=subject,
+            reason=reason,
+            force=force,
+            nodes=nodes,
+        )
+        return self.send(trigger, wait_s=wait_s)
+
+    def _known_nodes(self, nodes: tuple[str, ...], cluster: str | None) -> list[NodeStatusChanged]:
+        if not nodes:
+            raise UnknownSubject("name at least one node")
+        fleet = run(read_fleet(self.kafka))
+        found = [fleet.nodes.get(n) for n in nodes]
+        missing = [
+            n
+            for n, s in zip(nodes, found, strict=True)
+            if s is None or cluster not in (None, s.cluster)
+        ]
+        if missing:
+            where = f" in cluster {cluster}" if cluster else ""
+            raise UnknownSubject(f"unknown node(s){where}: {', '.join(missing)}")
+        return [s for s in found if s is not None]
+
+    def _known_job(self, job_id: str, cluster: str | None) -> JobStatusChanged:
+        status = run(read_fleet(self.kafka)).jobs.get(job_id)
+        if status is None or cluster not in (None, status.cluster):
+            where = f" in cluster {cluster}" if cluster else ""
+            raise UnknownSubject(f"unknown job{where}: {job_id}")
+        return status
+
+
+class _Handle:
+    kind = "node"
+
+    def __init__(self, fleet: Fleet, subject: str, cluster: str | None) -> None:
+        self.fleet, self.subject, self.cluster = fleet, subject, cluster
+
+    def _status(self) -> Any:
+        fleet = run(read_fleet(self.fleet.kafka))
+        status = (fleet.nodes if self.kind == "node" else fleet.jobs).get(self.subject)
+        if status is None or self.cluster not in (None, status.cluster):
+            raise UnknownSubject(f"unknown {self.kind}: {self.subject}")
+        return status
+
+    def wait(self, states: str | Iterable[str], timeout_s: float, poll_s: float = 1.0) -> Any:
+        """The status once its state is one of `states`; TimeoutError after `timeout_s`."""
+        wanted = {states} if isinstance(states, str) else set(states)
+        return run(self._wait({s.lower() for s in wanted}, timeout_s, poll_s))
+
+    async def _wait(self, wanted: set[str], timeout_s: float, poll_s: float) -> Any:
+        reader = FleetReader(self.fleet.kafka)
+        deadline = time.monotonic() + timeout_s
+        try:
+            fleet = await reader.load()
+            while True:
+                table = fleet.nodes if self.kind == "node" else fleet.jobs
+                status = table.get(self.subject)
+                if status is not None and str(status.payload.state).lower() in wanted:
+                    return status
+                if time.monotonic() > deadline:
+                    seen = status.payload.state if status else "unknown"
+                    raise TimeoutError(
+                        f"{self.kind} {self.subject} is {seen}, not {sorted(wanted)}, "
+                        f"after {timeout_s:g} s"
+                    )
+                await asyncio.sleep(poll_s)
+                fleet = await reader.refresh()
+        finally:
+            await reader.stop()
+
+    def timeline(
+        self, since: datetime | None = None, until: datetime | None = None, *, noisy: bool = False
+    ) -> list[Event]:
+        """Its events, the decisions about it and their action results in time order, from
+        ClickHouse (the last 7 days unless `since`); `noisy`: with telemetry and statuses."""
+        from streams.history.settings import ClickHouseSettings
+        from streams.history.timeline import timeline
+
+        until = until or utcnow()
+        since = since or until - timedelta(days=7)
+        kind: Literal["job", "node"] = "node" if self.kind == "node" else "job"
+        return timeline(ClickHouseSettings(), kind, self.subject, since, until, noisy)
+
+
+class NodeHandle(_Handle):
+    kind = "node"
+
+    def status(self) -> NodeStatusChanged:
+        status: NodeStatusChanged = self._status()
+        return status
+
+    def quarantine(self, reason: str, **kw: Any) -> Outcome:
+        return self.fleet.quarantine((self.subject,), reason, cluster=self.cluster, **kw)
+
+    def release(self, reason: str, **kw: Any) -> Outcome:
+        return self.fleet.release((self.subject,), reason, cluster=self.cluster, **kw)
+
+    def benchmark(self, reason: str, **kw: Any) -> Outcome:
+        return self.fleet.benchmark((self.subject,), reason, cluster=self.cluster, **kw)
+
+
+class JobHandle(_Handle):
+    kind = "job"
+
+    def status(self) -> JobStatusChanged:
+        status: JobStatusChanged = self._status()
+        return status
+
+    def requeue(self, reason: str, *, from_scratch: bool = False, **kw: Any) -> Outcome:
+        return self.fleet.requeue(
+            self.subject, reason, from_scratch=from_scratch, cluster=self.cluster, **kw
+        )
+
+    def cancel(self, reason: str, **kw: Any) -> Outcome:
+        return self.fleet.cancel(self.subject, reason, cluster=self.cluster, **kw)

@@ -1,0 +1,109 @@
+"""The fleet as the streams app sees it now: its `status` topic read back whole.
+
+One status per node and job (the latest record of each key; a subject lives on one partition,
+so offset order is its order), exactly what the streams app's tables hold, as people read it.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import hostlist
+
+from schemas.codec import DecodeError, decode
+from schemas.events import JobStatusChanged, NodeStatusChanged
+from schemas.settings import KafkaSettings
+from schemas.topic_reader import Records, TopicReader
+from schemas.topics import topic_name
+
+
+@dataclass
+class Fleet:
+    nodes: dict[str, NodeStatusChanged] = field(default_factory=dict)
+    jobs: dict[str, JobStatusChanged] = field(default_factory=dict)
+    unreadable: int = 0  # records no reader of this version can decode (a newer writer's)
+    changed: bool = False  # since `reset_changed`: what `--watch` redraws on
+
+    def take(self, records: Records) -> None:
+        for record in records:
+            try:
+                events = decode(record.value or b"")
+            except DecodeError:
+                self.unreadable += 1
+                continue
+            for event in events:
+                if isinstance(event, NodeStatusChanged):
+                    self.nodes[event.subject] = event
+                elif isinstance(event, JobStatusChanged):
+                    self.jobs[event.subject] = event
+                self.changed = True
+
+
+class FleetReader:
+    """Reads the status topic whole on `load`, then what changed on each `refresh`."""
+
+    def __init__(self, kafka: KafkaSettings) -> None:
+        self.fleet = Fleet()
+        self._reader = TopicReader(
+            kafka,
+            topic_name("status", kafka),
+            self.fleet.take,
+            client_id=f"{kafka.client_id}-fleet",
+        )
+
+    async def load(self) -> Fleet:
+        await self._reader.load()
+        return self.fleet
+
+    async def refresh(self) -> Fleet:
+        await self._reader.refresh()
+        return self.fleet
+
+    async def stop(self) -> None:
+        await self._reader.stop()
+
+
+async def read_fleet(kafka: KafkaSettings) -> Fleet:
+    reader = FleetReader(kafka)
+    try:
+        return await reader.load()
+    finally:
+        await reader.stop()
+
+
+def matcher(pattern: str | None) -> set[str] | str | None:
+    """What a NAMES argument selects: a hostlist (`gpu-[01-04]`, expanded as Slurm does) or a
+    glob (`gpu-*`). Raises ValueError for a hostlist that does not parse."""
+    if not pattern:
+        return None
+    if any(c in pattern for c in "*?"):
+        return pattern
+    try:
+        return set(hostlist.expand_hostlist(pattern))
+    except hostlist.BadHostlist as exc:
+        raise ValueError(f"{pattern!r} is neither a hostlist nor a glob: {exc}") from None
+
+
+def selected(
+    statuses: Iterable[NodeStatusChanged] | Iterable[JobStatusChanged],
+    *,
+    cluster: str | None = None,
+    states: Iterable[str] = (),
+    names: set[str] | str | None = None,
+) -> list[NodeStatusChanged | JobStatusChanged]:
+    wanted = {s.lower() for s in states}
+    out: list[NodeStatusChanged | JobStatusChanged] = []
+    for status in statuses:
+        if cluster is not None and status.cluster != cluster:
+            continue
+        state = status.payload.state
+        if wanted and (state is None or str(state).lower() not in wanted):
+            continue
+        if isinstance(names, str) and not fnmatch.fnmatchcase(status.subject, names):
+            continue
+        if isinstance(names, set) and status.subject not in names:
+            continue
+        out.append(status)
+    return sorted(out, key=lambda s: (s.cluster, s.subject))

@@ -1,0 +1,218 @@
+"""Operators see and steer the fleet, on the real stack (Kafka, ClickHouse, the three workers):
+
+- after `centrality simulate`, `centrality nodes` / `jobs` list what the streams app holds, each
+  XID node with where its story stands and why;
+- an operator's quarantine holds a node (a benchmark does not release it) until an operator's
+  release; a release by an unknown operator, or by one without authority on the cluster, is
+  refused and changes nothing;
+- a silence holds a fatal XID's drain (recorded as held, not carried out); once it is expired,
+  the next fatal XID drains the node.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from centrality.pipeline import Pipeline
+from centrality.slack_stub import SlackStub
+from collectors.simulate.config import SimConfig
+from collectors.simulate.model import ClusterModel
+from schemas.operators import OperatorKey
+from streams.history.query import rows_for
+from streams.history.settings import ClickHouseSettings
+from tests.support.operators import ALICE, BOB, MALLORY, TRUSTED
+
+pytestmark = pytest.mark.e2e
+
+CLI = str(Path(sys.executable).with_name("centrality"))
+NODES, XID_NODES, SEED = 40, 2, 5
+
+
+@pytest.fixture
+def slack() -> Iterator[SlackStub]:
+    with SlackStub() as stub:
+        yield stub
+
+
+def key_file(tmp_path: Path, key: OperatorKey) -> str:
+    return str(key.save(tmp_path / f"{key.name}.key"))
+
+
+def cli(env: dict[str, str], *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [CLI, *args],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def listing(env: dict[str, str], kind: str, *args: str) -> list[dict[str, Any]]:
+    done = cli(env, kind, "--cluster", "sim", "--json", *args)
+    assert done.returncode == 0, done.stderr
+    found: list[dict[str, Any]] = json.loads(done.stdout)
+    return found
+
+
+def until(
+    what: str,
+    check: Callable[[], Any],
+    pipeline: Pipeline,
+    timeout_s: float = 120,
+    seen: Callable[[], Any] = lambda: None,
+) -> Any:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        found = check()
+        if found:
+            return found
+        pipeline.check()
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{what}: not within {timeout_s:g} s; seen: {seen()}")
+        time.sleep(1.0)
+
+
+def node_now(env: dict[str, str], node: str) -> dict[str, Any]:
+    [found] = listing(env, "nodes", node)
+    return found
+
+
+def test_operators_see_and_steer_the_fleet(
+    clickhouse_settings: ClickHouseSettings,
+    worker_env: dict[str, str],
+    slack: SlackStub,
+    tmp_path: Path,
+) -> None:
+    trusted = {n: o.model_dump(mode="json") for n, o in TRUSTED.items()}
+    trusted["alice"]["clusters"] = ["sim"]  # alice commands the simulated cluster; bob does not
+    env = {
+        **worker_env,
+        "CENTRALITY_OPERATORS": json.dumps(trusted),
+        "CENTRALITY_OPERATOR_KEY_FILE": key_file(tmp_path, ALICE),
+        "CENTRALITY_SLACK_TOKEN": "xoxb-e2e",
+        "CENTRALITY_SLACK_BASE_URL": slack.base_url,
+    }
+    as_mallory = {**env, "CENTRALITY_OPERATOR_KEY_FILE": key_file(tmp_path, MALLORY)}
+    as_bob = {**env, "CENTRALITY_OPERATOR_KEY_FILE": key_file(tmp_path, BOB)}
+    xid_nodes = ClusterModel(
+        SimConfig(nodes=NODES, xid_nodes=XID_NODES, seed=SEED), datetime.now(UTC)
+    ).xid_nodes
+    with Pipeline(env, tmp_path / "logs") as pipeline:
+        simulated = cli(
+            env, "simulate", "--nodes", str(NODES), "--jobs", "4", "--xid-nodes", str(XID_NODES),
+            "--seed", str(SEED), "--duration-s", "330", "--json",
+        )  # fmt: skip
+        assert simulated.returncode == 0, simulated.stderr
+
+        # 1. The fleet as the streams app sees it: every node, each XID node with its XID.
+        def every_node_with_its_story() -> list[dict[str, Any]] | None:
+            nodes = listing(env, "nodes")
+            told = {n["node"]: n for n in nodes}
+            ready = len(nodes) == NODES and all(
+                "Xid 79" in (told[x]["why"] or "") for x in xid_nodes if x in told
+            )
+            return nodes if ready else None
+
+        nodes = until(
+            "nodes listed",
+            every_node_with_its_story,
+            pipeline,
+            seen=lambda: [(n["node"], n["state"], n["why"]) for n in listing(env, "nodes")],
+        )
+        assert {n["cluster"] for n in nodes} == {"sim"} and all(n["gpus"] == 8 for n in nodes)
+        for name in xid_nodes:
+            story = next(n for n in nodes if n["node"] == name)
+            assert story["state"] in {
+                "draining",
+                "quarantined",
+                "benchmarking",
+                "releasing",
+                "in_service",
+            }
+            assert story["decided_by"] == "fatal_xid" or story["why"].startswith("released after")
+
+        jobs = listing(env, "jobs")
+        assert len(jobs) == 4 and all(j["attempt"] == 1 and j["state"] for j in jobs)
+        assert all(j["nodes_count"] == len(j["nodes"]) >= 1 for j in jobs)
+
+        # 2. An operator's quarantine holds the node; a benchmark does not release it.
+        target = next(n["node"] for n in nodes if n["node"] not in xid_nodes)
+        done = cli(env, "quarantine", target, "--reason", "flaky NVLink, checking by hand")
+        assert done.returncode == 0, done.stderr
+        held = until("held", lambda: node_now(env, target)["state"] == "held", pipeline)
+        assert held
+        assert node_now(env, target)["held_by"] == "alice"
+        bench = cli(env, "benchmark", target, "--reason", "after reseating", "--json")
+        assert bench.returncode == 0, bench.stderr
+        until("benchmarked", lambda: node_now(env, target)["last_benchmark"] == "pass", pipeline)
+        assert node_now(env, target)["state"] == "held"
+
+        # 3. Releases nobody may give: refused, and nothing changes.
+        forged = cli(as_mallory, "release", target, "--reason", "let me in", "--json")
+        assert forged.returncode == 1
+        assert json.loads(forged.stdout)["verdict"] == "dead-lettered"
+        assert "unknown operator 'mallory'" in json.loads(forged.stdout)["words"]
+        barred = cli(as_bob, "release", target, "--reason", "not my cluster", "--json")
+        assert barred.returncode == 1
+        assert json.loads(barred.stdout)["words"] == "operator bob may not command cluster sim"
+        assert node_now(env, target)["state"] == "held"
+        unknown = cli(env, "release", "no-such-node", "--reason", "x")
+        assert unknown.returncode == 2 and "unknown node(s): no-such-node" in unknown.stderr
+
+        # 4. Alice releases it.
+        freed = cli(env, "release", target, "--reason", "GPU reseated, benchmark passed")
+        assert freed.returncode == 0, freed.stderr
+        until("released", lambda: node_now(env, target)["state"] == "in_service", pipeline)
+
+        # 5. A silence holds a fatal XID's drain; after it, the next one drains.
+        added = cli(env, "silence", "add", "--cluster", "sim", "--for", "2h", "--reason", "test")
+        assert added.returncode == 0, added.stderr
+        silence_id = added.stdout.strip()
+        xid = ["emit", "GpuXidObserved", "--cluster", "sim", "--subject", target, "--gpu", "1",
+               "--xid", "79"]  # fmt: skip
+        assert cli(env, *xid).returncode == 0
+        suspect = until(
+            "held by the silence",
+            lambda: (n := node_now(env, target))["state"] == "suspect" and n,
+            pipeline,
+        )
+        assert suspect["problem"].startswith(f"held by silence {silence_id} until ")
+        assert cli(env, "silence", "expire", silence_id, "--reason", "done").returncode == 0
+        assert cli(env, *xid).returncode == 0
+        until(
+            "drained after the silence",
+            lambda: any(
+                r.type == "ActionSucceeded"
+                and json.loads(r.payload)["trigger_type"] == "QuarantineNodes"
+                and json.loads(r.payload)["operator"] is None
+                for r in rows_for(clickhouse_settings, [target])
+            ),
+            pipeline,
+        )
+
+    rows = [(r.type, json.loads(r.payload)) for r in rows_for(clickhouse_settings, [target])]
+    results = [p for t, p in rows if t in ("ActionSucceeded", "ActionFailed")]
+    by_alice = [p for p in results if p.get("operator") == "alice" and "error" not in p]
+    assert [p["trigger_type"] for p in by_alice] == [
+        "QuarantineNodes",
+        "RunBenchmark",
+        "ReleaseNodes",
+    ]
+    [held_result] = [p for p in results if p.get("held_by") == silence_id]
+    assert held_result["trigger_type"] == "QuarantineNodes" and held_result["refused"]
+    assert not [p for p in results if p.get("operator") in ("mallory", "bob") and "error" not in p]
+    texts = [p["text"] for p in slack.posts]
+    assert any(f"held: held by silence {silence_id}" in t for t in texts)
+    assert any("may not command cluster sim" in t for t in texts)
