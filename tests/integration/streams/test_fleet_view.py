@@ -1,0 +1,126 @@
+"""`centrality nodes` and `jobs` show exactly the state the rules decide on: with two streams
+workers sharing the partitions, every node and job of a simulated day is listed, and each
+listed status is the view of the state that worker wrote to its table (the changelog), also
+after one of the workers is killed and the other takes its partitions over."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from centrality.fleet import Fleet, read_fleet
+from collectors.simulate.config import SimConfig
+from collectors.simulate.model import ClusterModel
+from schemas.settings import KafkaSettings
+from streams.rules.registry import RuleEngine
+from streams.settings import StreamsSettings
+from streams.state.node import Node
+from streams.state.training_job import TrainingJob
+from streams.views import job_status, node_status, restart_budget
+from tests.integration.streams.worker import StreamsWorker, emit, table_contents
+
+pytestmark = pytest.mark.integration
+
+NODES, JOBS = 60, 8
+
+
+def views_of_the_tables(app_id: str, kafka: KafkaSettings) -> tuple[dict[str, Any], dict[str, Any]]:
+    budget = restart_budget(RuleEngine.load(StreamsSettings().rule_modules, {}))
+    nodes = {
+        k: node_status(Node.model_validate(v))
+        for k, v in table_contents(app_id, "nodes", kafka).items()
+    }
+    jobs = {
+        k: job_status(TrainingJob.model_validate(v), budget)
+        for k, v in table_contents(app_id, "jobs", kafka).items()
+    }
+    return nodes, jobs
+
+
+def agrees(fleet: Fleet, app_id: str, kafka: KafkaSettings) -> list[str]:
+    """Where the listed fleet and the tables' views differ (empty: they agree)."""
+    nodes, jobs = views_of_the_tables(app_id, kafka)
+    listed_nodes = {k: s.payload for k, s in fleet.nodes.items()}
+    listed_jobs = {k: s.payload for k, s in fleet.jobs.items()}
+    problems = [
+        f"node {k}"
+        for k in nodes.keys() | listed_nodes.keys()
+        if nodes.get(k) != listed_nodes.get(k)
+    ]
+    problems += [
+        f"job {k}" for k in jobs.keys() | listed_jobs.keys() if jobs.get(k) != listed_jobs.get(k)
+    ]
+    return sorted(problems)
+
+
+def period(model: ClusterModel, from_s: float, to_s: float) -> list[Any]:
+    """What the simulated cluster sent from `from_s` to `to_s`, tick by tick."""
+    step = model.config.interval_s
+    return [
+        e for i in range(int((to_s - from_s) / step) + 1) for e in model.tick(from_s + i * step)
+    ]
+
+
+def settle(kafka: KafkaSettings, app_id: str, workers: list[StreamsWorker]) -> Fleet:
+    deadline, problems = time.monotonic() + 120, ["not read yet"]
+    while problems:
+        for w in workers:
+            w.check()
+        fleet = asyncio.run(read_fleet(kafka))
+        problems = agrees(fleet, app_id, kafka) if len(fleet.nodes) == NODES else ["nodes missing"]
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the listing does not match the tables: {problems[:10]}")
+        time.sleep(1.0)
+    return fleet
+
+
+def test_two_workers_publish_exactly_what_their_tables_hold(
+    kafka_settings: KafkaSettings, worker_env: dict[str, str], tmp_path: Path, unique: str
+) -> None:
+    config = SimConfig(
+        nodes=NODES, gpus=2, jobs=JOBS, interval_s=30.0, xid_nodes=3, crash_jobs=2, seed=7
+    )
+    model = ClusterModel(config, datetime.now(UTC) - timedelta(minutes=30))
+    first_half = period(model, 0.0, 600.0)
+    workers = [
+        StreamsWorker(
+            {**worker_env, "CENTRALITY_STREAMS_DATA_DIR": str(tmp_path / f"w{i}")},
+            tmp_path / f"run{i}",
+        )
+        for i in range(2)
+    ]
+    app_id = worker_env["CENTRALITY_STREAMS_APP_ID"]
+    try:
+        for w in workers:
+            w.start()
+        asyncio.run(emit(kafka_settings, first_half))
+        fleet = settle(kafka_settings, app_id, workers)
+        assert len(fleet.jobs) >= JOBS
+        xid_nodes = [fleet.nodes[n].payload for n in model.xid_nodes]
+        assert all(p.state == "draining" and "Xid 79" in (p.why or "") for p in xid_nodes)
+
+        # One worker dies: the other takes its partitions over, folds on, and publishes.
+        workers[1].kill9()
+        rest = period(model, 630.0, 1200.0)
+        asyncio.run(emit(kafka_settings, rest))
+        settle(kafka_settings, app_id, workers[:1])
+        listed = subprocess.run(
+            [str(Path(sys.executable).with_name("centrality")), "nodes", "--json"],
+            env={**os.environ, **worker_env},
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        assert len(json.loads(listed.stdout)) == NODES
+    finally:
+        for w in workers:
+            w.stop()
