@@ -19,7 +19,14 @@ from collectors.sink import EventSink
 from schemas import kafka_clients
 from schemas.codec import DecodeError, decode
 from schemas.envelope import Event
-from schemas.events import ActionSucceeded, GpuXidObserved, JobExited, QuarantineNodes, RestartJob
+from schemas.events import (
+    ActionSucceeded,
+    GpuXidObserved,
+    JobExited,
+    NodeStatusChanged,
+    QuarantineNodes,
+    RestartJob,
+)
 from schemas.events.jobs import JobState
 from schemas.settings import KafkaSettings
 from schemas.topics import topic_name
@@ -62,6 +69,7 @@ class Decisions:
     quarantined: dict[str, float] = field(default_factory=dict)
     restarts: dict[str, list[tuple[uuid.UUID, float]]] = field(default_factory=dict)
     restarted: dict[uuid.UUID, float] = field(default_factory=dict)
+    shown: dict[str, float] = field(default_factory=dict)  # first status that is not in service
 
     def see(self, record: ConsumerRecord[bytes, bytes]) -> None:
         try:
@@ -81,6 +89,8 @@ class Decisions:
                 self.restarts.setdefault(e.subject, []).append((e.event_id, at))
             elif isinstance(e, ActionSucceeded) and e.payload.action == "restart_job":
                 self.restarted.setdefault(e.payload.trigger_id, at)
+            elif isinstance(e, NodeStatusChanged) and e.payload.state != "in_service":
+                self.shown.setdefault(e.subject, at)
 
     def xid_latencies_s(self, xids: Iterable[str]) -> list[float | None]:
         """Per node with a fatal XID: seconds to its QuarantineNodes; None if none came."""
@@ -89,6 +99,16 @@ class Decisions:
             at, decided = self.xid_at.get(node), self.quarantined.get(node)
             out.append(None if at is None or decided is None else decided - at)
         return out
+
+    def status_lags_s(self, xids: Iterable[str]) -> list[float | None]:
+        """Per node with a fatal XID: seconds until what people read (`centrality nodes`) said
+        it is out of service; None if it never did."""
+        return [
+            None
+            if node not in self.xid_at or node not in self.shown
+            else self.shown[node] - self.xid_at[node]
+            for node in xids
+        ]
 
     def restart_latencies_s(self, crashes: Iterable[str]) -> list[float | None]:
         """Per failed job: seconds to the ActionSucceeded of the first restart decided after
@@ -121,7 +141,7 @@ class DecisionWatch:
     subjects the sink has seen are decoded."""
 
     FAULTS = ("nodes", "jobs")
-    DECISIONS = ("triggers", "actions")
+    DECISIONS = ("triggers", "actions", "status")
 
     def __init__(self, kafka: KafkaSettings, start: Offsets, sink: TimedSink) -> None:
         self.kafka = kafka

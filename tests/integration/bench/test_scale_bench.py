@@ -36,10 +36,13 @@ def test_every_injected_fault_is_measured_to_its_decision(stack: Stack) -> None:
     assert result["xids"] == 3 and result["xids_decided"] == 3, result
     # The crashing jobs, and the jobs on the XID nodes (an XID kills what runs there).
     assert result["crashes"] >= 3 and result["crashes_restarted"] == result["crashes"], result
-    for name in ("xid_to_quarantine", "crash_to_restart"):
+    for name in ("xid_to_quarantine", "crash_to_restart", "xid_to_status"):
         p50, p99 = result[f"{name}_p50_ms"], result[f"{name}_p99_ms"]
         assert 0 < p50 <= p99 < 60_000, result
     assert result["realtime_ratio"] is not None and result["drain_s"] is not None, result
+    # What people read, from four streams workers: every node, each listing timed.
+    listing = result["list_nodes"]
+    assert listing["listed"] == listing["expected"] == 60 and len(listing["walls_s"]) == 3
     assert result["events"] > 60 * 4 * 8  # GPU samples of eight ticks at least
     assert result["streams_workers"] == 4
     for worker in ("streams", "streams-2", "streams-3", "streams-4", "actions", "sink"):
