@@ -7,7 +7,6 @@ executable and for typer's test runner alike.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import sys
 import traceback
@@ -19,9 +18,6 @@ import typer
 from typer.core import TyperCommand, TyperGroup, TyperOption
 
 from centrality import service_errors, usage_errors  # noqa: F401  (they register explainers)
-
-with contextlib.suppress(ModuleNotFoundError):  # a base install has no ClickHouse client
-    from centrality import clickhouse_errors  # noqa: F401
 from centrality.errors import UNAVAILABLE, explain, one_line
 
 
@@ -91,8 +87,15 @@ def quiet_libraries(command: str | None) -> None:
     Options.command = command
     if Options.debug or command in WORKERS:
         return
-    for name in CHATTY:
-        logging.getLogger(name).setLevel(logging.CRITICAL)
+    # On the handlers, not as levels: a library imported later may set its loggers' levels
+    # itself (clickhouse-connect sets urllib3's to WARNING when it is imported).
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(_not_chatty)
+
+
+def _not_chatty(record: logging.LogRecord) -> bool:
+    chatty = any(record.name == n or record.name.startswith(f"{n}.") for n in CHATTY)
+    return not chatty or record.levelno >= logging.CRITICAL
 
 
 def show_flags_as_flags(command: object) -> None:

@@ -9,6 +9,8 @@ its address and what starts it. Anything unexplained is a bug: one line too, the
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -53,8 +55,16 @@ def explains(kind: type[E]) -> Callable[[Explainer[E]], Explainer[E]]:
     return register
 
 
+# Explainers whose libraries cost start-up time: imported when an error is first explained (a
+# base install has no ClickHouse client, and then nothing of it can have been raised either).
+_LATE = ("centrality.clickhouse_errors",)
+
+
 def explain(exc: BaseException) -> Failure | None:
     """The first explanation found along the exception, its groups and its causes."""
+    for module in _LATE:
+        with contextlib.suppress(ModuleNotFoundError):
+            importlib.import_module(module)
     for link in _chain(exc):
         for kind in type(link).__mro__:
             explainer = _EXPLAINERS.get(kind)

@@ -4,17 +4,63 @@ from __future__ import annotations
 
 import importlib
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import orjson
 import typer
 from rich.console import Console
 from rich.table import Table
+from typer.core import TyperGroup
+from typer.main import get_command_from_info
 
+from centrality.entry import show_flags_as_flags
 from centrality.progress import tracking, wanted
 
+
+class LazyBenchGroup(TyperGroup):
+    """The benchmarks import most of the project: their modules are imported (and their
+    commands made) only when `centrality bench …` is asked for, so every other command starts
+    without them."""
+
+    _loaded = False
+
+    def _load(self) -> None:
+        if self._loaded:
+            return
+        try:
+            for module in BENCH_MODULES:
+                importlib.import_module(module)  # each registers its command on bench_app
+        except ModuleNotFoundError as exc:
+            # A producer's install (no extras) still gets a working `centrality`; the
+            # benchmarks drive the whole stack, so they say what to install instead.
+            Console(stderr=True).print(
+                f"`centrality bench` needs {exc.name!r}: pip install 'centrality[workers,local]'",
+                markup=False,
+            )
+            raise typer.Exit(2) from None
+        for info in bench_app.registered_commands:
+            command = get_command_from_info(
+                info, pretty_exceptions_short=True, rich_markup_mode="rich"
+            )
+            show_flags_as_flags(command)
+            self.add_command(command, command.name)
+        self._loaded = True
+
+    # Typer brings its own copy of click: its context and command types, not click's.
+    def list_commands(self, ctx: Any) -> list[str]:
+        self._load()
+        return super().list_commands(ctx)
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        self._load()
+        return super().get_command(ctx, cmd_name)
+
+
 bench_app = typer.Typer(
-    help="Benchmarks; each prints a rich table, or one JSON line with --json.", no_args_is_help=True
+    help="Benchmarks; each prints a rich table, or one JSON line with --json.",
+    no_args_is_help=True,
+    cls=LazyBenchGroup,
 )
 
 # One module per benchmark, each decorating a function with `@bench_app.command("<name>")`.
@@ -38,28 +84,7 @@ def _progress(ctx: typer.Context) -> None:
 
 
 def register(app: typer.Typer) -> None:
-    try:
-        for module in BENCH_MODULES:
-            importlib.import_module(module)
-    except ModuleNotFoundError as exc:
-        # A producer's install (no extras) still gets a working `centrality`; the benchmarks
-        # drive the whole stack, so they say what to install instead.
-        app.command("bench", help="Benchmarks (needs the workers and local extras).")(
-            _needs_extras(exc)
-        )
-        return
     app.add_typer(bench_app, name="bench")
-
-
-def _needs_extras(exc: ModuleNotFoundError) -> Callable[[], None]:
-    def bench() -> None:
-        Console(stderr=True).print(
-            f"`centrality bench` needs {exc.name!r}: pip install 'centrality[workers,local]'",
-            markup=False,
-        )
-        raise typer.Exit(2)
-
-    return bench
 
 
 def report(title: str, result: Mapping[str, object], *, json: bool) -> None:

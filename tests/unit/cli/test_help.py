@@ -7,6 +7,7 @@ import subprocess
 import sys
 from importlib.metadata import version
 from pathlib import Path
+from typing import Any
 
 import typer
 from typer.testing import CliRunner
@@ -24,8 +25,12 @@ def test_version_is_the_installed_distributions() -> None:
     assert result.stdout.strip() == f"centrality {version('centrality')}"
 
 
-def command_paths(command: object, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
-    subs = getattr(command, "commands", {})
+def command_paths(command: Any, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    """Every command, asked the way click asks a group (so lazily loaded ones count too)."""
+    if not hasattr(command, "list_commands"):
+        return [path]
+    ctx = typer.Context(command)
+    subs = {name: command.get_command(ctx, name) for name in command.list_commands(ctx)}
     return [path] + [p for name, sub in subs.items() for p in command_paths(sub, (*path, name))]
 
 
