@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from centrality.client import Fleet
 from centrality.pipeline import Pipeline
 from centrality.slack_stub import SlackStub
 from collectors.simulate.config import SimConfig
@@ -94,6 +95,7 @@ def test_operators_see_and_steer_the_fleet(
     worker_env: dict[str, str],
     slack: SlackStub,
     tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     trusted = {n: o.model_dump(mode="json") for n, o in TRUSTED.items()}
     trusted["alice"]["clusters"] = ["sim"]  # alice commands the simulated cluster; bob does not
@@ -151,9 +153,11 @@ def test_operators_see_and_steer_the_fleet(
         target = next(n["node"] for n in nodes if n["node"] not in xid_nodes)
         done = cli(env, "quarantine", target, "--reason", "flaky NVLink, checking by hand")
         assert done.returncode == 0, done.stderr
-        held = until("held", lambda: node_now(env, target)["state"] == "held", pipeline)
-        assert held
-        assert node_now(env, target)["held_by"] == "alice"
+        for key, value in env.items():  # the Python client reads the same settings
+            monkeypatch.setenv(key, value)
+        client = Fleet(operator=ALICE).node(target)
+        held = client.wait("held", timeout_s=60)
+        assert held.payload.held_by == "alice" == node_now(env, target)["held_by"]
         bench = cli(env, "benchmark", target, "--reason", "after reseating", "--json")
         assert bench.returncode == 0, bench.stderr
         until("benchmarked", lambda: node_now(env, target)["last_benchmark"] == "pass", pipeline)
@@ -213,6 +217,11 @@ def test_operators_see_and_steer_the_fleet(
     [held_result] = [p for p in results if p.get("held_by") == silence_id]
     assert held_result["trigger_type"] == "QuarantineNodes" and held_result["refused"]
     assert not [p for p in results if p.get("operator") in ("mallory", "bob") and "error" not in p]
+    story = [e for e in client.timeline() if e.topic == "triggers"]
+    assert [(e.type, e.payload.operator) for e in story][:2] == [  # type: ignore[attr-defined]
+        ("QuarantineNodes", "alice"),
+        ("RunBenchmark", "alice"),
+    ]
     texts = [p["text"] for p in slack.posts]
     assert any(f"held: held by silence {silence_id}" in t for t in texts)
     assert any("may not command cluster sim" in t for t in texts)
