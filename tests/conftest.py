@@ -30,6 +30,8 @@ pytest_plugins = [
     "tests.support.ray",
     "tests.support.kube",
     "tests.support.kube_watch",
+    "tests.support.kube_api",
+    "tests.support.kube_rbac",
     "tests.support.secured",
 ]
 
