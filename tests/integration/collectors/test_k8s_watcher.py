@@ -258,6 +258,163 @@ async def test_pytorchjob_succeeds_on_its_nodes(
     assert (end.payload.exit_code, end.payload.nodes) == (0, (f"gpu-1-{ns}", f"gpu-2-{ns}"))
 
 
+async def test_a_jobset_restarted_once_then_completed_and_its_child_jobs_are_parts(
+    kube_api: KubeApiServer, kube_workers: KubeWorkers, ns: str, tmp_path: Path
+) -> None:
+    jobsets = f"apis/jobset.x-k8s.io/v1alpha2/namespaces/{ns}/jobsets"
+    template = {
+        "spec": {
+            "template": {
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [{"name": "w", "image": "trainer:1"}],
+                }
+            }
+        }
+    }
+    made = kube_api.create(
+        jobsets,
+        {
+            "apiVersion": "jobset.x-k8s.io/v1alpha2",
+            "kind": "JobSet",
+            "metadata": {"name": "llm"},
+            "spec": {"replicatedJobs": [{"name": "workers", "replicas": 1, "template": template}]},
+        },
+    )
+    # The JobSet controller's child Job: part of the JobSet, never a job of its own.
+    owner = {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "name": "llm",
+        "uid": made["metadata"]["uid"],
+        "controller": True,
+    }
+    kube_api.create(
+        f"{BATCH}/namespaces/{ns}/jobs",
+        {
+            "metadata": {"name": "llm-workers-0", "ownerReferences": [owner]},
+            "spec": template["spec"],
+        },
+    )
+    running = {
+        "name": "workers",
+        "ready": 1,
+        "succeeded": 0,
+        "failed": 0,
+        "active": 1,
+        "suspended": 0,
+    }
+
+    def status(**fields: Any) -> None:
+        kube_api.patch(
+            f"{jobsets}/llm/status", {"status": {"replicatedJobsStatus": [running], **fields}}
+        )
+
+    def pod(name: str, node: str, attempt: int, code: int) -> None:
+        labels = {
+            "jobset.sigs.k8s.io/jobset-name": "llm",
+            "job-name": "llm-workers-0",
+            "jobset.sigs.k8s.io/restart-attempt": str(attempt),
+        }
+        kube_api.finish_pod(ns, name, labels, node, code)
+
+    status(restarts=0)
+    sink = RecordingSink()
+    job = f"k8s/{ns}/llm"
+    first, second = f"gpu-1-{ns}", f"gpu-2-{ns}"
+    async with watching(kube_workers, ns, tmp_path, sink) as w:
+        await until(lambda: len(summary(sink.events, job)) == 2, "the JobSet seen running")
+        pod("llm-workers-0-a", first, 0, 1)
+        await until(lambda: w.ledger.entries[job]["nodes"] == [first], "where it ran, noted")
+        status(restarts=1, restartsCountTowardsMax=1)
+        await until(lambda: len(summary(sink.events, job)) == 4, "the restart seen")
+        pod("llm-workers-0-b", second, 1, 0)
+        done = {
+            "type": "Completed",
+            "status": "True",
+            "reason": "AllJobsCompleted",
+            "message": "jobset completed successfully",
+            "lastTransitionTime": "2026-01-01T00:09:00Z",
+        }
+        status(restarts=1, restartsCountTowardsMax=1, terminalState="Completed", conditions=[done])
+        await until(lambda: len(sink.of_type(JobExited)) == 2, "the JobSet's end")
+    assert summary(sink.events, job) == [
+        ("JobSubmitted", None, 1),
+        ("JobStateChanged", JobState.RUNNING, 1),
+        ("JobExited", JobState.FAILED, 1),
+        ("JobStateChanged", JobState.RUNNING, 2),
+        ("JobStateChanged", JobState.SUCCEEDED, 2),
+        ("JobExited", JobState.SUCCEEDED, 2),
+    ]
+    restarted, end = sink.of_type(JobExited)
+    assert restarted.payload.nodes == (first,) and end.payload.nodes == (second,)
+    assert not [e for e in sink.events if e.subject == f"k8s/{ns}/llm-workers-0"]
+
+
+async def test_a_rayjob_on_its_ray_cluster(
+    kube_api: KubeApiServer, kube_workers: KubeWorkers, ns: str, tmp_path: Path
+) -> None:
+    rayjobs = f"apis/ray.io/v1/namespaces/{ns}/rayjobs"
+    made = kube_api.create(
+        rayjobs,
+        {
+            "apiVersion": "ray.io/v1",
+            "kind": "RayJob",
+            "metadata": {"name": "tune"},
+            "spec": {"entrypoint": "python tune.py"},
+        },
+    )
+    # KubeRay's submitter Job carries the RayJob's name: part of it, not a second job.
+    owner = {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayJob",
+        "name": "tune",
+        "uid": made["metadata"]["uid"],
+        "controller": True,
+    }
+    kube_api.create(
+        f"{BATCH}/namespaces/{ns}/jobs",
+        {
+            "metadata": {"name": "tune", "ownerReferences": [owner]},
+            "spec": {
+                "template": {
+                    "spec": {
+                        "restartPolicy": "Never",
+                        "containers": [{"name": "s", "image": "ray:2"}],
+                    }
+                }
+            },
+        },
+    )
+    cluster = "tune-raycluster-x2k9p"
+
+    def status(**fields: Any) -> None:
+        kube_api.patch(f"{rayjobs}/tune/status", {"status": {"rayClusterName": cluster, **fields}})
+
+    status(jobDeploymentStatus="Initializing")
+    sink = RecordingSink()
+    job = f"k8s/{ns}/tune"
+    head, worker = f"gpu-1-{ns}", f"gpu-2-{ns}"
+    async with watching(kube_workers, ns, tmp_path, sink):
+        await until(lambda: len(summary(sink.events, job)) == 2, "the RayJob seen")
+        for name, node in (("tune-head", head), ("tune-worker", worker)):
+            kube_api.finish_pod(ns, name, {"ray.io/cluster": cluster}, node, 0)
+        status(jobDeploymentStatus="Running", jobStatus="RUNNING", jobId="tune-7b4sx")
+        await until(lambda: len(summary(sink.events, job)) == 3, "the Ray job running")
+        status(jobDeploymentStatus="Complete", jobStatus="SUCCEEDED", succeeded=1, failed=0)
+        await until(lambda: bool(sink.of_type(JobExited)), "the RayJob's end")
+    assert summary(sink.events, job) == [
+        ("JobSubmitted", None, 1),
+        ("JobStateChanged", JobState.PENDING, 1),
+        ("JobStateChanged", JobState.RUNNING, 1),
+        ("JobStateChanged", JobState.SUCCEEDED, 1),
+        ("JobExited", JobState.SUCCEEDED, 1),
+    ]
+    [end] = sink.of_type(JobExited)
+    assert end.payload.nodes == (head, worker)
+    assert [e.payload.raw["kind"] for e in sink.of_type(JobSubmitted)] == ["RayJob"]
+
+
 async def test_cordoned_and_not_ready_nodes(
     kube_api: KubeApiServer, kube_workers: KubeWorkers, ns: str, tmp_path: Path
 ) -> None:
