@@ -181,11 +181,14 @@ class K8sWatcher:
             value = kind.link(obj) if obj is not None else None
             if value is None:
                 continue
-            names = self.jobs_by_link.setdefault((kind.plural, ns, value), set())
+            link = (kind.plural, ns, value)
+            names = self.jobs_by_link.setdefault(link, set())
             if add:
                 names.add(name)
             else:
                 names.discard(name)
+            if not names:
+                self.jobs_by_link.pop(link)
 
     def _links(self, ns: str, pod: Obj | None) -> set[Link]:
         labels = ((pod or {}).get("metadata") or {}).get("labels") or {}
