@@ -14,7 +14,7 @@ PROMTOOL := $(BIN)/promtool
 go_pin = $(shell awk '{for (i = 1; i < NF; i++) if ($$i == "$(2)") {print $$(i + 1); exit}}' $(1))
 KUBE_APISERVER_VERSION := $(call go_pin,tests/go/kube-apiserver/go.mod,k8s.io/kubernetes)
 ETCD_VERSION := $(call go_pin,tests/go/etcd/go.mod,go.etcd.io/etcd/server/v3)
-GO_BUILD := go build -trimpath -buildvcs=false -ldflags='-s -w'
+GO_BUILD := go build -trimpath -buildvcs=false
 CRDS := github.com/kubeflow/training-operator:manifests/base/crds/kubeflow.org_pytorchjobs.yaml \
 	sigs.k8s.io/jobset:config/components/crd/bases/jobset.x-k8s.io_jobsets.yaml \
 	github.com/ray-project/kuberay/ray-operator:config/crd/bases/ray.io_rayjobs.yaml
@@ -39,11 +39,12 @@ $(TOOLS)/.kustomize-$(KUSTOMIZE_VERSION):
 	@touch $@
 
 $(TOOLS)/.kube-apiserver-$(KUBE_APISERVER_VERSION):
-	cd tests/go/kube-apiserver && $(GO_BUILD) -o $(abspath $(TOOLS)/bin/kube-apiserver) .
+	cd tests/go/kube-apiserver && $(GO_BUILD) -o $(abspath $(TOOLS)/bin/kube-apiserver) \
+	  -ldflags='-s -w -X k8s.io/component-base/version.gitVersion=$(KUBE_APISERVER_VERSION)' .
 	@touch $@
 
 $(TOOLS)/.etcd-$(ETCD_VERSION):
-	cd tests/go/etcd && $(GO_BUILD) -o $(abspath $(TOOLS)/bin/etcd) .
+	cd tests/go/etcd && $(GO_BUILD) -ldflags='-s -w' -o $(abspath $(TOOLS)/bin/etcd) .
 	@touch $@
 
 # Each CRD manifest out of its module as go.mod pins it (go.sum checks what the proxy served).

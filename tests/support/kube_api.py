@@ -135,13 +135,10 @@ class KubeApiServer:
             self.request("PATCH", path, data=json.dumps(change), headers={"Content-Type": MERGE})
         )
 
-    def delete(self, path: str, grace_s: int | None = None) -> None:
+    def delete(self, path: str) -> None:
         """Delete now, dependents left to the garbage collector (which does not run here: the
         default for Jobs, orphaning, would wait for it)."""
-        body: dict[str, Any] = {"propagationPolicy": "Background"}
-        if grace_s is not None:
-            body["gracePeriodSeconds"] = grace_s
-        reply = self.request("DELETE", path, json=body)
+        reply = self.request("DELETE", path, json={"propagationPolicy": "Background"})
         if reply.status_code != 404:
             _json(reply)
 
@@ -294,7 +291,6 @@ class KubeApiServer:
             "--bind-address=127.0.0.1",
             "--advertise-address=127.0.0.1",
             f"--secure-port={port}",
-            f"--cert-dir={d / 'serving'}",
             f"--tls-cert-file={self.certs.cert}",
             f"--tls-private-key-file={self.certs.key}",
             f"--token-auth-file={d / 'tokens.csv'}",
