@@ -9,6 +9,15 @@ TOOLS := .tools
 KUSTOMIZE_VERSION := v5.8.0
 CHECKOV_VERSION := 3.3.30
 PROMTOOL := $(BIN)/promtool
+# The tests' Kubernetes API server (tests/support/kube_api.py): etcd and kube-apiserver built from
+# the Go module proxy at the versions their go.mod pin, and the CRDs of the pinned operator modules.
+go_pin = $(shell awk '{for (i = 1; i < NF; i++) if ($$i == "$(2)") {print $$(i + 1); exit}}' $(1))
+KUBE_APISERVER_VERSION := $(call go_pin,tests/go/kube-apiserver/go.mod,k8s.io/kubernetes)
+ETCD_VERSION := $(call go_pin,tests/go/etcd/go.mod,go.etcd.io/etcd/server/v3)
+GO_BUILD := go build -trimpath -buildvcs=false
+CRDS := github.com/kubeflow/training-operator:manifests/base/crds/kubeflow.org_pytorchjobs.yaml \
+	sigs.k8s.io/jobset:config/components/crd/bases/jobset.x-k8s.io_jobsets.yaml \
+	github.com/ray-project/kuberay/ray-operator:config/crd/bases/ray.io_rayjobs.yaml
 
 .DEFAULT_GOAL := help
 
@@ -23,10 +32,28 @@ $(STAMP): pyproject.toml constraints.txt
 	$(BIN)/pip install -q -e '.[test]' -c constraints.txt
 	@touch $(STAMP)
 
-tools: $(TOOLS)/.kustomize-$(KUSTOMIZE_VERSION) $(TOOLS)/.checkov-$(CHECKOV_VERSION) ## kustomize (Go module proxy) and checkov (own venv) for the manifest tests
+tools: $(TOOLS)/.kustomize-$(KUSTOMIZE_VERSION) $(TOOLS)/.checkov-$(CHECKOV_VERSION) $(TOOLS)/.kube-apiserver-$(KUBE_APISERVER_VERSION) $(TOOLS)/.etcd-$(ETCD_VERSION) $(TOOLS)/crds/.pinned ## kustomize and checkov for the manifest tests; kube-apiserver, etcd and CRDs for the Kubernetes tests
 
 $(TOOLS)/.kustomize-$(KUSTOMIZE_VERSION):
 	GOBIN=$(abspath $(TOOLS)/bin) go install sigs.k8s.io/kustomize/kustomize/v5@$(KUSTOMIZE_VERSION)
+	@touch $@
+
+$(TOOLS)/.kube-apiserver-$(KUBE_APISERVER_VERSION):
+	cd tests/go/kube-apiserver && $(GO_BUILD) -o $(abspath $(TOOLS)/bin/kube-apiserver) \
+	  -ldflags='-s -w -X k8s.io/component-base/version.gitVersion=$(KUBE_APISERVER_VERSION)' .
+	@touch $@
+
+$(TOOLS)/.etcd-$(ETCD_VERSION):
+	cd tests/go/etcd && $(GO_BUILD) -ldflags='-s -w' -o $(abspath $(TOOLS)/bin/etcd) .
+	@touch $@
+
+# Each CRD manifest out of its module as go.mod pins it (go.sum checks what the proxy served).
+$(TOOLS)/crds/.pinned: tests/go/crds/go.mod tests/go/crds/go.sum
+	@mkdir -p $(TOOLS)/crds
+	cd tests/go/crds && for crd in $(CRDS); do \
+	  go mod download $${crd%%:*} && \
+	  install -m 0644 "$$(go list -m -f '{{.Dir}}' $${crd%%:*})/$${crd#*:}" $(abspath $(TOOLS)/crds)/ || exit 1; \
+	done
 	@touch $@
 
 $(TOOLS)/.checkov-$(CHECKOV_VERSION):

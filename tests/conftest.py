@@ -28,8 +28,8 @@ from tests.support.triggers import TRIGGER_KEY
 pytest_plugins = [
     "tests.support.slurm",
     "tests.support.ray",
-    "tests.support.kube",
-    "tests.support.kube_watch",
+    "tests.support.kube_api",
+    "tests.support.kube_rbac",
     "tests.support.secured",
 ]
 

@@ -1,9 +1,13 @@
 """Kubernetes through its API: cordon/taint by PATCH on nodes, evictions, Jobs.
 
-- drain = cordon (`spec.unschedulable`) + evict the node's pods (eviction subresource, so
-  PodDisruptionBudgets hold; a refusal is temporary); the reason is the node annotation
+- drain = cordon (`spec.unschedulable`) + evict the node's pods through the Eviction API, so
+  PodDisruptionBudgets hold. A refusal (429) is temporary: asked again with backoff until
+  `drain_timeout_s`, reported in the result; past it the drain fails naming the budget, and
+  the nodes stay cordoned. A pod is never deleted instead. The reason is the node annotation
   `centrality.io/drain-reason`.
-- taint = a `NoSchedule` taint `<key>=true` (the reason in `centrality.io/taint-reason`).
+- taint = a `NoSchedule` taint `<key>=true` (the reason in `centrality.io/taint-reason`),
+  written over the taints it read at their resourceVersion (a change made meanwhile is a
+  conflict, 409, temporary: never overwritten).
 - requeue `k8s/<ns>/<name>`: a batch Job or a Kubeflow PyTorchJob of that name is deleted and
   created again without its status, every container's env `CENTRALITY_RESUME_FROM` set to the
   checkpoint, `centrality.io/requeues` counting the requeues.
@@ -13,16 +17,19 @@
 
 from __future__ import annotations
 
+import random
 import time
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import structlog
 from kubernetes import client
+from kubernetes.client.exceptions import ApiException
 
 from actions.adapters.base import RunResult, adapter
 from actions.adapters.jobids import parse_job_id
-from actions.adapters.kubernetes_api import api_client, call, not_found
+from actions.adapters.kubernetes_api import api_client, call, classified, not_found, refusal
 from actions.adapters.kubernetes_specs import (
     RunPod,
     evictable,
@@ -34,9 +41,12 @@ from actions.adapters.kubernetes_specs import (
 from actions.adapters.settings import KubernetesSettings
 from actions.errors import PermanentError, TemporaryError
 
+log = structlog.get_logger(__name__)
+
 DRAIN_REASON = "centrality.io/drain-reason"
 TAINT_REASON = "centrality.io/taint-reason"
 _PYTORCH = ("kubeflow.org", "v1", "pytorchjobs")
+_EVICTION_BACKOFF_MAX_S = 15.0
 
 
 @adapter("kubernetes")
@@ -125,12 +135,13 @@ class KubernetesAdapter:
                     "metadata": {"annotations": {DRAIN_REASON: reason}},
                 },
             )
-        evicted = self._evict(nodes)
+        evicted, refused = self._evict(nodes)
         return {
             "scheduler": self.name,
             "drained": list(nodes),
             "reason": reason,
             "evicted": evicted,
+            "refused": refused,
         }
 
     def resume(self, nodes: Sequence[str]) -> dict[str, Any]:
@@ -146,16 +157,26 @@ class KubernetesAdapter:
 
     def taint(self, nodes: Sequence[str], *, key: str, reason: str) -> dict[str, Any]:
         for node in nodes:
-            taints = with_taint(self._taints(node), key)
+            taints, version = self._taints(node)
             self._patch_node(
                 node,
-                {"spec": {"taints": taints}, "metadata": {"annotations": {TAINT_REASON: reason}}},
+                {
+                    "spec": {"taints": with_taint(taints, key)},
+                    "metadata": {"annotations": {TAINT_REASON: reason}, "resourceVersion": version},
+                },
             )
         return {"scheduler": self.name, "tainted": list(nodes), "key": key}
 
     def untaint(self, nodes: Sequence[str], *, key: str) -> dict[str, Any]:
         for node in nodes:
-            self._patch_node(node, {"spec": {"taints": without_taint(self._taints(node), key)}})
+            taints, version = self._taints(node)
+            self._patch_node(
+                node,
+                {
+                    "spec": {"taints": without_taint(taints, key)},
+                    "metadata": {"annotations": {TAINT_REASON: None}, "resourceVersion": version},
+                },
+            )
         return {"scheduler": self.name, "untainted": list(nodes), "key": key}
 
     def run_on_nodes(
@@ -176,7 +197,14 @@ class KubernetesAdapter:
         while pending:
             for name in sorted(pending):
                 status = call("read job", self.batch.read_namespaced_job_status, name, ns).status
-                if status is not None and (status.succeeded or status.failed):
+                # Over when the controller says so (Complete or Failed, a deadline's too); its
+                # counters move before, and a failure it retries is not the end.
+                ended = {
+                    c.type
+                    for c in (status.conditions if status else None) or []
+                    if c.status == "True"
+                } & {"Complete", "Failed"}
+                if ended:
                     pending.discard(name)
             if pending and time.monotonic() >= deadline:
                 for name in names:
@@ -221,37 +249,75 @@ class KubernetesAdapter:
     def _patch_node(self, node: str, body: dict[str, Any]) -> None:
         call(f"patch node {node}", self.core.patch_node, node, body)
 
-    def _taints(self, node: str) -> list[dict[str, Any]]:
-        spec = call(f"read node {node}", self.core.read_node, node).spec
-        taints = (spec.taints if spec is not None else None) or []
-        return [self.api.sanitize_for_serialization(t) for t in taints]
+    def _taints(self, node: str) -> tuple[list[dict[str, Any]], str]:
+        """The node's taints and the resourceVersion they were read at."""
+        read = call(f"read node {node}", self.core.read_node, node)
+        taints = (read.spec.taints if read.spec is not None else None) or []
+        dicts = [self.api.sanitize_for_serialization(t) for t in taints]
+        return dicts, read.metadata.resource_version
 
-    def _evict(self, nodes: Sequence[str]) -> list[str]:
-        evicted = []
-        for node in nodes:
-            pods = call(
+    def _evict(self, nodes: Sequence[str]) -> tuple[list[str], dict[str, str]]:
+        """Evict every evictable pod of `nodes`, asking again while budgets refuse; returns the
+        pods evicted and, for those refused on the way, how often and why."""
+        waiting = [
+            (pod.metadata.namespace, pod.metadata.name)
+            for node in nodes
+            for pod in call(
                 "list pods",
                 self.core.list_pod_for_all_namespaces,
                 field_selector=f"spec.nodeName={node}",
             ).items
-            for pod in pods:
-                if not evictable(self.api.sanitize_for_serialization(pod), node):
+            if evictable(self.api.sanitize_for_serialization(pod), node)
+        ]
+        deadline = time.monotonic() + self.settings.drain_timeout_s
+        evicted: list[str] = []
+        refusals: dict[str, tuple[int, str]] = {}
+        pause = self.settings.eviction_backoff_s
+        while True:
+            still = []
+            for ns, name in waiting:
+                why = self._evict_pod(ns, name)
+                if why is None:
+                    evicted.append(f"{ns}/{name}")
                     continue
-                meta = pod.metadata
-                body = client.V1Eviction(
-                    api_version="policy/v1",
-                    kind="Eviction",
-                    metadata=client.V1ObjectMeta(name=meta.name, namespace=meta.namespace),
+                still.append((ns, name))
+                count, _ = refusals.get(f"{ns}/{name}", (0, ""))
+                refusals[f"{ns}/{name}"] = (count + 1, why)
+                log.info("eviction_refused", pod=f"{ns}/{name}", why=why)
+            waiting = still
+            if not waiting:
+                return evicted, {pod: f"{why} (refused {n}x)" for pod, (n, why) in refusals.items()}
+            left = deadline - time.monotonic()
+            if left <= 0:
+                blocked = "; ".join(
+                    f"{ns}/{name}: {refusals[f'{ns}/{name}'][1]}" for ns, name in waiting
                 )
-                call(
-                    f"evict {meta.namespace}/{meta.name}",
-                    self.core.create_namespaced_pod_eviction,
-                    meta.name,
-                    meta.namespace,
-                    body,
+                raise PermanentError(
+                    f"drain of {', '.join(nodes)} not finished in "
+                    f"{self.settings.drain_timeout_s:g}s, evictions refused: {blocked} "
+                    f"({len(evicted)} evicted; the nodes stay cordoned)"
                 )
-                evicted.append(f"{meta.namespace}/{meta.name}")
-        return evicted
+            time.sleep(min(left, pause * random.uniform(0.5, 1.0)))
+            pause = min(pause * 2, _EVICTION_BACKOFF_MAX_S)
+
+    def _evict_pod(self, ns: str, name: str) -> str | None:
+        """Ask the Eviction API; None when the pod is evicted (or already gone), else why the
+        API server refused for now (a PodDisruptionBudget)."""
+        body = client.V1Eviction(
+            api_version="policy/v1",
+            kind="Eviction",
+            metadata=client.V1ObjectMeta(name=name, namespace=ns),
+        )
+        try:
+            self.core.create_namespaced_pod_eviction(name, ns, body)
+        except ApiException as exc:
+            if exc.status == 429:
+                return refusal(exc)
+            if exc.status == 404:
+                return None
+            with classified(f"evict {ns}/{name}"):
+                raise
+        return None
 
     def _pods(self, ns: str, label: str, value: str) -> list[Any]:
         pods = call(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -58,3 +59,15 @@ def not_found(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any | None:
             return None
         with classified(getattr(fn, "__name__", "kubernetes")):
             raise
+
+
+def refusal(exc: ApiException) -> str:
+    """What the API server said when it refused (an eviction: the PodDisruptionBudget's name
+    and what it needs), without the client's dump of headers."""
+    try:
+        status = json.loads(exc.body or "{}")
+    except ValueError:
+        return f"HTTP {exc.status} {exc.reason}"
+    causes = [c.get("message") for c in (status.get("details") or {}).get("causes") or []]
+    said = [m for m in (status.get("message"), *causes) if m]
+    return " ".join(said) or f"HTTP {exc.status} {exc.reason}"

@@ -82,3 +82,16 @@ class KubernetesSettings(BaseSettings):
     run_cpu: str = Field(default="4", description="CPU of a run Job (request = limit).")
     run_memory: str = Field(default="16Gi", description="Memory of a run Job (request = limit).")
     poll_interval_s: float = Field(default=1.0, description="Between Job status polls.")
+    drain_timeout_s: float = Field(
+        default=90.0,
+        gt=0,
+        description="How long a drain asks again for evictions a PodDisruptionBudget refuses "
+        "(HTTP 429) before it fails naming the budget; keep it under the quarantine action's "
+        "timeout (120 s unless `CENTRALITY_ACTIONS_TIMEOUTS_S` says otherwise).",
+    )
+    eviction_backoff_s: float = Field(
+        default=1.0,
+        gt=0,
+        description="First pause before asking again for a refused eviction; it doubles "
+        "(jittered) up to 15 s.",
+    )

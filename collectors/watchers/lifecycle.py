@@ -35,8 +35,22 @@ def when(epoch_s: float | None) -> datetime:
 
 
 @dataclass(frozen=True)
+class AttemptEnd:
+    """How an earlier attempt ended, where the scheduler still tells (Kubernetes keeps a Job's
+    failed pods): a failure the scheduler retried, or a disruption (a preemption)."""
+
+    state: JobState
+    raw_state: str
+    exit_code: int | None = None
+    reason: str | None = None
+    nodes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Observation:
-    """One job as a scheduler shows it now."""
+    """One job as a scheduler shows it now. `earlier` holds the ends of the attempts before
+    this one, in order, as far as the scheduler tells; an attempt it does not tell about was
+    requeued (a preemption, as Slurm's and Ray's requeues are)."""
 
     raw_state: str
     state: JobState
@@ -49,6 +63,7 @@ class Observation:
     submitted_at: float | None = None
     started_at: float | None = None
     ended_at: float | None = None
+    earlier: tuple[AttemptEnd, ...] = ()
 
 
 class JobTracker:
@@ -86,16 +101,28 @@ class JobTracker:
         out: list[Event] = []
         if old is None:
             out.append(self.make(JobSubmitted, job, entry, submitted, when(seen.submitted_at)))
-        # Attempts that ended in a requeue between two looks: their end was never seen.
+        # Attempts that ended between two looks: how, where the scheduler says; else requeued.
         for ended in range(entry["exited"] + 1, seen.attempt):
-            requeued = JobExitedPayload(
-                state=JobState.PREEMPTED,
-                raw_state="REQUEUED",
-                reason=seen.reason or "requeued",
-                attempt=ended,
-                nodes=tuple(entry.get("nodes", ())) if ended == entry["attempt"] else (),
-            )
-            out.append(self.make(JobExited, job, entry, requeued, when(None)))
+            last_nodes = tuple(entry.get("nodes", ())) if ended == entry["attempt"] else ()
+            if ended <= len(seen.earlier):
+                end = seen.earlier[ended - 1]
+                payload = JobExitedPayload(
+                    state=end.state,
+                    raw_state=end.raw_state,
+                    exit_code=end.exit_code,
+                    reason=end.reason,
+                    attempt=ended,
+                    nodes=end.nodes or last_nodes,
+                )
+            else:
+                payload = JobExitedPayload(
+                    state=JobState.PREEMPTED,
+                    raw_state="REQUEUED",
+                    reason=seen.reason or "requeued",
+                    attempt=ended,
+                    nodes=last_nodes,
+                )
+            out.append(self.make(JobExited, job, entry, payload, when(None)))
             entry["exited"] = ended
         if seen.raw_state != entry["raw"] or seen.attempt != entry["attempt"]:
             changed = JobStateChangedPayload(

@@ -19,7 +19,8 @@ from schemas.settings import KafkaSettings
 from schemas.topics import topic_name
 from tests.factories import checkpoint, exited
 from tests.ports import free_ports
-from tests.support.kube_watch import WatchApi
+from tests.support.kube_api import KubeApiServer
+from tests.support.kube_rbac import KubeWorkers
 from tests.support.metrics import Scrape, scrape, status, wait_until
 
 pytestmark = pytest.mark.e2e
@@ -42,7 +43,8 @@ async def _story(settings: KafkaSettings, events: list[Event]) -> None:
 def test_each_worker_serves_metrics_that_move_during_a_story(
     kafka_settings: KafkaSettings,
     worker_env: dict[str, str],
-    watch_api: WatchApi,
+    kube_api: KubeApiServer,
+    kube_workers: KubeWorkers,
     unique: str,
     tmp_path: Path,
 ) -> None:
@@ -71,7 +73,7 @@ def test_each_worker_serves_metrics_that_move_during_a_story(
         "CENTRALITY_TAIL_STATE_FILE": str(tmp_path / "tail.json"),
         "CENTRALITY_TAIL_CLUSTER": cluster,
         "CENTRALITY_TAIL_POLL_S": "0.5",
-        "CENTRALITY_K8S_WATCH_HOST": watch_api.url,
+        "CENTRALITY_K8S_WATCH_KUBECONFIG": str(kube_workers.watcher),
         "CENTRALITY_K8S_WATCH_CLUSTER": cluster,
         "CENTRALITY_K8S_WATCH_STATE_FILE": str(tmp_path / "k8s.json"),
     }
@@ -95,7 +97,7 @@ def test_each_worker_serves_metrics_that_move_during_a_story(
 
         asyncio.run(_story(kafka_settings, story))
         # A node joins: news on the watch, so the K8s watcher reconciles (its "poll").
-        watch_api.put("/api/v1/nodes", {"metadata": {"name": node}, "spec": {}})
+        kube_api.node(node)
         (logs / "slurm-4242.out").write_text("epoch 1\nTraining Complete\n")
 
         def moved(worker: str, name: str, **labels: str) -> None:

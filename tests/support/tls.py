@@ -1,7 +1,8 @@
 """A throwaway certificate authority for TLS tests, made with the tools operators use (openssl,
 and the JDK's keytool for the broker's Java truststore): a CA, a server certificate for
 127.0.0.1/localhost in a PKCS12 keystore, a truststore holding the CA, and a client certificate
-and key for mutual TLS.
+and key for mutual TLS. `make_serving_certificate` makes the CA and the server certificate
+alone, for servers that read PEM files (kube-apiserver).
 """
 
 from __future__ import annotations
@@ -25,7 +26,14 @@ class Certificates:
     client_key: Path  # PEM, unencrypted
 
 
-def make_certificates(directory: Path, store_password: str = "store-secret") -> Certificates:
+@dataclass(frozen=True)
+class ServingCertificate:
+    ca: Path  # PEM: what clients check the server against
+    cert: Path  # PEM, signed by the CA, for IP 127.0.0.1 and DNS localhost
+    key: Path  # PEM, unencrypted
+
+
+def make_serving_certificate(directory: Path) -> ServingCertificate:
     directory.mkdir(parents=True, exist_ok=True)
     d = directory
     _run(
@@ -35,6 +43,12 @@ def make_certificates(directory: Path, store_password: str = "store-secret") -> 
         "-addext", "keyUsage=critical,keyCertSign,cRLSign",
     )  # fmt: skip
     _signed(d, "server", "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth")
+    return ServingCertificate(ca=d / "ca.pem", cert=d / "server.pem", key=d / "server.key")
+
+
+def make_certificates(directory: Path, store_password: str = "store-secret") -> Certificates:
+    make_serving_certificate(directory)
+    d = directory
     _signed(d, "client", "extendedKeyUsage=clientAuth")
     _run(
         "openssl", "pkcs12", "-export", "-name", "server", "-in", d / "server.pem",

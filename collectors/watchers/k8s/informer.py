@@ -36,12 +36,22 @@ from tenacity import (
 log = structlog.get_logger(__name__)
 
 GONE = 410
-PAGE = 500
 # Worth trying again: the API server's refusals other than 410, its absence, a torn stream.
 _TRANSIENT = (ApiException, urllib3.exceptions.HTTPError, OSError, ValueError)
 
 Key = tuple[str, str]  # (namespace, name); "" for cluster-scoped objects
 Obj = dict[str, Any]
+
+
+def brief(exc: BaseException | None) -> str:
+    """The API's own message for a refusal (not the client's dump of headers), else the error."""
+    if isinstance(exc, ApiException):
+        try:
+            message = json.loads(exc.body or "{}").get("message")
+        except (ValueError, AttributeError):
+            message = None
+        return f"HTTP {exc.status} {exc.reason}: {message or exc.body or ''}"[:500]
+    return str(exc)[:500]
 
 
 @dataclass(frozen=True)
@@ -67,6 +77,7 @@ class Informer:
     stopped: threading.Event
     timeout_s: int = 300
     backoff_max_s: float = 30.0
+    page_size: int = 500
     known: set[Key] = field(default_factory=set)
     resource_version: str | None = None
 
@@ -98,7 +109,7 @@ class Informer:
         items: dict[Key, Obj] = {}
         token: str | None = None
         while True:
-            kwargs: dict[str, Any] = {"limit": PAGE, "_preload_content": False}
+            kwargs: dict[str, Any] = {"limit": self.page_size, "_preload_content": False}
             if token:
                 kwargs["_continue"] = token
             page = json.loads(self.list_fn(**kwargs).data)
@@ -142,16 +153,18 @@ class Informer:
     def _failed(self, state: RetryCallState) -> None:
         exc = state.outcome.exception() if state.outcome is not None else None
         status = exc.status if isinstance(exc, ApiException) else None
-        if status == 404 and self.resource_version is None:
-            # Listing a kind the cluster does not serve (no Kubeflow training operator): it is
-            # empty until it appears, and asked again with the backoff.
+        if status in (403, 404) and self.resource_version is None:
+            # A kind the cluster does not serve (its operator not installed), or that this
+            # identity may not list (RBAC): empty until that changes, asked again with the
+            # backoff. The other kinds are followed meanwhile.
             if state.attempt_number == 1:
-                log.info("k8s_kind_absent", kind=self.kind)
+                say = log.info if status == 404 else log.warning
+                say("k8s_kind_unavailable", kind=self.kind, status=status, error=brief(exc))
                 self.deliver(Delta(self.kind, (), resync=True))
             return
         if status == 404:
             self.resource_version = None  # the kind went away (a CRD removed): list it again
-        log.warning("k8s_watch_failed", kind=self.kind, status=status, error=str(exc)[:500])
+        log.warning("k8s_watch_failed", kind=self.kind, status=status, error=brief(exc))
 
     def _pause(self, seconds: float) -> None:
         self.stopped.wait(seconds)  # a stop ends the pause at once

@@ -1,47 +1,42 @@
-"""What Jobs, PyTorchJobs and their Pods say, in scheduler-agnostic terms (pure functions)."""
+"""What Kubernetes objects say, read off the plain dicts the API serves (pure functions shared
+by the job kinds in `kinds/`)."""
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Any
 
-from collectors.watchers.lifecycle import Observation
+from collectors.watchers.lifecycle import AttemptEnd
 from schemas.events.jobs import JobState
 
-JOB_NAME_LABELS = ("batch.kubernetes.io/job-name", "job-name")
-PYTORCHJOB_LABELS = ("training.kubeflow.org/job-name", "pytorch-job-name")
-_PYTORCH_STATES = {
-    "Created": JobState.PENDING,
-    "Running": JobState.RUNNING,
-    "Restarting": JobState.RUNNING,
-    "Succeeded": JobState.SUCCEEDED,
-    "Failed": JobState.FAILED,
-}
+Obj = dict[str, Any]
+
+# Why a pod ended that is no fault of its own (the `DisruptionTarget` reasons of Kubernetes
+# 1.26+, and the pod `status.reason` older kubelets leave): a preemption, never a failure.
+DISRUPTED_REASONS = frozenset({"Evicted", "Preempting", "NodeShutdown", "Terminated"})
 
 
-def _epoch(stamp: Any) -> float | None:
+def epoch(stamp: Any) -> float | None:
     if not stamp:
         return None
     return datetime.fromisoformat(str(stamp).replace("Z", "+00:00")).timestamp()
 
 
-def owners(pod: dict[str, Any]) -> set[tuple[str, str]]:
-    """(kind, name) of the Job or PyTorchJob a pod was made for, read off their controllers'
-    labels (selectors are applied here, not by the server)."""
-    labels = (pod.get("metadata") or {}).get("labels") or {}
-    return {
-        (kind, str(labels[key]))
-        for kind, keys in (("Job", JOB_NAME_LABELS), ("PyTorchJob", PYTORCHJOB_LABELS))
-        for key in keys
-        if labels.get(key)
-    }
+def status_of(obj: Obj) -> Obj:
+    return obj.get("status") or {}
 
 
-def _terminated(pods: list[dict[str, Any]]) -> tuple[int | None, str | None]:
+def true_conditions(obj: Obj) -> dict[str, Obj]:
+    """The conditions whose status is True, by type (the last of a type wins)."""
+    conditions = status_of(obj).get("conditions") or []
+    return {str(c.get("type")): c for c in conditions if str(c.get("status")) == "True"}
+
+
+def terminated(pods: list[Obj]) -> tuple[int | None, str | None]:
     """Exit code and reason of the last container that ended badly (else the last one)."""
     found: tuple[int | None, str | None] = (None, None)
     for pod in pods:
-        for status in (pod.get("status") or {}).get("containerStatuses") or []:
+        for status in status_of(pod).get("containerStatuses") or []:
             ended = (status.get("state") or {}).get("terminated")
             if ended:
                 code = ended.get("exitCode")
@@ -50,58 +45,48 @@ def _terminated(pods: list[dict[str, Any]]) -> tuple[int | None, str | None]:
     return found
 
 
-def _nodes(pods: list[dict[str, Any]]) -> tuple[str, ...]:
+def nodes_of(pods: list[Obj]) -> tuple[str, ...]:
     return tuple(
         sorted({p["spec"]["nodeName"] for p in pods if (p.get("spec") or {}).get("nodeName")})
     )
 
 
-def _true_conditions(obj: dict[str, Any]) -> list[dict[str, Any]]:
-    conditions = (obj.get("status") or {}).get("conditions") or []
-    return [c for c in conditions if str(c.get("status")) == "True"]
+def failed(pod: Obj) -> bool:
+    return status_of(pod).get("phase") == "Failed"
 
 
-def job_observation(job: dict[str, Any], pods: list[dict[str, Any]]) -> Observation:
-    status = job.get("status") or {}
-    failed = int(status.get("failed") or 0)
-    conditions = {c["type"]: c for c in _true_conditions(job)}
-    code, why = _terminated(pods)
-    if "Complete" in conditions:
-        raw, state, attempt = "Complete", JobState.SUCCEEDED, failed + 1
-    elif "Failed" in conditions:
-        raw, state, attempt = "Failed", JobState.FAILED, max(failed, 1)
-    elif status.get("active"):
-        raw, state, attempt = "Active", JobState.RUNNING, failed + 1
-    else:
-        raw, state, attempt = "Pending", JobState.PENDING, failed + 1
-    condition = conditions.get(raw, {})
-    reason = condition.get("reason") or why
-    return Observation(
-        raw_state=raw,
-        state=state,
-        attempt=attempt,
-        nodes=_nodes(pods),
-        reason=f"{reason}: {why}" if why and reason != why else reason,
-        exit_code=code if state in (JobState.SUCCEEDED, JobState.FAILED) else None,
-        submitted_at=_epoch(job.get("metadata", {}).get("creationTimestamp")),
-        started_at=_epoch(status.get("startTime")),
-        ended_at=_epoch(status.get("completionTime") or condition.get("lastTransitionTime")),
+def disruption(pod: Obj) -> str | None:
+    """Why the pod was disrupted (preempted, evicted, its node drained or shut down), if it was."""
+    target = true_conditions(pod).get("DisruptionTarget")
+    if target is not None:
+        return str(target.get("reason") or "DisruptionTarget")
+    reason = status_of(pod).get("reason")
+    return str(reason) if reason in DISRUPTED_REASONS else None
+
+
+def ended_at(pod: Obj) -> float:
+    """When the pod's containers last ended (else when it was made): pods in the order they
+    failed."""
+    stamps = [
+        ((s.get("state") or {}).get("terminated") or {}).get("finishedAt")
+        for s in status_of(pod).get("containerStatuses") or []
+    ]
+    meta = pod.get("metadata") or {}
+    return max(
+        (epoch(s) or 0.0 for s in stamps if s),
+        default=epoch(meta.get("creationTimestamp")) or 0.0,
     )
 
 
-def pytorchjob_observation(job: dict[str, Any], pods: list[dict[str, Any]]) -> Observation:
-    conditions = _true_conditions(job)
-    last = conditions[-1] if conditions else {"type": "Created"}
-    state = _PYTORCH_STATES.get(last["type"], JobState.UNKNOWN)
-    code, why = _terminated(pods)
-    status = job.get("status") or {}
-    return Observation(
-        raw_state=last["type"],
-        state=state,
-        nodes=_nodes(pods),
-        reason=last.get("reason") or why,
-        exit_code=code if state in (JobState.SUCCEEDED, JobState.FAILED) else None,
-        submitted_at=_epoch(job.get("metadata", {}).get("creationTimestamp")),
-        started_at=_epoch(status.get("startTime")),
-        ended_at=_epoch(status.get("completionTime") or last.get("lastTransitionTime")),
+def attempt_end(pod: Obj) -> AttemptEnd:
+    """How the attempt that `pod` ran ended: a disruption is a preemption, else a failure."""
+    code, why = terminated([pod])
+    disrupted = disruption(pod)
+    raw = str(status_of(pod).get("reason") or status_of(pod).get("phase") or "Failed")
+    return AttemptEnd(
+        state=JobState.PREEMPTED if disrupted else JobState.FAILED,
+        raw_state=raw,
+        exit_code=code,
+        reason=disrupted or why,
+        nodes=nodes_of([pod]),
     )

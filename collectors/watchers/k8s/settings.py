@@ -24,6 +24,11 @@ class K8sWatchSettings(BaseSettings):
         description="How long the API server holds one watch request open; it is then resumed "
         "from the last resourceVersion (nothing is listed again).",
     )
+    page_size: int = Field(
+        default=500,
+        gt=0,
+        description="Objects per LIST page (a first list of a large cluster comes in pages).",
+    )
     settle_s: float = Field(
         default=0.5,
         ge=0,

@@ -1,4 +1,5 @@
-"""Kubernetes watcher: batch Jobs, Kubeflow PyTorchJobs, their Pods and Nodes, from the watch API.
+"""Kubernetes watcher: the job kinds of `kinds/` (batch Jobs, PyTorchJobs, JobSets, RayJobs),
+their Pods, and Nodes, from the watch API.
 
 One informer per kind (`informer.py`: LIST once, then WATCH from its resourceVersion, LIST
 again only on 410 Gone) streams changes from its thread into the event loop. The watcher keeps
@@ -6,7 +7,8 @@ the objects in memory and reconciles only the jobs and nodes a change touched, a
 ledger, so a restart sends nothing twice. Nothing is judged before every kind has been listed
 once (a Job must not be told to have ended before its pods are known), and changes arriving
 within `settle_s` of each other are reconciled together (a pod's exit and its Job's failure).
-A reconcile that fails (Kafka away) keeps what it had not sent and is tried again.
+A reconcile that fails (Kafka away) keeps what it had not sent and is tried again. A kind the
+cluster does not serve (its operator not installed) is empty until it appears.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import asyncio
 import threading
 from collections.abc import Callable
 from functools import partial
+from typing import Any
 
 import structlog
 from kubernetes import client, config
@@ -24,7 +27,7 @@ from collectors.events import Stamp
 from collectors.sink import EventSink
 from collectors.watchers.hooks import ANNOTATION, parse_hooks
 from collectors.watchers.k8s.informer import Delta, Informer, Key, Obj
-from collectors.watchers.k8s.objects import job_observation, owners, pytorchjob_observation
+from collectors.watchers.k8s.kinds import JobKind, job_kinds
 from collectors.watchers.k8s.settings import K8sWatchSettings
 from collectors.watchers.ledger import Ledger
 from collectors.watchers.lifecycle import JobTracker
@@ -36,17 +39,12 @@ from schemas.metrics.catalog import POLLS
 log = structlog.get_logger(__name__)
 
 NODE_CHECK = "k8s_node_state"
-# Informer kind → the job kind it holds (None: not a job).
-KINDS: dict[str, str | None] = {
-    "pods": None,
-    "jobs": "Job",
-    "pytorchjobs": "PyTorchJob",
-    "nodes": None,
-}
-_OBSERVE = {"Job": job_observation, "PyTorchJob": pytorchjob_observation}
-_PLURAL = {"Job": "jobs", "PyTorchJob": "pytorchjobs"}
+JOB_KINDS = job_kinds()
+# What the informers hold: pods, nodes, and each job kind by its plural.
+KINDS = ("pods", "nodes", *JOB_KINDS)
 
-JobKey = tuple[str, str, str]  # (kind, namespace, name)
+JobKey = tuple[str, str, str]  # (plural, namespace, name)
+Link = tuple[str, str, str]  # (plural, namespace, the value of that kind's pod labels)
 
 
 def make_client(settings: K8sWatchSettings) -> client.ApiClient:
@@ -74,7 +72,8 @@ class K8sWatcher:
         )
         self.api = make_client(settings)
         self.objects: dict[str, dict[Key, Obj]] = {kind: {} for kind in KINDS}
-        self.pods_by_job: dict[JobKey, dict[str, Obj]] = {}
+        self.pods_by_link: dict[Link, dict[str, Obj]] = {}
+        self.jobs_by_link: dict[Link, set[str]] = {}
         self.synced: set[str] = set()
         self.dirty_jobs: set[JobKey] = set()
         self.dirty_nodes: set[str] = set()
@@ -88,22 +87,21 @@ class K8sWatcher:
     def informers(
         self, deliver: Callable[[Delta], None], stopped: threading.Event
     ) -> list[Informer]:
-        core, batch = client.CoreV1Api(self.api), client.BatchV1Api(self.api)
-        custom = client.CustomObjectsApi(self.api)
-        torch = ("kubeflow.org", "v1")
+        core, custom = client.CoreV1Api(self.api), client.CustomObjectsApi(self.api)
         ns = self.settings.namespace
-        lists = {
+        lists: dict[str, Callable[..., Any]] = {
             "pods": core.list_pod_for_all_namespaces
             if ns is None
             else partial(core.list_namespaced_pod, ns),
-            "jobs": batch.list_job_for_all_namespaces
-            if ns is None
-            else partial(batch.list_namespaced_job, ns),
-            "pytorchjobs": partial(custom.list_cluster_custom_object, *torch, "pytorchjobs")
-            if ns is None
-            else partial(custom.list_namespaced_custom_object, *torch, ns, "pytorchjobs"),
             "nodes": core.list_node,
         }
+        for plural, kind in JOB_KINDS.items():
+            api = (kind.group, kind.version)
+            lists[plural] = (
+                partial(custom.list_cluster_custom_object, *api, plural)
+                if ns is None
+                else partial(custom.list_namespaced_custom_object, *api, ns, plural)
+            )
         return [
             Informer(
                 kind,
@@ -112,6 +110,7 @@ class K8sWatcher:
                 stopped,
                 timeout_s=self.settings.timeout_s,
                 backoff_max_s=self.settings.backoff_max_s,
+                page_size=self.settings.page_size,
             )
             for kind, fn in lists.items()
         ]
@@ -155,7 +154,7 @@ class K8sWatcher:
     def absorb(self, delta: Delta) -> None:
         """Fold one informer's news into memory and note what it touched."""
         objects = self.objects[delta.kind]
-        job_kind = KINDS[delta.kind]
+        job_kind = JOB_KINDS.get(delta.kind)
         if delta.resync:
             self.synced.add(delta.kind)
             self.jobs_removed = self.jobs_removed or job_kind is not None
@@ -170,21 +169,47 @@ class K8sWatcher:
                 if obj is not None:
                     self.dirty_nodes.add(name)
             elif job_kind is not None:
-                self.dirty_jobs.add((job_kind, ns, name))
+                self._index_job(job_kind, ns, name, old, obj)
+                self.dirty_jobs.add((delta.kind, ns, name))
                 self.jobs_removed = self.jobs_removed or obj is None
 
+    def _index_job(
+        self, kind: JobKind, ns: str, name: str, old: Obj | None, new: Obj | None
+    ) -> None:
+        """Which pod label value leads to this job (a RayJob's changes with its cluster)."""
+        for obj, add in ((old, False), (new, True)):
+            value = kind.link(obj) if obj is not None else None
+            if value is None:
+                continue
+            link = (kind.plural, ns, value)
+            names = self.jobs_by_link.setdefault(link, set())
+            if add:
+                names.add(name)
+            else:
+                names.discard(name)
+            if not names:
+                self.jobs_by_link.pop(link)
+
+    def _links(self, ns: str, pod: Obj | None) -> set[Link]:
+        labels = ((pod or {}).get("metadata") or {}).get("labels") or {}
+        return {
+            (plural, ns, str(labels[label]))
+            for plural, kind in JOB_KINDS.items()
+            for label in kind.pod_labels
+            if labels.get(label)
+        }
+
     def _index_pod(self, ns: str, name: str, old: Obj | None, new: Obj | None) -> None:
-        if old is not None:
-            for kind, job in owners(old):
-                pods = self.pods_by_job.get((kind, ns, job), {})
+        for link in self._links(ns, old) | self._links(ns, new):
+            pods = self.pods_by_link.setdefault(link, {})
+            if new is not None and link in self._links(ns, new):
+                pods[name] = new
+            else:
                 pods.pop(name, None)
-                if not pods:
-                    self.pods_by_job.pop((kind, ns, job), None)
-                self.dirty_jobs.add((kind, ns, job))
-        if new is not None:
-            for kind, job in owners(new):
-                self.pods_by_job.setdefault((kind, ns, job), {})[name] = new
-                self.dirty_jobs.add((kind, ns, job))
+            if not pods:
+                self.pods_by_link.pop(link, None)
+            plural = link[0]
+            self.dirty_jobs.update((plural, ns, job) for job in self.jobs_by_link.get(link, ()))
 
     async def reconcile(self) -> list[Event]:
         """Events for what changed since the last reconcile; none before every kind is known."""
@@ -198,8 +223,9 @@ class K8sWatcher:
             if self.jobs_removed:
                 present = {
                     f"k8s/{ns}/{name}"
-                    for plural in _PLURAL.values()
-                    for ns, name in self.objects[plural]
+                    for plural, kind in JOB_KINDS.items()
+                    for (ns, name), obj in self.objects[plural].items()
+                    if kind.own(obj)
                 }
                 self.tracker.forget_ended("k8s/", present)
                 self.jobs_removed = False
@@ -213,14 +239,16 @@ class K8sWatcher:
         return sent
 
     async def _job(self, key: JobKey) -> list[Event]:
-        kind, ns, name = key
-        obj = self.objects[_PLURAL[kind]].get((ns, name))
-        if obj is None:
+        plural, ns, name = key
+        kind = JOB_KINDS[plural]
+        obj = self.objects[plural].get((ns, name))
+        if obj is None or not kind.own(obj):
             return []
         jid = f"k8s/{ns}/{name}"
-        pods = list(self.pods_by_job.get(key, {}).values())
-        seen = _OBSERVE[kind](obj, pods)
-        events, entry = self.tracker.observe(jid, seen, self._submitted(kind, obj))
+        link = kind.link(obj)
+        pods = list(self.pods_by_link.get((plural, ns, link), {}).values()) if link else []
+        seen = kind.observe(obj, pods)
+        events, entry = self.tracker.observe(jid, seen, self._submitted(kind.kind, obj))
         return await self.tracker.commit(self.sink, jid, events, entry)
 
     def _submitted(self, kind: str, obj: Obj) -> JobSubmittedPayload:
