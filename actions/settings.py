@@ -34,10 +34,22 @@ class ActionsSettings(BaseSettings):
         gt=0,
         description="On start, longest wait for the last window of heartbeats before acting.",
     )
-    quarantine_max_share: float = Field(default=0.1, ge=0, le=1)
-    quarantine_window_s: float = Field(default=3600.0, gt=0)
-    restart_max_per_window: int = Field(default=3, ge=0)
-    restart_window_s: float = Field(default=3600.0, gt=0)
+    quarantine_max_share: float = Field(
+        default=0.1,
+        ge=0,
+        le=1,
+        description="Circuit breaker: never more than this share of a cluster's fleet drained "
+        "within `quarantine_window_s` (an operator's `--force` passes it, recorded).",
+    )
+    quarantine_window_s: float = Field(
+        default=3600.0, gt=0, description="The window `quarantine_max_share` counts drains in."
+    )
+    restart_max_per_window: int = Field(
+        default=3, ge=0, description="Circuit breaker: restarts of one job within the window."
+    )
+    restart_window_s: float = Field(
+        default=3600.0, gt=0, description="The window `restart_max_per_window` counts in."
+    )
     backoff_scale: float = Field(
         default=1.0, ge=0, description="Multiplies every handler's retry backoff."
     )
@@ -52,8 +64,12 @@ class ActionsSettings(BaseSettings):
     benchmark_args: list[str] = Field(
         default_factory=list, description="Extra runner args, e.g. thresholds `--min-tflops 600`."
     )
-    benchmark_timeout_s: float = Field(default=900.0, gt=0)
-    ledger_load_timeout_s: float = Field(default=30.0, gt=0)
+    benchmark_timeout_s: float = Field(
+        default=900.0, gt=0, description="How long the benchmark job may run on the nodes."
+    )
+    ledger_load_timeout_s: float = Field(
+        default=30.0, gt=0, description="How long reading the `action-ledger` topic back may take."
+    )
     timeouts_s: dict[str, float] = Field(
         default_factory=dict,
         description="Per action, how long one call may take before it counts as a temporary "

@@ -12,10 +12,19 @@ from rich.table import Table
 
 def config(
     json: bool = typer.Option(False, "--json", help="Print one JSON line."),
+    markdown: bool = typer.Option(
+        False, "--markdown", help="Print docs/settings.md: every variable, default, meaning."
+    ),
 ) -> None:
     """The effective settings of every component (secrets masked) and where each came from:
     env, a .env file, a secrets dir, or the default."""
     from centrality.settings_report import report
+
+    if markdown:
+        from centrality.settings_docs import markdown as page
+
+        print(page(), end="")
+        return
 
     rows = report()
     if json:

@@ -49,10 +49,20 @@ class TracingSettings(BaseSettings):
         description="Comma-separated: `otlp`, `console`, `none`. Unset: `otlp` if an OTLP "
         "endpoint is set, else none (tracing is off by default).",
     )
-    exporter_otlp_endpoint: str | None = None
-    exporter_otlp_traces_endpoint: str | None = None
-    exporter_otlp_protocol: str = "http/protobuf"
-    exporter_otlp_traces_protocol: str | None = None
+    exporter_otlp_endpoint: str | None = Field(
+        default=None,
+        description="OTLP/HTTP endpoint for traces (e.g. `http://otel-collector:4318`); setting "
+        "it turns tracing on in every process (docs/tracing.md).",
+    )
+    exporter_otlp_traces_endpoint: str | None = Field(
+        default=None, description="The same, for traces only (the SDK's own precedence)."
+    )
+    exporter_otlp_protocol: str = Field(
+        default="http/protobuf", description="The only protocol shipped; anything else stops."
+    )
+    exporter_otlp_traces_protocol: str | None = Field(
+        default=None, description="The same, for traces only."
+    )
 
     def exporters(self) -> list[str]:
         if self.sdk_disabled:
