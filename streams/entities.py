@@ -25,6 +25,7 @@ from schemas.events import (
     JobStateChanged,
     JobSubmitted,
     LogSignalDetected,
+    NodeFactsObserved,
     NodeHealthChecked,
     NodeHeartbeat,
     NodeStateObserved,
@@ -75,6 +76,7 @@ NODES = Kind(
     node.apply,
     (
         NodeHeartbeat,
+        NodeFactsObserved,
         NodeHealthChecked,
         GpuSampled,
         GpuXidObserved,

@@ -55,7 +55,9 @@ def node_status(node: Node) -> NodeStatusPayload:
     common: dict[str, Any] = {
         "scheduler_state": scheduler.raw_state if scheduler else None,
         "scheduler_reason": scheduler.reason if scheduler else None,
-        "gpus": node.gpu_count,
+        "gpus": node.gpu_count if node.gpu_count is not None else node.facts.gpu_count,
+        "gpu_model": node.facts.gpu_model,
+        "partitions": node.facts.partitions[:SHOWN_MAX],
         "jobs": jobs[:SHOWN_MAX],
         "jobs_running": len(jobs),
         "episodes": node.episodes,

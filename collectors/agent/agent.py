@@ -34,6 +34,7 @@ from collectors.sink import EventSink
 from schemas.events import (
     GpuSampled,
     GpuXidObserved,
+    NodeFactsObserved,
     NodeHealthChecked,
     NodeHeartbeat,
 )
@@ -149,6 +150,10 @@ class NodeAgent:
                     _every(self.settings.heartbeat_interval_s, stop, self.heartbeat, self.clock)
                 )
                 tg.create_task(self.health.run(stop))
+                if self.gpus:
+                    tg.create_task(
+                        _every(self.settings.facts_interval_s, stop, self.send_facts, self.clock)
+                    )
                 if self.kernel_log is not None:
                     tg.create_task(self._kernel_log_loop(self.kernel_log, stop))
                 if self.gpus:
@@ -179,6 +184,11 @@ class NodeAgent:
             events.append(self.stamp.make(GpuSampled, self.settings.node, payload))
         if events:
             await self.sink.emit_batch(events)
+
+    async def send_facts(self) -> None:
+        """What the node's GPUs are, for node groups, people and hardware-aware verdicts."""
+        facts = self.backend.facts()
+        await self.sink.emit(self.stamp.make(NodeFactsObserved, self.settings.node, facts))
 
     async def heartbeat(self) -> None:
         await self.sink.emit(

@@ -10,7 +10,7 @@ from collectors.gpu.fake import FakeGpuBackend, Fault
 def make_backend(settings: AgentSettings) -> GpuBackend:
     if settings.backend == "fake":
         faults = tuple(Fault.parse(spec) for spec in settings.fake_faults)
-        return FakeGpuBackend(settings.fake_gpus, faults)
+        return FakeGpuBackend(settings.fake_gpus, faults, model=settings.fake_gpu_model)
     from collectors.gpu.nvml import NvmlBackend
 
     return NvmlBackend()

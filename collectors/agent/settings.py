@@ -26,6 +26,15 @@ class AgentSettings(BaseSettings):
     fake_faults: tuple[str, ...] = Field(default=(), description="Fake faults, see gpu/fake.py.")
     interval_s: float = Field(default=10.0, gt=0, description="GPU sampling interval.")
     heartbeat_interval_s: float = Field(default=30.0, gt=0, description="Heartbeat interval.")
+    facts_interval_s: float = Field(
+        default=3600.0,
+        gt=0,
+        description="The node's facts (GPU model, memory, driver, serials) are sent at start and "
+        "again this often.",
+    )
+    fake_gpu_model: str = Field(
+        default="NVIDIA H100 80GB HBM3", description="GPU model the fake backend reports."
+    )
     checks: tuple[str, ...] = Field(default=BUILTIN_CHECKS, description="Check modules to load.")
     checks_dir: Path | None = Field(default=None, description="Executable checks directory.")
     exec_interval_s: float = Field(default=60.0, gt=0, description="Executable check interval.")

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from schemas.events.gpus import GpuSampledPayload
+from schemas.events.nodes import NodeFactsObservedPayload
 
 
 class BackendUnavailable(RuntimeError):
@@ -32,6 +33,10 @@ class GpuBackend(Protocol):
         ...
 
     def sample(self, gpu: int) -> GpuSampledPayload: ...
+
+    def facts(self) -> NodeFactsObservedPayload:
+        """What the GPUs are: model, count, memory, driver and CUDA versions, serials."""
+        ...
 
     def pci_bus_ids(self) -> dict[int, str]:
         """GPU index → PCI bus id, for the GPUs the backend knows (the kernel log names bus ids)."""

@@ -15,6 +15,7 @@ from typing import Literal, get_args
 
 from collectors.gpu.backend import Xid
 from schemas.events.gpus import GpuSampledPayload
+from schemas.events.nodes import NodeFactsObservedPayload
 
 FaultKind = Literal["xid", "ecc_dbe", "throttle", "nvlink_down", "lost"]
 GIB = 1024**3
@@ -69,8 +70,10 @@ class FakeGpuBackend:
         sleep: Callable[[float], None] = time.sleep,
         nvlinks: int = 18,
         memory_total_bytes: int = 80 * GIB,
+        model: str = "NVIDIA H100 80GB HBM3",
     ) -> None:
         self.gpus = gpus
+        self.model = model
         self.faults = faults
         # A simulated fleet samples 80,000 GPUs per interval, nearly all without a fault: each
         # kind's faults are looked up, not filtered, per sample.
@@ -92,6 +95,16 @@ class FakeGpuBackend:
         self._t0 = self.clock()
         self._xids_until_s = -1.0
         return self.gpus
+
+    def facts(self) -> NodeFactsObservedPayload:
+        return NodeFactsObservedPayload(
+            gpu_model=self.model,
+            gpu_count=self.gpus,
+            gpu_memory_bytes=self.memory_total_bytes,
+            driver_version="580.159.04",
+            cuda_version="13.0",
+            gpu_serials=tuple(f"fake{self.seed:04d}{gpu:04d}" for gpu in range(self.gpus)),
+        )
 
     def pci_bus_ids(self) -> dict[int, str]:
         """Made-up bus ids, one bus per GPU in index order (as NVML numbers real ones)."""

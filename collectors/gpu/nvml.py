@@ -11,6 +11,7 @@ import pynvml
 
 from collectors.gpu.backend import BackendUnavailable, Xid
 from schemas.events.gpus import GpuSampledPayload
+from schemas.events.nodes import NodeFactsObservedPayload
 
 T = TypeVar("T")
 
@@ -39,6 +40,13 @@ def _try(fn: Callable[[], T]) -> T | None:
         return fn()
     except pynvml.NVMLError:
         return None
+
+
+def _text(value: object) -> str | None:
+    """NVML strings: `str` from current bindings, `bytes` from older ones."""
+    if value is None:
+        return None
+    return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
 
 
 def throttle_names(mask: int) -> tuple[str, ...]:
@@ -120,6 +128,20 @@ class NvmlBackend:
                 sum(1 for link in links if not self._link_up(h, link)) if links else None
             ),
             pcie_replay_errors=_try(lambda: int(pynvml.nvmlDeviceGetPcieReplayCounter(h))),
+        )
+
+    def facts(self) -> NodeFactsObservedPayload:
+        first = self._handles[0] if self._handles else None
+        memory = _try(lambda: pynvml.nvmlDeviceGetMemoryInfo(first)) if first else None
+        cuda = _try(pynvml.nvmlSystemGetCudaDriverVersion_v2)  # e.g. 13000 for 13.0
+        serials = [_try(partial(pynvml.nvmlDeviceGetSerial, h)) for h in self._handles]
+        return NodeFactsObservedPayload(
+            gpu_model=_text(_try(lambda: pynvml.nvmlDeviceGetName(first))) if first else None,
+            gpu_count=len(self._handles),
+            gpu_memory_bytes=int(memory.total) if memory is not None else None,
+            driver_version=_text(_try(pynvml.nvmlSystemGetDriverVersion)),
+            cuda_version=f"{cuda // 1000}.{cuda % 1000 // 10}" if cuda else None,
+            gpu_serials=tuple(_text(s) or "" for s in serials) if any(serials) else None,
         )
 
     def pci_bus_ids(self) -> dict[int, str]:

@@ -10,6 +10,11 @@ class SimConfig(BaseModel):
 
     nodes: int = Field(default=16, ge=1)
     gpus: int = Field(default=8, ge=1, description="GPUs per node.")
+    gpu_models: tuple[str, ...] = Field(
+        default=("NVIDIA H100 80GB HBM3",),
+        min_length=1,
+        description="GPU models of the fleet, given to the nodes in turn (a mixed fleet).",
+    )
     jobs: int = Field(default=4, ge=0, description="Jobs running at once.")
     seed: int = 0
     cluster: str = "sim"

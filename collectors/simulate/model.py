@@ -27,6 +27,7 @@ from schemas.events import (
     JobSubmitted,
     LogSignalDetected,
     NcclSampled,
+    NodeFactsObserved,
     NodeHeartbeat,
 )
 from schemas.events.checkpoints import CheckpointSavedPayload
@@ -94,6 +95,7 @@ class ClusterModel:
                     self._xid_faults(i) if name in xid_nodes else (),
                     seed=config.seed * 100_003 + i,
                     clock=lambda: self.now_s,
+                    model=config.gpu_models[i % len(config.gpu_models)],
                 ),
                 loses_heartbeat=name in lost,
             )
@@ -153,6 +155,10 @@ class ClusterModel:
             self._make(self.stamp_nodes, GpuSampled, node.name, node.backend.sample(g))
             for g in range(self.config.gpus)
         ]
+        if self.now_s == 0.0:  # as an agent says what its GPUs are when it starts
+            out.append(
+                self._make(self.stamp_nodes, NodeFactsObserved, node.name, node.backend.facts())
+            )
         for xid in node.backend.pending_xids():
             out.append(
                 self._make(

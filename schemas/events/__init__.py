@@ -20,6 +20,7 @@ from schemas.events.jobs import (
 from schemas.events.logs import LogLine, LogLinesObserved, LogSignal, LogSignalDetected
 from schemas.events.nodes import (
     HealthStatus,
+    NodeFactsObserved,
     NodeHealthChecked,
     NodeHeartbeat,
     NodeStateObserved,
@@ -62,6 +63,7 @@ __all__ = [
     "LogSignal",
     "LogSignalDetected",
     "NcclSampled",
+    "NodeFactsObserved",
     "NodeHealthChecked",
     "NodeHeartbeat",
     "NodeStateObserved",

@@ -1,12 +1,24 @@
 """Node liveness and health; `subject` is the node id."""
 
 from enum import StrEnum
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import Field, StringConstraints
 
 from schemas.envelope import Event, Payload
-from schemas.limits import GPUS_PER_NODE, NAME, NODE_NAME, TEXT, WORD, Details
+from schemas.limits import (
+    GPUS_PER_NODE,
+    INT64_MAX,
+    MAP_ENTRIES,
+    NAME,
+    NODE_NAME,
+    SMALL_LIST,
+    TEXT,
+    WORD,
+    Details,
+    Key,
+    Str,
+)
 from schemas.registry import event
 
 
@@ -31,6 +43,33 @@ class NodeHeartbeatPayload(Payload):
 class NodeHeartbeat(NodeEvent):
     type: Literal["NodeHeartbeat"] = "NodeHeartbeat"
     payload: NodeHeartbeatPayload
+
+
+Name = Annotated[str, StringConstraints(max_length=NAME)]
+
+
+class NodeFactsObservedPayload(Payload):
+    """What a node is, for node groups and for people: from the agent (NVML) and from the
+    scheduler's watcher. A field left None was not reported by this source (the node keeps what
+    another said); an empty list was reported empty."""
+
+    gpu_model: str | None = Field(default=None, max_length=NAME, description="e.g. NVIDIA H200.")
+    gpu_count: int | None = Field(default=None, ge=0, le=GPUS_PER_NODE)
+    gpu_memory_bytes: int | None = Field(default=None, ge=0, le=INT64_MAX, description="Per GPU.")
+    driver_version: str | None = Field(default=None, max_length=WORD)
+    cuda_version: str | None = Field(default=None, max_length=WORD, description="The driver's.")
+    gpu_serials: tuple[Name, ...] | None = Field(
+        default=None, max_length=GPUS_PER_NODE, description="Per GPU, as NVML reads the board."
+    )
+    partitions: tuple[Name, ...] | None = Field(default=None, max_length=SMALL_LIST)
+    features: tuple[Name, ...] | None = Field(default=None, max_length=SMALL_LIST)
+    labels: dict[Key, Str] | None = Field(default=None, max_length=MAP_ENTRIES)
+
+
+@event(topic="nodes")
+class NodeFactsObserved(NodeEvent):
+    type: Literal["NodeFactsObserved"] = "NodeFactsObserved"
+    payload: NodeFactsObservedPayload
 
 
 class HealthStatus(StrEnum):

@@ -8,9 +8,9 @@ the rules decide on, never a second derivation of it.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import Field, StringConstraints
 
 from schemas.envelope import Event, Payload
 from schemas.events.jobs import JobState
@@ -34,6 +34,7 @@ NodeCondition = Literal[
     "drained",
     "down",
 ]
+Name = Annotated[str, StringConstraints(max_length=NAME)]
 SHOWN_MAX = 16  # jobs on a node, nodes of a job: the first ones, and how many in all
 
 
@@ -54,6 +55,7 @@ class NodeStatusPayload(Payload):
     scheduler_reason: str | None = Field(default=None, max_length=TEXT)
     gpus: int | None = Field(default=None, ge=0, le=GPUS_PER_NODE)
     gpu_model: str | None = Field(default=None, max_length=NAME)
+    partitions: tuple[Name, ...] = Field(default=(), max_length=SHOWN_MAX)
     jobs: tuple[str, ...] = Field(default=(), max_length=SHOWN_MAX)
     jobs_running: int = Field(default=0, ge=0, le=UINT32_MAX)
     episodes: int = Field(default=0, ge=0, le=UINT32_MAX, description="Stories that ended.")

@@ -21,6 +21,7 @@ from schemas.events import (
     GpuSampled,
     GpuXidObserved,
     HealthStatus,
+    NodeFactsObserved,
     NodeHealthChecked,
     NodeHeartbeat,
     NodeStateObserved,
@@ -98,6 +99,22 @@ class XidSeen(BaseModel):
     event_id: uuid.UUID
 
 
+class NodeFacts(BaseModel):
+    """What the node is (agent and scheduler reports, merged): node groups select by these."""
+
+    model_config = ConfigDict(frozen=True)
+
+    gpu_model: str | None = None
+    gpu_count: int | None = None
+    gpu_memory_bytes: int | None = None
+    driver_version: str | None = None
+    cuda_version: str | None = None
+    gpu_serials: tuple[str, ...] = ()
+    partitions: tuple[str, ...] = ()
+    features: tuple[str, ...] = ()
+    labels: dict[str, str] = Field(default_factory=dict)
+
+
 class SchedulerView(BaseModel):
     """The node as its scheduler last reported it."""
 
@@ -131,6 +148,7 @@ class Node(Entity):
     last_heartbeat_at: datetime | None = None
     heartbeat_interval_s: float | None = None
     gpu_count: int | None = None  # as the agent's heartbeats say
+    facts: NodeFacts = NodeFacts()
     gpus: dict[int, GpuCounters] = Field(default_factory=dict)  # GPUs with any error seen
     xids: tuple[XidSeen, ...] = ()
     xid_counts: dict[int, int] = Field(default_factory=dict)
@@ -220,6 +238,13 @@ def _(event: NodeHeartbeat, state: Node) -> Node:
             "gpu_count": event.payload.gpus,
         }
     )
+
+
+@_fold.register
+def _(event: NodeFactsObserved, state: Node) -> Node:
+    reported = event.payload.model_dump(exclude_none=True)
+    facts = state.facts.model_copy(update=reported)
+    return state if facts == state.facts else state.model_copy(update={"facts": facts})
 
 
 @_fold.register

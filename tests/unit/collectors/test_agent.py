@@ -18,14 +18,20 @@ from collectors.gpu.fake import FakeGpuBackend, Fault
 from collectors.gpu.nvml import NvmlBackend
 from collectors.sink import RecordingSink
 from schemas.envelope import Event
-from schemas.events import GpuSampled, GpuXidObserved, NodeHealthChecked, NodeHeartbeat
+from schemas.events import (
+    GpuSampled,
+    GpuXidObserved,
+    NodeFactsObserved,
+    NodeHealthChecked,
+    NodeHeartbeat,
+)
 from schemas.events.nodes import HealthStatus
 from tests.support.clock import ManualClock
 
 BUILTIN = ("gpu_count", "fatal_xids", "ecc_double_bit", "disk_space", "nvlink_down")
 TIB = 2**40
-# Loops of an agent with GPUs: heartbeat, sampling, XID wait, one per built-in check.
-LOOPS_WITH_GPUS = 3 + len(BUILTIN)
+# Loops of an agent with GPUs: heartbeat, facts, sampling, XID wait, one per built-in check.
+LOOPS_WITH_GPUS = 4 + len(BUILTIN)
 
 
 class TimedSink(RecordingSink):
@@ -108,6 +114,9 @@ async def test_samples_heartbeats_and_checks_on_their_intervals(tmp_path: Path) 
         assert sample.memory_total_bytes and sample.power_w and sample.sm_clock_mhz
         beats = sink.of_type(NodeHeartbeat)
         assert sink.times(NodeHeartbeat) == [0, 30, 60]
+        [facts] = sink.of_type(NodeFactsObserved)  # at start, then hourly
+        assert (facts.payload.gpu_model, facts.payload.gpu_count) == ("NVIDIA H100 80GB HBM3", 8)
+        assert facts.payload.gpu_serials and len(facts.payload.gpu_serials) == 8
         assert [(b.payload.uptime_s, b.payload.gpus) for b in beats] == [(0, 8), (30, 8), (60, 8)]
         results = sink.of_type(NodeHealthChecked)
         assert {e.payload.check: e.payload.status for e in results} == dict.fromkeys(

@@ -50,6 +50,7 @@ VALID: dict[str, dict[str, Any]] = {
         "duration_us": 1.0,
         "ranks": 2,
     },
+    "NodeFactsObserved": {},
     "NodeHealthChecked": {"check": "c", "status": "OK"},
     "NodeHeartbeat": {"agent_version": "1", "gpus": 8, "interval_s": 10.0},
     "NodeStateObserved": {"state": "DRAINED", "raw_state": "DRAIN", "scheduler": "slurm"},
@@ -77,6 +78,9 @@ ITEMS: dict[str, Any] = {
     "suites": "gpu",
     "hooks": {"release": "slurm/c/2"},
     "jobs": "slurm/c/1",
+    "gpu_serials": "1653724026901",
+    "partitions": "gpu",
+    "features": "h100",
 }
 
 

@@ -8,13 +8,14 @@ from __future__ import annotations
 from typing import Any
 
 from centrality.commands import command
-from schemas.events import Notify, QuarantineNodes, ReleaseNodes, RunBenchmark
+from schemas.events import NodeFactsObserved, Notify, QuarantineNodes, ReleaseNodes, RunBenchmark
 from streams.entities import NODES
 from streams.process import Brain
 from streams.rules.registry import RuleEngine
 from streams.settings import StreamsSettings
 from streams.state.story import NodeStatus, Stage
 from streams.views import Views, node_status
+from tests.factories import envelope
 from tests.unit.streams.builders import benchmark, heartbeat, result, scheduler_says, xid
 from tests.unit.streams.test_quarantine_story import decided, drained, feed
 
@@ -141,3 +142,21 @@ def test_a_view_is_published_only_when_what_people_read_changed() -> None:
     )
     again = views.status_change(NODES, before, b.nodes["n1"], event)
     assert again is not None and again.event_id == published.event_id  # redelivered: same id
+
+
+def test_what_a_node_is_comes_from_its_facts_merged_from_every_source() -> None:
+    b = brain()
+    agent = NodeFactsObserved(
+        **envelope("n1", 0),
+        payload={"gpu_model": "NVIDIA H200", "gpu_count": 8, "gpu_serials": ["1653724026901"]},
+    )
+    scheduler = NodeFactsObserved(**envelope("n1", 1), payload={"partitions": ["gpu", "long"]})
+    assert feed(b, agent, scheduler) == []
+    facts = b.nodes["n1"].facts
+    assert (facts.gpu_model, facts.partitions, facts.gpu_serials) == (
+        "NVIDIA H200",
+        ("gpu", "long"),
+        ("1653724026901",),
+    )  # the scheduler's report left the agent's alone
+    view = node_status(b.nodes["n1"])
+    assert (view.gpu_model, view.gpus, view.partitions) == ("NVIDIA H200", 8, ("gpu", "long"))
