@@ -14,6 +14,9 @@ FINAL). Offsets are committed only after ClickHouse took the batch and every bat
 
 While ClickHouse is down the oldest batch is retried with backoff and fetching is paused
 (back-pressure); the lag (end offsets minus committed) keeps being logged as `sink_progress`.
+While Kafka is down the sink waits: nothing it fetched is lost and nothing uncommitted is
+committed; the lag is not asked for (it was the request that timed out and ended the sink). Both
+outages are said in a few lines, not one per retry (`schemas.outages`).
 """
 
 from __future__ import annotations
@@ -43,7 +46,8 @@ from schemas.batches import SkippedBatch, SkippingFetcher
 from schemas.deadletter import count_dead_letter
 from schemas.metrics.catalog import EVENTS_IN, PROCESSING_SECONDS, labelled
 from schemas.metrics.kafka import partition_lags, report_lag
-from schemas.metrics.server import READINESS, http_ok, tcp_reachable
+from schemas.metrics.server import READINESS, watch_clickhouse, watch_kafka
+from schemas.outages import OUTAGES
 from schemas.placement import Placement, read_by
 from schemas.settings import KafkaSettings
 from schemas.topics import CATALOG, topic_name
@@ -56,6 +60,8 @@ log = structlog.get_logger("sink")
 T = TypeVar("T")
 _INSERT_POLL_MS = 20
 _INSERT_SECONDS = PROCESSING_SECONDS.labels("sink_insert")
+# The lag is asked of the broker; a broker that does not answer must not hold the sink's loop.
+_LAG_TIMEOUT_S = 5.0
 
 
 class SinkSettings(BaseSettings):
@@ -141,8 +147,8 @@ class HistorySink:
     async def run(self, stop: asyncio.Event | None = None) -> None:
         stop = stop or asyncio.Event()
         plan(self.clickhouse)  # no migrations, or none for the cluster, is no outage to wait out
-        READINESS.add("kafka", tcp_reachable(self.kafka.bootstrap))
-        READINESS.add("clickhouse", http_ok(f"{self.clickhouse.url.rstrip('/')}/ping"))
+        watch_kafka(self.kafka.bootstrap)
+        watch_clickhouse(self.clickhouse.url)
         await self._retrying("migrate", lambda: asyncio.to_thread(migrate, self.clickhouse), stop)
         if stop.is_set():
             return
@@ -351,7 +357,8 @@ class HistorySink:
         try:
             await consumer.commit(batch.offsets)
         except KafkaError as exc:  # written: read again later, the server drops it as a duplicate
-            log.warning("commit_failed", error=repr(exc))
+            if not OUTAGES.explains("kafka"):
+                log.warning("commit_failed", error=repr(exc))
 
     async def _back_off(
         self, consumer: AIOKafkaConsumer, delay_s: float, stop: asyncio.Event
@@ -367,9 +374,16 @@ class HistorySink:
                 await asyncio.wait_for(stop.wait(), min(1.0, max(0.0, until - loop.time())))
         return not stop.is_set()
 
-    async def lag(self, consumer: AIOKafkaConsumer) -> int:
-        """Messages on the assigned partitions that are not committed yet (written or not)."""
-        lags = await partition_lags(consumer)
+    async def lag(self, consumer: AIOKafkaConsumer) -> int | None:
+        """Messages on the assigned partitions that are not committed yet (written or not);
+        None while the broker does not say."""
+        kafka = OUTAGES.get("kafka")
+        if kafka is not None and kafka.down:
+            return None
+        try:
+            lags = await asyncio.wait_for(partition_lags(consumer), _LAG_TIMEOUT_S)
+        except (KafkaError, TimeoutError):
+            return None
         report_lag(self.settings.group_id, lags)
         return sum(lags.values())
 
@@ -378,7 +392,9 @@ class HistorySink:
         if now - self._lag_logged_at < self.settings.lag_log_interval_s:
             return
         self._lag_logged_at = now
-        self.lag_messages = await self.lag(consumer)
+        lag = await self.lag(consumer)
+        if lag is not None:  # else the last one known is logged again
+            self.lag_messages = lag
         log.info(
             "sink_progress",
             records_fetched=self.records_fetched,
@@ -400,6 +416,8 @@ class HistorySink:
         as transient: ClickHouse down or not up yet); None if stopped first."""
 
         def log_retry(state: RetryCallState) -> None:
+            if OUTAGES.explains("clickhouse"):
+                return
             error = state.outcome.exception() if state.outcome else None
             wait_s = state.next_action.sleep if state.next_action else 0.0
             log.warning(
