@@ -38,7 +38,8 @@ from schemas.emitter import Emitter
 from schemas.events import Trigger
 from schemas.metrics.catalog import EVENTS_IN, PROCESSING_SECONDS, labelled
 from schemas.metrics.kafka import sampling_lag
-from schemas.metrics.server import READINESS, tcp_reachable
+from schemas.metrics.server import READINESS, watch_kafka
+from schemas.outages import OUTAGES
 from schemas.settings import KafkaSettings
 from schemas.signing import SigningSettings, verify
 from schemas.topics import topic_name
@@ -96,7 +97,7 @@ class ActionWorker:
             ObservedFleet(self.settings.fleet_window_s),
             seed_timeout_s=self.settings.fleet_seed_timeout_s,
         )
-        READINESS.add("kafka", tcp_reachable(self.kafka.bootstrap))
+        watch_kafka(self.kafka.bootstrap)
         READINESS.add("partitions_assigned", lambda: bool(consumer.assignment()))
         await ledger.start()
         await emitter.start()
@@ -279,4 +280,5 @@ async def _commit(consumer: AIOKafkaConsumer, offsets: dict[TopicPartition, int]
     try:
         await asyncio.wait_for(consumer.commit(offsets), _COMMIT_TIMEOUT_S)
     except (KafkaError, TimeoutError) as exc:
-        log.warning("commit_failed", error=repr(exc), partitions=len(offsets))
+        if not OUTAGES.explains("kafka"):  # tried again at every fetch: the outage says it
+            log.warning("commit_failed", error=repr(exc), partitions=len(offsets))
