@@ -30,13 +30,16 @@ def ssl_context(settings: KafkaSettings) -> ssl.SSLContext | None:
 
 
 def connection(settings: KafkaSettings) -> dict[str, Any]:
-    """aiokafka arguments every client shares: where the broker is and how to authenticate."""
+    """aiokafka arguments every client shares: where the broker is, how to authenticate, and
+    how long a request may take."""
     kwargs: dict[str, Any] = {
         "bootstrap_servers": settings.bootstrap,
         "client_id": settings.client_id,
         "security_protocol": settings.security_protocol,
         "ssl_context": ssl_context(settings),
     }
+    if settings.request_timeout_s is not None:
+        kwargs["request_timeout_ms"] = int(settings.request_timeout_s * 1000)
     if settings.sasl:
         assert settings.sasl_password is not None  # KafkaSettings validates it
         kwargs |= {
