@@ -43,6 +43,7 @@ from schemas.metrics.catalog import (
     DEPENDENCY_LINES_HELD_BACK,
     DEPENDENCY_OUTAGES,
     DEPENDENCY_UP,
+    labelled,
 )
 
 log = structlog.get_logger("outages")
@@ -99,7 +100,8 @@ class Dependency:
         """Seconds it has been away since it was first watched, the current outage included."""
         if self.down_since is None:
             return self._ended_outages_s
-        return self._ended_outages_s + (now or time.monotonic()) - self.down_since
+        now = time.monotonic() if now is None else now
+        return self._ended_outages_s + now - self.down_since
 
     def covers(self, logger: str) -> bool:
         return logger in self.loggers or logger.startswith(self._prefixes)
@@ -138,7 +140,7 @@ class Dependency:
 
     def hold_back(self) -> None:
         self.held_back += 1
-        DEPENDENCY_LINES_HELD_BACK.labels(self.name).inc()
+        labelled(DEPENDENCY_LINES_HELD_BACK, self.name).inc()  # thousands a second, in a flood
 
 
 class Outages:
