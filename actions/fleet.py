@@ -144,7 +144,7 @@ class FleetWatcher:
                     log.info("fleet_seeded", clusters=self.fleet.clusters)
                     seeded.set()
         finally:
-            await consumer.stop()
+            await kafka_clients.stop(consumer)
 
     @staticmethod
     async def _reached(

@@ -226,7 +226,7 @@ class KafkaLedger(Ledger):
     async def stop(self) -> None:
         async with self._reading:
             if self._reader is not None:
-                await self._reader.stop()
+                await kafka_clients.stop(self._reader)
                 self._reader = None
         await self._producer.stop()
 
@@ -280,7 +280,7 @@ class KafkaLedger(Ledger):
         except BaseException:
             # A reader in an unknown state (a timeout mid-fetch, the broker away) is not reused.
             self._reader = None
-            await consumer.stop()
+            await kafka_clients.stop(consumer)
             raise
         self._read_up_to.update(ends)
         self._reads_done = number

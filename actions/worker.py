@@ -120,7 +120,7 @@ class ActionWorker:
                     await _commit(consumer, inflight.committable())
                 await inflight.abandon()
                 await dispatcher.notifications.close(_NOTIFY_CLOSE_S)
-                await consumer.stop()
+                await kafka_clients.stop(consumer)
                 await emitter.stop(drain_timeout_s=_EMITTER_DRAIN_S)
                 await ledger.stop()
 

@@ -5,6 +5,7 @@ cluster is configured once and no client is left speaking PLAINTEXT to it.
 
 from __future__ import annotations
 
+import asyncio
 import ssl
 from typing import Any
 
@@ -69,6 +70,19 @@ def consumer(settings: KafkaSettings, *topics: str, **options: Any) -> AIOKafkaC
     (`streams.faust_transport`, fix 12)."""
     committed = {"isolation_level": "read_committed"}
     return AIOKafkaConsumer(*topics, **(connection(settings) | committed | options))
+
+
+async def stop(consumer: AIOKafkaConsumer) -> None:
+    """`consumer.stop()`, without the CancelledError of aiokafka's own fetches: its fetcher
+    cancels a fetch still pending (one backing off while the broker is away) and then awaits it,
+    which raised into the caller and ended a worker stopped during an outage with a traceback.
+    A cancellation of the caller itself still propagates."""
+    try:
+        await consumer.stop()
+    except asyncio.CancelledError:
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            raise
 
 
 def admin(settings: KafkaSettings, **options: Any) -> AIOKafkaAdminClient:

@@ -196,7 +196,7 @@ class HistorySink:
             for write, _ in inflight:
                 write.cancel()
             _stop_pool(self._pool)
-            await consumer.stop()
+            await kafka_clients.stop(consumer)
 
     def _start_pool(self) -> ProcessPoolExecutor:
         # spawn, not fork: this process runs an event loop and the Kafka client's threads.
