@@ -4,10 +4,10 @@ a simulated fleet: the streams, action and sink workers stay up, say so in a few
 exactly once, and every decision was made and acted on once.
 
 The timeouts in force are lowered (settings, not patches) so that "longer than every one" takes
-a minute: ClickHouse is away 40 s (client timeouts 5 and 30 s, the sink's backoff 5 s), Kafka
-50 s (requests 30 s, the streams worker's send and changelog retries 30 s and its producer's
-batch lifetime a quarter of that, group sessions 10 s, the ledger's load 20 s, the Emitter's
-delivery 5 s); both at once for 30 s. This test runs its own Kafka and ClickHouse: it stops
+40 s: ClickHouse is away 20 s (client timeouts 5 and 15 s, the sink's backoff 5 s), Kafka 35 s
+(requests 20 s, the streams worker's send and changelog retries 30 s and its producer's batch
+lifetime a quarter of that, group sessions 10 s, the ledger's load 20 s, the Emitter's delivery
+5 s); both at once for 15 s. This test runs its own Kafka and ClickHouse: it stops
 them. The same with both away 5 minutes and every default is in BENCHMARKS.md.
 """
 
@@ -37,23 +37,23 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
 
 CLI = str(Path(sys.executable).with_name("centrality"))
 WORKERS = ("streams", "actions", "sink")
-# Seconds from the start of the outage: ClickHouse away [0, 40), Kafka away [10, 60).
-CLICKHOUSE_DOWN, KAFKA_DOWN, CLICKHOUSE_UP, KAFKA_UP = 0.0, 10.0, 40.0, 60.0
+# Seconds from the start of the outage: ClickHouse away [0, 20), Kafka away [5, 40).
+CLICKHOUSE_DOWN, KAFKA_DOWN, CLICKHOUSE_UP, KAFKA_UP = 0.0, 5.0, 20.0, 40.0
 BEFORE_S, AFTER_S = 10.0, 10.0  # of the simulation, around the outage
-# 20 nodes at 5x real time; seed 2's fatal XIDs come 5 s into the simulation, 50 s (Kafka away:
-# decided once it is back, from what the simulator spooled meanwhile) and 65 s.
-FLEET = ["--nodes", "20", "--interval-s", "10", "--xid-nodes", "2", "--seed", "2"]
+# 20 nodes at 5x real time; seed 46's fatal XIDs come 2.4 s into the simulation and 35 s (both
+# away: decided once Kafka is back, from what the simulator spooled meanwhile).
+FLEET = ["--nodes", "20", "--interval-s", "10", "--xid-nodes", "2", "--seed", "46"]
 SPEED = 5.0
 TIMEOUTS = {
-    "CENTRALITY_KAFKA_REQUEST_TIMEOUT_S": "30",
+    "CENTRALITY_KAFKA_REQUEST_TIMEOUT_S": "20",
     "CENTRALITY_STREAMS_SEND_RETRY_S": "30",
     "CENTRALITY_ACTIONS_LEDGER_LOAD_TIMEOUT_S": "20",
     "CENTRALITY_EMITTER_DELIVERY_TIMEOUT_MS": "5000",
     "CENTRALITY_CLICKHOUSE_CONNECT_TIMEOUT_S": "5",
-    "CENTRALITY_CLICKHOUSE_SEND_RECEIVE_TIMEOUT_S": "30",
+    "CENTRALITY_CLICKHOUSE_SEND_RECEIVE_TIMEOUT_S": "15",
     "CENTRALITY_SINK_RETRY_BACKOFF_MAX_S": "5",
 }
-SUMMARY_S = 20.0
+SUMMARY_S = 10.0
 # A worker's lines from the first outage to Kafka's return: the state changes, the summaries,
 # the sink's progress (every 10 s), what the clients log as an outage begins (before the probe
 # sees it) and as they find the broker again. Without the hold-back: ~4,500 lines a second.
@@ -130,7 +130,7 @@ def test_workers_ride_out_kafka_and_clickhouse_outages(own_stack: Stack, tmp_pat
             outage = Outage(pipeline)
             outage.until(CLICKHOUSE_DOWN, own_stack.local_clickhouse.stop)
             outage.until(KAFKA_DOWN, own_stack.local_kafka.stop)
-            outage.until(KAFKA_DOWN + 15.0)
+            outage.until(KAFKA_DOWN + 10.0)  # both away
             during = {w: (status(p, "/readyz"), scrape(p)) for w, p in ports.items()}
             outage.until(CLICKHOUSE_UP, own_stack.local_clickhouse.start)
             outage.until(KAFKA_UP, own_stack.local_kafka.start)
@@ -158,7 +158,7 @@ def test_workers_ride_out_kafka_and_clickhouse_outages(own_stack: Stack, tmp_pat
     for type_, count in emitted.items():
         assert rows[type_][1:] == (count, count), (type_, rows[type_], count)
     # Decisions and what was done about them: each once, by id, whatever was delivered twice.
-    assert rows["QuarantineNodes"][2] >= 2, rows  # each node with fatal XIDs, at least
+    assert rows["QuarantineNodes"][2] == 2, rows  # each node with fatal XIDs
     for type_, (_, merged, distinct) in rows.items():
         assert merged == distinct, (type_, rows[type_])
     with connect(own_stack.clickhouse) as client:
@@ -181,7 +181,7 @@ def test_workers_ride_out_kafka_and_clickhouse_outages(own_stack: Stack, tmp_pat
     for worker, ((code, body), metrics) in during.items():
         assert code == 503 and "kafka FAILING" in body, (worker, body)
         assert metrics.value("centrality_dependency_up", dependency="kafka") == 0
-        assert metrics.value("centrality_dependency_down_seconds", dependency="kafka") > 10
+        assert metrics.value("centrality_dependency_down_seconds", dependency="kafka") > 5
         assert after[worker].value("centrality_dependency_outages_total", dependency="kafka") >= 1
         assert after[worker].value("centrality_dependency_up", dependency="kafka") == 1
     assert "clickhouse FAILING" in during["sink"][0][1]
