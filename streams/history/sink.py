@@ -35,11 +35,17 @@ from typing import Any, TypeVar
 
 import structlog
 from aiokafka import AIOKafkaConsumer, TopicPartition
-from aiokafka.errors import KafkaError
+from aiokafka.errors import KafkaConnectionError, KafkaError, KafkaTimeoutError
 from opentelemetry.trace import Link
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
-from tenacity import AsyncRetrying, RetryCallState, RetryError, wait_random_exponential
+from tenacity import (
+    AsyncRetrying,
+    RetryCallState,
+    RetryError,
+    retry_if_exception_type,
+    wait_random_exponential,
+)
 
 from schemas import kafka_clients, tracing
 from schemas.batches import SkippedBatch, SkippingFetcher
@@ -62,6 +68,8 @@ _INSERT_POLL_MS = 20
 _INSERT_SECONDS = PROCESSING_SECONDS.labels("sink_insert")
 # The lag is asked of the broker; a broker that does not answer must not hold the sink's loop.
 _LAG_TIMEOUT_S = 5.0
+# What starting a consumer raises while no broker answers (a refused login is not among them).
+KAFKA_AWAY = (KafkaConnectionError, KafkaTimeoutError)
 
 
 class SinkSettings(BaseSettings):
@@ -153,17 +161,9 @@ class HistorySink:
         if stop.is_set():
             return
         self._pool = self._start_pool()
-        consumer = kafka_clients.consumer(
-            self.kafka,
-            *self.topics(),
-            group_id=self.settings.group_id,
-            client_id=f"{self.kafka.client_id}-sink",
-            enable_auto_commit=False,
-            auto_offset_reset="earliest",
-            max_poll_records=self.settings.batch_max_rows,
-        )
         # Batches handed to the pool, oldest first; committed strictly in this order.
         inflight: deque[tuple[Future[writer.Written], Batch]] = deque()
+        consumer: AIOKafkaConsumer | None = None
         try:
             await asyncio.gather(
                 *(
@@ -171,7 +171,12 @@ class HistorySink:
                     for _ in range(self.settings.insert_processes)
                 )
             )
-            await consumer.start()
+            # Kafka away while the sink starts is an outage like any other: waited out.
+            consumer = await self._retrying(
+                "kafka_connect", self._connected, stop, dependency="kafka", on=KAFKA_AWAY
+            )
+            if consumer is None:
+                return
             READINESS.add("partitions_assigned", lambda: bool(consumer.assignment()))
             self._fetcher = SkippingFetcher(consumer)
             log.info("sink_started", topics=self.topics(), database=self.clickhouse.database)
@@ -196,7 +201,25 @@ class HistorySink:
             for write, _ in inflight:
                 write.cancel()
             _stop_pool(self._pool)
+            if consumer is not None:
+                await kafka_clients.stop(consumer)
+
+    async def _connected(self) -> AIOKafkaConsumer:
+        consumer = kafka_clients.consumer(
+            self.kafka,
+            *self.topics(),
+            group_id=self.settings.group_id,
+            client_id=f"{self.kafka.client_id}-sink",
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+            max_poll_records=self.settings.batch_max_rows,
+        )
+        try:
+            await consumer.start()
+        except BaseException:
             await kafka_clients.stop(consumer)
+            raise
+        return consumer
 
     def _start_pool(self) -> ProcessPoolExecutor:
         # spawn, not fork: this process runs an event loop and the Kafka client's threads.
@@ -410,13 +433,16 @@ class HistorySink:
         stop: asyncio.Event,
         *,
         sleep: Callable[[float], Awaitable[None]] | None = None,
+        dependency: str = "clickhouse",
+        on: type[BaseException] | tuple[type[BaseException], ...] = Exception,
         **context: Any,
     ) -> T | None:
-        """`attempt()` until it succeeds, with jittered backoff (any failure of the store counts
-        as transient: ClickHouse down or not up yet); None if stopped first."""
+        """`attempt()` until it succeeds, with jittered backoff, for every failure of kind `on`
+        (any failure of the store counts as transient: ClickHouse down or not up yet); None if
+        stopped first. Not logged while `dependency` is known to be away."""
 
         def log_retry(state: RetryCallState) -> None:
-            if OUTAGES.explains("clickhouse"):
+            if OUTAGES.explains(dependency):
                 return
             error = state.outcome.exception() if state.outcome else None
             wait_s = state.next_action.sleep if state.next_action else 0.0
@@ -429,6 +455,7 @@ class HistorySink:
                 await asyncio.wait_for(stop.wait(), delay_s)
 
         retrying = AsyncRetrying(
+            retry=retry_if_exception_type(on),
             wait=wait_random_exponential(multiplier=0.5, max=self.settings.retry_backoff_max_s),
             stop=lambda _: stop.is_set(),
             sleep=sleep or pause,
