@@ -21,6 +21,7 @@ from schemas import kafka_clients
 from schemas.codec import DecodeError, decode
 from schemas.envelope import utcnow
 from schemas.events import NodeHeartbeat
+from schemas.outages import OUTAGES
 from schemas.settings import KafkaSettings
 from schemas.topics import partition_count, topic_name
 
@@ -109,7 +110,8 @@ class FleetWatcher:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # isolated from triggers: log, wait, read again
-                log.error("fleet_watch_failed", error=f"{type(exc).__name__}: {exc}")
+                if not OUTAGES.explains("kafka"):
+                    log.error("fleet_watch_failed", error=f"{type(exc).__name__}: {exc}")
                 await asyncio.sleep(self.retry_s)
 
     async def _consume(self, seeded: asyncio.Event) -> None:
@@ -142,7 +144,7 @@ class FleetWatcher:
                     log.info("fleet_seeded", clusters=self.fleet.clusters)
                     seeded.set()
         finally:
-            await consumer.stop()
+            await kafka_clients.stop(consumer)
 
     @staticmethod
     async def _reached(

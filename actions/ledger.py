@@ -16,12 +16,13 @@ from datetime import datetime
 from typing import Any, Literal
 
 import structlog
-from aiokafka.errors import KafkaError
+from aiokafka.errors import KafkaError, KafkaTimeoutError
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, wait_random_exponential
 
 from schemas import kafka_clients
 from schemas.envelope import utcnow
+from schemas.outages import OUTAGES
 from schemas.settings import KafkaSettings
 from schemas.topic_reader import TopicReader
 from schemas.topics import topic_name
@@ -265,12 +266,15 @@ def _entries(records: Iterable[Any]) -> Iterator[LedgerEntry]:
 
 def _transient(exc: BaseException) -> bool:
     if isinstance(exc, KafkaError):
-        return bool(exc.retriable)
+        # A request (a send, a read of offsets) that timed out: the broker away longer than it.
+        return bool(exc.retriable) or isinstance(exc, KafkaTimeoutError)
     return isinstance(exc, (TimeoutError, OSError))
 
 
 def retrying_transient(what: str, stop: asyncio.Event | None = None) -> AsyncRetrying:
     def log_retry(state: RetryCallState) -> None:
+        if OUTAGES.explains("kafka"):  # the outage's own lines say it
+            return
         error = state.outcome.exception() if state.outcome else None
         log.warning(f"{what}_retry", attempt=state.attempt_number, error=repr(error)[:300])
 

@@ -42,7 +42,7 @@ from schemas.emitter import Emitter
 from schemas.events import Trigger
 from schemas.metrics.catalog import EVENTS_IN, PROCESSING_SECONDS, labelled
 from schemas.metrics.kafka import sampling_lag
-from schemas.metrics.server import READINESS, tcp_reachable
+from schemas.metrics.server import READINESS, watch_kafka
 from schemas.operators import (
     Operator,
     OperatorSettings,
@@ -50,6 +50,7 @@ from schemas.operators import (
     authenticate,
     signed_by_operator,
 )
+from schemas.outages import OUTAGES
 from schemas.settings import KafkaSettings
 from schemas.signing import SigningSettings, verify
 from schemas.topics import topic_name
@@ -109,7 +110,7 @@ class ActionWorker:
             ObservedFleet(self.settings.fleet_window_s),
             seed_timeout_s=self.settings.fleet_seed_timeout_s,
         )
-        READINESS.add("kafka", tcp_reachable(self.kafka.bootstrap))
+        watch_kafka(self.kafka.bootstrap)
         READINESS.add("partitions_assigned", lambda: bool(consumer.assignment()))
         silences = KafkaSilences(self.kafka, self.operators)
         try:  # read again before each decision anyway: a failure here is not fatal
@@ -146,7 +147,7 @@ class ActionWorker:
                     await _commit(consumer, inflight.committable())
                 await inflight.abandon()
                 await dispatcher.notifications.close(_NOTIFY_CLOSE_S)
-                await consumer.stop()
+                await kafka_clients.stop(consumer)
                 await emitter.stop(drain_timeout_s=_EMITTER_DRAIN_S)
                 await ledger.stop()
                 await silences.stop()
@@ -338,4 +339,5 @@ async def _commit(consumer: AIOKafkaConsumer, offsets: dict[TopicPartition, int]
     try:
         await asyncio.wait_for(consumer.commit(offsets), _COMMIT_TIMEOUT_S)
     except (KafkaError, TimeoutError) as exc:
-        log.warning("commit_failed", error=repr(exc), partitions=len(offsets))
+        if not OUTAGES.explains("kafka"):  # tried again at every fetch: the outage says it
+            log.warning("commit_failed", error=repr(exc), partitions=len(offsets))

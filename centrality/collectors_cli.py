@@ -31,11 +31,11 @@ async def open_sink(dry_run: bool) -> AsyncIterator[EventSink]:
         yield RecordingSink(keep=False)
         return
     from schemas.emitter import Emitter
-    from schemas.metrics.server import READINESS, tcp_reachable
+    from schemas.metrics.server import watch_kafka
     from schemas.settings import KafkaSettings
 
     kafka = KafkaSettings()
-    READINESS.add("kafka", tcp_reachable(kafka.bootstrap))
+    watch_kafka(kafka.bootstrap)
     async with Emitter(kafka) as emitter:
         yield emitter
 

@@ -5,6 +5,7 @@ cluster is configured once and no client is left speaking PLAINTEXT to it.
 
 from __future__ import annotations
 
+import asyncio
 import ssl
 from typing import Any
 
@@ -30,13 +31,16 @@ def ssl_context(settings: KafkaSettings) -> ssl.SSLContext | None:
 
 
 def connection(settings: KafkaSettings) -> dict[str, Any]:
-    """aiokafka arguments every client shares: where the broker is and how to authenticate."""
+    """aiokafka arguments every client shares: where the broker is, how to authenticate, and
+    how long a request may take."""
     kwargs: dict[str, Any] = {
         "bootstrap_servers": settings.bootstrap,
         "client_id": settings.client_id,
         "security_protocol": settings.security_protocol,
         "ssl_context": ssl_context(settings),
     }
+    if settings.request_timeout_s is not None:
+        kwargs["request_timeout_ms"] = int(settings.request_timeout_s * 1000)
     if settings.sasl:
         assert settings.sasl_password is not None  # KafkaSettings validates it
         kwargs |= {
@@ -66,6 +70,19 @@ def consumer(settings: KafkaSettings, *topics: str, **options: Any) -> AIOKafkaC
     (`streams.faust_transport`, fix 12)."""
     committed = {"isolation_level": "read_committed"}
     return AIOKafkaConsumer(*topics, **(connection(settings) | committed | options))
+
+
+async def stop(consumer: AIOKafkaConsumer) -> None:
+    """`consumer.stop()`, without the CancelledError of aiokafka's own fetches: its fetcher
+    cancels a fetch still pending (one backing off while the broker is away) and then awaits it,
+    which raised into the caller and ended a worker stopped during an outage with a traceback.
+    A cancellation of the caller itself still propagates."""
+    try:
+        await consumer.stop()
+    except asyncio.CancelledError:
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            raise
 
 
 def admin(settings: KafkaSettings, **options: Any) -> AIOKafkaAdminClient:

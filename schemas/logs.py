@@ -3,7 +3,9 @@
 One line per record on stderr: a JSON object (`timestamp`, `level`, `logger`, `event`, the
 fields; an exception's traceback as text in `exception`) unless stderr is a terminal, where it is
 rendered for reading. Records of libraries that use `logging` (Faust, mode, aiokafka, asyncio,
-`warnings`) go through the same processors, so a process never mixes formats.
+`warnings`) go through the same processors, so a process never mixes formats. While a service a
+worker needs is away, its client libraries' warnings and errors are counted, not printed
+(`schemas.outages`).
 
 structlog's own lines are rendered and written directly, without a `logging.LogRecord`: the
 streams worker logs per decision, and that path stays as cheap as it can be.
@@ -22,6 +24,8 @@ import structlog
 from pydantic import Field, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from structlog.typing import EventDict, Processor, WrappedLogger
+
+from schemas.outages import unless_held_back
 
 Level = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
 
@@ -159,6 +163,8 @@ def configure_logging(
     )
 
     handler = _Handler(number, stream)
+    # A client library's retries while Kafka or ClickHouse is away: counted, not printed.
+    handler.addFilter(unless_held_back)
     handler.setFormatter(
         structlog.stdlib.ProcessorFormatter(
             foreign_pre_chain=_shared(),

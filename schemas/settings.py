@@ -30,6 +30,15 @@ class KafkaSettings(BaseSettings):
         description="Prepended to every catalog topic name; tests use a unique one per test.",
     )
     client_id: str = Field(default="centrality", description="Kafka client id of our clients.")
+    request_timeout_s: float | None = Field(
+        default=None,
+        gt=0,
+        description="How long a request may go unanswered before a client gives it up (and "
+        "tries again): every consumer, admin client and the ledger's producer, and the streams "
+        "worker's consumer. Unset: the client's own (aiokafka 40 s, Faust 90 s). The Emitter's "
+        "sends have `CENTRALITY_EMITTER_DELIVERY_TIMEOUT_MS`, the streams worker's "
+        "`CENTRALITY_STREAMS_SEND_RETRY_S`.",
+    )
     security_protocol: SecurityProtocol = Field(
         default="PLAINTEXT",
         description="PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL.",

@@ -65,7 +65,7 @@ class TopicReader:
     async def stop(self) -> None:
         async with self._reading:
             if self._consumer is not None:
-                await self._consumer.stop()
+                await kafka_clients.stop(self._consumer)
                 self._consumer = None
 
     async def _load(self, *, since_last: bool) -> int:
@@ -86,7 +86,7 @@ class TopicReader:
         except BaseException:
             # A consumer in an unknown state (a timeout mid-fetch, the broker away) is not reused.
             self._consumer = None
-            await consumer.stop()
+            await kafka_clients.stop(consumer)
             raise
         self._read_up_to.update(ends)
         self._reads_done = number
@@ -104,7 +104,7 @@ class TopicReader:
             try:
                 await consumer.start()
             except BaseException:
-                await consumer.stop()
+                await kafka_clients.stop(consumer)
                 raise
             self._consumer = consumer
         return self._consumer

@@ -83,13 +83,17 @@ signing_key = SigningSettings().require("the streams worker")  # no unsigned dec
 engine = RuleEngine.load(settings.rule_modules, settings.rule_config)
 views = Views(engine)
 settings.data_dir.mkdir(parents=True, exist_ok=True)  # Faust creates only the last level
-scheme = faust_transport.install(settings.fetch_max_wait_ms)
+scheme = faust_transport.install(settings.fetch_max_wait_ms, settings.send_retry_s)
 # One partition count keeps every table co-partitioned with what it folds; `centrality streams`
 # checks the broker's topics against it before starting (streams.topics.check_copartitioned).
 layout = TopicSettings().of("tables")
 PARTITIONS = layout.partitions
 
 COMMIT_ON_TIMER_ONLY = 2**62  # messages: never reached
+# Faust's own (90 s) unless the setting every client of ours reads is set.
+request_timeout: dict[str, Any] = (
+    {} if kafka.request_timeout_s is None else {"broker_request_timeout": kafka.request_timeout_s}
+)
 
 app = LanedApp(
     settings.app_id,
@@ -105,6 +109,7 @@ app = LanedApp(
     broker_session_timeout=settings.session_timeout_s,
     broker_heartbeat_interval=settings.heartbeat_interval_s,
     broker_rebalance_timeout=settings.rebalance_timeout_s,
+    **request_timeout,
     broker_commit_interval=settings.commit_interval_s,
     # Commits run on that timer only: Faust's delivery loop also commits inline every
     # `broker_commit_every` messages (10,000 by default) and delivers nothing meanwhile, a

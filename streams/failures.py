@@ -5,10 +5,15 @@ same way every time: retrying them only wedges the worker, so they are never ret
 ones (a broker unreachable, a leader moving, a request timing out) are retried with jittered
 exponential backoff, for a bounded time and never past a stop request, so one partition's
 trouble cannot hold the others (they share the agent) for ever.
+
+The budget does not run down while the whole Kafka cluster is away (`schemas.outages`): then
+every partition waits alike, and giving a message up would only lose it (its dead letter cannot
+be sent either). Nor is each retry logged meanwhile: the outage's own lines say it.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
@@ -18,10 +23,11 @@ from tenacity import (
     AsyncRetrying,
     RetryCallState,
     retry_if_exception,
-    stop_after_delay,
     wait_random_exponential,
 )
 from tenacity.stop import stop_base
+
+from schemas.outages import OUTAGES
 
 log = structlog.get_logger("streams")
 T = TypeVar("T")
@@ -48,8 +54,23 @@ class _stop_when(stop_base):
         return self.stopping()
 
 
+class _after_delay_with_kafka_up(stop_base):
+    """`budget_s` spent, not counting the time the Kafka cluster was away meanwhile."""
+
+    def __init__(self, budget_s: float) -> None:
+        self.budget_s = budget_s
+        self.started = time.monotonic()
+        self.away_before_s = OUTAGES.downtime_s("kafka")
+
+    def __call__(self, retry_state: RetryCallState) -> bool:
+        away_s = OUTAGES.downtime_s("kafka") - self.away_before_s
+        return time.monotonic() - self.started - away_s >= self.budget_s
+
+
 def _log_retry(what: str) -> Callable[[RetryCallState], None]:
     def before_sleep(state: RetryCallState) -> None:
+        if OUTAGES.explains("kafka"):
+            return
         exc = state.outcome.exception() if state.outcome else None
         log.warning(
             f"{what}_retry",
@@ -62,12 +83,12 @@ def _log_retry(what: str) -> Callable[[RetryCallState], None]:
 
 
 def retrying(what: str, budget_s: float, stopping: Callable[[], bool]) -> AsyncRetrying:
-    """Transient failures retried for at most `budget_s` and never once `stopping()`; the last
-    failure (or any deterministic one, at once) is raised."""
+    """Transient failures retried for at most `budget_s` of Kafka being up, and never once
+    `stopping()`; the last failure (or any deterministic one, at once) is raised."""
     return AsyncRetrying(
         retry=retry_if_exception(transient),
         wait=wait_random_exponential(multiplier=0.1, max=5.0),
-        stop=stop_after_delay(budget_s) | _stop_when(stopping),
+        stop=_after_delay_with_kafka_up(budget_s) | _stop_when(stopping),
         before_sleep=_log_retry(what),
         reraise=True,
     )
@@ -84,7 +105,8 @@ async def call_retrying(
     except Exception as exc:
         if not transient(exc) or stopping():
             raise
-        log.warning(f"{what}_retry", error=repr(exc), attempt=1)
+        if not OUTAGES.explains("kafka"):
+            log.warning(f"{what}_retry", error=repr(exc), attempt=1)
 
     async def again() -> T:  # tenacity would return the awaitable of a plain callable unawaited
         return await call()

@@ -47,6 +47,15 @@ EXPECTED: Mapping[str, tuple[str, ...] | None] = {
     "mode.services:Service.wait_first": ("self", "coros", "timeout"),
     "faust.app.base:App.maybe_start_producer": None,  # fix 10: a stampede, not a function
     "aiokafka.consumer.fetcher:MemoryRecords": None,
+    # fix 13: the producer's batches (aiokafka's class: `install` replaces the name).
+    "streams.batch_lifetime:AIOKAFKA_BATCH.__init__": (
+        "self",
+        "tp",
+        "builder",
+        "ttl",
+        "linger_time",
+    ),
+    "streams.batch_lifetime:AIOKAFKA_BATCH.expired": ("self",),
     # streams/lanes.py: the stream queue Faust makes, the hooks it overrides, and what calls them.
     "faust.app.base:App.FlowControlQueue": ("self", "maxsize", "clear_on_resume"),
     "mode.utils.queues:FlowControlQueue.put_nowait_enhanced": (
@@ -94,6 +103,12 @@ SOURCE: Mapping[str, str | tuple[str, ...]] = {
     "faust.transport.consumer:Consumer._drain_messages": "if self._n_acked >= commit_every:",
     # fixes 2 and 11: a commit flushes the producer (our flush) before it commits.
     "faust.transport.consumer:Consumer._commit_offsets": "await self.app.producer.flush()",
+    # fix 13: a batch's age and lifetime, and the accumulator making batches by module name.
+    "streams.batch_lifetime:AIOKAFKA_BATCH.__init__": (
+        "self._ttl = ttl",
+        "self._ctime = time.monotonic()",
+    ),
+    "aiokafka.producer.message_accumulator:MessageAccumulator._append_batch": "MessageBatch(",
     # fix 10: every send asks for the producer first.
     "faust.topics:Topic._get_producer": "self.app.maybe_start_producer()",
 }

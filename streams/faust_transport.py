@@ -103,6 +103,13 @@ scheme `centrality-kafka://host:port` (see `install`).
    last record's offset + 1, so a partition whose log ends in a marker kept a lag of one for
    good; ours commits the fetch position there once every record before it is committed.
 
+13. Outages. In a whole-cluster Kafka outage the changelog sender's retries (fix 3) and aiokafka's
+   batch lifetime counted down as if one partition were in trouble: after `send_retry_s` a
+   record was dropped, after a quarter of it a record in flight failed and stopped the worker
+   (fix 11). Neither runs while the cluster is away (`schemas.outages`): the sender waits, and
+   aiokafka's batches do not expire (`streams.batch_lifetime`), so a worker rides the outage
+   out and sends everything once the broker is back.
+
 All Faust workarounds, these and the others, are listed in FAUST_WORKAROUNDS.md beside this
 file; the private names they rely on are checked at start-up by `streams.faust_canary`.
 """
@@ -124,7 +131,7 @@ from faust.transport.producer import ProducerBuffer
 from mode import Service
 from mode.services import WaitResults
 
-from streams import batches, clean_start, eager, faust_canary
+from streams import batch_lifetime, batches, clean_start, eager, faust_canary
 from streams.failures import call_retrying
 from streams.read_positions import Fetched, commit_past_markers
 
@@ -134,7 +141,9 @@ SCHEME = "centrality-kafka"
 FETCH_MAX_WAIT_MS = 20
 _LET_GO_TIMEOUT_S = 5.0
 STOP_FLUSH_S = 4.0
-CHANGELOG_RETRY_S = 60.0  # a broker away longer is an outage: the record is dropped, see fix 3
+# Retries of a changelog record (fix 3), as long as the app's sends (`send_retry_s`); the time the
+# whole cluster is away does not count (fix 13).
+CHANGELOG_RETRY_S = 60.0
 
 
 class _ConsumerThread(driver.AIOKafkaConsumerThread):
@@ -411,11 +420,12 @@ def consumer_of(app: faust.App) -> _Consumer:
     return consumer
 
 
-def install(fetch_max_wait_ms: int) -> str:
+def install(fetch_max_wait_ms: int, changelog_retry_s: float = CHANGELOG_RETRY_S) -> str:
     """Register the transport; returns the URL scheme to use in `broker=`."""
-    global FETCH_MAX_WAIT_MS
+    global FETCH_MAX_WAIT_MS, CHANGELOG_RETRY_S
     faust_canary.require()
-    FETCH_MAX_WAIT_MS = fetch_max_wait_ms
+    FETCH_MAX_WAIT_MS, CHANGELOG_RETRY_S = fetch_max_wait_ms, changelog_retry_s
     batches.install()
+    batch_lifetime.install()
     drivers.TRANSPORTS.aliases[SCHEME] = f"{__name__}:Transport"
     return SCHEME

@@ -2,8 +2,9 @@
 
 Ready once the group gave this worker its partitions (an empty share counts: it is in the
 group) and the tables are recovered from their changelogs; not while a rebalance or a recovery
-is under way, nor while Kafka is unreachable. Table sizes and consumer lag are sampled on the
-worker's loop every `SAMPLE_S`: a table's size is a walk over its store, too much per scrape.
+is under way, nor while Kafka is unreachable (probed, and said in few lines: `schemas.outages`).
+Table sizes and consumer lag are sampled on the worker's loop every `SAMPLE_S`: a table's size is
+a walk over its store, too much per scrape.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import asyncio
 from typing import Any
 
 from schemas.metrics.catalog import CONSUMER_LAG, TABLE_ENTRIES
-from schemas.metrics.server import READINESS, serving, tcp_reachable
+from schemas.metrics.server import READINESS, serving, watch_kafka
 
 SAMPLE_S = 15.0
 
@@ -20,7 +21,7 @@ SAMPLE_S = 15.0
 def install(app: Any, bootstrap: str, tables: dict[str, Any]) -> None:
     assigned = asyncio.Event()
     recovery = app.tables.recovery
-    READINESS.add("kafka", tcp_reachable(bootstrap))
+    watch_kafka(bootstrap)
     READINESS.add("partitions_assigned", assigned.is_set)
     READINESS.add("tables_recovered", lambda: recovery.completed.is_set() and not app.in_recovery)
 

@@ -76,11 +76,12 @@ class StreamsSettings(BaseSettings):
     send_retry_s: float = Field(
         default=60.0,
         gt=0,
-        description="How long a message's outputs are retried while Kafka fails transiently "
-        "(each send waits a quarter of it); then the message is dead-lettered (`send-failed`) "
-        "and the partitions go on. A table change the changelog has not taken within a quarter "
-        "of it stops the worker before any commit past it: restarted, it restores its tables "
-        "from the changelog and re-decides from the last commit.",
+        description="How long a message's outputs (and a table change for the changelog) are "
+        "retried while Kafka fails transiently (each send waits a quarter of it); then the "
+        "message is dead-lettered (`send-failed`) and the partitions go on. A table change the "
+        "changelog has not taken within a quarter of it stops the worker before any commit past "
+        "it: restarted, it restores its tables from the changelog and re-decides from the last "
+        "commit. Time the whole cluster is unreachable does not count: an outage is waited out.",
     )
     outputs_per_message_max: int = Field(
         default=8192,

@@ -2,6 +2,10 @@
 
 Jars come from Maven Central through `maven/pom.xml` (package data) and are cached per version;
 the broker runs detached under a pid file, so `up`, `down` and `status` work from any shell.
+
+Several such nodes form one cluster when they share a `Quorum` (the tests' three-broker cluster,
+`tests/support/kafka_cluster.py`): each is broker and controller, the controllers vote, and the
+cluster's own topics get three replicas and a minimum of two in sync, as on a real cluster.
 """
 
 from __future__ import annotations
@@ -17,7 +21,8 @@ import shutil
 import subprocess
 import time
 import uuid
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Callable, Coroutine, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -61,13 +66,47 @@ logger.raftserver.level = INFO
 """
 
 
-class LocalKafka:
-    """A single-node KRaft broker: data in `state_dir/kafka`, jars in `cache_dir`."""
+@dataclass(frozen=True)
+class Quorum:
+    """The controllers of a cluster of local nodes, and the cluster id they all share."""
 
-    def __init__(self, settings: StackSettings, *, pom: Path = DEFAULT_POM) -> None:
+    cluster_id: str
+    controllers: Mapping[int, int]
+    """Node id → controller port; every node is broker and controller."""
+
+    @classmethod
+    def of(cls, controller_ports: list[int]) -> Quorum:
+        """Nodes 1, 2, … on these controller ports, with a new cluster id."""
+        return cls(_new_cluster_id(), dict(enumerate(controller_ports, start=1)))
+
+
+class LocalKafka:
+    """A KRaft node, broker and controller: data in `state_dir/kafka`, jars in `cache_dir`.
+    Alone by default; one node of `quorum`'s cluster when given one."""
+
+    def __init__(
+        self,
+        settings: StackSettings,
+        *,
+        pom: Path = DEFAULT_POM,
+        node_id: int = _NODE_ID,
+        quorum: Quorum | None = None,
+    ) -> None:
         self.settings = settings
         self.pom = pom
+        self.node_id = node_id
+        self._quorum = quorum
+        if quorum is not None and quorum.controllers.get(node_id) != settings.kafka_controller_port:
+            raise ValueError(f"node {node_id} is not a controller of {quorum}")
         self.process = ManagedProcess("kafka", settings.state_dir / "run")
+
+    @property
+    def quorum(self) -> Quorum:
+        """The cluster's, or this node alone on its controller port (settings may change it
+        between starts)."""
+        if self._quorum is not None:
+            return self._quorum
+        return Quorum("", {self.node_id: self.settings.kafka_controller_port})
 
     # -- paths ---------------------------------------------------------------------------------
 
@@ -112,17 +151,25 @@ class LocalKafka:
 
         A no-op when the broker already runs (it is then only checked for readiness).
         """
-        if not self.running():
-            self.ensure_jars()
-            self.write_config()
-            self._format_once()
-            started = time.monotonic()
-            pid = self.process.start(self._java_argv(_MAIN, str(self.config_file)))
-            log.info(
-                "kafka.starting", pid=pid, bootstrap=self.bootstrap, log=str(self.process.log_file)
-            )
-        else:
-            started = time.monotonic()
+        started = time.monotonic()
+        self.launch()
+        self.wait_ready(started)
+
+    def launch(self) -> None:
+        """`start` without the wait: the nodes of a cluster are all launched before any of them
+        can be ready (a controller needs a majority of the quorum)."""
+        if self.running():
+            return
+        self.ensure_jars()
+        self.write_config()
+        self._format_once()
+        pid = self.process.start(self._java_argv(_MAIN, str(self.config_file)))
+        log.info(
+            "kafka.starting", pid=pid, bootstrap=self.bootstrap, log=str(self.process.log_file)
+        )
+
+    def wait_ready(self, since: float | None = None) -> None:
+        started = time.monotonic() if since is None else since
         self.process.wait_until(self._ready, self.settings.start_timeout_s)
         log.info(
             "kafka.ready", bootstrap=self.bootstrap, wait_s=round(time.monotonic() - started, 2)
@@ -191,7 +238,10 @@ class LocalKafka:
     # -- config and storage --------------------------------------------------------------------
 
     def cluster_id(self) -> str:
-        """Stable per state dir, so a re-format after a lost data dir keeps the same identity."""
+        """Stable per state dir, so a re-format after a lost data dir keeps the same identity;
+        a cluster's nodes share the quorum's."""
+        if self.quorum.cluster_id:
+            return self.quorum.cluster_id
         path = self.home / "cluster.id"
         existing = _read(path)
         if existing and not existing.startswith("-"):
@@ -208,7 +258,7 @@ class LocalKafka:
         # It may hold the keystore and SASL users' passwords: readable by its owner only.
         fd = os.open(self.config_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as out:
-            out.write(_server_properties(self.settings, self.data_dir))
+            out.write(_server_properties(self.settings, self.data_dir, self.node_id, self.quorum))
         self.log4j_file.write_text(_LOG4J2)
 
     def _format_once(self) -> None:
@@ -299,18 +349,24 @@ async def _probe(kafka: KafkaSettings, timeout_s: float) -> bool:
             await admin.close()
 
 
-def _server_properties(s: StackSettings, data_dir: Path) -> str:
+def _server_properties(s: StackSettings, data_dir: Path, node_id: int, quorum: Quorum) -> str:
     host = s.host
     clients: dict[str, int] = {"PLAINTEXT": s.kafka_port}
     clients |= {str(name): port for name, port in s.kafka_secure_listeners.items()}
     advertised = ",".join(f"{name}://{host}:{port}" for name, port in clients.items())
+    # The cluster's own topics (offsets, transactions) and topics created without a layout: as
+    # many replicas as there are nodes, up to 3, and 2 in sync once there are 3.
+    replicas = min(3, len(quorum.controllers))
+    in_sync = 2 if replicas >= 3 else 1
     props: dict[str, str | int] = {
         "process.roles": "broker,controller",
-        "node.id": _NODE_ID,
+        "node.id": node_id,
         # A static voter set, not `controller.quorum.bootstrap.servers` + `format --standalone`:
         # the dynamic quorum writes the controller's endpoint into the metadata log, which would
         # then disagree with this file when the controller port changes between starts.
-        "controller.quorum.voters": f"{_NODE_ID}@{host}:{s.kafka_controller_port}",
+        "controller.quorum.voters": ",".join(
+            f"{voter}@{host}:{port}" for voter, port in sorted(quorum.controllers.items())
+        ),
         "listeners": f"{advertised},CONTROLLER://{host}:{s.kafka_controller_port}",
         "advertised.listeners": advertised,
         "listener.security.protocol.map": ",".join(
@@ -323,16 +379,16 @@ def _server_properties(s: StackSettings, data_dir: Path) -> str:
         # topic name must fail loudly instead of silently creating a one-partition topic.
         "auto.create.topics.enable": "false",
         "num.partitions": 1,
-        "default.replication.factor": 1,
-        "min.insync.replicas": 1,
-        "offsets.topic.replication.factor": 1,
+        "default.replication.factor": replicas,
+        "min.insync.replicas": in_sync,
+        "offsets.topic.replication.factor": replicas,
         # 50 partitions (the default) cost seconds of start-up on the first consumer group.
         "offsets.topic.num.partitions": 8,
-        "transaction.state.log.replication.factor": 1,
-        "transaction.state.log.min.isr": 1,
+        "transaction.state.log.replication.factor": replicas,
+        "transaction.state.log.min.isr": in_sync,
         "transaction.state.log.num.partitions": 4,
-        "share.coordinator.state.topic.replication.factor": 1,
-        "share.coordinator.state.topic.min.isr": 1,
+        "share.coordinator.state.topic.replication.factor": replicas,
+        "share.coordinator.state.topic.min.isr": in_sync,
         "share.coordinator.state.topic.num.partitions": 4,
         # After a kill -9 the restarted broker cannot register until its previous session expires
         # (9 s by default); loopback heartbeats are cheap, so a shorter session costs nothing.

@@ -67,6 +67,26 @@ TABLE_ENTRIES = Gauge(
     "Entries of a streams table on this worker's partitions.",
     ["table"],
 )
+DEPENDENCY_UP = Gauge(
+    "centrality_dependency_up",
+    "1 while a service this process needs (kafka, clickhouse) answers its probe, else 0.",
+    ["dependency"],
+)
+DEPENDENCY_OUTAGES = Counter(
+    "centrality_dependency_outages",
+    "Outages of a service this process needs: times its probe started failing.",
+    ["dependency"],
+)
+DEPENDENCY_DOWN_SECONDS = Gauge(
+    "centrality_dependency_down_seconds",
+    "How long the current outage of a service this process needs has lasted (0: none).",
+    ["dependency"],
+)
+DEPENDENCY_LINES_HELD_BACK = Counter(
+    "centrality_dependency_log_lines_held_back",
+    "Log lines about a failure an outage explains (client retries), counted instead of logged.",
+    ["dependency"],
+)
 # The spool depth (`centrality_spool_bytes`), readiness (`centrality_ready`) and the event
 # loop's heartbeat age (`centrality_heartbeat_age_seconds`) are read when scraped: see
 # `schemas.metrics.server`.

@@ -29,6 +29,8 @@ from prometheus_client.registry import Collector
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from schemas.outages import CLICKHOUSE_LOGGERS, KAFKA_LOGGERS, OUTAGES, Dependency
+
 log = structlog.get_logger("metrics")
 
 # Loopback by default, one port per kind of process, so the local stack's workers sit side by
@@ -193,6 +195,22 @@ def http_ok(url: str, timeout_s: float = 1.0) -> Callable[[], bool]:
     return check
 
 
+def watch_kafka(bootstrap: str) -> Dependency:
+    """Kafka watched for outages (`schemas.outages`) and the `kafka` readiness check, from the
+    same probe: some bootstrap server accepts a connection."""
+    kafka = OUTAGES.watch("kafka", bootstrap, tcp_reachable(bootstrap), KAFKA_LOGGERS)
+    READINESS.add("kafka", kafka.reachable)
+    return kafka
+
+
+def watch_clickhouse(url: str) -> Dependency:
+    """ClickHouse watched alike, and the `clickhouse` check: its `/ping` answers."""
+    ping = f"{url.rstrip('/')}/ping"
+    clickhouse = OUTAGES.watch("clickhouse", url, http_ok(ping), CLICKHOUSE_LOGGERS)
+    READINESS.add("clickhouse", clickhouse.reachable)
+    return clickhouse
+
+
 class _Quiet(WSGIRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         pass
@@ -265,11 +283,13 @@ def start(worker: str, settings: MetricsSettings | None = None) -> MetricsServer
 
 @contextlib.asynccontextmanager
 async def serving(worker: str, settings: MetricsSettings | None = None) -> AsyncIterator[None]:
-    """Metrics and health served, and the loop's heartbeat beating, for the block's duration."""
+    """Metrics and health served, the loop's heartbeat beating and what the process depends on
+    probed (`schemas.outages`), for the block's duration."""
     server = start(worker, settings)
     beat = asyncio.create_task(heartbeat())
     try:
-        yield
+        async with OUTAGES.probing():
+            yield
     finally:
         beat.cancel()
         with contextlib.suppress(asyncio.CancelledError):

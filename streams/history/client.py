@@ -19,4 +19,6 @@ def connect(settings: ClickHouseSettings, *, database: str | None = None) -> Cli
         database=settings.database if database is None else database,
         verify=settings.verify,
         ca_cert=str(settings.ca_cert) if settings.ca_cert else None,
+        connect_timeout=settings.connect_timeout_s,
+        send_receive_timeout=settings.send_receive_timeout_s,
     )

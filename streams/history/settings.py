@@ -29,6 +29,14 @@ class ClickHouseSettings(BaseSettings):
         description="Check an `https` server's certificate and name. Off only for a test server.",
     )
     database: str = Field(default="centrality", description="Database holding the history.")
+    connect_timeout_s: float = Field(
+        default=10.0, gt=0, description="How long a client waits for a connection to open."
+    )
+    send_receive_timeout_s: float = Field(
+        default=300.0,
+        gt=0,
+        description="How long a client waits on an open connection (an insert, a query).",
+    )
     migrations_dir: Path = Field(default=DDL_DIR, description="Ordered DDL files to apply.")
     cluster: str | None = Field(
         default=None,

@@ -14,6 +14,9 @@ FINAL). Offsets are committed only after ClickHouse took the batch and every bat
 
 While ClickHouse is down the oldest batch is retried with backoff and fetching is paused
 (back-pressure); the lag (end offsets minus committed) keeps being logged as `sink_progress`.
+While Kafka is down the sink waits: nothing it fetched is lost and nothing uncommitted is
+committed; the lag is not asked for (it was the request that timed out and ended the sink). Both
+outages are said in a few lines, not one per retry (`schemas.outages`).
 """
 
 from __future__ import annotations
@@ -32,18 +35,25 @@ from typing import Any, TypeVar
 
 import structlog
 from aiokafka import AIOKafkaConsumer, TopicPartition
-from aiokafka.errors import KafkaError
+from aiokafka.errors import KafkaConnectionError, KafkaError, KafkaTimeoutError
 from opentelemetry.trace import Link
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
-from tenacity import AsyncRetrying, RetryCallState, RetryError, wait_random_exponential
+from tenacity import (
+    AsyncRetrying,
+    RetryCallState,
+    RetryError,
+    retry_if_exception_type,
+    wait_random_exponential,
+)
 
 from schemas import kafka_clients, tracing
 from schemas.batches import SkippedBatch, SkippingFetcher
 from schemas.deadletter import count_dead_letter
 from schemas.metrics.catalog import EVENTS_IN, PROCESSING_SECONDS, labelled
 from schemas.metrics.kafka import partition_lags, report_lag
-from schemas.metrics.server import READINESS, http_ok, tcp_reachable
+from schemas.metrics.server import READINESS, watch_clickhouse, watch_kafka
+from schemas.outages import OUTAGES
 from schemas.placement import Placement, read_by
 from schemas.settings import KafkaSettings
 from schemas.topics import CATALOG, topic_name
@@ -56,6 +66,10 @@ log = structlog.get_logger("sink")
 T = TypeVar("T")
 _INSERT_POLL_MS = 20
 _INSERT_SECONDS = PROCESSING_SECONDS.labels("sink_insert")
+# The lag is asked of the broker; a broker that does not answer must not hold the sink's loop.
+_LAG_TIMEOUT_S = 5.0
+# What starting a consumer raises while no broker answers (a refused login is not among them).
+KAFKA_AWAY = (KafkaConnectionError, KafkaTimeoutError)
 
 
 class SinkSettings(BaseSettings):
@@ -141,23 +155,15 @@ class HistorySink:
     async def run(self, stop: asyncio.Event | None = None) -> None:
         stop = stop or asyncio.Event()
         plan(self.clickhouse)  # no migrations, or none for the cluster, is no outage to wait out
-        READINESS.add("kafka", tcp_reachable(self.kafka.bootstrap))
-        READINESS.add("clickhouse", http_ok(f"{self.clickhouse.url.rstrip('/')}/ping"))
+        watch_kafka(self.kafka.bootstrap)
+        watch_clickhouse(self.clickhouse.url)
         await self._retrying("migrate", lambda: asyncio.to_thread(migrate, self.clickhouse), stop)
         if stop.is_set():
             return
         self._pool = self._start_pool()
-        consumer = kafka_clients.consumer(
-            self.kafka,
-            *self.topics(),
-            group_id=self.settings.group_id,
-            client_id=f"{self.kafka.client_id}-sink",
-            enable_auto_commit=False,
-            auto_offset_reset="earliest",
-            max_poll_records=self.settings.batch_max_rows,
-        )
         # Batches handed to the pool, oldest first; committed strictly in this order.
         inflight: deque[tuple[Future[writer.Written], Batch]] = deque()
+        consumer: AIOKafkaConsumer | None = None
         try:
             await asyncio.gather(
                 *(
@@ -165,7 +171,12 @@ class HistorySink:
                     for _ in range(self.settings.insert_processes)
                 )
             )
-            await consumer.start()
+            # Kafka away while the sink starts is an outage like any other: waited out.
+            consumer = await self._retrying(
+                "kafka_connect", self._connected, stop, dependency="kafka", on=KAFKA_AWAY
+            )
+            if consumer is None:
+                return
             READINESS.add("partitions_assigned", lambda: bool(consumer.assignment()))
             self._fetcher = SkippingFetcher(consumer)
             log.info("sink_started", topics=self.topics(), database=self.clickhouse.database)
@@ -190,7 +201,25 @@ class HistorySink:
             for write, _ in inflight:
                 write.cancel()
             _stop_pool(self._pool)
-            await consumer.stop()
+            if consumer is not None:
+                await kafka_clients.stop(consumer)
+
+    async def _connected(self) -> AIOKafkaConsumer:
+        consumer = kafka_clients.consumer(
+            self.kafka,
+            *self.topics(),
+            group_id=self.settings.group_id,
+            client_id=f"{self.kafka.client_id}-sink",
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+            max_poll_records=self.settings.batch_max_rows,
+        )
+        try:
+            await consumer.start()
+        except BaseException:
+            await kafka_clients.stop(consumer)
+            raise
+        return consumer
 
     def _start_pool(self) -> ProcessPoolExecutor:
         # spawn, not fork: this process runs an event loop and the Kafka client's threads.
@@ -351,7 +380,8 @@ class HistorySink:
         try:
             await consumer.commit(batch.offsets)
         except KafkaError as exc:  # written: read again later, the server drops it as a duplicate
-            log.warning("commit_failed", error=repr(exc))
+            if not OUTAGES.explains("kafka"):
+                log.warning("commit_failed", error=repr(exc))
 
     async def _back_off(
         self, consumer: AIOKafkaConsumer, delay_s: float, stop: asyncio.Event
@@ -367,9 +397,16 @@ class HistorySink:
                 await asyncio.wait_for(stop.wait(), min(1.0, max(0.0, until - loop.time())))
         return not stop.is_set()
 
-    async def lag(self, consumer: AIOKafkaConsumer) -> int:
-        """Messages on the assigned partitions that are not committed yet (written or not)."""
-        lags = await partition_lags(consumer)
+    async def lag(self, consumer: AIOKafkaConsumer) -> int | None:
+        """Messages on the assigned partitions that are not committed yet (written or not);
+        None while the broker does not say."""
+        kafka = OUTAGES.get("kafka")
+        if kafka is not None and kafka.down:
+            return None
+        try:
+            lags = await asyncio.wait_for(partition_lags(consumer), _LAG_TIMEOUT_S)
+        except (KafkaError, TimeoutError):
+            return None
         report_lag(self.settings.group_id, lags)
         return sum(lags.values())
 
@@ -378,7 +415,9 @@ class HistorySink:
         if now - self._lag_logged_at < self.settings.lag_log_interval_s:
             return
         self._lag_logged_at = now
-        self.lag_messages = await self.lag(consumer)
+        lag = await self.lag(consumer)
+        if lag is not None:  # else the last one known is logged again
+            self.lag_messages = lag
         log.info(
             "sink_progress",
             records_fetched=self.records_fetched,
@@ -394,12 +433,17 @@ class HistorySink:
         stop: asyncio.Event,
         *,
         sleep: Callable[[float], Awaitable[None]] | None = None,
+        dependency: str = "clickhouse",
+        on: type[BaseException] | tuple[type[BaseException], ...] = Exception,
         **context: Any,
     ) -> T | None:
-        """`attempt()` until it succeeds, with jittered backoff (any failure of the store counts
-        as transient: ClickHouse down or not up yet); None if stopped first."""
+        """`attempt()` until it succeeds, with jittered backoff, for every failure of kind `on`
+        (any failure of the store counts as transient: ClickHouse down or not up yet); None if
+        stopped first. Not logged while `dependency` is known to be away."""
 
         def log_retry(state: RetryCallState) -> None:
+            if OUTAGES.explains(dependency):
+                return
             error = state.outcome.exception() if state.outcome else None
             wait_s = state.next_action.sleep if state.next_action else 0.0
             log.warning(
@@ -411,6 +455,7 @@ class HistorySink:
                 await asyncio.wait_for(stop.wait(), delay_s)
 
         retrying = AsyncRetrying(
+            retry=retry_if_exception_type(on),
             wait=wait_random_exponential(multiplier=0.5, max=self.settings.retry_backoff_max_s),
             stop=lambda _: stop.is_set(),
             sleep=sleep or pause,

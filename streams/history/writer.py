@@ -8,6 +8,7 @@ process and only a count and the sink's own dead letters travel back: rows never
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
@@ -17,6 +18,7 @@ from typing import Any
 
 from schemas.deadletter import DeadLetter
 from schemas.logs import configure_logging
+from schemas.outages import CLICKHOUSE_LOGGERS
 from schemas.placement import Placement
 from streams.history.client import connect
 from streams.history.rows import DEAD_LETTER_COLUMNS, EVENT_COLUMNS, Record, Rows, add_record
@@ -42,6 +44,10 @@ def start(settings: ClickHouseSettings, parent_pid: int) -> None:
     global _settings
     _settings = settings
     configure_logging()  # a spawned process starts with nothing configured
+    # A failed insert goes back to the sink, which says it (or counts it while ClickHouse is
+    # away: schemas.outages); the client's own warnings would say it again at every retry.
+    for name in CLICKHOUSE_LOGGERS:
+        logging.getLogger(name).setLevel(logging.ERROR)
 
     def orphaned() -> None:
         while os.getppid() == parent_pid:

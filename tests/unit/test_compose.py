@@ -132,7 +132,7 @@ def test_grafana_provisioning_is_mounted(services: dict[str, Any]) -> None:
 
 
 def test_worker_settings_are_documented_settings(services: dict[str, Any]) -> None:
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "docs" / "settings.md").read_text()  # generated from the classes
     for name in WORKERS:
         for variable in services[name].get("environment", {}):
             assert variable.startswith("CENTRALITY_"), f"{name}: {variable}"

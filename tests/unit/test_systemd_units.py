@@ -1,6 +1,8 @@
-"""The systemd units for Slurm nodes: `systemd-analyze verify` accepts them, each runs a real
-`centrality` command as the dedicated user, restarts on failure, reads its settings from
-/etc/centrality/*.env, and sets only settings the README documents."""
+"""The systemd units: `systemd-analyze verify` accepts them, each runs a real `centrality` command
+as the dedicated user, reads its settings from /etc/centrality/*.env, and sets only settings
+docs/settings.md documents. The collectors restart on failure; the three workers whatever ended
+them, with no start limit, so no burst of failures (Kafka away while they start) leaves one
+stopped."""
 
 from __future__ import annotations
 
@@ -22,7 +24,11 @@ EXPECTED = {
     "centrality-tail.service": ("centrality-tail.service", ["tail"]),
     "centrality-checkpoints@.service": ("centrality-checkpoints@run7.service", ["checkpoints"]),
     "centrality-watch-slurm.service": ("centrality-watch-slurm.service", ["watch", "slurm"]),
+    "centrality-streams.service": ("centrality-streams.service", ["streams"]),
+    "centrality-actions.service": ("centrality-actions.service", ["actions"]),
+    "centrality-sink.service": ("centrality-sink.service", ["sink"]),
 }
+WORKERS = {"centrality-streams.service", "centrality-actions.service", "centrality-sink.service"}
 
 
 def directives(path: Path) -> dict[str, list[tuple[str, str]]]:
@@ -69,7 +75,7 @@ def verify(unit_dir: Path, instance: str, tmp_path: Path) -> subprocess.Complete
     )
 
 
-def test_the_four_units_and_their_user_are_shipped() -> None:
+def test_the_units_and_their_user_are_shipped() -> None:
     shipped = {p.name for p in UNITS.glob("*.service")}
     assert shipped == set(EXPECTED)
     sysusers = (UNITS / "centrality.sysusers.conf").read_text()
@@ -104,7 +110,6 @@ def test_the_unit_runs_a_real_command_as_the_dedicated_user(unit: str) -> None:
     parse_cli(argv)
     assert values(path, "Service", "User") == ["centrality"]
     assert values(path, "Service", "Group") == ["centrality"]
-    assert values(path, "Service", "Restart") == ["on-failure"]
     assert values(path, "Service", "NoNewPrivileges") == ["yes"]
     assert values(path, "Install", "WantedBy") == ["multi-user.target"]
 
@@ -116,13 +121,29 @@ def test_settings_come_from_etc_centrality_and_are_documented(unit: str) -> None
     assert files[0] == "/etc/centrality/centrality.env"
     for name in files:
         assert re.fullmatch(r"-?/etc/centrality/[\w%-]+\.env", name), name
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "docs" / "settings.md").read_text()  # generated from the classes
     for assignment in values(path, "Service", "Environment"):
         name, _, value = assignment.partition("=")
         assert name.startswith("CENTRALITY_"), name
-        assert f"`{name}`" in readme, f"{name} is not in the README's settings table"
+        assert f"`{name}`" in readme, f"{name} is not in docs/settings.md"
         # Every file a unit writes lies in its own state directory.
         assert value.startswith("%S/centrality/"), assignment
+    if unit == "centrality-sink.service":  # it writes nothing
+        assert values(path, "Service", "StateDirectory") == []
+        return
     [state] = values(path, "Service", "StateDirectory")
     for assignment in values(path, "Service", "Environment"):
         assert assignment.partition("=")[2].startswith(f"%S/{state}/"), assignment
+
+
+@pytest.mark.parametrize("unit", sorted(EXPECTED))
+def test_workers_restart_whatever_ended_them_and_collectors_on_failure(unit: str) -> None:
+    path = UNITS / unit
+    [restart_s] = values(path, "Service", "RestartSec")
+    assert 1 <= int(restart_s.removesuffix("s")) <= 30, restart_s
+    if unit in WORKERS:
+        assert values(path, "Service", "Restart") == ["always"]
+        # No start limit: systemd would otherwise give a worker up after a burst of restarts.
+        assert values(path, "Unit", "StartLimitIntervalSec") == ["0"]
+    else:
+        assert values(path, "Service", "Restart") == ["on-failure"]

@@ -57,6 +57,17 @@ def events_once(clickhouse: ClickHouseSettings) -> tuple[int, int]:
     return int(total), int(distinct)
 
 
+def wait_stored(
+    clickhouse: ClickHouseSettings, sent: int, procs: list[subprocess.Popen[bytes]], log: Path
+) -> None:
+    deadline = time.monotonic() + 120
+    while events_once(clickhouse)[0] < sent:
+        for p in procs:
+            assert p.poll() is None, log.read_text()[-3000:]
+        assert time.monotonic() < deadline, f"{events_once(clickhouse)} of {sent}"
+        time.sleep(0.5)
+
+
 async def emit_steadily(kafka: KafkaSettings, spool: Path, n: int, offset: int) -> None:
     """A collector sending job exits at a steady pace, spooling whenever Kafka is away."""
     options = EmitterSettings(spool_dir=spool, delivery_timeout_ms=1500)
@@ -99,6 +110,12 @@ def test_broker_stopped_and_restarted_under_load(
         asyncio.run(send(kafka, before))
         asyncio.run(emit_steadily(kafka, tmp_path / "spool-1", 200, 0))
         sent += 200
+        # Both workers running before the outage (a worker that cannot start is systemd's to
+        # restart; on a busy machine the broker went away while they still started).
+        asyncio.run(
+            wait_for(kafka, lambda s: count(s, ActionSucceeded, before) == 1, timeout_s=120)
+        )
+        wait_stored(clickhouse_settings, sent, procs, log)
 
         async def outage() -> None:
             load = asyncio.create_task(emit_steadily(kafka, tmp_path / "spool-2", 600, sent))
@@ -114,12 +131,7 @@ def test_broker_stopped_and_restarted_under_load(
         seen = asyncio.run(
             wait_for(kafka, lambda s: count(s, ActionSucceeded, after) == 1, timeout_s=120)
         )
-        deadline = time.monotonic() + 120
-        while events_once(clickhouse_settings)[0] < sent:
-            for p in procs:
-                assert p.poll() is None, log.read_text()[-3000:]
-            assert time.monotonic() < deadline, f"{events_once(clickhouse_settings)} of {sent}"
-            time.sleep(0.5)
+        wait_stored(clickhouse_settings, sent, procs, log)
     finally:
         for p in procs:
             p.send_signal(signal.SIGTERM)

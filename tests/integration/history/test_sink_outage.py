@@ -111,3 +111,20 @@ async def test_sink_waits_out_a_clickhouse_outage_and_writes_everything_once(
             assert (count, distinct) == (len(events), len(events)), final
         samples = client.query("SELECT count() FROM gpu_samples").result_rows[0][0]
     assert samples == sum(e.type == "GpuSampled" for e in events)
+
+
+async def test_sink_started_while_kafka_is_away_waits_for_it(
+    clickhouse_settings: ClickHouseSettings, unique: str
+) -> None:
+    """No broker at start is an outage like any other: waited out, not an exit."""
+    away = KafkaSettings(bootstrap=f"127.0.0.1:{free_port()}", topic_prefix=f"t{unique}.")
+    sink = HistorySink(away, clickhouse_settings, SinkSettings(group_id=f"sink-{unique}"))
+    stop = asyncio.Event()
+    task = asyncio.create_task(sink.run(stop))
+    try:
+        await asyncio.sleep(3.0)  # several tries to connect
+        assert not task.done(), task
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 20)  # and it stops cleanly meanwhile
+    assert sink.records_fetched == 0

@@ -1,4 +1,5 @@
-"""A broker outage while the Emitter sends loses nothing: the spool holds it, in order per key.
+"""A broker outage while the Emitter sends loses nothing: the spool holds it, in order per key;
+a consumer stopped meanwhile stops quietly.
 
 This test runs its own broker, since it kills it.
 """
@@ -15,14 +16,17 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from aiokafka import AIOKafkaConsumer
 
 from centrality.stack.kafka import LocalKafka
 from centrality.stack.settings import StackSettings
+from schemas import kafka_clients
 from schemas.admin import ensure_topics
 from schemas.codec import decode, encode
 from schemas.emitter import Emitter, EmitterSettings, SpoolFullError
 from schemas.events import GpuSampled
 from schemas.settings import KafkaSettings
+from schemas.topics import topic_name
 from tests.factories import envelope, exited
 from tests.kafka_helpers import read_events
 from tests.ports import free_ports
@@ -222,5 +226,31 @@ async def test_batched_events_wait_in_bounded_memory_then_are_refused(
         with contextlib.suppress(SpoolFullError):
             await emitter.stop(drain_timeout_s=0.1)
         raise
+    finally:
+        await asyncio.to_thread(own_kafka.start)
+
+
+async def test_a_consumer_stopped_while_the_broker_is_away_stops_quietly(
+    own_kafka: LocalKafka,
+) -> None:
+    """aiokafka's own stop raises the CancelledError of a fetch that was backing off (a worker
+    stopped during an outage ended with a traceback); `kafka_clients.stop` does not."""
+    settings = KafkaSettings(bootstrap=own_kafka.bootstrap, topic_prefix="stop.")
+    await ensure_topics(settings)
+
+    async def fetching() -> AIOKafkaConsumer:
+        consumer = kafka_clients.consumer(settings, topic_name("jobs", settings))
+        await consumer.start()
+        await consumer.getmany(timeout_ms=500)
+        return consumer
+
+    aiokafkas, ours = await fetching(), await fetching()
+    kill_broker(own_kafka)
+    try:
+        for consumer in (aiokafkas, ours):
+            await consumer.getmany(timeout_ms=1000)  # its fetches now back off
+        with pytest.raises(asyncio.CancelledError):
+            await aiokafkas.stop()
+        await kafka_clients.stop(ours)
     finally:
         await asyncio.to_thread(own_kafka.start)

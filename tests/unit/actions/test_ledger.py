@@ -6,7 +6,10 @@ import random
 import uuid
 from datetime import UTC, datetime, timedelta
 
-from actions.ledger import Ledger, LedgerEntry, Outcome
+import pytest
+from aiokafka.errors import KafkaTimeoutError, MessageSizeTooLargeError, NodeNotReadyError
+
+from actions.ledger import Ledger, LedgerEntry, Outcome, retrying_transient
 
 
 def entry(outcome: Outcome, cluster: str = "c", trigger_id: uuid.UUID | None = None) -> LedgerEntry:
@@ -121,3 +124,18 @@ async def test_standings_kept_as_entries_come_agree_with_folding_them_all_again(
             if latest is not None and latest.action == "quarantine_nodes":
                 expected[node] = latest.recorded_at
         assert history.drained("c") == expected
+
+
+async def test_a_request_that_timed_out_is_tried_again_one_refused_is_not() -> None:
+    """While the broker is away longer than a request's timeout, a ledger entry waits for it:
+    an action is never done without its record (nor reported as an error instead)."""
+    failures: list[Exception] = [KafkaTimeoutError(), NodeNotReadyError()]
+    async for attempt in retrying_transient("test"):
+        with attempt:
+            if failures:
+                raise failures.pop(0)
+    assert not failures
+    with pytest.raises(MessageSizeTooLargeError):
+        async for attempt in retrying_transient("test"):
+            with attempt:
+                raise MessageSizeTooLargeError()

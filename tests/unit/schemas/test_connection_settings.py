@@ -45,6 +45,14 @@ def test_plaintext_is_the_default_and_carries_no_tls_or_sasl() -> None:
     }
 
 
+async def test_a_request_timeout_set_reaches_every_client_and_a_producer_may_keep_its_own() -> None:
+    settings = KafkaSettings(request_timeout_s=2.5)
+    assert kafka_clients.connection(settings)["request_timeout_ms"] == 2500
+    assert kafka_clients.consumer(settings)._request_timeout_ms == 2500
+    emitter_like = kafka_clients.producer(settings, request_timeout_ms=700)
+    assert emitter_like._request_timeout_ms == 700
+
+
 @pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"])
 def test_sasl_ssl_gives_every_client_the_user_and_a_verifying_context(
     certs: Certificates, mechanism: str
