@@ -18,6 +18,7 @@ from centrality.pipeline import Pipeline
 from schemas.emitter import Emitter
 from schemas.envelope import Event
 from schemas.settings import KafkaSettings
+from schemas.topics import CATALOG
 from streams.history.query import wait_for_types
 from tests.factories import checkpoint, exited
 from tests.support.secured import Secured
@@ -66,7 +67,7 @@ def test_a_story_runs_secured_and_no_secret_is_ever_printed(
 
     up = centrality(env, "up", "--json")  # the user's Kafka and ClickHouse: topics, migrations
     shown += [up.stdout, up.stderr]
-    assert len(json.loads(up.stdout)["catalog"]["created"]) == 8
+    assert len(json.loads(up.stdout)["catalog"]["created"]) == len(CATALOG)
     status = centrality(env, "status", "--json")
     shown += [status.stdout, status.stderr]
     assert {s["name"]: s["running"] for s in json.loads(status.stdout)} == {
