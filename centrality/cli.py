@@ -195,6 +195,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "centrality.command_cli",
     "centrality.operator_cli",
     "centrality.silence_cli",
+    "centrality.spool_cli",
 )
 
 for _module in COMMAND_MODULES:

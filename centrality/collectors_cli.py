@@ -26,17 +26,19 @@ DRY_RUN = typer.Option(False, "--dry-run", help="Count events instead of sending
 
 
 @contextlib.asynccontextmanager
-async def open_sink(dry_run: bool) -> AsyncIterator[EventSink]:
+async def open_sink(dry_run: bool, *, one_shot: bool = False) -> AsyncIterator[EventSink]:
+    """Where a collector's events go. A long-running collector spools what Kafka does not take
+    and sends it later; a `one_shot` command fails instead (`centrality.oneshot`)."""
     if dry_run:
         yield RecordingSink(keep=False)
         return
-    from schemas.emitter import Emitter
+    from centrality.oneshot import sending
     from schemas.metrics.server import watch_kafka
     from schemas.settings import KafkaSettings
 
     kafka = KafkaSettings()
     watch_kafka(kafka.bootstrap)
-    async with Emitter(kafka) as emitter:
+    async with sending(kafka, spool=not one_shot) as emitter:
         yield emitter
 
 
@@ -186,8 +188,18 @@ def simulate(
     slow_nccl_jobs: int = typer.Option(0),
     lost_heartbeat_nodes: int = typer.Option(0),
     cluster: str = typer.Option("sim"),
+    gpu_model: Annotated[
+        list[str] | None,
+        typer.Option(help="GPU model of the nodes (repeat for a mixed fleet, given in turn)."),
+    ] = None,
     json: bool = typer.Option(False, "--json", help="Print one JSON line."),
     dry_run: bool = DRY_RUN,
+    spool: bool = typer.Option(
+        False,
+        "--spool",
+        help="Keep what Kafka does not take in the spool for later, as an agent does; "
+        "without it, anything undelivered at the end fails the command (exit 1).",
+    ),
 ) -> None:
     """Simulate a cluster (N nodes x G GPUs, M jobs, faults) through the Emitter."""
     from collectors.simulate.config import SimConfig
@@ -205,6 +217,7 @@ def simulate(
         preempt_jobs=preempt_jobs,
         slow_nccl_jobs=slow_nccl_jobs,
         lost_heartbeat_nodes=lost_heartbeat_nodes,
+        **({"gpu_models": tuple(gpu_model)} if gpu_model else {}),
     )
     configure_logging(level="WARNING")
 
@@ -213,7 +226,7 @@ def simulate(
             progress.phase(
                 f"simulating {nodes} nodes x {gpus} GPUs, seconds of cluster time", duration_s
             )
-            async with open_sink(dry_run) as sink:
+            async with open_sink(dry_run, one_shot=not spool) as sink:
                 stats = await run_sim(
                     config,
                     sink,

@@ -20,8 +20,8 @@ from rich.console import Console
 from rich.table import Table
 
 from centrality.errors import START_HINT, UserError
+from centrality.oneshot import sending
 from schemas.codec import encode
-from schemas.emitter import Emitter
 from schemas.emitter.settings import EmitterSettings
 from schemas.envelope import Event
 from schemas.events import Trigger
@@ -47,6 +47,9 @@ def emit(
     ctx: typer.Context,
     event_type: str = typer.Argument(..., metavar="TYPE", help="e.g. JobExited"),
     json: bool = typer.Option(False, "--json", help="Print the sent event as one JSON line."),
+    spool: bool = typer.Option(
+        False, "--spool", help="If Kafka does not take it, keep it in the spool for later."
+    ),
 ) -> None:
     """Send one event: `centrality emit JobExited --cluster c --subject slurm/c/7 --state FAILED
     --exit_code 1 --nodes n1 --nodes n2`. Envelope fields go to the envelope, the rest to the
@@ -75,23 +78,26 @@ def emit(
     if operator is not None:  # workers act only on what the streams app or an operator signed
         headers = operator.headers(encode(event))
     kafka = KafkaSettings()
-    spooled = asyncio.run(_send(kafka, event, headers))
+    spooled = asyncio.run(_send(kafka, event, headers, spool))  # Undelivered: one line, exit 1
     if json:
         print(event.model_dump_json())
     where = topic_name(event.topic, kafka)
-    if spooled:  # accepted all the same: the spool delivers it later (exit 0)
+    if spooled:  # asked for: the spool delivers it later
         print(
             f"warning: Kafka at {kafka.bootstrap} is unreachable; {event.type} {event.event_id} "
             f"is spooled in {EmitterSettings().spool_dir} and goes out with the next "
-            f"`centrality emit` or collector using that spool; {START_HINT}",
+            f"`centrality emit --spool` or collector using that spool; {START_HINT}",
             file=sys.stderr,
         )
     else:
         err.print(f"sent {event.type} {event.event_id} to {where} (key {event.subject})")
 
 
-async def _send(kafka: KafkaSettings, event: Event, headers: list[tuple[str, bytes]]) -> bool:
-    async with Emitter(kafka) as emitter:
+async def _send(
+    kafka: KafkaSettings, event: Event, headers: list[tuple[str, bytes]], spool: bool
+) -> bool:
+    """Whether it waits in the spool (`spool` only; else undelivered raises)."""
+    async with sending(kafka, spool=spool) as emitter:
         await emitter.emit(event, headers)
         await emitter.flush()
         return not emitter.spool.empty

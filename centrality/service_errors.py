@@ -5,6 +5,7 @@ from __future__ import annotations
 from aiokafka.errors import KafkaConnectionError, KafkaTimeoutError, NoBrokersAvailable
 
 from centrality.errors import START_HINT, UNAVAILABLE, Failure, explains
+from centrality.oneshot import Undelivered
 from centrality.stack.process import ServiceError
 
 
@@ -24,7 +25,36 @@ def _kafka_down(exc: BaseException) -> Failure:
 
 explains(KafkaConnectionError)(_kafka_down)
 explains(NoBrokersAvailable)(_kafka_down)
-explains(KafkaTimeoutError)(_kafka_down)
+
+
+@explains(KafkaTimeoutError)
+def _kafka_timeout(exc: KafkaTimeoutError) -> Failure:
+    """A request that timed out: the broker away, or a broker that answers and lacks the topic
+    (a producer waits for its metadata until it gives up)."""
+    from schemas.metrics.server import tcp_reachable
+
+    if not tcp_reachable(_kafka_address())():
+        return _kafka_down(exc)
+    return Failure(
+        UNAVAILABLE,
+        f"Kafka at {_kafka_address()} answers, but the request timed out: a topic missing?",
+        "create the catalog's topics with `centrality up` (CENTRALITY_KAFKA_TOPIC_PREFIX "
+        "names them), or see `centrality doctor`",
+    )
+
+
+@explains(Undelivered)
+def _undelivered(exc: Undelivered) -> Failure:
+    from schemas.metrics.server import tcp_reachable
+
+    if tcp_reachable(_kafka_address())():  # it answers, and did not take them: not "down"
+        return Failure(
+            UNAVAILABLE,
+            f"{exc}; Kafka answers, so a topic is probably missing",
+            "create the catalog's topics with `centrality up` (CENTRALITY_KAFKA_TOPIC_PREFIX "
+            "names them), or see `centrality doctor`",
+        )
+    return Failure(UNAVAILABLE, str(exc), START_HINT)
 
 
 @explains(ServiceError)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Self, get_args
 
-from pydantic import Field, SecretStr, model_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 SecurityProtocol = Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"]
@@ -63,6 +63,16 @@ class KafkaSettings(BaseSettings):
     ssl_key_password: SecretStr | None = Field(
         default=None, description="Password of `ssl_keyfile`, if it is encrypted."
     )
+
+    @field_validator("bootstrap")
+    @classmethod
+    def _addresses(cls, value: str) -> str:
+        """`host:port[,host:port…]`, each port a number: said here, not as a crash later."""
+        for address in value.split(","):
+            host, _, port = address.strip().rpartition(":")
+            if not host or not port.isdigit() or not 0 < int(port) < 65536:
+                raise ValueError(f"{address.strip()!r} is not host:port with a port number")
+        return value
 
     @model_validator(mode="after")
     def _complete(self) -> Self:

@@ -98,6 +98,23 @@ class Spool:
         # lock makes this process the directory's only writer, so only append and ack change it.
         self._empty: bool | None = None
 
+    @classmethod
+    def unused(cls, directory: Path) -> Spool | None:
+        """The spool in `directory` if no process writes to it now (its lock is free); None
+        when one does. For people: listing and dropping what waits there."""
+        lock = _try_lock(directory) if directory.is_dir() else None
+        return None if lock is None else cls(directory, 2**63, lock=lock)
+
+    def drop(self) -> int:
+        """Forget every record not delivered yet; how many there were."""
+        last = None
+        count = 0
+        for position, _ in self.pending():
+            last, count = position, count + 1
+        if last is not None:
+            self.ack(last)
+        return count
+
     def orphans(self) -> list[Spool]:
         """Private spools of writers that are gone (their lock is free), now owned by us."""
         found: list[Spool] = []
@@ -230,3 +247,10 @@ def _try_lock(directory: Path) -> int | None:
         os.close(fd)
         return None
     return fd
+
+
+def spool_dirs(directory: Path) -> list[Path]:
+    """The spool directory and the private ones of writers that found it taken."""
+    if not directory.is_dir():
+        return []
+    return [directory, *sorted(p for p in (directory / "instances").glob("*") if p.is_dir())]

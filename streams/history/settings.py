@@ -3,7 +3,7 @@
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 # Package data, so a wheel carries them as the source tree does.
@@ -48,6 +48,19 @@ class ClickHouseSettings(BaseSettings):
     ttl_days: int = Field(
         default=90, ge=1, description="Days history is kept (events, triggers, actions, nodes)."
     )
+
+    @field_validator("url")
+    @classmethod
+    def _an_http_url(cls, value: str) -> str:
+        """Said here, in one line, not as a crash of the first query."""
+        parts = urlsplit(value)
+        try:
+            port = parts.port
+        except ValueError:
+            raise ValueError(f"{value!r} has a port that is not a number") from None
+        if parts.scheme not in ("http", "https") or not parts.hostname or port == 0:
+            raise ValueError(f"{value!r} is not an http(s)://host:port URL")
+        return value
     samples_ttl_days: int = Field(
         default=14, ge=1, description="Days high-volume rows are kept (GPU samples, log lines)."
     )
