@@ -117,7 +117,7 @@ def test_workers_ride_out_kafka_and_clickhouse_outages(own_stack: Stack, tmp_pat
         wait_until("ready workers", lambda: all(map(ready, WORKERS)), 120, pipeline.check)
         fleet = subprocess.Popen(
             [
-                CLI, "simulate", *FLEET, "--speed", str(SPEED),
+                CLI, "simulate", *FLEET, "--speed", str(SPEED), "--spool",  # as agents do
                 "--duration-s", str(simulated * SPEED), "--json",
             ],
             env={**os.environ, **env, "CENTRALITY_EMITTER_SPOOL_DIR": str(tmp_path / "spool")},

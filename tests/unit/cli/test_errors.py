@@ -109,10 +109,12 @@ def test_debug_shows_the_traceback(tmp_path: Path) -> None:
     assert any(line.startswith("error: Kafka at ") for line in result.stderr.splitlines())
 
 
-def test_emit_without_kafka_spools_the_event_and_says_so_in_one_line(tmp_path: Path) -> None:
+def test_emit_spool_without_kafka_spools_the_event_and_says_so_in_one_line(
+    tmp_path: Path,
+) -> None:
     args = ["emit", "JobExited", "--cluster", "c", "--subject", "slurm/c/1", "--state", "FAILED"]
-    result = run(args, tmp_path)
-    assert result.returncode == 0  # accepted: the spool delivers it when Kafka is back
+    result = run([*args, "--spool"], tmp_path)
+    assert result.returncode == 0  # asked for: the spool delivers it when Kafka is back
     [line] = [x for x in result.stderr.splitlines() if not x.startswith("{")]  # logs are JSON
     assert line.startswith(f"warning: Kafka at 127.0.0.1:{CLOSED} is unreachable; JobExited ")
     assert f"is spooled in {tmp_path / 'spool'}" in line and "make up" in line
