@@ -1,6 +1,11 @@
 """One trigger's way through the worker: ledger → authority → allowlist → silences → breaker →
 handler (or its plan).
 
+A decision of a rule in shadow mode (`payload.shadow`) is only ever planned, as in dry-run mode
+whatever this worker's own mode: its results say `shadow` (and `dry_run`, which every consumer
+already takes as nothing done), the plan shows the calls it would have made, and a silence or a
+breaker that would have stopped it says so. Nothing is called, nobody is told.
+
 An operator's command (`payload.operator`) is never held by a silence, and `force` passes the
 breaker (recorded in the result as forced, with what the breaker said). Whatever is refused or
 held is told to people with the reason, whichever the action.
@@ -163,7 +168,7 @@ class Dispatcher:
 
     def _context(self, trigger: Trigger) -> ActionContext:
         incident = incident_of(trigger)
-        if not self.settings.dry_run:
+        if not (self.settings.dry_run or trigger.payload.shadow):
             adapter = tracing.traced(self.adapter, f"adapter {self.adapter.name}")
             return ActionContext(adapter, self.notifier, self.settings, incident)
         plan = Plan()
@@ -240,7 +245,8 @@ class Dispatcher:
         tracing.annotate({"centrality.action": spec.name, "centrality.outcome": "succeeded"})
         await self.emit(self._result(ActionSucceeded, spec, trigger, ctx, attempt, detail=detail))
         await self._record(spec, trigger, ctx, "succeeded", attempt, detail=detail)
-        ACTIONS.labels(spec.name, "planned" if ctx.dry_run else "succeeded").inc()
+        planned = "shadow" if trigger.payload.shadow else "planned"
+        ACTIONS.labels(spec.name, planned if ctx.dry_run else "succeeded").inc()
 
     async def _failed(
         self,
@@ -374,6 +380,7 @@ class Dispatcher:
                     "action": spec.name,
                     "attempt": attempt,
                     "dry_run": ctx.dry_run,
+                    "shadow": trigger.payload.shadow,
                     "nodes": tuple(getattr(trigger.payload, "nodes", ())),
                     "operator": trigger.payload.operator,
                     "reason": bounded_text(trigger.payload.reason),

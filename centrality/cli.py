@@ -138,10 +138,14 @@ def streams() -> None:
     from centrality.supervise import run_with_stop_deadline
     from schemas.settings import KafkaSettings
     from schemas.signing import SigningSettings
+    from streams.rules.registry import RuleEngine
     from streams.settings import StreamsSettings
     from streams.topics import NotCopartitionedError, check_copartitioned, ensure_internal_topics
 
     SigningSettings().require("the streams worker")
+    settings = StreamsSettings()
+    # The worker would refuse the same rules with a traceback in its log: one line here instead.
+    RuleEngine.load(settings.rule_modules, settings.rule_config)
     asyncio.run(ensure_internal_topics(KafkaSettings(), StreamsSettings()))
     try:
         asyncio.run(check_copartitioned(KafkaSettings(), StreamsSettings()))
@@ -196,6 +200,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "centrality.operator_cli",
     "centrality.silence_cli",
     "centrality.spool_cli",
+    "centrality.rules_cli",
+    "centrality.shadow_cli",
 )
 
 for _module in COMMAND_MODULES:

@@ -56,8 +56,9 @@ def explains(kind: type[E]) -> Callable[[Explainer[E]], Explainer[E]]:
 
 
 # Explainers whose libraries cost start-up time: imported when an error is first explained (a
-# base install has no ClickHouse client, and then nothing of it can have been raised either).
-_LATE = ("centrality.clickhouse_errors",)
+# base install has no ClickHouse client, and then nothing of it can have been raised either; the
+# rule registry brings the whole contract).
+_LATE = ("centrality.clickhouse_errors", "centrality.rule_errors")
 
 
 def explain(exc: BaseException) -> Failure | None:

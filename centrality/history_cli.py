@@ -63,7 +63,8 @@ JSON = typer.Option(False, "--json", help="Print JSON instead of a table.")
 def summary(event: Event, width: int = 100) -> str:
     """One line a person can read: a trigger's reason, otherwise the payload's set fields."""
     if isinstance(event, Trigger):
-        return f"{event.payload.rule}: {event.payload.reason}"
+        shadow = " (shadow: not carried out)" if event.payload.shadow else ""
+        return f"{event.payload.rule}{shadow}: {event.payload.reason}"
     if isinstance(event.payload, ActionPayload):
         p = event.payload
         outcome = getattr(p, "error", None) or orjson.dumps(getattr(p, "detail", {})).decode()

@@ -16,7 +16,7 @@ from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 from pydantic_settings import BaseSettings
 
-from centrality.settings_report import ROOT, _shown, settings_classes
+from centrality.settings_report import ROOT, _shown, settings_classes, variables
 
 HEADER = """# Settings
 
@@ -49,9 +49,10 @@ def _section(cls: type[BaseSettings]) -> str:
         lines += [" ".join(doc.split()), ""]
     lines += ["| variable | default | meaning |", "|---|---|---|"]
     for name, field in cls.model_fields.items():
-        alias = field.validation_alias if isinstance(field.validation_alias, str) else None
-        variable = (alias or f"{prefix}{name}").upper()
+        variable, *also = (v.upper() for v in variables(cls, name, field))
         meaning = " ".join((field.description or "").split()).replace("|", "\\|")
+        if also:
+            meaning += f" (Also read as {', '.join(f'`{v}`' for v in also)}.)"
         lines.append(f"| `{variable}` | {_default(field)} | {meaning} |")
     return "\n".join(lines) + "\n"
 

@@ -17,7 +17,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import orjson
-from pydantic import SecretBytes, SecretStr
+from pydantic import AliasChoices, SecretBytes, SecretStr
+from pydantic.fields import FieldInfo
 from pydantic_settings import (
     BaseSettings,
     DotEnvSettingsSource,
@@ -78,21 +79,40 @@ def report() -> list[Setting]:
 
 def rows_of(cls: type[BaseSettings]) -> Iterator[Setting]:
     effective = cls()
-    sources = [(_source_name(s), s()) for s in _sources(cls)]
-    prefix = str(cls.model_config.get("env_prefix", ""))
+    sources = [(_source_name(s), s, s()) for s in _sources(cls)]
     for name, field in cls.model_fields.items():
-        alias = field.validation_alias if isinstance(field.validation_alias, str) else None
-        key = alias or field.alias or name
-        origin = next((label for label, values in sources if key in values), "default")
+        names = variables(cls, name, field)
+        # A source gives a value under the field's name, or under its (first) alias.
+        key = names[0] if field.validation_alias is not None else field.alias or name
+        found = next(((label, src) for label, src, values in sources if key in values), None)
         value = getattr(effective, name)
         secret = isinstance(value, SecretStr | SecretBytes)
         yield Setting(
             group=cls.__name__,
-            variable=(alias or f"{prefix}{name}").upper(),
+            variable=_read_as(names, found[1] if found else None).upper(),
             value=MASK if secret else _shown(value),
-            source=origin,
+            source=found[0] if found else "default",
             secret=secret,
         )
+
+
+def variables(cls: type[BaseSettings], name: str, field: FieldInfo) -> list[str]:
+    """The names a setting is read under, its documented one first: its alias (any of several
+    choices), or the class's prefix and the field's name."""
+    alias = field.validation_alias
+    if isinstance(alias, str):
+        return [alias]
+    if isinstance(alias, AliasChoices):
+        return [c for c in alias.choices if isinstance(c, str)]
+    return [field.alias or f"{cls.model_config.get('env_prefix', '')}{name}"]
+
+
+def _read_as(names: list[str], source: PydanticBaseSettingsSource | None) -> str:
+    """Which of a setting's names its source holds (an environment's variables are looked up
+    as it looks them up); the documented one otherwise."""
+    held = getattr(source, "env_vars", {})
+    folded = not getattr(source, "case_sensitive", False)
+    return next((n for n in names if (n.lower() if folded else n) in held), names[0])
 
 
 def _sources(cls: type[BaseSettings]) -> tuple[PydanticBaseSettingsSource, ...]:

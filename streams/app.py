@@ -481,8 +481,15 @@ async def _fold(kind: Kind, key: str, events: Sequence[Event]) -> bool:
     for e, _ in statuses:
         labelled(EVENTS_OUT, STATUS, e.type).inc()
     for trigger in result.triggers:
-        log.info("trigger", type=trigger.type, id=str(trigger.event_id), subject=trigger.subject)
-        labelled(DECISIONS, trigger.payload.rule, trigger.type).inc()
+        log.info(
+            "trigger",
+            type=trigger.type,
+            id=str(trigger.event_id),
+            subject=trigger.subject,
+            shadow=trigger.payload.shadow,
+        )
+        mode = "shadow" if trigger.payload.shadow else "live"
+        labelled(DECISIONS, trigger.payload.rule, trigger.type, mode).inc()
         labelled(EVENTS_OUT, TRIGGERS, trigger.type).inc()
     if result.changed:  # most GPU samples change nothing: no table write, no changelog record
         tables[kind.table][key.encode()] = value

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
@@ -33,7 +33,6 @@ from schemas.events import (
 )
 from streams.dispatch import by_type
 from streams.forwards import forwards
-from streams.rules.registry import RuleEngine
 from streams.state import node, node_set, training_job
 from streams.state.internal import (
     JobActionReported,
@@ -44,6 +43,9 @@ from streams.state.internal import (
     NodeSetFailed,
     NodeTick,
 )
+
+if TYPE_CHECKING:  # the registry checks rules against these kinds: it imports this module
+    from streams.rules.registry import RuleEngine
 
 
 @dataclass(frozen=True)
@@ -125,7 +127,9 @@ def step(kind: Kind, state: Any, events: Sequence[Event], engine: RuleEngine) ->
     """Fold `events` (all of one key and kind) and decide; pure.
 
     Derived events addressed to this very entity are handled inline (so a node sees its own
-    quarantine before its next event); the rest are returned in `forwards`.
+    quarantine before its next event); the rest are returned in `forwards`. A decision in
+    shadow (`payload.shadow`) is returned with the others and goes no further: it is neither
+    folded back nor forwarded, so no state takes it as made.
     """
     out = Step(state)
     queue = deque(events)
@@ -135,9 +139,10 @@ def step(kind: Kind, state: Any, events: Sequence[Event], engine: RuleEngine) ->
         decided, memo = engine.run(out.state, event, out.state.rule_memo)
         if memo is not out.state.rule_memo:
             out.state = out.state.model_copy(update={"rule_memo": memo})
+        out.triggers.extend(decided)
+        decided = [t for t in decided if not t.payload.shadow]
         for trigger in decided:
             out.state = kind.apply(out.state, trigger)  # feedback: a decision is state too
-        out.triggers.extend(decided)
         for derived in _derived(event, decided):
             mine = derived.subject == _key(out.state) and kind_of(derived) is kind
             (queue if mine else out.forwards).append(derived)

@@ -9,7 +9,8 @@ something is due for (`streams.timers`), as the live worker does.
 
 from __future__ import annotations
 
-from datetime import datetime
+from collections.abc import Iterator
+from datetime import UTC, datetime
 from typing import Any
 
 from schemas.envelope import Event
@@ -81,3 +82,23 @@ class Brain:
         for derived in result.forwards:
             triggers.extend(self.handle(derived))
         return triggers
+
+
+class Clock:
+    """A brain's clock in event time, as the live worker's timer would have ticked: at every
+    multiple of `interval_s` since the epoch, from the first event on, never past the event at
+    hand (past the last one, silence would only mean that the events ended)."""
+
+    def __init__(self, brain: Brain, interval_s: float) -> None:
+        self.brain = brain
+        self.interval_s = interval_s
+        self.next_s: float | None = None
+
+    def until(self, at_s: float) -> Iterator[tuple[float, list[Trigger]]]:
+        """Tick up to `at_s` (epoch seconds, included): each tick's time and its triggers."""
+        if self.next_s is None:
+            self.next_s = (at_s // self.interval_s + 1) * self.interval_s
+        while self.next_s <= at_s:
+            now = self.next_s
+            self.next_s += self.interval_s
+            yield now, self.brain.tick(datetime.fromtimestamp(now, UTC))

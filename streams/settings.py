@@ -1,6 +1,12 @@
-"""Settings of the streams worker (`CENTRALITY_STREAMS_*`, plus `CENTRALITY_RULES`)."""
+"""Settings of the streams worker (`CENTRALITY_STREAMS_*`, plus `CENTRALITY_RULES`).
+
+The built-in rules are always loaded; `CENTRALITY_RULES` adds modules of one's own beside them,
+and `CENTRALITY_STREAMS_RULE_CONFIG` configures any rule by name: `{"fatal_xid": {"enabled":
+false}}` switches one off, `{"my_rule": {"mode": "shadow"}}` lets one decide without acting.
+"""
 
 import pkgutil
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -8,15 +14,20 @@ from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
-def _builtin_rules() -> str:
+def _builtin_rules() -> tuple[str, ...]:
     """Every module of `streams.rules.builtin`: a new built-in rule is a new module, no list."""
     import streams.rules.builtin as builtin
 
     names = sorted(m.name for m in pkgutil.iter_modules(builtin.__path__))
-    return ",".join(f"{builtin.__name__}.{name}" for name in names if not name.startswith("_"))
+    return tuple(f"{builtin.__name__}.{name}" for name in names if not name.startswith("_"))
 
 
 BUILTIN_RULES = _builtin_rules()
+
+
+def rule_modules(extra: Iterable[str]) -> list[str]:
+    """The modules a worker loads: the built-in rules', then `extra` (each once)."""
+    return list(dict.fromkeys([*BUILTIN_RULES, *extra]))
 
 
 class StreamsSettings(BaseSettings):
@@ -38,13 +49,18 @@ class StreamsSettings(BaseSettings):
         "need not restore the shard from its changelog first.",
     )
     rules: str = Field(
-        default=BUILTIN_RULES,
+        default="",
         validation_alias=AliasChoices("CENTRALITY_RULES", "CENTRALITY_STREAMS_RULES"),
-        description="Comma-separated rule modules to load (`CENTRALITY_RULES`).",
+        description="Comma-separated rule modules of your own, loaded beside the built-in rules "
+        "(which are always loaded: switch one off by name in CENTRALITY_STREAMS_RULE_CONFIG). "
+        "Each must be importable where the worker runs.",
     )
     rule_config: dict[str, dict[str, Any]] = Field(
         default_factory=dict,
-        description='JSON: per-rule config, e.g. {"restart_incomplete_exit": {"max_restarts": 5}}.',
+        description='JSON: config per rule name, e.g. {"restart_incomplete_exit": '
+        '{"max_restarts": 5}, "fatal_xid": {"enabled": false}, "my_rule": {"mode": "shadow"}}. '
+        "Every rule takes enabled, mode (live or shadow), severity, for_s and cooldown_s; "
+        "`centrality rules` shows each rule's.",
     )
     session_timeout_s: float = Field(default=10.0, description="Consumer group session timeout.")
     heartbeat_interval_s: float = Field(default=1.0, description="Consumer group heartbeat.")
@@ -99,4 +115,4 @@ class StreamsSettings(BaseSettings):
 
     @property
     def rule_modules(self) -> list[str]:
-        return [m.strip() for m in self.rules.split(",") if m.strip()]
+        return rule_modules(m.strip() for m in self.rules.split(",") if m.strip())

@@ -21,7 +21,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from streams.entities import Kind
-from streams.rules.registry import RuleEngine
+from streams.rules.registry import RuleEngine, memo_key
 
 ALWAYS = datetime.min.replace(tzinfo=UTC)
 STALE_SLACK = 1024  # heap entries beyond twice the scheduled ones before they are dropped
@@ -34,16 +34,17 @@ def due_instants(engine: RuleEngine, kind: Kind, state: Any) -> list[datetime] |
     memo = getattr(state, "rule_memo", None)
     instants: list[datetime] = []
     for bound in engine.on(kind.tick):
-        spec, config = bound.spec, bound.config
+        spec, config = bound.spec, bound.config_for(state)
         if spec.due is None:
             return None
         instants.extend(spec.due(state, config))
         if memo is None:
             continue
-        since = memo.pending_since.get(spec.name)
+        key = memo_key(spec.name, config)
+        since = memo.pending_since.get(key)
         if since is not None and config.for_s > 0:
             instants.append(since + timedelta(seconds=config.for_s))
-        fired = memo.fired.get(spec.name)
+        fired = memo.fired.get(key)
         if fired is not None and config.cooldown_s > 0:
             instants.append(fired.at + timedelta(seconds=config.cooldown_s))
     return instants

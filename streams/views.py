@@ -93,9 +93,10 @@ def node_status(node: Node) -> NodeStatusPayload:
 
 
 def restart_budget(engine: RuleEngine) -> int | None:
-    """How many restarts the restart rule allows a job; None when it is not loaded."""
+    """How many restarts the restart rule allows a job; None when it is not loaded, or only
+    in shadow (then it restarts nothing)."""
     for bound in engine.rules:
-        if bound.spec.name == RESTART_RULE:
+        if bound.spec.name == RESTART_RULE and bound.config.mode == "live":
             return int(getattr(bound.config, "max_restarts", 0))
     return None
 

@@ -1,42 +1,9 @@
-"""Small builders of contract events for tests."""
+"""Builders of contract events for tests beyond what `streams.testing` ships to rule authors."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
-from typing import Any
-
-from schemas.events import (
-    ActionSucceeded,
-    CheckpointSaved,
-    JobExited,
-    LogSignalDetected,
-    RestartJob,
-)
-
-T0 = datetime(2026, 1, 1, tzinfo=UTC)
-JOB = "slurm/test/42"
-
-
-def envelope(subject: str = JOB, at_s: float = 0.0) -> dict[str, Any]:
-    return {
-        "source": "test",
-        "cluster": "test",
-        "subject": subject,
-        "occurred_at": T0 + timedelta(seconds=at_s),
-    }
-
-
-def checkpoint(step: int, subject: str = JOB, at_s: float = 0.0) -> CheckpointSaved:
-    return CheckpointSaved(
-        **envelope(subject, at_s), payload={"step": step, "uri": f"s3://ckpt/step-{step}"}
-    )
-
-
-def completed(subject: str = JOB, at_s: float = 0.0) -> LogSignalDetected:
-    return LogSignalDetected(
-        **envelope(subject, at_s),
-        payload={"signal": "TRAINING_COMPLETE", "line": "Training Complete"},
-    )
+from schemas.events import ActionSucceeded, JobExited, RestartJob
+from streams.testing import JOB, ended
 
 
 def exited(
@@ -47,11 +14,8 @@ def exited(
     exit_code: int | None = 1,
     nodes: tuple[str, ...] = ("n1", "n2"),
 ) -> JobExited:
-    """The one factory of `JobExited` (`tests.unit.streams.builders.ended` puts the job first)."""
-    return JobExited(
-        **envelope(subject, at_s),
-        payload={"state": state, "exit_code": exit_code, "attempt": attempt, "nodes": nodes},
-    )
+    """`streams.testing.ended`, with the state first: most tests are about how a job ended."""
+    return ended(subject, state, attempt, at_s, nodes, exit_code)
 
 
 def restarted(trigger: RestartJob) -> ActionSucceeded:

@@ -93,9 +93,12 @@ def wrong_type(storm: Storm, topic: str) -> Hostile:
 
 
 def _long(field: Field, step: int) -> int:
+    """Always past the field's stated limit (a rung may equal one, e.g. a log line's 16,384)."""
     limit = field.schema.get("maxLength")
     wanted = LONG_LADDER[step % len(LONG_LADDER)]
-    return wanted if wanted is not None else (limit + 1 if limit else 100_000)
+    if limit:
+        return max(wanted or 0, int(limit) + 1)
+    return wanted if wanted is not None else 100_000
 
 
 @kind("too-long-string", 20)

@@ -29,6 +29,7 @@ CHECK_MODULES: tuple[str, ...] = (
     "centrality.doctor.kafka",
     "centrality.doctor.clickhouse",
     "centrality.doctor.local",
+    "centrality.doctor.rules",
 )
 
 

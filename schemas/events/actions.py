@@ -40,6 +40,11 @@ class ActionPayload(Payload):
     )
     reason: str | None = Field(default=None, max_length=TEXT, description="The trigger's reason.")
     forced: bool = Field(default=False, description="Commanded past the circuit breakers.")
+    shadow: bool = Field(
+        default=False,
+        description="The trigger came from a rule in shadow mode: only planned (`dry_run` too), "
+        "never carried out.",
+    )
 
 
 class ActionStartedPayload(ActionPayload):

@@ -42,6 +42,11 @@ class TriggerPayload(Payload):
     force: bool = Field(
         default=False, description="An operator's command that passes the circuit breakers."
     )
+    shadow: bool = Field(
+        default=False,
+        description="Decided by a rule in shadow mode: recorded, never carried out (action "
+        "workers only plan it) and never taken by the streams app as having happened.",
+    )
 
 
 class Trigger(Event):
@@ -70,6 +75,16 @@ class Trigger(Event):
                 "subject": subject,
                 "occurred_at": cause.occurred_at,
                 "payload": body,
+            }
+        )
+
+    def as_shadow(self) -> Self:
+        """This decision as a rule in shadow mode records it: marked, and with an id of its own
+        (still deterministic), so it is never taken for the live decision nor blocks one."""
+        return self.model_copy(
+            update={
+                "event_id": uuid.uuid5(_TRIGGER_NAMESPACE, f"shadow\x1f{self.event_id}"),
+                "payload": self.payload.model_copy(update={"shadow": True}),
             }
         )
 

@@ -42,12 +42,14 @@ DEAD_LETTERS = Counter(
 )
 DECISIONS = Counter(
     "centrality_decisions",
-    "Triggers decided (and acknowledged by Kafka), by rule and trigger type.",
-    ["rule", "type"],
+    "Triggers decided (and acknowledged by Kafka), by rule, trigger type and the rule's mode "
+    "(live, or shadow: recorded, never carried out).",
+    ["rule", "type", "mode"],
 )
 ACTIONS = Counter(
     "centrality_actions",
-    "Triggers handled, by action and outcome: succeeded, planned (dry run), failed, refused "
+    "Triggers handled, by action and outcome: succeeded, planned (dry run), shadow (a rule in "
+    "shadow mode: planned), failed, refused "
     "(allowlist, breaker, an operator without authority), held (a silence), in_doubt, "
     "duplicate.",
     ["action", "outcome"],

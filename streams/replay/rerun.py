@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Literal
 
 from pydantic import BaseModel
@@ -12,7 +12,7 @@ from pydantic import BaseModel
 from schemas.envelope import Event
 from schemas.events import Trigger
 from streams.history.query import event_time_key
-from streams.process import Brain
+from streams.process import Brain, Clock
 from streams.rules.registry import RuleEngine
 from streams.settings import StreamsSettings
 
@@ -88,7 +88,7 @@ def rerun_stream(
     error (`ValueError`): the stream is read once, so it cannot be sorted here.
     """
     triggers: list[Trigger] = []
-    next_tick: float | None = None
+    clock = Clock(brain, tick_interval_s)
     last = float("-inf")
     begin = start.timestamp() if start is not None else float("-inf")
     for done, event in enumerate(events):
@@ -98,13 +98,10 @@ def rerun_stream(
         if at < last:
             raise ValueError(f"event {event.event_id} at {event.occurred_at} is out of order")
         last = at
-        if next_tick is None:
-            next_tick = (at // tick_interval_s + 1) * tick_interval_s
-        while next_tick <= at:
-            ticked = brain.tick(datetime.fromtimestamp(next_tick, UTC))
-            if next_tick >= begin:
-                triggers.extend(ticked)
-            next_tick += tick_interval_s
+        if clock.next_s is None or clock.next_s <= at:  # most events: no tick due, no call
+            for ticked_at, ticked in clock.until(at):
+                if ticked_at >= begin:
+                    triggers.extend(ticked)
         decided = brain.handle(event)
         if at >= begin:
             triggers.extend(decided)

@@ -1,13 +1,20 @@
-"""The rule registry: `@rule` declares one; `RuleEngine` loads modules and validates config."""
+"""The rule registry: `@rule` declares one; `RuleEngine` loads modules and validates config.
+
+Loading is where a rule set that cannot work is refused, with one line naming what to fix: a
+module that does not import, configuration for a rule nobody registered (with the nearest
+names), a config value a rule does not take, a rule on events no table routes (it would load
+and never run).
+"""
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -15,11 +22,14 @@ from schemas import tracing
 from schemas.envelope import Event
 from schemas.events import Trigger
 from schemas.events.triggers import Severity as Severity  # rules import it from here
-from streams.state.memo import FIRED_IDS_KEPT, Fired, RuleMemo
+from streams.entities import KINDS, kind_of_type
+from streams.rules.signals import KEEP_SIGNALS_MAX, Signals
+from streams.state.memo import FIRED_IDS_KEPT, Fired, RuleMemo, Signal
 
 S = TypeVar("S")
 F = TypeVar("F", bound=Callable[..., Iterable[Trigger]])
 Due = Callable[[Any, Any], Iterable[datetime]]
+Mode = Literal["live", "shadow"]
 
 
 class RuleConfig(BaseModel):
@@ -27,7 +37,15 @@ class RuleConfig(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    enabled: bool = True
+    enabled: bool = Field(
+        default=True, description="False switches the rule off, a built-in one included."
+    )
+    mode: Mode = Field(
+        default="live",
+        description="live: its decisions are carried out. shadow: it decides as usual, and its "
+        "triggers are recorded (marked `shadow`) but never carried out nor taken as having "
+        "happened; `centrality shadow report` sets them beside what was done.",
+    )
     severity: Severity = "warning"
     for_s: float = Field(
         default=0.0,
@@ -56,6 +74,11 @@ class RuleSpec:
     fn: Callable[..., Iterable[Trigger]]
     config_model: type[RuleConfig]
     due: Due | None = None
+    keep_signals: int = 0
+
+    @property
+    def module(self) -> str:
+        return self.fn.__module__
 
 
 _RULES: dict[str, RuleSpec] = {}
@@ -67,8 +90,12 @@ def rule(
     on: tuple[type[Event], ...],
     config: type[RuleConfig] = RuleConfig,
     due: Due | None = None,
+    keep_signals: int = 0,
 ) -> Callable[[F], F]:
     """Register `fn(state, event, config) -> triggers` for the event types in `on`.
+
+    With `keep_signals=N` the rule is `fn(state, event, config, signals)`: `signals` is what it
+    remembers of the subject (`streams.rules.signals.Signals`), up to N signals.
 
     A rule on clock ticks may say when it can next decide: `due(state, config)` gives the
     instants from which its condition may hold (a silence limit reached, a stall begun). It is a
@@ -79,10 +106,13 @@ def rule(
     The function is returned unchanged, so it stays directly callable in tests.
     """
 
+    if not 0 <= keep_signals <= KEEP_SIGNALS_MAX:
+        raise ValueError(f"rule {name!r}: keep_signals must be within 0..{KEEP_SIGNALS_MAX}")
+
     def register(fn: F) -> F:
         if name in _RULES and _RULES[name].fn is not fn:
             raise ValueError(f"rule {name!r} is registered twice")
-        _RULES[name] = RuleSpec(name=name, on=on, fn=fn, config_model=config, due=due)
+        _RULES[name] = RuleSpec(name, on, fn, config, due, keep_signals)
         return fn
 
     return register
@@ -97,12 +127,25 @@ class BoundRule:
     spec: RuleSpec
     config: RuleConfig
 
+    def config_for(self, state: Any) -> RuleConfig:
+        """The config that decides for `state`: one per rule today, looked up per decision so
+        that configuration scoped to some subjects can be chosen here."""
+        return self.config
+
+
+def memo_key(name: str, config: RuleConfig) -> str:
+    """Where a rule's `for_s` and firings are remembered: a rule in shadow keeps its own, so
+    that once promoted its first live decision is neither taken as made nor cooled down."""
+    return name if config.mode == "live" else f"shadow/{name}"
+
 
 class RuleEngine:
-    """The enabled rules with validated config, indexed by the event types they react to."""
+    """The enabled rules with validated config, indexed by the event types they react to;
+    `off`, the rules of the loaded modules that config switched off."""
 
-    def __init__(self, rules: Iterable[BoundRule]) -> None:
+    def __init__(self, rules: Iterable[BoundRule], off: Iterable[BoundRule] = ()) -> None:
         self.rules = tuple(rules)
+        self.off = tuple(off)
         self._by_type: dict[type[Event], list[BoundRule]] = {}
         for bound in self.rules:
             for cls in bound.spec.on:
@@ -113,28 +156,24 @@ class RuleEngine:
         """Import rule modules (which register rules) and bind their rules to their config.
 
         Config is validated for every registered rule; only the rules of `modules` are bound.
+        Raises `RuleConfigError`, one line naming what to fix.
         """
-        modules = list(modules)
+        modules = list(dict.fromkeys(modules))
         for module in modules:
-            try:
-                importlib.import_module(module)
-            except ImportError as exc:
-                raise RuleConfigError(f"cannot import rule module {module!r}: {exc}") from exc
+            _import(module)
         known = registered_rules()
-        unknown = set(config) - set(known)
+        unknown = sorted(set(config) - set(known))
         if unknown:
-            raise RuleConfigError(
-                f"config for unknown rules {sorted(unknown)}; known: {sorted(known)}"
-            )
-        bound = []
+            raise RuleConfigError(_unknown(unknown, sorted(known)))
+        bound: list[BoundRule] = []
+        off: list[BoundRule] = []
         for name, spec in known.items():
-            try:
-                cfg = spec.config_model.model_validate(config.get(name, {}))
-            except ValidationError as exc:
-                raise RuleConfigError(f"rule {name!r}: {exc}") from exc
-            if cfg.enabled and spec.fn.__module__ in modules:
-                bound.append(BoundRule(spec, cfg))
-        return cls(bound)
+            cfg = _validated(spec, config.get(name, {}))
+            if spec.module not in modules:
+                continue
+            _check_routed(spec)
+            (bound if cfg.enabled else off).append(BoundRule(spec, cfg))
+        return cls(bound, off)
 
     def on(self, event_type: type[Event]) -> list[BoundRule]:
         """The enabled rules that react to `event_type`."""
@@ -145,7 +184,8 @@ class RuleEngine:
         return self.run(state, event, getattr(state, "rule_memo", RuleMemo()))[0]
 
     def run(self, state: Any, event: Event, memo: RuleMemo) -> tuple[list[Trigger], RuleMemo]:
-        """Evaluate, applying `for_s`, cooldown and once-per-id with the subject's memo.
+        """Evaluate, applying `for_s`, cooldown and once-per-id with the subject's memo; a rule
+        in shadow has its decisions marked (`Trigger.as_shadow`).
 
         Time is the event's `occurred_at`, so live, tests and replay agree.
         """
@@ -153,27 +193,116 @@ class RuleEngine:
         triggers: list[Trigger] = []
         # The memo's own dicts until a rule needs them changed: most evaluations decide nothing
         # and leave the memo as it was, and then cost no copy.
-        pending, fired = memo.pending_since, memo.fired
+        pending, fired, signals = memo.pending_since, memo.fired, memo.signals
         copied = False
         traced = tracing.enabled()
         for bound in self.on(type(event)):
-            name, cfg = bound.spec.name, bound.config
+            spec = bound.spec
+            cfg = bound.config_for(state)
+            key = memo_key(spec.name, cfg)
             started_ns = time.time_ns() if traced else 0
-            decided = list(bound.spec.fn(state, event, cfg))
-            if not decided and name not in pending:
+            if spec.keep_signals:
+                kept = Signals(signals.get(spec.name, ()), now, spec.keep_signals)
+                decided = list(spec.fn(state, event, cfg, kept))
+                if kept.changed:
+                    signals = _with(signals, spec.name, kept.kept, memo.signals)
+            else:
+                decided = list(spec.fn(state, event, cfg))
+            if not decided and key not in pending:
                 continue
             if not copied:
                 pending, fired, copied = dict(pending), dict(fired), True
             if not decided:
-                del pending[name]
+                del pending[key]
                 continue
-            fresh, held = _admit(name, cfg, decided, now, pending, fired)
+            fresh, held = _admit(key, cfg, decided, now, pending, fired)
+            if cfg.mode == "shadow":
+                fresh = [t.as_shadow() for t in fresh]
             triggers.extend(fresh)
             if started_ns:  # traced: a span for each rule that decided something
-                tracing.record(f"rule {name}", started_ns, _decision(name, event, fresh, held))
-        if pending == memo.pending_since and fired == memo.fired:
+                attributes = _decision(spec.name, event, fresh, held)
+                tracing.record(f"rule {spec.name}", started_ns, attributes)
+        if pending == memo.pending_since and fired == memo.fired and signals is memo.signals:
             return triggers, memo
-        return triggers, RuleMemo(pending_since=pending, fired=fired)
+        return triggers, RuleMemo(pending_since=pending, fired=fired, signals=signals)
+
+
+def _with(
+    signals: dict[str, tuple[Signal, ...]],
+    name: str,
+    kept: tuple[Signal, ...],
+    original: dict[str, tuple[Signal, ...]],
+) -> dict[str, tuple[Signal, ...]]:
+    """`signals` with `name`'s replaced (copied first if still the memo's own)."""
+    updated = dict(signals) if signals is original else signals
+    if kept:
+        updated[name] = kept
+    else:
+        updated.pop(name, None)
+    return updated
+
+
+def _import(module: str) -> None:
+    try:
+        importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and (module == exc.name or module.startswith(f"{exc.name}.")):
+            raise RuleConfigError(
+                f"no rule module {module!r}: install it where the worker runs, or put it on "
+                "PYTHONPATH, or fix its name in CENTRALITY_RULES"
+            ) from exc
+        raise RuleConfigError(_broken(module, exc)) from exc
+    except Exception as exc:  # whatever the module's own code raised: it did not load
+        raise RuleConfigError(_broken(module, exc)) from exc
+
+
+def _broken(module: str, exc: BaseException) -> str:
+    where = ""
+    if isinstance(exc, SyntaxError) and exc.filename:
+        where = f" ({exc.filename}:{exc.lineno})"
+    else:
+        tb = exc.__traceback__
+        while tb is not None and tb.tb_next is not None:
+            tb = tb.tb_next
+        if tb is not None:
+            where = f" ({tb.tb_frame.f_code.co_filename}:{tb.tb_lineno})"
+    detail = " ".join(str(exc).split())
+    return f"rule module {module!r} does not import: {type(exc).__name__}: {detail}{where}"
+
+
+def _unknown(unknown: list[str], known: list[str]) -> str:
+    said = []
+    for name in unknown:
+        near = difflib.get_close_matches(name, known, n=1)
+        said.append(f"{name!r}" + (f" (did you mean {near[0]!r}?)" if near else ""))
+    return (
+        f"CENTRALITY_STREAMS_RULE_CONFIG configures no such rule: {', '.join(said)}; the rules "
+        f"are {', '.join(known)} (`centrality rules` lists them)"
+    )
+
+
+def _validated(spec: RuleSpec, given: Mapping[str, Any]) -> RuleConfig:
+    try:
+        return spec.config_model.model_validate(given)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'config'}: {e['msg']}" for e in exc.errors()
+        )
+        raise RuleConfigError(f"rule {spec.name!r}: {problems}") from None
+
+
+def _check_routed(spec: RuleSpec) -> None:
+    """A rule on a type no table owns would load and never run: refused instead."""
+    for cls in spec.on:
+        if kind_of_type(cls) is None:
+            routed = "; ".join(
+                f"{kind.table}: {', '.join(sorted(t.__name__ for t in kind.owns))}"
+                for kind in KINDS
+            )
+            raise RuleConfigError(
+                f"rule {spec.name!r} ({spec.module}) reacts to {cls.__name__}, which no table "
+                f"routes: it would never run. Rules react to the events of a table ({routed})"
+            )
 
 
 def _admit(

@@ -16,6 +16,7 @@ useful entries first:
 | Node | `jobs` (attempts running here) | newest 64 |
 | Node, NodeSet | `failures` | newest 256 within the retention, ≤ 128 KiB (`windows.record`) |
 | NodeSet | `nodes` | first 1024 nodes, ≤ 128 KiB |
+| any | `rule_memo.signals` | per rule: newest `keep_signals` (≤ 256) within 7 days |
 
 Ids longer than `ID_CHARS_MAX` are no subject the worker folds (it dead-letters such messages
 as `limit`), so no list keeps them either. Whatever the policy misses, `STATE_BYTES_MAX` is

@@ -1,4 +1,5 @@
-"""What the rule engine remembers per subject: pending `for_s` conditions and recent firings.
+"""What the rule engine remembers per subject: pending `for_s` conditions, recent firings, and
+the signals rules chose to keep (`streams.rules.signals`).
 
 It lives inside each entity's state (job, node, node set), so it is persisted, restored and
 replayed exactly like the rest of the state.
@@ -21,8 +22,19 @@ class Fired(BaseModel):
     trigger_ids: tuple[uuid.UUID, ...] = ()
 
 
+class Signal(BaseModel):
+    """One event a rule chose to remember about a subject, in event time."""
+
+    model_config = ConfigDict(frozen=True)
+
+    at: datetime
+    event_id: uuid.UUID
+    key: str = ""
+
+
 class RuleMemo(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     pending_since: dict[str, datetime] = {}
     fired: dict[str, Fired] = {}
+    signals: dict[str, tuple[Signal, ...]] = {}

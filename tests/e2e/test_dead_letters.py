@@ -18,7 +18,8 @@ from schemas.signing import signed_headers
 from schemas.topics import topic_name
 from streams.history.query import wait_for_types
 from streams.history.settings import ClickHouseSettings
-from tests.factories import T0, checkpoint, exited
+from streams.testing import T0, checkpoint
+from tests.factories import exited
 from tests.kafka_helpers import read_messages
 from tests.support.triggers import TRIGGER_KEY
 

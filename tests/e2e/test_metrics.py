@@ -17,7 +17,8 @@ from schemas.emitter import Emitter
 from schemas.envelope import Event
 from schemas.settings import KafkaSettings
 from schemas.topics import topic_name
-from tests.factories import checkpoint, exited
+from streams.testing import checkpoint
+from tests.factories import exited
 from tests.ports import free_ports
 from tests.support.kube_api import KubeApiServer
 from tests.support.kube_rbac import KubeWorkers

@@ -20,7 +20,8 @@ from schemas.envelope import Event
 from schemas.settings import KafkaSettings
 from schemas.topics import CATALOG
 from streams.history.query import wait_for_types
-from tests.factories import checkpoint, exited
+from streams.testing import checkpoint
+from tests.factories import exited
 from tests.support.secured import Secured
 from tests.support.triggers import TRIGGER_KEY
 

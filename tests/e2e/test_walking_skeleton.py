@@ -15,7 +15,8 @@ from schemas.envelope import Event
 from schemas.settings import KafkaSettings
 from streams.history.query import rows_for, wait_for_types
 from streams.history.settings import ClickHouseSettings
-from tests.factories import checkpoint, completed, exited
+from streams.testing import checkpoint, completed
+from tests.factories import exited
 
 pytestmark = pytest.mark.e2e
 

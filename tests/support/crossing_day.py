@@ -10,8 +10,7 @@ from streams.history.query import event_time_key
 from streams.process import Brain
 from streams.replay.rerun import current_brain, rerun
 from streams.settings import StreamsSettings
-from tests.factories import T0
-from tests.unit.streams.builders import result, xid
+from streams.testing import T0, result, xid
 
 PAIR = ("n-0001", "n-0004")  # in different parts of two and of three
 FATAL_XID_NODE = "n-0007"

@@ -42,7 +42,7 @@ from schemas.placement import partition_for
 from schemas.settings import KafkaSettings
 from schemas.signing import SigningSettings
 from streams.entities import NODES
-from tests.unit.streams.builders import xid
+from streams.testing import xid
 
 # As tests/unit/streams/test_agents.py: whichever imports streams.app first, both work.
 KEY = "agents-test-key"

@@ -1,7 +1,7 @@
 from schemas.envelope import Event
 from streams.state.training_job import apply
-from tests.factories import JOB, checkpoint, completed, exited
-from tests.unit.streams.builders import running
+from streams.testing import JOB, checkpoint, completed, running
+from tests.factories import exited
 
 
 def fold(*events):  # type: ignore[no-untyped-def]

@@ -22,11 +22,10 @@ from schemas.settings import KafkaSettings
 from schemas.topics import partition_count, topic_name
 from streams.history.client import connect
 from streams.history.settings import ClickHouseSettings
-from tests.factories import T0
+from streams.testing import T0, heartbeat, xid
 from tests.integration.history.conftest import Seeded
 from tests.support import foreign
 from tests.support.placed import on_partition_of
-from tests.unit.streams.builders import heartbeat, xid
 
 runner = CliRunner()
 JOB = "slurm/sim/77"

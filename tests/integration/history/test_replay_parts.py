@@ -62,8 +62,7 @@ def test_parts_read_and_decide_the_range_the_whole_brain_does(
 def test_a_rule_that_does_not_split_has_the_range_decided_whole(
     clickhouse_settings: ClickHouseSettings,
 ) -> None:
-    rules = f"{StreamsSettings().rules},{PEER_RULE}"
-    streams = StreamsSettings.model_validate({"CENTRALITY_RULES": rules, "rule_config": PEER})
+    streams = StreamsSettings.model_validate({"CENTRALITY_RULES": PEER_RULE, "rule_config": PEER})
     assert PEER_RULE in streams.rule_modules
     recorded_day(clickhouse_settings, streams)
     source = ClickHouseSource(clickhouse_settings, Scope(START, END))

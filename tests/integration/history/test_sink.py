@@ -25,9 +25,9 @@ from streams.history.client import connect
 from streams.history.rows import Record, Rows
 from streams.history.settings import ClickHouseSettings
 from streams.history.sink import HistorySink, SinkSettings
+from streams.testing import xid
 from tests.integration.streams.foreign import committed_up_to_end
 from tests.support import foreign
-from tests.unit.streams.builders import xid
 
 
 async def produce(settings: KafkaSettings, messages: list[tuple[str, bytes, bytes]]) -> None:

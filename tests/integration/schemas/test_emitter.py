@@ -13,7 +13,8 @@ from schemas.deadletter import DEAD_LETTER_COUNTS, DeadLetter
 from schemas.emitter import Emitter, EmitterSettings, SyncEmitter
 from schemas.events import GpuSampled, JobExited, LogLinesObserved
 from schemas.settings import KafkaSettings
-from tests.factories import envelope, exited
+from streams.testing import envelope
+from tests.factories import exited
 from tests.kafka_helpers import read_events, read_messages
 
 pytestmark = pytest.mark.integration

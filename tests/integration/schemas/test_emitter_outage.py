@@ -27,7 +27,8 @@ from schemas.emitter import Emitter, EmitterSettings, SpoolFullError
 from schemas.events import GpuSampled
 from schemas.settings import KafkaSettings
 from schemas.topics import topic_name
-from tests.factories import envelope, exited
+from streams.testing import envelope
+from tests.factories import exited
 from tests.kafka_helpers import read_events
 from tests.ports import free_ports
 

@@ -21,8 +21,7 @@ import orjson
 from schemas.emitter import Emitter
 from schemas.envelope import Event
 from schemas.settings import KafkaSettings
-from streams.settings import BUILTIN_RULES
-from tests.unit.streams.builders import ended, running
+from streams.testing import ended, running
 
 CLI = Path(sys.executable).with_name("centrality")
 Line = dict[str, Any]
@@ -98,7 +97,7 @@ def streams_env(worker_env: dict[str, str], level: str) -> dict[str, str]:
     return {
         **worker_env,
         "CENTRALITY_STREAMS_TICK_INTERVAL_S": "3600",
-        "CENTRALITY_RULES": f"{BUILTIN_RULES},tests.support.exploding_rule",
+        "CENTRALITY_RULES": "tests.support.exploding_rule",
         "CENTRALITY_LOG_LEVEL": level,
     }
 

@@ -23,12 +23,11 @@ from schemas.envelope import Event
 from schemas.placement import partition_for
 from schemas.settings import KafkaSettings
 from schemas.topics import partition_count, topic_name
-from tests.factories import checkpoint
+from streams.testing import checkpoint, ended, health, heartbeat, running, sample, xid
 from tests.integration.streams.foreign import CODECS, committed_up_to_end, produce
 from tests.integration.streams.test_streams_worker import emit, oracle
 from tests.integration.streams.worker import StreamsWorker, trigger_counts
 from tests.kafka_helpers import read_messages
-from tests.unit.streams.builders import ended, health, heartbeat, running, sample, xid
 
 STOP_LIMIT_S = 10.0
 Message = tuple[str, bytes | None, bytes, int | None]  # topic, key, value, partition

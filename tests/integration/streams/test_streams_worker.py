@@ -20,7 +20,8 @@ from streams.entities import JOBS, NODE_SETS, NODES
 from streams.process import Brain
 from streams.rules.registry import RuleEngine
 from streams.settings import StreamsSettings
-from tests.factories import checkpoint
+from streams.testing import checkpoint, heartbeat, running, sample, xid
+from streams.testing import ended as exited
 from tests.integration.streams.worker import (
     SESSION_TIMEOUT_S,
     StreamsWorker,
@@ -28,8 +29,6 @@ from tests.integration.streams.worker import (
     table_contents,
     trigger_counts,
 )
-from tests.unit.streams.builders import ended as exited
-from tests.unit.streams.builders import heartbeat, running, sample, xid
 
 STALL_S = SESSION_TIMEOUT_S + 2.0  # dropped from the group, not just late
 NODE_SETS_USED = (("a1", "a2"), ("b1", "b2"), ("c1",))

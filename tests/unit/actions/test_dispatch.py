@@ -105,6 +105,22 @@ async def test_dry_run_changes_nothing_and_records_the_plan(slack: SlackStub) ->
     assert len(rig.adapter.requeued) == 1
 
 
+async def test_a_shadow_rules_decision_is_planned_never_carried_out(slack: SlackStub) -> None:
+    rig = Rig(slack, notify_on_success=frozenset({"quarantine_nodes"}))  # a live worker
+    drain, message = quarantine(("n1",)).as_shadow(), notify("i", "w").as_shadow()
+    for trigger in (drain, drain, message):  # redelivered too
+        await rig.handle(trigger)
+    assert rig.adapter.calls == [] and slack.posts == []
+    planned = rig.of(ActionSucceeded)
+    assert [(d.payload.shadow, d.payload.dry_run) for d in planned] == [(True, True)] * 2
+    assert [c["call"] for c in planned[0].payload.detail["planned"]] == ["drain", "taint"]
+    assert planned[1].payload.detail["planned"][0]["call"] == "notify"
+    assert rig.ledger.get(drain.event_id).outcome == "dry_run"  # type: ignore[union-attr]
+    # The live decision it shadows has an id of its own and is carried out.
+    await rig.handle(quarantine(("n1",)))
+    assert set(rig.adapter.drained) == {"n1"} and not rig.of(ActionSucceeded)[-1].payload.shadow
+
+
 async def test_failing_adapter_retries_then_fails_and_notifies(slack: SlackStub) -> None:
     rig = Rig(slack)
     rig.adapter.fail("requeue", *(TemporaryError("slurmctld busy") for _ in range(4)))

@@ -13,9 +13,9 @@ from collectors.simulate.runner import SimStats
 from collectors.sink import RecordingSink
 from schemas.codec import encode
 from schemas.envelope import Event
-from tests.factories import checkpoint, exited, restarted
+from streams.testing import checkpoint, xid
+from tests.factories import exited, restarted
 from tests.support.triggers import quarantine, restart
-from tests.unit.streams.builders import xid
 
 JOB = "slurm/sim/job-1"
 

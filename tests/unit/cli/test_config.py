@@ -96,3 +96,25 @@ def test_a_value_from_a_dotenv_file_is_reported_as_from_that_file(
         "DEMO_USER": ("default", "default"),
         "DEMO_PASSWORD": (MASK, f"file {dotenv}"),
     }
+
+
+def test_the_rule_settings_are_shown_under_the_name_they_were_read_by(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from streams.settings import StreamsSettings
+
+    def rules() -> tuple[str, str]:
+        [row] = [r for r in rows_of(StreamsSettings) if r.variable.endswith("RULES")]
+        return row.variable, row.source
+
+    for name in ("CENTRALITY_RULES", "CENTRALITY_STREAMS_RULES"):
+        monkeypatch.delenv(name, raising=False)
+    assert rules() == ("CENTRALITY_RULES", "default")
+    monkeypatch.setenv("CENTRALITY_RULES", "my_rules.nccl")
+    assert rules() == ("CENTRALITY_RULES", "env")
+    monkeypatch.delenv("CENTRALITY_RULES")
+    monkeypatch.setenv("CENTRALITY_STREAMS_RULES", "my_rules.nccl")  # the other name it reads
+    assert rules() == ("CENTRALITY_STREAMS_RULES", "env")
+    monkeypatch.setenv("CENTRALITY_STREAMS_RULE_CONFIG", '{"fatal_xid": {"mode": "shadow"}}')
+    config = {r.variable: r for r in rows_of(StreamsSettings)}["CENTRALITY_STREAMS_RULE_CONFIG"]
+    assert (config.value, config.source) == ('{"fatal_xid":{"mode":"shadow"}}', "env")

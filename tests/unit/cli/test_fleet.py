@@ -10,7 +10,7 @@ import pytest
 from centrality.fleet import Fleet, matcher, selected
 from schemas.codec import encode
 from schemas.events import JobStatusChanged, NodeStatusChanged
-from tests.factories import envelope
+from streams.testing import envelope
 
 
 def node(name: str, state: str, cluster: str = "a", at_s: float = 0.0) -> NodeStatusChanged:

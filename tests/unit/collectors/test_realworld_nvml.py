@@ -24,7 +24,7 @@ from schemas.events.nodes import HealthStatus
 from streams.process import Brain
 from streams.rules.registry import RuleEngine
 from streams.settings import StreamsSettings
-from tests.factories import T0, envelope
+from streams.testing import T0, envelope
 
 RECORD = Path(__file__).parents[2] / "fixtures" / "realworld" / "nvml" / "h200_agent_minute.json"
 

@@ -12,7 +12,8 @@ from centrality.bench.history_data import incident
 from centrality.history_cli import parse_time
 from schemas.events import RestartJob, Trigger
 from streams.replay.rerun import PROGRESS_EVERY, compare, current_brain, rerun, rerun_stream
-from tests.factories import checkpoint, exited
+from streams.testing import checkpoint
+from tests.factories import exited
 
 NOW = datetime(2026, 3, 1, 12, tzinfo=UTC)
 

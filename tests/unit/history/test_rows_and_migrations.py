@@ -13,8 +13,8 @@ from streams.history.migrations import Migration, discover
 from streams.history.rows import Rows, add_record
 from streams.history.settings import DDL_DIR, ClickHouseSettings
 from streams.history.sink import Batch
-from tests.factories import checkpoint, exited
-from tests.unit.streams.builders import xid
+from streams.testing import checkpoint, xid
+from tests.factories import exited
 
 UNPLACED = Placement({})  # no topic checked for placement: the tests below are not about it
 

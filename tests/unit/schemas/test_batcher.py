@@ -5,7 +5,7 @@ from __future__ import annotations
 from schemas.codec import decode
 from schemas.emitter.batcher import Batcher, PendingBatch
 from schemas.events import GpuSampled
-from tests.factories import envelope
+from streams.testing import envelope
 
 
 def sample(node: str, gpu: int) -> GpuSampled:

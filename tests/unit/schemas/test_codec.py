@@ -6,7 +6,8 @@ import pytest
 from schemas.codec import MAX_MESSAGE_BYTES, DecodeError, decode, encode, encode_batch
 from schemas.events import Notify, RestartJob
 from schemas.events.triggers import trigger_id
-from tests.factories import checkpoint, exited
+from streams.testing import checkpoint
+from tests.factories import exited
 
 
 def test_single_event_round_trips() -> None:

@@ -19,7 +19,7 @@ from schemas.codec import DecodeError, decode
 from schemas.events import JobExited
 from schemas.jsonschema import event_schema
 from schemas.registry import event_types
-from tests.factories import envelope
+from streams.testing import envelope
 
 NOW = datetime.now(UTC).replace(microsecond=0)
 CAUSE = "00000000-0000-0000-0000-000000000001"

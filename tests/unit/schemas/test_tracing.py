@@ -26,7 +26,7 @@ from schemas.emitter.settings import EmitterSettings
 from schemas.settings import KafkaSettings
 from schemas.signing import signed_headers, verify
 from schemas.tracing import TracingSettings
-from tests.factories import checkpoint
+from streams.testing import checkpoint
 from tests.support.otlp import OtlpReceiver
 
 OTEL_VARS = (

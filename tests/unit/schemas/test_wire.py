@@ -3,7 +3,8 @@ import faust
 import schemas.faust_codec  # noqa: F401  (registers the codec)
 from schemas.codec import encode, encode_batch
 from schemas.wire import deserialize, serialize
-from tests.factories import checkpoint, exited
+from streams.testing import checkpoint
+from tests.factories import exited
 
 
 def test_deserializer_returns_events_or_the_error_never_raises() -> None:

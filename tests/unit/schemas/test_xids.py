@@ -14,8 +14,8 @@ from schemas.events.nodes import HealthStatus
 from schemas.xids import FATAL_XIDS, XID_CATALOG, XidResolution, is_fatal, resolution_of
 from streams.rules.builtin.fatal_xid import FatalXidConfig, fatal_xid
 from streams.state.node import Node
+from streams.testing import xid as xid_event
 from tests.unit.collectors.test_health import ctx
-from tests.unit.streams.builders import xid as xid_event
 
 R = XidResolution
 DASHBOARDS = Path(__file__).parents[3] / "dashboards" / "json"

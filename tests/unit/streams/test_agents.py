@@ -21,9 +21,8 @@ from schemas.signing import verify
 from streams.entities import JOBS, NODES, forwarded
 from streams.state.internal import NodeActionReported, NodeTick, decode_internal
 from streams.state_cache import StateCache
-from tests.factories import T0, checkpoint
+from streams.testing import T0, checkpoint, ended, heartbeat, result, sample, xid
 from tests.support.triggers import quarantine as quarantine_trigger
-from tests.unit.streams.builders import ended, heartbeat, result, sample, xid
 
 KEY = "agents-test-key"
 

@@ -19,8 +19,7 @@ from streams.state.internal import (
     NodeSetFailed,
     node_set_key,
 )
-from tests.factories import envelope
-from tests.unit.streams.builders import ended, running, sample, xid
+from streams.testing import ended, envelope, running, sample, xid
 
 
 def worst_id(n: int, length: int = ID_CHARS_MAX) -> str:

@@ -6,7 +6,8 @@ from schemas.events import JobSubmitted, ReleaseJob
 from streams.process import Brain
 from streams.rules.registry import RuleEngine
 from streams.settings import StreamsSettings
-from tests.factories import JOB, envelope, exited
+from streams.testing import JOB, envelope
+from tests.factories import exited
 
 
 def brain() -> Brain:

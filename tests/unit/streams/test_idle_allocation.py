@@ -10,8 +10,7 @@ from streams.process import Brain
 from streams.rules.registry import RuleEngine
 from streams.settings import StreamsSettings
 from streams.state import node as node_state
-from tests.factories import T0
-from tests.unit.streams.builders import ended, running, sample
+from streams.testing import T0, ended, running, sample
 
 JOB = "slurm/test/7"
 HOUR = 3600.0

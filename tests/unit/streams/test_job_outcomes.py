@@ -7,8 +7,8 @@ from schemas.events import RestartJob
 from streams.process import Brain
 from streams.rules.registry import RuleEngine
 from streams.settings import StreamsSettings
-from tests.factories import JOB, checkpoint, exited
-from tests.unit.streams.builders import result, running
+from streams.testing import JOB, checkpoint, result, running
+from tests.factories import exited
 
 
 def brain() -> Brain:

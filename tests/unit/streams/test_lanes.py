@@ -11,7 +11,7 @@ from mode.utils.queues import FlowControlEvent
 from schemas.codec import encode, encode_batch
 from schemas.events import GpuXidObserved, NodeHeartbeat
 from streams.lanes import LanedQueue, Lanes, routine
-from tests.unit.streams.builders import health, heartbeat, xid
+from streams.testing import health, heartbeat, xid
 
 GPU, NODES = "c.gpu", "c.nodes"
 HEARTBEAT = b'{"type":"NodeHeartbeat","subject":"n1"}'

@@ -14,9 +14,8 @@ from streams.process import Brain
 from streams.rules.registry import RuleEngine
 from streams.settings import StreamsSettings
 from streams.state.story import NodeStatus, Stage
+from streams.testing import benchmark, envelope, heartbeat, result, scheduler_says, xid
 from streams.views import Views, node_status
-from tests.factories import envelope
-from tests.unit.streams.builders import benchmark, heartbeat, result, scheduler_says, xid
 from tests.unit.streams.test_quarantine_story import decided, drained, feed
 
 

@@ -15,14 +15,7 @@ from streams.process import Brain
 from streams.rules.registry import RuleEngine
 from streams.settings import StreamsSettings
 from streams.state.story import NodeStatus, Stage
-from tests.unit.streams.builders import (
-    benchmark,
-    ended,
-    result,
-    running,
-    scheduler_says,
-    xid,
-)
+from streams.testing import benchmark, ended, result, running, scheduler_says, xid
 
 BREAKER = "circuit breaker: quarantining 3 of 20 nodes exceeds 10% within 3600s"
 

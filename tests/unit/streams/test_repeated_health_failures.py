@@ -1,5 +1,5 @@
 from schemas.events import NodeHealthChecked
-from tests.unit.streams.builders import benchmark, health, result, xid
+from streams.testing import benchmark, health, result, xid
 from tests.unit.streams.test_rules import brain, feed, kinds
 
 RULE = "repeated_health_failures"

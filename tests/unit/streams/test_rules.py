@@ -16,9 +16,11 @@ from streams.process import Brain
 from streams.rules.registry import RuleEngine
 from streams.settings import StreamsSettings
 from streams.state.story import NodeStatus
-from tests.factories import T0, checkpoint, completed
-from tests.unit.streams.builders import (
+from streams.testing import (
+    T0,
     benchmark,
+    checkpoint,
+    completed,
     ended,
     heartbeat,
     result,

@@ -11,8 +11,17 @@ from schemas.events import JobState
 from streams.forwards import forwards
 from streams.state import node, training_job
 from streams.state.internal import NodeJobObserved
-from tests.factories import T0, checkpoint, completed
-from tests.unit.streams.builders import ended, health, heartbeat, running, sample, xid
+from streams.testing import (
+    T0,
+    checkpoint,
+    completed,
+    ended,
+    health,
+    heartbeat,
+    running,
+    sample,
+    xid,
+)
 
 JOB = "slurm/test/7"
 

@@ -18,9 +18,8 @@ from streams.replay.rerun import rerun
 from streams.rules.registry import RuleEngine
 from streams.settings import StreamsSettings
 from streams.state import internal
+from streams.testing import T0, checkpoint, ended, heartbeat, running, sample
 from streams.timers import STALE_SLACK, Timers
-from tests.factories import T0, checkpoint
-from tests.unit.streams.builders import ended, heartbeat, running, sample
 
 TICK_S = 5.0
 CONFIGS: list[dict[str, dict[str, Any]]] = [

@@ -14,8 +14,7 @@ from streams.rules.registry import RuleConfig, RuleConfigError, RuleEngine, rule
 from streams.state.memo import RuleMemo
 from streams.state.training_job import apply
 from streams.state.windows import Failure, WindowConfig, count_at, record, window_starts
-from tests.factories import T0
-from tests.unit.streams.builders import ended
+from streams.testing import T0, ended
 
 
 def failure(at_s: float, job: str = "j", attempt: int = 1) -> Failure:
@@ -119,5 +118,5 @@ def test_negative_for_or_cooldown_is_rejected_at_load() -> None:
         engine(for_s=-1)
     with pytest.raises(RuleConfigError, match="cooldown_s"):
         engine(cooldown_s=-1)
-    with pytest.raises(RuleConfigError, match="extra"):
+    with pytest.raises(RuleConfigError, match="threshold: Extra inputs"):
         engine(threshold=3)

@@ -1,0 +1,29 @@
+"""The rules the streams worker would load here: they load, and what runs live or in shadow."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from centrality.doctor import Finding, check
+from streams.rules.registry import RuleConfigError, RuleEngine
+from streams.settings import StreamsSettings
+
+FIX = "fix CENTRALITY_RULES or CENTRALITY_STREAMS_RULE_CONFIG (docs/rules.md)"
+
+
+@check("rules")
+def rules() -> Iterator[Finding]:
+    settings = StreamsSettings()
+    try:
+        engine = RuleEngine.load(settings.rule_modules, settings.rule_config)
+    except RuleConfigError as exc:
+        yield Finding("rules", "fail", str(exc), FIX)
+        return
+    shadow = sorted(b.spec.name for b in engine.rules if b.config.mode == "shadow")
+    off = sorted(b.spec.name for b in engine.off)
+    detail = f"{len(engine.rules)} rules from {len(settings.rule_modules)} modules load"
+    if shadow:
+        detail += f"; in shadow: {', '.join(shadow)}"
+    if off:
+        detail += f"; off: {', '.join(off)}"
+    yield Finding("rules", "ok", detail + " (`centrality rules` lists them)")

@@ -1,0 +1,61 @@
+"""`centrality rules`: every rule the streams worker loads with these settings, as it loads them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+import typer
+from rich.console import Console
+from rich.table import Table
+
+JSON = typer.Option(False, "--json", help="One JSON document instead of a table.")
+_MODE = {"live": "[green]live[/]", "shadow": "[yellow]shadow[/]", "off": "[dim]off[/]"}
+
+
+def rules(json: bool = JSON) -> None:
+    """Every rule of the loaded modules (the built-ins and CENTRALITY_RULES): its module, the
+    events it reacts to, its mode (live, shadow, or off) and its config
+    (CENTRALITY_STREAMS_RULE_CONFIG over its defaults). A rule set the worker would refuse is
+    the same one-line error here."""
+    from streams.rules.registry import RuleEngine
+    from streams.settings import BUILTIN_RULES, StreamsSettings
+
+    settings = StreamsSettings()
+    engine = RuleEngine.load(settings.rule_modules, settings.rule_config)
+    loaded = sorted([*engine.rules, *engine.off], key=lambda b: (b.spec.module, b.spec.name))
+    rows: list[dict[str, Any]] = [
+        {
+            "rule": b.spec.name,
+            "module": b.spec.module,
+            "builtin": b.spec.module in BUILTIN_RULES,
+            "events": [cls.__name__ for cls in b.spec.on],
+            "mode": b.config.mode if b.config.enabled else "off",
+            "keep_signals": b.spec.keep_signals,
+            "config": b.config.model_dump(mode="json"),
+        }
+        for b in loaded
+    ]
+    if json:
+        print(orjson.dumps(rows).decode())
+        return
+    table = Table("rule", "module", "events", "mode", "config (set)", title="rules")
+    for row, bound in zip(rows, loaded, strict=True):
+        table.add_row(
+            row["rule"],
+            row["module"],
+            ", ".join(row["events"]),
+            _MODE[row["mode"]],
+            _set(bound.config),
+        )
+    Console().print(table)
+
+
+def _set(config: Any) -> str:
+    """What the configuration changed from the rule's defaults."""
+    changed = config.model_dump(mode="json", exclude_defaults=True)
+    return orjson.dumps(changed).decode() if changed else ""
+
+
+def register(app: typer.Typer) -> None:
+    app.command("rules")(rules)
