@@ -19,6 +19,7 @@ from typer.core import TyperCommand, TyperGroup, TyperOption
 
 from centrality import service_errors, usage_errors  # noqa: F401  (they register explainers)
 from centrality.errors import UNAVAILABLE, explain, one_line
+from schemas.logs import CentralityHandler
 
 
 class Options:
@@ -87,10 +88,12 @@ def quiet_libraries(command: str | None) -> None:
     Options.command = command
     if Options.debug or command in WORKERS:
         return
-    # On the handlers, not as levels: a library imported later may set its loggers' levels
-    # itself (clickhouse-connect sets urllib3's to WARNING when it is imported).
+    # On the handler, not as levels: a library imported later may set its loggers' levels
+    # itself (clickhouse-connect sets urllib3's to WARNING when it is imported). Only on ours:
+    # whoever else listens (pytest's capture, running commands in-process) hears everything.
     for handler in logging.getLogger().handlers:
-        handler.addFilter(_not_chatty)
+        if isinstance(handler, CentralityHandler):
+            handler.addFilter(_not_chatty)
 
 
 def _not_chatty(record: logging.LogRecord) -> bool:

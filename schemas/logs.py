@@ -63,8 +63,9 @@ class _Writer(structlog.WriteLogger):
         self.name = name
 
 
-class _Handler(logging.Handler):
-    """The standard library's records, onto the same stream."""
+class CentralityHandler(logging.Handler):
+    """The standard library's records, onto the same stream as structlog's (the one handler
+    Centrality adds to the root logger)."""
 
     def __init__(self, level: int, stream: TextIO | None) -> None:
         super().__init__(level)
@@ -162,7 +163,7 @@ def configure_logging(
         cache_logger_on_first_use=False,
     )
 
-    handler = _Handler(number, stream)
+    handler = CentralityHandler(number, stream)
     # A client library's retries while Kafka or ClickHouse is away: counted, not printed.
     handler.addFilter(unless_held_back)
     handler.setFormatter(
@@ -175,7 +176,7 @@ def configure_logging(
         )
     )
     root = logging.getLogger()
-    for old in [h for h in root.handlers if isinstance(h, _Handler)]:
+    for old in [h for h in root.handlers if isinstance(h, CentralityHandler)]:
         root.removeHandler(old)
     root.addHandler(handler)
     root.setLevel(number)

@@ -97,7 +97,9 @@ def streams_env(worker_env: dict[str, str], level: str) -> dict[str, str]:
     return {
         **worker_env,
         "CENTRALITY_STREAMS_TICK_INTERVAL_S": "3600",
+        # A module of the user's own: on PYTHONPATH, as docs/rules.md says.
         "CENTRALITY_RULES": "tests.support.exploding_rule",
+        "PYTHONPATH": str(Path(__file__).parents[3]),
         "CENTRALITY_LOG_LEVEL": level,
     }
 

@@ -65,7 +65,16 @@ def test_doctor_finds_the_migrated_stack_well(
     statuses = {check: [f["status"] for f in fs] for check, fs in found.items()}
     assert statuses == {
         check: ["ok"]
-        for check in ("kafka", "topics", "clickhouse", "migrations", "clock", "codecs", "versions")
+        for check in (
+            "kafka",
+            "topics",
+            "clickhouse",
+            "migrations",
+            "clock",
+            "codecs",
+            "versions",
+            "rules",
+        )
     }
     assert code == 0
     assert stack.kafka.bootstrap in found["kafka"][0]["detail"]

@@ -17,7 +17,7 @@ from schemas import kafka_clients
 from schemas.admin import ensure_topics
 from schemas.emitter import Emitter
 from schemas.settings import KafkaSettings, SaslMechanism, SecurityProtocol
-from schemas.topics import topic_name
+from schemas.topics import CATALOG, topic_name
 from streams.history.client import connect
 from tests.factories import exited
 from tests.support.secured import Secured
@@ -56,7 +56,7 @@ async def test_catalog_emitter_consumer_and_librdkafka_all_connect(
         update={"topic_prefix": f"sec{unique}."}
     )
     report = await ensure_topics(settings)  # admin
-    assert len(report.created) == 8 and not report.drift
+    assert len(report.created) == len(CATALOG) and not report.drift
     event = exited("FAILED", subject=f"slurm/sec/{unique}")
     async with Emitter(settings) as emitter:
         await emitter.emit(event)

@@ -63,7 +63,9 @@ async def test_co_partitioning_is_checked_on_the_broker(
     settings = StreamsSettings(app_id=f"streams-{unique}")
     await ensure_internal_topics(kafka_settings, settings)
     counts = await check_copartitioned(kafka_settings, settings)
-    tables = [f"{kafka_settings.topic_prefix}{t}" for t in ("jobs", "nodes", "gpu", "actions")]
+    tables = [
+        f"{kafka_settings.topic_prefix}{t}" for t in ("jobs", "nodes", "gpu", "actions", "status")
+    ]
     assert counts == dict.fromkeys(tables + [t.name for t in internal_topics(settings)], 4)
 
     # A setting the topics do not have: every one of them is named.
