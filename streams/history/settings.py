@@ -61,6 +61,7 @@ class ClickHouseSettings(BaseSettings):
         if parts.scheme not in ("http", "https") or not parts.hostname or port == 0:
             raise ValueError(f"{value!r} is not an http(s)://host:port URL")
         return value
+
     samples_ttl_days: int = Field(
         default=14, ge=1, description="Days high-volume rows are kept (GPU samples, log lines)."
     )
