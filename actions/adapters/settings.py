@@ -54,7 +54,7 @@ class SlurmSettings(BaseSettings):
     reboot_args: list[str] = Field(
         default_factory=list,
         description='More `scontrol reboot` arguments, e.g. `["ASAP", "nextstate=RESUME"]`. '
-        "None: a drained node stays drained through its reboot, so it is validated before "
+        "Empty: a drained node stays drained through its reboot, so it is validated before "
         "it takes work again.",
     )
 

@@ -1,7 +1,8 @@
 """EscalateNodes → the ladder is exhausted: the nodes stay drained, marked for hardware service
 (drain reason and taint), and a person is told what was tried, the XIDs, the validations'
-figures and the GPUs' serials (read on the node, as far as it still answers): a webhook for a
-ticketing system, then the incident's Slack thread."""
+figures and the GPUs' serials (as the node's agent read them from NVML; where it reported none,
+read on the node, as far as it still answers): a webhook for a ticketing system, then the
+incident's Slack thread."""
 
 from __future__ import annotations
 
@@ -58,8 +59,12 @@ def escalate_nodes(trigger: EscalateNodes, ctx: ActionContext) -> dict[str, Any]
 
 
 def _serials(trigger: EscalateNodes, ctx: ActionContext) -> dict[str, Any]:
-    """node → its GPUs (index, UUID, serial, PCI bus id), or why they could not be read."""
+    """node → its GPUs (index, serial; UUID and PCI bus id when read on the node), or why they
+    could not be read."""
     nodes = trigger.payload.nodes
+    if trigger.payload.serials:  # the ladder escalates one node: the serials are its own
+        boards = [{"gpu": i, "serial": s} for i, s in enumerate(trigger.payload.serials)]
+        return dict.fromkeys(nodes, boards)
     try:
         run = ctx.adapter.run_on_nodes(
             nodes, ctx.settings.gpu_inventory_command, env={}, timeout_s=INVENTORY_TIMEOUT_S

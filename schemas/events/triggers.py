@@ -219,6 +219,12 @@ class EscalateNodesPayload(TriggerPayload):
     benchmarks: tuple[Str, ...] = Field(
         default=(), max_length=SMALL_LIST, description="The validations' verdicts and figures."
     )
+    serials: tuple[Annotated[str, Field(max_length=NAME)], ...] = Field(
+        default=(),
+        max_length=GPUS_PER_NODE,
+        description="The node's GPU board serials, per GPU, as its agent read them from NVML "
+        "(empty: none reported; the worker then reads them on the node).",
+    )
 
 
 @event(topic="triggers")

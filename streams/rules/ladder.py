@@ -168,6 +168,7 @@ def escalate(node: Node, *, why: str, **common: Any) -> EscalateNodes:
         tried=tuple(tried[-64:]),
         xids=tuple(x.xid for x in xids)[-64:],
         benchmarks=tuple(benchmarks[-64:]),
+        serials=node.facts.gpu_serials,
         **common,
     )
 

@@ -140,19 +140,21 @@ async def test_an_escalation_keeps_the_node_drained_marks_it_and_files_a_ticket(
         xids=(79,),
         benchmarks=("fail (180 TFLOP/s slowest GPU)",),
     )
+    told_serials = rung(EscalateNodes, ("n2",), window="w2", serials=("1653724025363",))
     with WebhookStub() as hook:
         rig = Rig(slack, hook)
-        await rig.handle(quarantine(("n1",)), escalate)
+        await rig.handle(quarantine(("n1",)), escalate, told_serials)
     assert rig.adapter.drained["n1"].startswith("centrality: hardware service: EscalateNodes")
     assert rig.adapter.taints["n1"] == {"centrality.io/quarantined", HARDWARE}
-    [ticket] = hook.documents
-    assert hook.authorizations == ["Bearer t0k"]
+    ticket, other = hook.documents
+    assert other["serials"] == {"n2": [{"gpu": 0, "serial": "1653724025363"}]}  # the agent's
+    assert hook.authorizations == ["Bearer t0k"] * 2
     assert ticket["kind"] == "centrality.escalation" and ticket["nodes"] == ["n1"]
     assert ticket["tried"] == ["reboot: back", "validate: fail (180 TFLOP/s slowest GPU)"]
     assert ticket["xids"] == [79]
-    serials = ticket["serials"]["n1"]
+    serials = ticket["serials"]["n1"]  # no agent reported them: read on the node
     assert len(serials) == 8 and serials[0]["serial"].startswith("165372")
-    [posted] = [p for p in slack.posts if "hardware service needed" in p["text"]]
+    [posted, _] = [p for p in slack.posts if "hardware service needed" in p["text"]]
     shown = str(posted["blocks"])
     assert "reboot: back" in shown and "GPU 0 serial 165372" in shown and "*XIDs:* 79" in shown
     # Released after the repair: both marks go.

@@ -18,6 +18,7 @@ from schemas.envelope import Event
 from schemas.events import (
     EscalateNodes,
     GpuXidObserved,
+    NodeFactsObserved,
     Notify,
     QuarantineNodes,
     RebootNodes,
@@ -110,12 +111,14 @@ def test_the_views_tell_the_rung() -> None:
 
 def test_an_exhausted_ladder_escalates_and_the_node_stays_drained() -> None:
     b = brain()
+    serials = ("1653724025363", "1653724025364")
+    feed(b, NodeFactsObserved(**envelope("n1", 0), payload={"gpu_serials": serials}))
     reboot = drained(b, 79)
     validate = back(b, reboot, at_s=3)
     escalate = one(b, benchmark(verdict="fail", at_s=9, trigger=validate))
     assert isinstance(escalate, EscalateNodes)
     p = escalate.payload
-    assert p.xids == (79,) and p.nodes == ("n1",)
+    assert p.xids == (79,) and p.nodes == ("n1",) and p.serials == serials
     assert p.tried[0] == "reboot: back" and p.tried[1].startswith("validate: fail")
     assert p.benchmarks and "slow" in p.benchmarks[0]
     assert "ladder exhausted" in p.reason and "Xid 79" in p.reason
