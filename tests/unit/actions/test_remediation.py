@@ -29,7 +29,7 @@ from schemas.events import (
     ResetGpus,
     Trigger,
 )
-from tests.factories import T0
+from streams.testing import T0
 from tests.support.triggers import quarantine, release, restart, rung
 
 HARDWARE = "centrality.io/hardware-service"
