@@ -145,7 +145,7 @@ def in_remediation(history: History, cluster: str, now: datetime, window_s: floa
                     continue
                 for node in e.nodes:
                     latest[node] = max(latest.get(node, e.recorded_at), e.recorded_at)
-    return {n for n, at in began.items() if at >= since and not ended.get(n, _NEVER) >= at}
+    return {n for n, at in began.items() if at >= since and ended.get(n, _NEVER) < at}
 
 
 def remediation_share(

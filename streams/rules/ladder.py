@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from schemas.events import EscalateNodes, RebootNodes, ResetGpus, RunBenchmark, Trigger
 from schemas.events.triggers import Rung
+from schemas.limits import SMALL_LIST
 from streams.state.node import Node, XidSeen
 from streams.state.story import Story
 
@@ -165,9 +166,9 @@ def escalate(node: Node, *, why: str, **common: Any) -> EscalateNodes:
         window=f"{node.episode}/escalate",
         reason=f"ladder exhausted ({why}); drained because {story.reason}",
         nodes=(node.node_id,),
-        tried=tuple(tried[-64:]),
-        xids=tuple(x.xid for x in xids)[-64:],
-        benchmarks=tuple(benchmarks[-64:]),
+        tried=tuple(tried[-SMALL_LIST:]),
+        xids=tuple(x.xid for x in xids)[-SMALL_LIST:],
+        benchmarks=tuple(benchmarks[-SMALL_LIST:]),
         serials=node.facts.gpu_serials,
         **common,
     )
