@@ -8,12 +8,20 @@ what misbehaves. A cluster with no node seen is never quarantined.
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from actions.fleet import FleetSizes
-from actions.ledger import DRAIN, History, LedgerEntry
+from actions.ledger import DRAIN, RELEASE, History, LedgerEntry
+from actions.registry import Guard
 from actions.settings import ActionsSettings
-from schemas.events import QuarantineNodes, RestartJob, RunBenchmark
+from schemas.events import QuarantineNodes, RestartJob, Trigger
+
+# The remediation ladder's actions that repair a node, and those that end its remediation.
+RESET, REBOOT, ESCALATE = "reset_gpus", "reboot_nodes", "escalate_nodes"
+_NEVER = datetime.min.replace(tzinfo=UTC)
+_WHAT = {"RunBenchmark": "a benchmark", "ResetGpus": "a GPU reset", "RebootNodes": "a reboot"}
 
 
 def _recent(
@@ -69,16 +77,17 @@ def restart_rate(
 
 
 def drained_first(
-    trigger: RunBenchmark,
+    trigger: Trigger,
     history: History,
     settings: ActionsSettings,
     now: datetime,
     fleets: FleetSizes,
 ) -> str | None:
-    """A benchmark runs only on nodes this worker's ledger shows drained and not yet released:
-    never on a node still in service, whatever asked for it."""
+    """A benchmark, GPU reset or reboot runs only on nodes this worker's ledger shows drained
+    and not yet released: never on a node still in service, whatever asked for it."""
+    nodes: Sequence[str] = getattr(trigger.payload, "nodes", ())
     drained = set()
-    for node in trigger.payload.nodes:
+    for node in nodes:
         latest = None
         for e in history.moves(trigger.cluster, node):
             done = e.outcome != "started" and e.error is None  # in doubt is not drained
@@ -86,7 +95,89 @@ def drained_first(
                 latest = e
         if latest is not None and latest.action == DRAIN:
             drained.add(node)
-    missing = [n for n in trigger.payload.nodes if n not in drained]
+    missing = [n for n in nodes if n not in drained]
     if missing:
-        return f"{', '.join(missing)} not drained: a benchmark runs only on drained nodes"
+        what = _WHAT.get(trigger.type, "this")
+        return f"{', '.join(missing)} not drained: {what} runs only on drained nodes"
     return None
+
+
+def _acted_on(history: History, cluster: str, action: str, node: str) -> list[LedgerEntry]:
+    return [e for e in history.acted(cluster, action) if e.error is None and node in e.nodes]
+
+
+def rung_budget(action: str, what: str, most: str, window: str) -> Guard:
+    """At most `settings.<most>` of `action` on one node within `settings.<window>` seconds
+    (e.g. two reboots a day): a node that needs more needs a person."""
+
+    def guard(
+        trigger: Trigger,
+        history: History,
+        settings: ActionsSettings,
+        now: datetime,
+        fleets: FleetSizes,
+    ) -> str | None:
+        limit, window_s = int(getattr(settings, most)), float(getattr(settings, window))
+        since = now - timedelta(seconds=window_s)
+        for node in getattr(trigger.payload, "nodes", ()):
+            done = [
+                e
+                for e in _acted_on(history, trigger.cluster, action, node)
+                if e.recorded_at >= since
+            ]
+            if len(done) >= limit:
+                return f"{node} was {what} {len(done)} times within {window_s:g}s (limit {limit})"
+        return None
+
+    return guard
+
+
+def in_remediation(history: History, cluster: str, now: datetime, window_s: float) -> set[str]:
+    """Nodes of `cluster` being repaired: reset or rebooted within `window_s`, and neither
+    released nor escalated since."""
+    since = now - timedelta(seconds=window_s)
+    began: dict[str, datetime] = {}
+    ended: dict[str, datetime] = {}
+    for actions, latest in (((RESET, REBOOT), began), ((RELEASE, ESCALATE), ended)):
+        for action in actions:
+            for e in history.acted(cluster, action):
+                if e.error is not None:
+                    continue
+                for node in e.nodes:
+                    latest[node] = max(latest.get(node, e.recorded_at), e.recorded_at)
+    return {n for n, at in began.items() if at >= since and ended.get(n, _NEVER) < at}
+
+
+def remediation_share(
+    trigger: Trigger,
+    history: History,
+    settings: ActionsSettings,
+    now: datetime,
+    fleets: FleetSizes,
+) -> str | None:
+    """At most `remediation_max_nodes` nodes of a cluster in remediation at once: a rack-wide
+    fault is a person's to look at, not a reason to reboot the rack."""
+    busy = in_remediation(history, trigger.cluster, now, settings.remediation_window_s)
+    wanted = busy | set(getattr(trigger.payload, "nodes", ()))
+    if len(wanted) > settings.remediation_max_nodes:
+        others = ", ".join(sorted(busy)[:8])
+        return (
+            f"{len(wanted)} nodes of {trigger.cluster} would be in remediation at once "
+            f"(limit {settings.remediation_max_nodes}; already: {others})"
+        )
+    return None
+
+
+def all_of(*guards: Guard) -> Guard:
+    """The first refusal of `guards`, in order."""
+
+    def guard(
+        trigger: Any, history: History, settings: ActionsSettings, now: datetime, fleets: FleetSizes
+    ) -> str | None:
+        for each in guards:
+            tripped = each(trigger, history, settings, now, fleets)
+            if tripped is not None:
+                return tripped
+        return None
+
+    return guard

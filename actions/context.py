@@ -1,4 +1,5 @@
-"""What a handler gets besides its trigger: the adapter, the notifier, settings, an outbox."""
+"""What a handler gets besides its trigger: the adapter, the notifier (and the webhook for
+tickets), settings, an outbox."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from dataclasses import dataclass, field
 from actions.adapters.base import SchedulerAdapter
 from actions.settings import ActionsSettings
 from actions.slack.notifier import Notifier
+from actions.webhook import LogWebhook, Webhook
 from schemas.envelope import Event
 
 
@@ -20,6 +22,7 @@ class ActionContext:
     # Events the handler produced (e.g. BenchmarkCompleted); emitted only if the action succeeds.
     outbox: list[Event] = field(default_factory=list)
     forced: str | None = None  # an operator's command past a breaker: what the breaker said
+    webhook: Webhook = field(default_factory=LogWebhook)
 
     def emit(self, event: Event) -> None:
         self.outbox.append(event)

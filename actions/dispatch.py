@@ -34,7 +34,7 @@ import actions.handlers  # noqa: F401  (registers the built-in handlers)
 from actions.adapters.base import SchedulerAdapter
 from actions.bounds import bounded_detail, bounded_text
 from actions.context import ActionContext
-from actions.dryrun import Plan, PlanningAdapter, PlanningNotifier
+from actions.dryrun import Plan, PlanningAdapter, PlanningNotifier, PlanningWebhook
 from actions.errors import TemporaryError
 from actions.fleet import FleetSizes, ObservedFleet
 from actions.ledger import Ledger, LedgerEntry, Outcome
@@ -45,6 +45,7 @@ from actions.slack.background import BackgroundNotifier
 from actions.slack.blocks import incident_message
 from actions.slack.notifier import Message, Notifier
 from actions.threads import in_thread
+from actions.webhook import Webhook, make_webhook
 from schemas import tracing
 from schemas.envelope import Event, utcnow
 from schemas.events import ActionFailed, ActionStarted, ActionSucceeded, BenchmarkCompleted, Trigger
@@ -72,6 +73,7 @@ class Dispatcher:
         fleet: ObservedFleet | None = None,
         notifications: BackgroundNotifier | None = None,
         silences: Silences | None = None,
+        webhook: Webhook | None = None,
     ) -> None:
         self.settings = settings
         self.adapter = adapter
@@ -85,6 +87,7 @@ class Dispatcher:
         )
         self.notifications = notifications or BackgroundNotifier(notifier)
         self.silences = silences or Silences({})
+        self.webhook = webhook or make_webhook()
 
     async def handle(self, trigger: Trigger, *, refusal: str | None = None) -> None:
         """Act on `trigger`, or record why not; `refusal`: the worker found the trigger's author
@@ -170,10 +173,17 @@ class Dispatcher:
         incident = incident_of(trigger)
         if not (self.settings.dry_run or trigger.payload.shadow):
             adapter = tracing.traced(self.adapter, f"adapter {self.adapter.name}")
-            return ActionContext(adapter, self.notifier, self.settings, incident)
+            return ActionContext(
+                adapter, self.notifier, self.settings, incident, webhook=self.webhook
+            )
         plan = Plan()
         return ActionContext(
-            PlanningAdapter(plan), PlanningNotifier(plan), self.settings, incident, dry_run=True
+            PlanningAdapter(plan),
+            PlanningNotifier(plan),
+            self.settings,
+            incident,
+            dry_run=True,
+            webhook=PlanningWebhook(plan),
         )
 
     async def _act(self, spec: HandlerSpec, trigger: Trigger, ctx: ActionContext) -> None:
@@ -382,6 +392,7 @@ class Dispatcher:
                     "dry_run": ctx.dry_run,
                     "shadow": trigger.payload.shadow,
                     "nodes": tuple(getattr(trigger.payload, "nodes", ())),
+                    "jobs": tuple(getattr(trigger.payload, "jobs", ())),
                     "operator": trigger.payload.operator,
                     "reason": bounded_text(trigger.payload.reason),
                     "forced": ctx.forced is not None,

@@ -27,8 +27,11 @@ class PlanningAdapter:
     def __init__(self, plan: Plan) -> None:
         self.plan = plan
 
-    def requeue(self, job_id: str, *, checkpoint_uri: str | None) -> dict[str, Any]:
-        return self.plan.add("requeue", job_id=job_id, checkpoint_uri=checkpoint_uri)
+    def requeue(
+        self, job_id: str, *, checkpoint_uri: str | None, exclude: Sequence[str] = ()
+    ) -> dict[str, Any]:
+        avoid = {"exclude": list(exclude)} if exclude else {}
+        return self.plan.add("requeue", job_id=job_id, checkpoint_uri=checkpoint_uri, **avoid)
 
     def cancel(self, job_id: str, *, reason: str) -> dict[str, Any]:
         return self.plan.add("cancel", job_id=job_id, reason=reason)
@@ -48,6 +51,9 @@ class PlanningAdapter:
     def untaint(self, nodes: Sequence[str], *, key: str) -> dict[str, Any]:
         return self.plan.add("untaint", nodes=list(nodes), key=key)
 
+    def reboot(self, nodes: Sequence[str], *, reason: str) -> dict[str, Any]:
+        return self.plan.add("reboot", nodes=list(nodes), reason=reason)
+
     def run_on_nodes(
         self,
         nodes: Sequence[str],
@@ -62,6 +68,14 @@ class PlanningAdapter:
     def job_logs(self, job_id: str, *, tail_lines: int = 200) -> str:
         self.plan.add("job_logs", job_id=job_id)
         return ""
+
+
+class PlanningWebhook:
+    def __init__(self, plan: Plan) -> None:
+        self.plan = plan
+
+    def post(self, document: dict[str, Any]) -> dict[str, Any]:
+        return self.plan.add("webhook", document=document)
 
 
 class PlanningNotifier:

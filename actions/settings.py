@@ -50,11 +50,45 @@ class ActionsSettings(BaseSettings):
     restart_window_s: float = Field(
         default=3600.0, gt=0, description="The window `restart_max_per_window` counts in."
     )
+    reboot_max_per_window: int = Field(
+        default=2,
+        ge=0,
+        description="Remediation budget: reboots of one node within `reboot_window_s`, at most.",
+    )
+    reboot_window_s: float = Field(
+        default=86400.0, gt=0, description="The window `reboot_max_per_window` counts in."
+    )
+    reset_max_per_window: int = Field(
+        default=3,
+        ge=0,
+        description="Remediation budget: GPU resets of one node within `reset_window_s`, at most.",
+    )
+    reset_window_s: float = Field(
+        default=86400.0, gt=0, description="The window `reset_max_per_window` counts in."
+    )
+    remediation_max_nodes: int = Field(
+        default=4,
+        ge=0,
+        description="Remediation budget: nodes of one cluster being reset or rebooted at once "
+        "(from their first rung until they are released or escalated), at most.",
+    )
+    remediation_window_s: float = Field(
+        default=86400.0,
+        gt=0,
+        description="A node reset or rebooted longer ago than this, and neither released nor "
+        "escalated since, no longer counts as in remediation.",
+    )
     backoff_scale: float = Field(
         default=1.0, ge=0, description="Multiplies every handler's retry backoff."
     )
     notify_on_success: list[str] = Field(
-        default_factory=lambda: ["quarantine_nodes", "release_nodes", "run_benchmark"],
+        default_factory=lambda: [
+            "quarantine_nodes",
+            "release_nodes",
+            "run_benchmark",
+            "reset_gpus",
+            "reboot_nodes",
+        ],
         description="Actions whose success is posted to the incident's Slack thread.",
     )
     benchmark_command: list[str] = Field(
@@ -66,6 +100,22 @@ class ActionsSettings(BaseSettings):
     )
     benchmark_timeout_s: float = Field(
         default=900.0, gt=0, description="How long the benchmark job may run on the nodes."
+    )
+    gpu_reset_command: list[str] = Field(
+        default_factory=lambda: ["python3", "-m", "actions.remediation.gpu_reset", "--json"],
+        description="How a node runs the GPU reset (`--gpus` is appended): it resets each GPU "
+        "no process uses, with `nvidia-smi -r -i N`.",
+    )
+    gpu_reset_timeout_s: float = Field(
+        default=300.0, gt=0, description="How long the GPU reset job may run on the nodes."
+    )
+    gpu_inventory_command: list[str] = Field(
+        default_factory=lambda: ["python3", "-m", "actions.remediation.gpu_inventory", "--json"],
+        description="How a node lists its GPUs' serials for an escalation.",
+    )
+    hardware_service_taint: str = Field(
+        default="centrality.io/hardware-service",
+        description="The taint (Slurm: node feature) an escalated node gets beside its drain.",
     )
     ledger_load_timeout_s: float = Field(
         default=30.0, gt=0, description="How long reading the `action-ledger` topic back may take."

@@ -10,7 +10,11 @@ Slack is a local stub, and everything is read back from ClickHouse:
 - a fatal XID, and five failures on one node set, each end in drain → benchmark → verdict →
   release or keep, every step taken on the previous step's outcome;
 - an allocation idling on its GPUs is flagged;
-- then the timelines of one job and one node, from ClickHouse.
+- on two nodes a remediation ladder is configured (docs/remediation.md): one climbs GPU reset →
+  validation → reboot → validation and is released, the other is rebooted, still fails, and is
+  escalated to a person (Slack, and a ticket through a local webhook). The demo plays the
+  scheduler for the reboots: the node reported down, then back, as the Slurm watcher would;
+- then the timelines of one job and two nodes, from ClickHouse.
 """
 
 from __future__ import annotations
@@ -33,8 +37,9 @@ from centrality.pipeline import Pipeline
 from centrality.slack_render import render_message
 from centrality.slack_stub import SlackStub
 from centrality.stack.stack import Stack
+from centrality.webhook_stub import WebhookStub
 from schemas.emitter import Emitter
-from schemas.envelope import Event
+from schemas.envelope import Event, utcnow
 from schemas.events import (
     CheckpointSaved,
     GpuSampled,
@@ -42,8 +47,11 @@ from schemas.events import (
     JobExited,
     JobStateChanged,
     LogSignalDetected,
+    NodeFactsObserved,
     NodeHeartbeat,
+    NodeStateObserved,
 )
+from schemas.events.nodes import DRAIN_REASON_PREFIX
 from schemas.signing import SigningSettings, ensure_key_file
 from streams.history.query import HistoryRow, rows_for, wait_for
 from streams.history.settings import ClickHouseSettings
@@ -55,7 +63,11 @@ FLEET = 32
 GPUS = 8
 # Failures are counted over any hour (hopping windows, a 5-minute hop), not clock hours, so five
 # failures in 40 minutes count wherever the hour boundary falls.
-RULES = {"repeated_failures_on_node_set": {"window": {"window_s": 3600, "hop_s": 300}}}
+RULES: dict[str, Any] = {
+    "repeated_failures_on_node_set": {"window": {"window_s": 3600, "hop_s": 300}},
+    # The remediation ladder, on two nodes only: the others keep the plain story.
+    "quarantine_story": {"ladders": [{"nodes": "gpu-node-2[0-1]"}]},
+}
 
 
 def node(n: int) -> str:
@@ -80,7 +92,14 @@ def story(run: str, now: datetime) -> Story:
         jobs={
             r: f"slurm/{CLUSTER}/{run}-{r}" for r in ("crash", "done", "preempt", "flaky", "idle")
         },
-        nodes={"xid": node(11), "healthy": node(5), "broken": node(6), "idle": node(12)},
+        nodes={
+            "xid": node(11),
+            "healthy": node(5),
+            "broken": node(6),
+            "idle": node(12),
+            "ladder": node(20),
+            "escalated": node(21),
+        },
     )
     t0 = now - timedelta(minutes=75)
 
@@ -150,6 +169,25 @@ def story(run: str, now: datetime) -> Story:
             payload={"gpu": 3, "xid": 79, "message": "GPU has fallen off the bus."},
         )
     )
+    # The ladder: Xid 48 (NVIDIA: reset the GPU) on a node a reboot cures; Xid 79 (reboot) on
+    # one whose GPUs nothing cures. The agent reported its boards' serials (for the ticket).
+    e.append(
+        NodeFactsObserved(
+            **at(node(21), 60),
+            payload={"gpu_serials": [f"16537240{2536 + g}" for g in range(GPUS)]},
+        )
+    )
+    e.append(
+        GpuXidObserved(
+            **at(node(20), 71), payload={"gpu": 2, "xid": 48, "message": "DBE (0x1) detected"}
+        )
+    )
+    e.append(
+        GpuXidObserved(
+            **at(node(21), 72),
+            payload={"gpu": 5, "xid": 79, "message": "GPU has fallen off the bus."},
+        )
+    )
     attempt(j["idle"], 1, (node(12),), 0, 0)  # holds gpu-node-12, which does nothing
     for minutes in (1, 74):
         e += [
@@ -171,6 +209,8 @@ def missing(s: Story, rows: list[HistoryRow]) -> list[str]:
         (s.jobs["crash"], "RestartJob"),
         (s.nodes["xid"], "ReleaseNodes"),
         (s.nodes["healthy"], "ReleaseNodes"),
+        (s.nodes["ladder"], "ReleaseNodes"),
+        (s.nodes["escalated"], "EscalateNodes"),
     ]
     notices = [(s.nodes["broken"], "benchmark_verdict"), (s.jobs["idle"], "idle_allocation")]
     return [f"{t} done for {subject}" for subject, t in wanted if (subject, t) not in acted] + [
@@ -185,11 +225,40 @@ def _p(row: HistoryRow) -> dict[str, Any]:
     return payload
 
 
+def rebooted(rows: list[HistoryRow]) -> list[tuple[str, str]]:
+    """(node, why) of every reboot the scheduler took (its action succeeded)."""
+    return [
+        (r.subject, str(_p(r).get("reason", "")))
+        for r in rows
+        if r.type == "ActionSucceeded" and _p(r).get("trigger_type") == "RebootNodes"
+    ]
+
+
+def back_from_reboot(node_id: str, why: str) -> list[NodeStateObserved]:
+    """What the Slurm watcher reports of a node rebooted through `scontrol reboot`: down while
+    it reboots, then back, still drained (it is validated before it takes work)."""
+    reason = f"{DRAIN_REASON_PREFIX} {why} : reboot issued"[:1000]
+    now = utcnow()
+    return [
+        NodeStateObserved(
+            source="demo/scheduler",
+            cluster=CLUSTER,
+            subject=node_id,
+            occurred_at=now + timedelta(milliseconds=i),
+            payload={"state": state, "raw_state": raw, "reason": reason, "scheduler": "slurm"},
+        )
+        for i, (state, raw) in enumerate(
+            (("DOWN", "DOWN+DRAIN+REBOOT_ISSUED"), ("DRAINED", "IDLE+DRAIN"))
+        )
+    ]
+
+
 @dataclass
 class DemoResult:
     story: Story
     rows: list[HistoryRow]
     slack: list[dict[str, Any]]
+    tickets: list[dict[str, Any]] = field(default_factory=list)
 
 
 def run_demo(
@@ -211,17 +280,25 @@ def run_demo(
     clickhouse = _clickhouse(stack, env)
     s = story(uuid.uuid4().hex[:6], datetime.now(UTC))
     log_dir = log_dir or stack.settings.state_dir / "run" / "demo"
-    with SlackStub() as slack:
+    with SlackStub() as slack, WebhookStub() as tickets:
         workers = {
             **stack.env(),
             **(env or {}),
             "CENTRALITY_SLACK_TOKEN": "xoxb-demo",
             "CENTRALITY_SLACK_BASE_URL": slack.base_url,
             "CENTRALITY_SLACK_CHANNEL": "#gpu-incidents",
+            "CENTRALITY_WEBHOOK_URL": tickets.url,
             "CENTRALITY_STREAMS_RULE_CONFIG": json.dumps(RULES),
+            # Five nodes are drained within the hour: a fifth of the fleet may be.
+            "CENTRALITY_ACTIONS_QUARANTINE_MAX_SHARE": "0.2",
             "CENTRALITY_MEMORY_UNHEALTHY": json.dumps(
-                {s.nodes["broken"]: "GPU 2 at 310 TFLOP/s (< 600)"}
+                {
+                    s.nodes["broken"]: "GPU 2 at 310 TFLOP/s (< 600)",
+                    s.nodes["ladder"]: "GPU 2 at 180 TFLOP/s (< 600)",
+                    s.nodes["escalated"]: "GPU 5 at 0 TFLOP/s: not found",
+                }
             ),
+            "CENTRALITY_MEMORY_HEALED_BY": json.dumps({s.nodes["ladder"]: "reboot"}),
         }
         with Pipeline(workers, log_dir) as pipeline:
             console.log(f"workers started (streams, actions, sink); their logs in {log_dir}")
@@ -229,19 +306,29 @@ def run_demo(
             console.log(
                 f"a {FLEET}-node cluster sent {len(s.events)} events (jobs, XIDs, GPU samples)"
             )
+            booted: set[str] = set()
+
+            def settled(rows: list[HistoryRow]) -> bool:
+                """Done once nothing is missing; meanwhile, as the scheduler, each node whose
+                reboot was taken comes back."""
+                back: list[Event] = [
+                    e
+                    for n, why in rebooted(rows)
+                    if n not in booted
+                    for e in back_from_reboot(n, why)
+                ]
+                if back:
+                    asyncio.run(_emit(stack, workers, back))
+                    booted.update(e.subject for e in back)
+                return not missing(s, rows)
+
             with console.status("the workers decide and act; waiting for it all in ClickHouse…"):
                 try:
-                    rows = wait_for(
-                        clickhouse,
-                        s.subjects,
-                        lambda r: not missing(s, r),
-                        timeout_s,
-                        pipeline.check,
-                    )
+                    rows = wait_for(clickhouse, s.subjects, settled, timeout_s, pipeline.check)
                 except TimeoutError as exc:
                     still = missing(s, rows_for(clickhouse, s.subjects))
                     raise TimeoutError(f"{exc}; still missing: {still}") from None
-        result = DemoResult(s, rows, list(slack.posts))
+        result = DemoResult(s, rows, list(slack.posts), list(tickets.documents))
     narrate(console, result, clickhouse)
     return result
 
@@ -265,7 +352,8 @@ async def _emit(stack: Stack, env: dict[str, str], events: list[Event]) -> None:
 STORY_TYPES = frozenset(
     {
         "RestartJob", "QuarantineNodes", "RunBenchmark", "BenchmarkCompleted", "ReleaseNodes",
-        "Notify", "CancelJob", "ActionSucceeded", "ActionFailed",
+        "Notify", "CancelJob", "ActionSucceeded", "ActionFailed", "ResetGpus", "RebootNodes",
+        "EscalateNodes", "NodeStateObserved",
     }
 )  # fmt: skip
 
@@ -313,6 +401,23 @@ def narrate(console: Console, r: DemoResult, clickhouse: ClickHouseSettings) -> 
     console.print(
         Panel(_chain(f"{j['idle']} holds {n['idle']}", idle), title="5. an idle allocation")
     )
+    for role, why in (
+        ("ladder", "Xid 48 (double-bit ECC): reset, validate, reboot, validate"),
+        ("escalated", "Xid 79 (off the bus): reboot, validate, escalate"),
+    ):
+        console.print(Panel(_chain(f"{n[role]}: {why}", of("node", n[role]), skip="RestartJob"),
+                            title="6. the remediation ladder"))  # fmt: skip
+    for ticket in r.tickets:
+        console.print(
+            Panel(
+                "\n".join(
+                    [f"nodes: {', '.join(ticket['nodes'])}   XIDs: {ticket['xids']}"]
+                    + [f"tried: {t}" for t in ticket["tried"]]
+                    + [f"serials: {ticket['serials']}"]
+                ),
+                title="the ticket the escalation filed (webhook)",
+            )
+        )
     console.rule("[bold]What Slack was told")
     for post in r.slack:
         blocks = post.get("blocks") or []
@@ -322,6 +427,7 @@ def narrate(console: Console, r: DemoResult, clickhouse: ClickHouseSettings) -> 
     console.rule("[bold]Timelines, read back from ClickHouse")
     print_events(f"job {j['crash']}", crash, console)
     print_events(f"node {n['broken']}", of("node", n["broken"]), console)
+    print_events(f"node {n['ladder']}", of("node", n["ladder"]), console)
     console.print(
         "The stack keeps running; `make down` stops it. "
         "`centrality history job|node ID` tells any other story."

@@ -16,6 +16,11 @@ from types import MappingProxyType
 
 from schemas.events.jobs import JobState
 
+# Centrality's maintenance windows: the reservations the Slurm adapter opens to run a benchmark
+# or a GPU reset on drained nodes (they are resumed inside it), named so. The watcher reports a
+# node inside one as Centrality's drained node it still is, not as a node back in service.
+WINDOW_PREFIX = "centrality-"
+
 
 @dataclass(frozen=True)
 class SlurmJobWord:

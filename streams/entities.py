@@ -36,6 +36,7 @@ from streams.forwards import forwards
 from streams.state import node, node_set, training_job
 from streams.state.internal import (
     JobActionReported,
+    JobNodesImplicated,
     JobTick,
     NodeActionReported,
     NodeDecided,
@@ -68,6 +69,7 @@ JOBS = Kind(
         CheckpointSaved,
         LogSignalDetected,
         JobActionReported,
+        JobNodesImplicated,
         JobTick,
     ),
     tick=JobTick,

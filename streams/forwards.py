@@ -14,12 +14,16 @@ from functools import singledispatch
 from schemas.envelope import Event
 from schemas.events import (
     ActionFailed,
+    ActionStarted,
     ActionSucceeded,
+    EscalateNodes,
     JobExited,
     JobState,
     JobStateChanged,
     QuarantineNodes,
+    RebootNodes,
     ReleaseNodes,
+    ResetGpus,
     RunBenchmark,
 )
 from schemas.events.actions import ActionFailedPayload
@@ -27,6 +31,7 @@ from schemas.events.jobs import is_failure
 from streams.state.bounds import NODE_SET_NODES_KEPT, NODES_BYTES_KEPT, node_ids
 from streams.state.internal import (
     JobActionReported,
+    JobNodesImplicated,
     NodeActionReported,
     NodeDecided,
     NodeJobObserved,
@@ -97,10 +102,21 @@ def _(event: JobExited) -> list[Event]:
     return out
 
 
-STORY_TRIGGERS = ("QuarantineNodes", "RunBenchmark", "ReleaseNodes")
+STORY_TRIGGERS = (
+    "QuarantineNodes",
+    "RunBenchmark",
+    "ReleaseNodes",
+    "ResetGpus",
+    "RebootNodes",
+    "EscalateNodes",
+)
+NodeTrigger = (
+    QuarantineNodes | RunBenchmark | ReleaseNodes | ResetGpus | RebootNodes | EscalateNodes
+)
 
 
-def _decided(trigger: QuarantineNodes | RunBenchmark | ReleaseNodes) -> list[Event]:
+def _decided(trigger: NodeTrigger) -> list[Event]:
+    ladder = getattr(trigger.payload, "ladder", None)
     return [
         NodeDecided(
             event_id=derived_id(trigger.event_id, node),
@@ -113,15 +129,49 @@ def _decided(trigger: QuarantineNodes | RunBenchmark | ReleaseNodes) -> list[Eve
                 "trigger_type": trigger.type,
                 "reason": trigger.payload.reason,
                 "rule": trigger.payload.rule,
+                "ladder": ladder,
             },
         )
         for node in _nodes(trigger.payload.nodes)
     ]
 
 
-forwards.register(QuarantineNodes, _decided)
-forwards.register(RunBenchmark, _decided)
-forwards.register(ReleaseNodes, _decided)
+for _trigger in (
+    QuarantineNodes,
+    RunBenchmark,
+    ReleaseNodes,
+    ResetGpus,
+    RebootNodes,
+    EscalateNodes,
+):
+    forwards.register(_trigger, _decided)
+
+
+def _implicated(result: ActionStarted | ActionSucceeded | ActionFailed) -> list[Event]:
+    """A quarantine's results (any of them: the decision implicates, whatever its outcome) tell
+    the jobs it named that its nodes are out: their restarts avoid them."""
+    p = result.payload
+    if p.trigger_type != "QuarantineNodes" or not p.jobs or not p.nodes or p.dry_run:
+        return []
+    return [
+        JobNodesImplicated(
+            event_id=derived_id(result.event_id, job),
+            source="streams",
+            cluster=result.cluster,
+            subject=job,
+            occurred_at=result.occurred_at,
+            payload={
+                "nodes": _nodes(p.nodes),
+                "reason": p.reason or p.action,
+                "trigger_id": p.trigger_id,
+                "cause": result.event_id,
+            },
+        )
+        for job in p.jobs
+    ]
+
+
+forwards.register(ActionStarted, _implicated)
 
 
 def _reported(result: ActionSucceeded | ActionFailed) -> list[Event]:
@@ -130,6 +180,7 @@ def _reported(result: ActionSucceeded | ActionFailed) -> list[Event]:
     # A dry run did nothing: what was only planned must not move any state.
     if p.dry_run:
         return []
+    implicated = _implicated(result)
     if p.trigger_type == "RestartJob":
         return [
             JobActionReported(
@@ -149,7 +200,7 @@ def _reported(result: ActionSucceeded | ActionFailed) -> list[Event]:
         ]
     if p.trigger_type not in STORY_TRIGGERS:
         return []
-    return [
+    return implicated + [
         NodeActionReported(
             event_id=derived_id(result.event_id, node),
             source="streams",

@@ -142,11 +142,22 @@ def benchmark(
 
 
 def scheduler_says(
-    node: str = "n1", state: str = "DRAINED", at_s: float = 0.0, reason: str | None = "admin"
+    node: str = "n1",
+    state: str = "DRAINED",
+    at_s: float = 0.0,
+    reason: str | None = "admin",
+    raw_state: str | None = None,
 ) -> NodeStateObserved:
+    """What a scheduler's watcher reports of a node (`raw_state`: its own words, e.g. Slurm's
+    `DOWN+DRAIN+REBOOT_ISSUED`; the state's name by default)."""
     return NodeStateObserved(
         **envelope(node, at_s),
-        payload={"state": state, "raw_state": state, "reason": reason, "scheduler": "slurm"},
+        payload={
+            "state": state,
+            "raw_state": raw_state or state,
+            "reason": reason,
+            "scheduler": "slurm",
+        },
     )
 
 
@@ -171,6 +182,7 @@ def result(
         "dry_run": dry_run,
         "shadow": trigger.payload.shadow,
         "nodes": getattr(trigger.payload, "nodes", ()),
+        "jobs": getattr(trigger.payload, "jobs", ()),
         "operator": trigger.payload.operator,
         "reason": trigger.payload.reason,
         "forced": trigger.payload.force,

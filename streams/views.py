@@ -19,11 +19,13 @@ from schemas.events.status import (
     NodeStatusChanged,
     NodeStatusPayload,
 )
+from schemas.limits import SMALL_LIST
 from streams.entities import JOBS, NODES, Kind
 from streams.rules.registry import RuleEngine
+from streams.state.bounds import clip
 from streams.state.internal import derived_id
 from streams.state.node import Node
-from streams.state.story import Stage
+from streams.state.story import Stage, Story
 from streams.state.training_job import TrainingJob
 
 RESTART_RULE = "restart_incomplete_exit"
@@ -35,6 +37,14 @@ _CONDITION: dict[Stage, NodeCondition] = {
     Stage.PASSED: "releasing",
     Stage.RELEASING: "releasing",
     Stage.HELD: "held",
+    Stage.RESETTING: "resetting",
+    Stage.RESET: "resetting",
+    Stage.REBOOT_REQUESTED: "rebooting",
+    Stage.REBOOTING: "rebooting",
+    Stage.REBOOTED: "rebooting",
+    Stage.ESCALATING: "escalated",
+    Stage.ESCALATED: "escalated",
+    Stage.ESCALATION_FAILED: "escalated",
 }
 _PENDING = {
     Stage.DRAIN_REQUESTED: "drain requested",
@@ -46,6 +56,29 @@ _PENDING = {
     Stage.BENCHMARK_FAILED: "a person: benchmark or release",
     Stage.RELEASE_FAILED: "a person: release",
     Stage.HELD: "an operator's release",
+    Stage.RESETTING: "GPU reset running",
+    Stage.RESET: "validation to be decided",
+    Stage.REBOOT_REQUESTED: "reboot requested",
+    Stage.REBOOTING: "the node back from its reboot",
+    Stage.REBOOTED: "validation to be decided",
+    Stage.RUNG_FAILED: "the next rung to be decided",
+    Stage.ESCALATING: "escalation to a person",
+    Stage.ESCALATED: "hardware service, then a release",
+    Stage.ESCALATION_FAILED: "a person: repair or release",
+}
+# The rung a stage is on; a story on no ladder shows none.
+_RUNG = {
+    Stage.BENCHMARKING: "validate",
+    Stage.BENCHMARK_FAILED: "validate",
+    Stage.KEPT: "validate",
+    Stage.RESETTING: "reset",
+    Stage.RESET: "reset",
+    Stage.REBOOT_REQUESTED: "reboot",
+    Stage.REBOOTING: "reboot",
+    Stage.REBOOTED: "reboot",
+    Stage.ESCALATING: "escalate",
+    Stage.ESCALATED: "escalate",
+    Stage.ESCALATION_FAILED: "escalate",
 }
 
 
@@ -77,6 +110,7 @@ def node_status(node: Node) -> NodeStatusPayload:
             pending=_PENDING.get(story.stage),
             problem=story.problem,
             held_by=held_by,
+            **_ladder(story),
             **common,
         )
     if node.out_of_service_by_scheduler and scheduler is not None:
@@ -90,6 +124,19 @@ def node_status(node: Node) -> NodeStatusPayload:
     ended = node.ended
     why = None if ended is None else f"{ended.how} after: {ended.reason}"
     return NodeStatusPayload(state="in_service", since=node.story_ended_at, why=why, **common)
+
+
+def _ladder(story: Story) -> dict[str, Any]:
+    if story.ladder is None and not story.rungs:
+        return {}
+    rung = _RUNG.get(story.stage)
+    if rung is None and story.stage is Stage.RUNG_FAILED and story.rungs:
+        rung = story.rungs[-1].rung
+    return {
+        "rung": rung,
+        "ladder": tuple(clip(r.told(), 512) for r in story.rungs)[-SMALL_LIST:],
+        "rungs_left": tuple(story.ladder or ())[:SMALL_LIST],
+    }
 
 
 def restart_budget(engine: RuleEngine) -> int | None:

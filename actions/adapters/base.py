@@ -27,8 +27,11 @@ class RunResult:
 class SchedulerAdapter(Protocol):
     name: str
 
-    def requeue(self, job_id: str, *, checkpoint_uri: str | None) -> dict[str, Any]:
-        """Run the job again, resuming from `checkpoint_uri`."""
+    def requeue(
+        self, job_id: str, *, checkpoint_uri: str | None, exclude: Sequence[str] = ()
+    ) -> dict[str, Any]:
+        """Run the job again, resuming from `checkpoint_uri`, never on the nodes in `exclude`
+        (PermanentError when too few nodes would be left for it: it is not requeued)."""
         ...
 
     def cancel(self, job_id: str, *, reason: str) -> dict[str, Any]:
@@ -52,6 +55,11 @@ class SchedulerAdapter(Protocol):
         ...
 
     def untaint(self, nodes: Sequence[str], *, key: str) -> dict[str, Any]: ...
+
+    def reboot(self, nodes: Sequence[str], *, reason: str) -> dict[str, Any]:
+        """Ask the scheduler to reboot drained `nodes`; returns once it took the request (the
+        reboot is done when the scheduler shows them back, which its watcher reports)."""
+        ...
 
     def run_on_nodes(
         self,

@@ -60,11 +60,13 @@ class KubernetesAdapter:
         self.batch = client.BatchV1Api(self.api)
         self.custom = client.CustomObjectsApi(self.api)
 
-    def requeue(self, job_id: str, *, checkpoint_uri: str | None) -> dict[str, Any]:
+    def requeue(
+        self, job_id: str, *, checkpoint_uri: str | None, exclude: Sequence[str] = ()
+    ) -> dict[str, Any]:
         ns, name = parse_job_id(job_id, "k8s", 2)
         job = not_found(self.batch.read_namespaced_job, name, ns)
         if job is not None:
-            new = recreated(self.api.sanitize_for_serialization(job), checkpoint_uri)
+            new = recreated(self.api.sanitize_for_serialization(job), checkpoint_uri, exclude)
             call(
                 "delete job",
                 self.batch.delete_namespaced_job,
@@ -80,7 +82,7 @@ class KubernetesAdapter:
             )
             if torch is None:
                 raise PermanentError(f"no Job or PyTorchJob {ns}/{name}")
-            new = recreated(torch, checkpoint_uri)
+            new = recreated(torch, checkpoint_uri, exclude)
             call(
                 "delete pytorchjob",
                 self.custom.delete_namespaced_custom_object,
@@ -105,7 +107,14 @@ class KubernetesAdapter:
             "kind": kind,
             "checkpoint_uri": checkpoint_uri,
             "action": "recreated",
+            "excluded": sorted(exclude),
         }
+
+    def reboot(self, nodes: Sequence[str], *, reason: str) -> dict[str, Any]:
+        # Built for Slurm only; see docs/remediation.md for what a cluster of Kubernetes can use.
+        raise PermanentError(
+            "the Kubernetes adapter does not reboot nodes (docs/remediation.md): escalate instead"
+        )
 
     def cancel(self, job_id: str, *, reason: str) -> dict[str, Any]:
         ns, name = parse_job_id(job_id, "k8s", 2)

@@ -31,8 +31,12 @@ _JOB_LABELS = (
 )
 
 
-def recreated(obj: dict[str, Any], checkpoint_uri: str | None) -> dict[str, Any]:
-    """The same Job/PyTorchJob, fresh, its containers resuming from `checkpoint_uri`."""
+def recreated(
+    obj: dict[str, Any], checkpoint_uri: str | None, exclude: Sequence[str] = ()
+) -> dict[str, Any]:
+    """The same Job/PyTorchJob, fresh, its containers resuming from `checkpoint_uri`, its pods
+    kept off the nodes in `exclude` (a required node affinity on their names, added to each
+    term the template already has: terms are alternatives, each must avoid them)."""
     new = copy.deepcopy(obj)
     new.pop("status", None)
     meta = new.setdefault("metadata", {})
@@ -48,6 +52,9 @@ def recreated(obj: dict[str, Any], checkpoint_uri: str | None) -> dict[str, Any]
         labels = spec.get("template", {}).get("metadata", {}).get("labels") or {}
         for key in _JOB_LABELS:
             labels.pop(key, None)
+    if exclude:
+        for template in _templates(new):
+            _avoiding(template, exclude)
     for container in _containers(new):
         env = [e for e in container.get("env") or [] if e.get("name") != RESUME_ENV]
         if checkpoint_uri is not None:
@@ -56,12 +63,31 @@ def recreated(obj: dict[str, Any], checkpoint_uri: str | None) -> dict[str, Any]
     return new
 
 
-def _containers(obj: dict[str, Any]) -> Iterator[dict[str, Any]]:
+def _templates(obj: dict[str, Any]) -> list[dict[str, Any]]:
     spec = obj.get("spec", {})
     templates = [spec.get("template", {})]
     templates += [r.get("template", {}) for r in (spec.get("pytorchReplicaSpecs") or {}).values()]
-    for template in templates:
+    return templates
+
+
+def _containers(obj: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    for template in _templates(obj):
         yield from (template.get("spec") or {}).get("containers") or []
+
+
+def _avoiding(template: dict[str, Any], nodes: Sequence[str]) -> None:
+    spec = template.setdefault("spec", {})
+    affinity = spec.get("affinity") or {}
+    node_affinity = affinity.get("nodeAffinity") or {}
+    required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or {}
+    avoid = {"key": "metadata.name", "operator": "NotIn", "values": sorted(set(nodes))}
+    terms = required.get("nodeSelectorTerms") or [{}]
+    required["nodeSelectorTerms"] = [
+        {**term, "matchFields": [*(term.get("matchFields") or []), avoid]} for term in terms
+    ]
+    node_affinity["requiredDuringSchedulingIgnoredDuringExecution"] = required
+    affinity["nodeAffinity"] = node_affinity
+    spec["affinity"] = affinity
 
 
 def with_taint(taints: Sequence[dict[str, Any]], key: str) -> list[dict[str, Any]]:

@@ -5,6 +5,9 @@ Tests script it: `fail("drain", TemporaryError(...))` makes the next drain calls
 per node (with `CENTRALITY_NODE` set), as a scheduler would on each node. By default it answers
 what the benchmark runner prints for a healthy node (a `pass` report per node, figures of an
 H100), or a `fail` for nodes in `unhealthy`: so a demo on it goes drain → benchmark → verdict.
+A node in `healed_by` is healthy once the rung named there ran on it (a GPU reset or a reboot),
+so a demo's remediation ladder ends in a release; GPU resets and inventories are answered as
+`actions.remediation` prints them.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from typing import Any
 from actions.adapters.base import RunResult, adapter
 from actions.adapters.settings import MemorySettings
 from actions.benchmark.runner import KIND
+from actions.remediation import gpu_inventory, gpu_reset
 
 GPUS = 8
 
@@ -46,6 +50,9 @@ class InMemoryAdapter:
 
     def __init__(self) -> None:
         self.requeued: list[tuple[str, str | None]] = []
+        self.excluded: dict[str, list[str]] = {}  # job → the nodes its requeues avoid
+        self.rebooted: list[str] = []
+        self.reset: list[tuple[str, tuple[int, ...]]] = []
         self.cancelled: dict[str, str] = {}
         self.released: list[str] = []
         self.drained: dict[str, str] = {}
@@ -54,7 +61,9 @@ class InMemoryAdapter:
         self.failures: dict[str, list[Exception]] = {}
         self.calls: list[str] = []
         self.run_stdout: str | None = None  # None: a simulated report per node
-        self.unhealthy = dict(MemorySettings().unhealthy)  # node → why its benchmark fails
+        settings = MemorySettings()
+        self.unhealthy = dict(settings.unhealthy)  # node → why its benchmark fails
+        self.healed_by = dict(settings.healed_by)  # node → the rung that makes it healthy
         self.execute_runs = False
 
     def fail(self, method: str, *errors: Exception) -> None:
@@ -66,15 +75,32 @@ class InMemoryAdapter:
         if pending:
             raise pending.pop(0)
 
-    def requeue(self, job_id: str, *, checkpoint_uri: str | None) -> dict[str, Any]:
+    def requeue(
+        self, job_id: str, *, checkpoint_uri: str | None, exclude: Sequence[str] = ()
+    ) -> dict[str, Any]:
         self._call("requeue")
         self.requeued.append((job_id, checkpoint_uri))
+        excluded = self.excluded.setdefault(job_id, [])
+        excluded += [n for n in exclude if n not in excluded]
         return {
             "scheduler": self.name,
             "job_id": job_id,
             "checkpoint_uri": checkpoint_uri,
             "requeued": len(self.requeued),
+            "excluded": list(excluded),
         }
+
+    def reboot(self, nodes: Sequence[str], *, reason: str) -> dict[str, Any]:
+        self._call("reboot")
+        self.rebooted += nodes
+        self._heal(nodes, "reboot")
+        return {"scheduler": self.name, "rebooting": list(nodes), "reason": reason}
+
+    def _heal(self, nodes: Sequence[str], rung: str) -> None:
+        """A simulated node whose fault `rung` clears is healthy from now on."""
+        for node in nodes:
+            if self.healed_by.get(node) == rung:
+                self.unhealthy.pop(node, None)
 
     def cancel(self, job_id: str, *, reason: str) -> dict[str, Any]:
         self._call("cancel")
@@ -122,7 +148,7 @@ class InMemoryAdapter:
         if self.run_stdout is not None:
             return RunResult(exit_code=0, stdout=self.run_stdout)
         if not self.execute_runs:
-            reports = [simulated_report(n, self.unhealthy.get(n)) for n in nodes]
+            reports = [self._simulated(command, n) for n in nodes]
             return RunResult(exit_code=0, stdout="".join(json.dumps(r) + "\n" for r in reports))
         done = [
             subprocess.run(
@@ -143,3 +169,38 @@ class InMemoryAdapter:
 
     def job_logs(self, job_id: str, *, tail_lines: int = 200) -> str:
         return ""
+
+    def _simulated(self, command: Sequence[str], node: str) -> dict[str, Any]:
+        """What the node tool in `command` would print on a simulated node: a GPU reset, the
+        GPUs' inventory, or (anything else) the benchmark."""
+        if gpu_reset.__name__ in command:
+            gpus = [int(g) for g in _arg(command, "--gpus").split(",") if g] or list(range(GPUS))
+            self.reset.append((node, tuple(gpus)))
+            self._heal([node], "reset")
+            done: list[dict[str, Any]] = [
+                {"gpu": g, "reset": True, "pids": [], "error": None} for g in gpus
+            ]
+            return {"kind": gpu_reset.KIND, "node": node, "gpus": done, "error": None}
+        if gpu_inventory.__name__ in command:
+            return {"kind": gpu_inventory.KIND, "node": node, "gpus": simulated_gpus(node)}
+        return simulated_report(node, self.unhealthy.get(node))
+
+
+def _arg(command: Sequence[str], name: str) -> str:
+    args = list(command)
+    return args[args.index(name) + 1] if name in args[:-1] else ""
+
+
+def simulated_gpus(node: str) -> list[dict[str, Any]]:
+    """A simulated node's GPUs as `gpu_inventory` reports them (serials made up per node)."""
+    digits = sum(ord(c) for c in node) % 10_000
+    return [
+        {
+            "gpu": g,
+            "uuid": f"GPU-{digits:04d}{g:04d}-0000-0000-0000-000000000000",
+            "serial": f"165372{digits:04d}{g:03d}",
+            "pci_bus_id": f"00000000:{0x18 + g * 0x10:02X}:00.0",
+            "name": "NVIDIA H100 80GB HBM3",
+        }
+        for g in range(GPUS)
+    ]

@@ -51,7 +51,9 @@ class RayAdapter:
     def __init__(self, settings: RaySettings | None = None) -> None:
         self.settings = settings or RaySettings()
 
-    def requeue(self, job_id: str, *, checkpoint_uri: str | None) -> dict[str, Any]:
+    def requeue(
+        self, job_id: str, *, checkpoint_uri: str | None, exclude: Sequence[str] = ()
+    ) -> dict[str, Any]:
         (old,) = parse_job_id(job_id, "ray", 1)
         jobs = self._client()
         info = self._call("job info", jobs.get_job_info, old)
@@ -81,7 +83,14 @@ class RayAdapter:
             "requeued": job_id,
             "checkpoint_uri": checkpoint_uri,
             "action": "resubmitted",
+            # Ray places a job's tasks by resources, not node names: nothing to exclude by.
+            "not_excluded": sorted(exclude),
         }
+
+    def reboot(self, nodes: Sequence[str], *, reason: str) -> dict[str, Any]:
+        raise PermanentError(
+            "the Ray adapter does not reboot nodes (docs/remediation.md): escalate instead"
+        )
 
     def cancel(self, job_id: str, *, reason: str) -> dict[str, Any]:
         (submission,) = parse_job_id(job_id, "ray", 1)

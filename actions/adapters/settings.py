@@ -2,6 +2,7 @@
 
 from importlib.metadata import version
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -21,6 +22,11 @@ class MemorySettings(BaseSettings):
 
     unhealthy: dict[str, str] = Field(
         default_factory=dict, description="Node → why its simulated benchmark fails."
+    )
+    healed_by: dict[str, Literal["reset", "reboot"]] = Field(
+        default_factory=dict,
+        description="Node → the remediation rung (`reset`, `reboot`) after which its simulated "
+        "benchmark passes.",
     )
 
 
@@ -45,6 +51,12 @@ class SlurmSettings(BaseSettings):
         default=30.0, description="How long a requeued job may take to become PENDING again."
     )
     poll_interval_s: float = Field(default=0.25, description="Between job state polls.")
+    reboot_args: list[str] = Field(
+        default_factory=list,
+        description='More `scontrol reboot` arguments, e.g. `["ASAP", "nextstate=RESUME"]`. '
+        "Empty: a drained node stays drained through its reboot, so it is validated before "
+        "it takes work again.",
+    )
 
 
 class RaySettings(BaseSettings):

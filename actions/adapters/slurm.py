@@ -2,7 +2,13 @@
 
 Contracts the cluster sees:
 - requeue: `scontrol requeue`, then, once PENDING, `StartTime=now` (or Slurm waits ~2 minutes)
-  and the job's Comment set to `centrality-resume=<uri>`. `infra/slurm/` (`prolog.sh`,
+  and the job's Comment set to `centrality-resume=<uri>`; nodes to avoid join the job's
+  `ExcNodeList` in that same update, so it never starts without them (Slurm refuses to update
+  a job that has ended: "Job has already finished"). A job those exclusions would leave too few
+  usable nodes in its partition is not requeued: it would pend for ever (`BadConstraints`).
+- reboot: `scontrol reboot reason=…` (plus `reboot_args`). Without `ASAP`/`nextstate=RESUME`
+  a drained node comes back drained, so it is validated before it takes work; the reboot is
+  done when the watcher sees the node back, not when this returns. `infra/slurm/` (`prolog.sh`,
   `task-prolog.sh`, `epilog.sh`, installed as the cluster's Prolog, TaskProlog and Epilog)
   turns that into `CENTRALITY_RESUME_FROM=<uri>` in every task's environment without asking
   the controller per task (a job script can also read the Comment itself). The job keeps its id.
@@ -28,12 +34,21 @@ from typing import Any
 from actions.adapters.base import RunResult, adapter
 from actions.adapters.jobids import parse_job_id
 from actions.adapters.settings import SlurmSettings
-from actions.adapters.slurm_cli import SlurmCli, exit_status, expand_nodes, hostlist_of
+from actions.adapters.slurm_cli import (
+    SlurmCli,
+    exit_status,
+    expand_nodes,
+    hostlist_of,
+    parse_nodes,
+)
 from actions.adapters.slurm_window import maintenance_window
 from actions.errors import PermanentError, TemporaryError
 from schemas.slurm import SLURM_FINISHED, slurm_job_word
 
 RESUME_PREFIX = "centrality-resume="
+# Node states (sinfo %T) in which a node takes no job: down, drained or draining, failed,
+# unregistered, not yet in the cluster.
+UNUSABLE = ("down", "drain", "fail", "inval", "unk", "future")
 
 
 @adapter("slurm")
@@ -44,8 +59,11 @@ class SlurmAdapter:
         self.settings = settings or SlurmSettings()
         self.cli = SlurmCli(self.settings)
 
-    def requeue(self, job_id: str, *, checkpoint_uri: str | None) -> dict[str, Any]:
+    def requeue(
+        self, job_id: str, *, checkpoint_uri: str | None, exclude: Sequence[str] = ()
+    ) -> dict[str, Any]:
         job = self._local_id(job_id)
+        excluded = self._exclusions(job, exclude) if exclude else None
         self.cli.run("scontrol", "requeue", job)
         fields = self._wait_state(job, {"PENDING"}, self.settings.requeue_pending_timeout_s)
         update = ["scontrol", "update", f"jobid={job}", "StartTime=now"]
@@ -54,13 +72,50 @@ class SlurmAdapter:
         elif fields.get("Comment", "").startswith(RESUME_PREFIX):
             # From scratch: an earlier requeue's checkpoint must not be picked up again.
             update.append("Comment=")
+        if excluded is not None:
+            update.append(f"ExcNodeList={hostlist_of(excluded)}")
         self.cli.run(*update)
-        return {
+        done: dict[str, Any] = {
             "scheduler": self.name,
             "job_id": job_id,
             "checkpoint_uri": checkpoint_uri,
             "action": "requeued",
         }
+        if excluded is not None:
+            done |= {"excluded": sorted(expand_nodes(exclude)), "exc_node_list": excluded}
+        return done
+
+    def reboot(self, nodes: Sequence[str], *, reason: str) -> dict[str, Any]:
+        if not reason.strip():
+            raise PermanentError("Slurm needs a reason to reboot")
+        argv = ["scontrol", "reboot", *self.settings.reboot_args, f"reason={reason}"]
+        self.cli.run(*argv, hostlist_of(nodes))
+        return {"scheduler": self.name, "rebooting": list(nodes), "reason": reason}
+
+    def _exclusions(self, job: str, exclude: Sequence[str]) -> list[str]:
+        """The job's excluded nodes with `exclude` added, once sure the job still fits the
+        usable nodes of its partition (PermanentError otherwise: it is not requeued)."""
+        fields = self.cli.job(job)
+        known = fields.get("ExcNodeList", "(null)")
+        excluded = sorted(
+            {*expand_nodes(exclude), *(expand_nodes([known]) if known != "(null)" else ())}
+        )
+        # NumNodes is `2`, or a range (`2-4`) for a job that can start on fewer.
+        least = re.match(r"\d+", fields.get("NumNodes", ""))
+        needed = int(least[0]) if least else 1
+        partition = fields.get("Partition", "")
+        listed = self.cli.run("sinfo", "-h", "-N", "-p", partition, "-o", "%N|%T|%E|%f")
+        usable = [
+            node
+            for node, (state, _) in parse_nodes(listed).items()
+            if not state.startswith(UNUSABLE) and node not in excluded
+        ]
+        if len(usable) < needed:
+            raise PermanentError(
+                f"job {job} needs {needed} node(s); partition {partition} has {len(usable)} "
+                f"usable once {hostlist_of(excluded)} are excluded: not requeued"
+            )
+        return excluded
 
     def cancel(self, job_id: str, *, reason: str) -> dict[str, Any]:
         job = self._local_id(job_id)

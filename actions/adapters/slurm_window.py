@@ -15,6 +15,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 from actions.adapters.slurm_cli import SlurmCli, hostlist_of
+from schemas.slurm import WINDOW_PREFIX
 
 DRAINED = frozenset({"drained", "draining", "drain"})
 
@@ -29,7 +30,7 @@ def maintenance_window(
     if not drained:
         yield None
         return
-    name = f"centrality-{uuid.uuid4().hex[:8]}"
+    name = f"{WINDOW_PREFIX}{uuid.uuid4().hex[:8]}"
     cli.run(
         "scontrol",
         "create",

@@ -2,10 +2,13 @@
 
 from actions.handlers import (  # noqa: F401
     cancel_job,
+    escalate_nodes,
     notify,
     quarantine_nodes,
+    reboot_nodes,
     release_job,
     release_nodes,
+    reset_gpus,
     restart_job,
     run_benchmark,
 )

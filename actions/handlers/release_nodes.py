@@ -1,4 +1,5 @@
-"""ReleaseNodes → resume the nodes and remove the quarantine taint."""
+"""ReleaseNodes → resume the nodes and remove the quarantine taint (and the hardware-service
+one an escalation left)."""
 
 from __future__ import annotations
 
@@ -24,4 +25,5 @@ def release_nodes(trigger: ReleaseNodes, ctx: ActionContext) -> dict[str, Any]:
         "nodes": list(nodes),
         "resume": ctx.adapter.resume(nodes),
         "untaint": ctx.adapter.untaint(nodes, key=QUARANTINE_TAINT),
+        "untaint_service": ctx.adapter.untaint(nodes, key=ctx.settings.hardware_service_taint),
     }

@@ -1,4 +1,6 @@
-"""RestartJob → requeue the job from the checkpoint the trigger names."""
+"""RestartJob → requeue the job from the checkpoint the trigger names, off the nodes its failure
+implicated (the adapter refuses when too few nodes would be left: the job is reported, not
+requeued into a queue it cannot leave)."""
 
 from __future__ import annotations
 
@@ -18,4 +20,8 @@ from schemas.events import RestartJob
     not_done="{subject} not requeued",
 )
 def restart_job(trigger: RestartJob, ctx: ActionContext) -> dict[str, Any]:
-    return ctx.adapter.requeue(trigger.subject, checkpoint_uri=trigger.payload.checkpoint_uri)
+    p = trigger.payload
+    # Only asked of adapters when there is something to avoid: an adapter written before
+    # exclusions existed still requeues everything else.
+    avoid: dict[str, Any] = {"exclude": p.exclude_nodes} if p.exclude_nodes else {}
+    return ctx.adapter.requeue(trigger.subject, checkpoint_uri=p.checkpoint_uri, **avoid)

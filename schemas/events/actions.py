@@ -1,7 +1,7 @@
 """Action results: what a worker did about a trigger, so the audit trail is events too."""
 
 import uuid
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 
@@ -13,6 +13,7 @@ from schemas.limits import (
     NAME,
     NODE_NAME,
     SMALL_LIST,
+    SUBJECT,
     TEXT,
     UINT32_MAX,
     WORD,
@@ -34,6 +35,12 @@ class ActionPayload(Payload):
         max_length=10_000,
         description="The nodes the trigger named (empty for job actions): lets a consumer route "
         "the result to each node's state, as the result itself is keyed by the trigger's subject.",
+    )
+    jobs: tuple[Annotated[str, Field(max_length=SUBJECT)], ...] = Field(
+        default=(),
+        max_length=SMALL_LIST,
+        description="The jobs the trigger named (a quarantine's jobs on its nodes): lets a "
+        "consumer tell each job which nodes its restarts must avoid.",
     )
     operator: str | None = Field(
         default=None, max_length=NAME, description="The operator who commanded it, if one did."

@@ -15,21 +15,36 @@ from pydantic import Field, StringConstraints
 from schemas.envelope import Event, Payload
 from schemas.events.jobs import JobState
 from schemas.events.nodes import NodeEvent
-from schemas.limits import GPUS_PER_NODE, INT64_MAX, NAME, SUBJECT, TEXT, UINT32_MAX, Timestamp
+from schemas.limits import (
+    GPUS_PER_NODE,
+    INT64_MAX,
+    NAME,
+    SMALL_LIST,
+    SUBJECT,
+    TEXT,
+    UINT32_MAX,
+    Str,
+    Timestamp,
+)
 from schemas.limits import Nodes as NodeList
 from schemas.registry import event
 
 # in_service: takes work · draining: a drain was asked for · suspect: a drain was decided but
 # refused, held or failed (still takes work) · quarantined: drained by Centrality · benchmarking,
-# releasing: steps of that story · held: drained by an operator, until an operator releases it ·
-# drained / down: out of service per the scheduler, by someone else.
+# resetting, rebooting, releasing: steps of that story (the remediation ladder's rungs among
+# them) · escalated: the ladder is exhausted, drained for hardware service until released ·
+# held: drained by an operator, until an operator releases it · drained / down: out of service
+# per the scheduler, by someone else.
 NodeCondition = Literal[
     "in_service",
     "draining",
     "suspect",
     "quarantined",
     "benchmarking",
+    "resetting",
+    "rebooting",
     "releasing",
+    "escalated",
     "held",
     "drained",
     "down",
@@ -51,6 +66,17 @@ class NodeStatusPayload(Payload):
         default=None, max_length=TEXT, description="What went wrong or held it (a silence)."
     )
     held_by: str | None = Field(default=None, max_length=NAME, description="The operator.")
+    rung: str | None = Field(
+        default=None,
+        max_length=NAME,
+        description="The remediation ladder's rung now (validate, reset, reboot, escalate).",
+    )
+    ladder: tuple[Str, ...] = Field(
+        default=(), max_length=SMALL_LIST, description="The ladder as climbed so far, in order."
+    )
+    rungs_left: tuple[Str, ...] = Field(
+        default=(), max_length=SMALL_LIST, description="The rungs still to climb, in order."
+    )
     scheduler_state: str | None = Field(default=None, max_length=NAME)
     scheduler_reason: str | None = Field(default=None, max_length=TEXT)
     gpus: int | None = Field(default=None, ge=0, le=GPUS_PER_NODE)

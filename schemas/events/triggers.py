@@ -3,12 +3,23 @@
 from __future__ import annotations
 
 import uuid
-from typing import Any, Literal, Self
+from typing import Annotated, Any, Literal, Self
 
 from pydantic import Field
 
 from schemas.envelope import Event, Payload
-from schemas.limits import CAUSES, INT64_MAX, NAME, SUBJECT, TEXT, UINT32_MAX, Nodes
+from schemas.limits import (
+    CAUSES,
+    GPUS_PER_NODE,
+    INT64_MAX,
+    NAME,
+    SMALL_LIST,
+    SUBJECT,
+    TEXT,
+    UINT32_MAX,
+    Nodes,
+    Str,
+)
 from schemas.registry import event
 
 _TRIGGER_NAMESPACE = uuid.UUID("6f0b5a57-3c57-4c3e-9a55-2c0f4a0c7e11")
@@ -22,6 +33,20 @@ def trigger_id(trigger_type: str, rule: str, subject: str, window: str) -> uuid.
 
 # How much a decision matters: the one scale for rules, XIDs and what people are told.
 Severity = Literal["info", "warning", "critical"]
+
+# The remediation ladder's rungs (docs/remediation.md): validate (the benchmark), reset the GPUs,
+# reboot the node. Each is an action of its own; escalating to a person ends the ladder.
+Rung = Literal["validate", "reset", "reboot"]
+RUNGS_MAX = 16
+Ladder = Annotated[
+    tuple[Rung, ...] | None,
+    Field(
+        default=None,
+        max_length=RUNGS_MAX,
+        description="The rungs left to climb if this step does not end in a passing validation "
+        "(empty: escalate to a person); None: no ladder, the node stays drained for people.",
+    ),
+]
 
 
 class TriggerPayload(Payload):
@@ -97,6 +122,11 @@ class RestartJobPayload(TriggerPayload):
     attempt: int = Field(
         ge=1, le=UINT32_MAX, description="The attempt that ended and is being restarted."
     )
+    exclude_nodes: Nodes = Field(
+        default=(),
+        description="Nodes the failure implicated: the job must not run there again (Slurm: its "
+        "excluded node list, set before it can start).",
+    )
 
 
 @event(topic="triggers")
@@ -110,6 +140,12 @@ class QuarantineNodesPayload(TriggerPayload):
     drain: bool = Field(default=True, description="Stop new work being scheduled there.")
     taint: str | None = Field(
         default="centrality.io/quarantined", max_length=NAME, description="Taint key."
+    )
+    jobs: tuple[Annotated[str, Field(max_length=SUBJECT)], ...] = Field(
+        default=(),
+        max_length=SMALL_LIST,
+        description="Jobs running on (or failing on) the nodes when this was decided: their "
+        "restarts avoid the nodes.",
     )
 
 
@@ -132,12 +168,72 @@ class ReleaseNodes(Trigger):
 class RunBenchmarkPayload(TriggerPayload):
     nodes: Nodes = Field(min_length=1)
     suites: tuple[Literal["gpu", "nccl"], ...] = Field(default=("gpu", "nccl"), max_length=2)
+    ladder: Ladder = None
 
 
 @event(topic="triggers")
 class RunBenchmark(Trigger):
     type: Literal["RunBenchmark"] = "RunBenchmark"
     payload: RunBenchmarkPayload
+
+
+class ResetGpusPayload(TriggerPayload):
+    nodes: Nodes = Field(min_length=1)
+    gpus: tuple[Annotated[int, Field(ge=0, le=GPUS_PER_NODE - 1)], ...] = Field(
+        default=(), max_length=GPUS_PER_NODE, description="GPU indexes; empty: every GPU."
+    )
+    ladder: Ladder = None
+
+
+@event(topic="triggers")
+class ResetGpus(Trigger):
+    """A rung of the remediation ladder: reset the GPUs (`nvidia-smi -r`) of drained nodes,
+    each only when no process uses it."""
+
+    type: Literal["ResetGpus"] = "ResetGpus"
+    payload: ResetGpusPayload
+
+
+class RebootNodesPayload(TriggerPayload):
+    nodes: Nodes = Field(min_length=1)
+    ladder: Ladder = None
+
+
+@event(topic="triggers")
+class RebootNodes(Trigger):
+    """A rung of the remediation ladder: reboot drained nodes through their scheduler; done once
+    the scheduler shows them back, not when the command returned."""
+
+    type: Literal["RebootNodes"] = "RebootNodes"
+    payload: RebootNodesPayload
+
+
+class EscalateNodesPayload(TriggerPayload):
+    nodes: Nodes = Field(min_length=1)
+    tried: tuple[Str, ...] = Field(
+        default=(), max_length=SMALL_LIST, description="The ladder as climbed, in order."
+    )
+    xids: tuple[Annotated[int, Field(ge=0, le=UINT32_MAX)], ...] = Field(
+        default=(), max_length=SMALL_LIST, description="The XIDs behind it, as seen."
+    )
+    benchmarks: tuple[Str, ...] = Field(
+        default=(), max_length=SMALL_LIST, description="The validations' verdicts and figures."
+    )
+    serials: tuple[Annotated[str, Field(max_length=NAME)], ...] = Field(
+        default=(),
+        max_length=GPUS_PER_NODE,
+        description="The node's GPU board serials, per GPU, as its agent read them from NVML "
+        "(empty: none reported; the worker then reads them on the node).",
+    )
+
+
+@event(topic="triggers")
+class EscalateNodes(Trigger):
+    """The ladder is exhausted: the nodes stay drained, marked for hardware service, and a
+    person is told (Slack, and a webhook for a ticketing system)."""
+
+    type: Literal["EscalateNodes"] = "EscalateNodes"
+    payload: EscalateNodesPayload
 
 
 class NotifyPayload(TriggerPayload):

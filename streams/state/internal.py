@@ -19,6 +19,7 @@ from pydantic import Field
 
 from schemas.envelope import Event, Payload
 from schemas.events import JobState
+from schemas.events.triggers import Rung
 
 _NAMESPACE = uuid.UUID("0d7f3f0e-93c4-4d8e-b0a8-5f2a4c1b7e21")
 NODE_SET_PREFIX = "nodeset:"
@@ -68,8 +69,11 @@ class NodeSetFailed(Event):
     payload: NodeSetFailedPayload
 
 
-# The node's quarantine story: what was decided for a node, and what the action workers report.
-StoryTrigger = Literal["QuarantineNodes", "RunBenchmark", "ReleaseNodes"]
+# The node's quarantine story: what was decided for a node, and what the action workers report
+# (the remediation ladder's rungs among them).
+StoryTrigger = Literal[
+    "QuarantineNodes", "RunBenchmark", "ReleaseNodes", "ResetGpus", "RebootNodes", "EscalateNodes"
+]
 
 
 class NodeDecidedPayload(Payload):
@@ -77,6 +81,7 @@ class NodeDecidedPayload(Payload):
     trigger_type: StoryTrigger
     reason: str
     rule: str = ""  # empty in records written before it was carried
+    ladder: tuple[Rung, ...] | None = None  # the rungs left after this step, if on a ladder
 
 
 class NodeDecided(Event):
@@ -123,6 +128,22 @@ class JobActionReported(Event):
     payload: JobActionReportedPayload
 
 
+class JobNodesImplicatedPayload(Payload):
+    nodes: tuple[str, ...] = Field(min_length=1)
+    reason: str
+    trigger_id: uuid.UUID  # the quarantine that implicated them
+    cause: uuid.UUID  # the action result that told it
+
+
+class JobNodesImplicated(Event):
+    """Nodes this job ran on (or failed on) were decided out of service (`subject`: the job
+    id): a restart of the job avoids them. Told by the quarantine's action results, which every
+    part of the brain folds, so nothing a node decides reaches a job directly."""
+
+    type: Literal["JobNodesImplicated"] = "JobNodesImplicated"
+    payload: JobNodesImplicatedPayload
+
+
 class TickPayload(Payload):
     pass
 
@@ -163,6 +184,7 @@ _INTERNAL: dict[str, type[Event]] = {
         NodeDecided,
         NodeActionReported,
         JobActionReported,
+        JobNodesImplicated,
         JobTick,
         NodeTick,
     )

@@ -27,7 +27,9 @@ from schemas.events import (
     NodeStateObserved,
     SchedulerNodeState,
 )
-from schemas.events.nodes import DRAIN_REASON_PREFIX
+from schemas.events.actions import BenchmarkCompletedPayload
+from schemas.events.nodes import DRAIN_REASON_PREFIX, NodeStateObservedPayload
+from schemas.xids import XidResolution, resolution_of
 from streams.dispatch import by_type
 from streams.state.bounds import (
     CHECK_NAME_CHARS_MAX,
@@ -39,15 +41,30 @@ from streams.state.bounds import (
     XIDS_COUNTED,
     clip,
 )
-from streams.state.internal import NodeActionReported, NodeDecided, NodeJobObserved
+from streams.state.internal import (
+    NodeActionReported,
+    NodeActionReportedPayload,
+    NodeDecided,
+    NodeDecidedPayload,
+    NodeJobObserved,
+)
 from streams.state.stamp import Entity, stamped
-from streams.state.story import VERDICT_STAGES, NodeStatus, Stage, Story, StoryEnd
+from streams.state.story import (
+    RUNG_STAGES,
+    VERDICT_STAGES,
+    NodeStatus,
+    RungTried,
+    Stage,
+    Story,
+    StoryEnd,
+)
 from streams.state.windows import Failure, record
 
 XIDS_KEPT = 32
 # A GPU at or below this utilisation does no work (NVML reports whole percents; 1% is noise).
 IDLE_UTILIZATION_PCT = 1.0
 HEALTH_FAILURES_KEPT = 64
+RUNGS_KEPT = 32  # a ladder is a handful of rungs; a longer one keeps its latest
 
 
 class Health(BaseModel):
@@ -97,6 +114,13 @@ class XidSeen(BaseModel):
     gpu: int
     at: datetime
     event_id: uuid.UUID
+    # NVIDIA's recommended resolution (schemas.xids), as the message refines it; None in states
+    # written before it was kept (the code alone then decides).
+    resolution: str | None = None
+
+    @property
+    def resolved_by(self) -> XidResolution:
+        return XidResolution(self.resolution) if self.resolution else resolution_of(self.xid)
 
 
 class NodeFacts(BaseModel):
@@ -316,7 +340,10 @@ def _(event: GpuXidObserved, state: Node) -> Node:
     if any(x.event_id == event.event_id for x in state.xids):
         return state
     p = event.payload
-    seen = XidSeen(xid=p.xid, gpu=p.gpu, at=event.occurred_at, event_id=event.event_id)
+    resolution = resolution_of(p.xid, p.message).value
+    seen = XidSeen(
+        xid=p.xid, gpu=p.gpu, at=event.occurred_at, event_id=event.event_id, resolution=resolution
+    )
     counts = state.xid_counts
     if p.xid in counts or len(counts) < XIDS_COUNTED:  # NVIDIA's XID codes are far fewer
         counts = {**counts, p.xid: counts.get(p.xid, 0) + 1}
@@ -358,10 +385,27 @@ def _(event: BenchmarkCompleted, state: Node) -> Node:
         and story.stage in VERDICT_STAGES
         and (p.trigger_id in story.triggers or event.occurred_at > story.since)
     ):
-        stage = Stage.PASSED if p.verdict == "pass" else Stage.KEPT
-        problem = None if p.verdict == "pass" else "; ".join(p.reasons) or p.verdict
-        update["story"] = story.to(stage, event.occurred_at, verdict=p.verdict, problem=problem)
+        passed = p.verdict == "pass"
+        problem = None if passed else "; ".join(p.reasons) or p.verdict
+        if p.trigger_id is not None:
+            story = story.tried(p.trigger_id, verdict_told(p))
+        if passed or story.stage is not Stage.ESCALATED:  # escalated: only a pass moves it
+            stage = Stage.PASSED if passed else Stage.KEPT
+            story = story.to(stage, event.occurred_at, verdict=p.verdict, problem=problem)
+        update["story"] = story
     return state.model_copy(update=update)
+
+
+def verdict_told(p: BenchmarkCompletedPayload) -> str:
+    """A verdict with the figures behind it, as the ladder tells it."""
+    figures = []
+    tflops = [g.matmul_tflops for g in p.gpus if g.matmul_tflops is not None]
+    if tflops:
+        figures.append(f"{min(tflops):g} TFLOP/s slowest GPU")
+    if p.nccl_busbw_gbps is not None:
+        figures.append(f"{p.nccl_busbw_gbps:g} GB/s busbw")
+    told = p.verdict + (f" ({', '.join(figures)})" if figures else "")
+    return clip(told + (f": {'; '.join(p.reasons)}" if p.reasons else ""), 512)
 
 
 @_fold.register
@@ -382,11 +426,18 @@ def _(event: NodeDecided, state: Node) -> Node:
         elif story is not None and story.stage is Stage.DRAIN_REQUESTED:
             story = story.asked(p.trigger_id)  # another rule asks too: either outcome counts
     elif story is None or story.status is not NodeStatus.QUARANTINED:
-        return state  # benchmark and release only ever concern a drained node
-    elif p.trigger_type == "RunBenchmark" and story.stage is not Stage.RELEASING:
-        story = story.asked(p.trigger_id).to(Stage.BENCHMARKING, at, problem=None)
+        return state  # benchmark, rungs and release only ever concern a drained node
     elif p.trigger_type == "ReleaseNodes":
         story = story.asked(p.trigger_id).to(Stage.RELEASING, at)
+    elif story.stage is Stage.RELEASING:
+        return state
+    elif p.trigger_type == "RunBenchmark":
+        story = _rung(story, p, "validate", at).to(Stage.BENCHMARKING, at, problem=None)
+    elif p.trigger_type in RUNG_STAGES:
+        rung = {"ResetGpus": "reset", "RebootNodes": "reboot"}.get(p.trigger_type)
+        story = _rung(story, p, rung, at).to(
+            RUNG_STAGES[p.trigger_type], at, problem=None, went_down=False
+        )
     if story is state.story:
         return state
     return state.model_copy(update={"story": story})
@@ -407,16 +458,54 @@ def _(event: NodeActionReported, state: Node) -> Node:
                 "episodes": state.episodes + 1,
             }
         case "RunBenchmark", False, Stage.BENCHMARKING:
-            update = {
-                "story": story.to(Stage.BENCHMARK_FAILED, at, problem=p.error and clip(p.error))
-            }
+            failed = story.to(Stage.BENCHMARK_FAILED, at, problem=p.error and clip(p.error))
+            update = {"story": _climbed(failed, p, at)}
         case "ReleaseNodes", True, Stage.RELEASING | Stage.RELEASE_FAILED:
             update = _over(state, at, "released")  # back in service
         case "ReleaseNodes", False, Stage.RELEASING:
             update = {
                 "story": story.to(Stage.RELEASE_FAILED, at, problem=p.error and clip(p.error))
             }
+        case _:
+            climbed = _climbed(story, p, at)
+            update = None if climbed is story else {"story": climbed}
     return state if update is None else state.model_copy(update=update)
+
+
+def _climbed(story: Story, p: NodeActionReportedPayload, at: datetime) -> Story:
+    """A rung's outcome: a reset done, a reboot taken by the scheduler (done only once the node
+    is back), an escalation made; or the rung failed (refused or held too: the worker says)."""
+    problem = p.error and clip(p.error)
+    failed = f"{'held' if p.held_by else 'refused' if p.refused else 'failed'}: {problem}"
+    match p.trigger_type, p.succeeded, story.stage:
+        case "RunBenchmark", False, Stage.BENCHMARK_FAILED:
+            return story.tried(p.trigger_id, failed)
+        case "ResetGpus", True, Stage.RESETTING:
+            return story.tried(p.trigger_id, "done").to(Stage.RESET, at)
+        case "RebootNodes", True, Stage.REBOOT_REQUESTED:
+            return story.to(Stage.REBOOTING, at)
+        case "ResetGpus" | "RebootNodes", False, Stage.RESETTING | Stage.REBOOT_REQUESTED:
+            return story.tried(p.trigger_id, failed).to(Stage.RUNG_FAILED, at, problem=problem)
+        case "EscalateNodes", True, Stage.ESCALATING | Stage.ESCALATION_FAILED:
+            return story.to(Stage.ESCALATED, at, problem=None)
+        case "EscalateNodes", False, Stage.ESCALATING:
+            return story.to(Stage.ESCALATION_FAILED, at, problem=problem)
+    return story
+
+
+def _rung(story: Story, p: NodeDecidedPayload, rung: str | None, at: datetime) -> Story:
+    """The story asked for a ladder's step: a rung under way is over (given up for the next),
+    the rungs left are the step's, and the step is recorded (escalating is no rung)."""
+    story = story.asked(p.trigger_id)
+    on_ladder = p.ladder is not None or story.ladder is not None
+    if story.rung is not None and story.rung.trigger_id != p.trigger_id:
+        story = story.tried(story.rung.trigger_id, "given up")
+    if p.ladder is not None:
+        story = story.model_copy(update={"ladder": p.ladder})
+    if on_ladder and rung is not None and all(r.trigger_id != p.trigger_id for r in story.rungs):
+        tried = RungTried(rung=rung, trigger_id=p.trigger_id, at=at)
+        story = story.model_copy(update={"rungs": (*story.rungs, tried)[-RUNGS_KEPT:]})
+    return story
 
 
 def _over(
@@ -426,6 +515,24 @@ def _over(
     assert state.story is not None
     ended = StoryEnd(how=how, at=at, reason=state.story.reason, scheduler_reason=scheduler_reason)
     return {"story": None, "episodes": state.episodes + 1, "story_ended_at": at, "ended": ended}
+
+
+REBOOT_STAGES = frozenset({Stage.REBOOT_REQUESTED, Stage.REBOOTING})
+
+
+def _rebooting(story: Story, p: NodeStateObservedPayload, at: datetime) -> Story:
+    """A rebooting node as its scheduler shows it: down, still rebooting (Slurm's REBOOT_*
+    flags), or back. Back is the reboot done: once the scheduler took the reboot (the command
+    succeeded), or once the node was seen down since it was asked for."""
+    if p.state is SchedulerNodeState.DOWN:
+        return story if story.went_down else story.model_copy(update={"went_down": True})
+    if "REBOOT" in p.raw_state.upper():
+        return story
+    if story.stage is Stage.REBOOTING or story.went_down:
+        rung = story.rung
+        story = story.tried(rung.trigger_id, "back") if rung is not None else story
+        return story.to(Stage.REBOOTED, at)
+    return story
 
 
 def _outside_the_story(state: Node, event: NodeActionReported) -> Node:
@@ -482,10 +589,12 @@ def _(event: NodeStateObserved, state: Node) -> Node:
         or at <= story.since
     ):
         return state.model_copy(update=update)
-    if p.state is SchedulerNodeState.AVAILABLE:
-        how = "resumed"  # someone returned the node to service after our drain
-    elif p.state in TAKEN_OUT and not ours(p.reason):
+    if p.state in TAKEN_OUT and not ours(p.reason):
         how = "taken"  # someone drained it for a reason of their own: theirs from now on
+    elif story.stage in REBOOT_STAGES:
+        return state.model_copy(update={**update, "story": _rebooting(story, p, at)})
+    elif p.state is SchedulerNodeState.AVAILABLE:
+        how = "resumed"  # someone returned the node to service after our drain
     else:
         return state.model_copy(update=update)
     update |= _over(state, at, how, view.reason)

@@ -12,6 +12,16 @@
     any ──an operator's drain succeeded──▶ held (until a release succeeds: no verdict releases it)
     any ──a release succeeded, whoever asked──▶ in service (next episode)
 
+With a remediation ladder (docs/remediation.md), a drained node climbs rungs instead of
+waiting for people, each rung moving on its own outcome:
+
+    drained / a failed validation ──ResetGpus decided──▶ resetting ──reset succeeded──▶ reset
+        (──RunBenchmark decided──▶ benchmarking: the validation) · reset failed ──▶ rung failed
+    ──RebootNodes decided──▶ reboot requested ──command succeeded──▶ rebooting ──the scheduler
+        shows the node back──▶ rebooted (──RunBenchmark──▶ benchmarking) · failed ──▶ rung failed
+    ladder exhausted ──EscalateNodes decided──▶ escalating ──succeeded──▶ escalated (drained for
+        hardware service until someone releases it; a passing benchmark releases it too)
+
 A step of the story only happens from the stage that expects it, and only on an outcome of one
 of its own triggers: redelivered or late results change nothing. What people did (an operator's
 command, a change seen in the scheduler) ends or takes over a story whatever its stage.
@@ -24,6 +34,8 @@ from datetime import datetime
 from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
+
+from schemas.events.triggers import Rung
 
 
 class NodeStatus(StrEnum):
@@ -43,12 +55,44 @@ class Stage(StrEnum):
     RELEASING = "releasing"
     RELEASE_FAILED = "release_failed"
     HELD = "held"  # drained by an operator: only an operator's (or the scheduler's) release ends it
+    # The remediation ladder's rungs (streams.rules.ladder).
+    RESETTING = "resetting"
+    RESET = "reset"  # the GPUs were reset: validation follows
+    REBOOT_REQUESTED = "reboot_requested"
+    REBOOTING = "rebooting"  # the scheduler took the reboot: waiting for the node to be back
+    REBOOTED = "rebooted"  # the scheduler shows it back: validation follows
+    RUNG_FAILED = "rung_failed"  # a reset or reboot failed or timed out: the next rung follows
+    ESCALATING = "escalating"
+    ESCALATED = "escalated"  # drained for hardware service until someone releases it
+    ESCALATION_FAILED = "escalation_failed"
 
 
 SUSPECT_STAGES = frozenset({Stage.DRAIN_REQUESTED, Stage.DRAIN_FAILED})
 # Stages in which a benchmark's verdict is taken (a verdict nobody asked for, e.g. an operator's
-# own run, counts as well once the node is drained).
-VERDICT_STAGES = frozenset({Stage.BENCHMARKING, Stage.BENCHMARK_FAILED, Stage.KEPT})
+# own run, counts as well once the node is drained: after a hardware repair too).
+VERDICT_STAGES = frozenset(
+    {Stage.BENCHMARKING, Stage.BENCHMARK_FAILED, Stage.KEPT, Stage.ESCALATED}
+)
+# The rungs' own stages, by the trigger that begins each.
+RUNG_STAGES = {
+    "ResetGpus": Stage.RESETTING,
+    "RebootNodes": Stage.REBOOT_REQUESTED,
+    "EscalateNodes": Stage.ESCALATING,
+}
+
+
+class RungTried(BaseModel):
+    """One step of the ladder as climbed: what was decided, and what came of it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    rung: str  # validate, reset, reboot
+    trigger_id: uuid.UUID
+    at: datetime  # when it was decided
+    outcome: str | None = None  # None while under way; e.g. "done", "back", "pass", "failed: …"
+
+    def told(self) -> str:
+        return f"{self.rung}: {self.outcome or 'under way'}"
 
 
 class Story(BaseModel):
@@ -62,6 +106,11 @@ class Story(BaseModel):
     problem: str | None = None  # what went wrong: the breaker's or the action's words
     verdict: str | None = None
     decided_by: str | None = None  # the rule that began it, or `operator/<name>`
+    # The remediation ladder: the rungs left (None: no ladder, the node waits for people), the
+    # rungs tried so far, and whether a rebooting node was seen down (so back means rebooted).
+    ladder: tuple[Rung, ...] | None = None
+    rungs: tuple[RungTried, ...] = ()
+    went_down: bool = False
 
     @property
     def status(self) -> NodeStatus:
@@ -74,6 +123,22 @@ class Story(BaseModel):
         if trigger_id in self.triggers:
             return self
         return self.model_copy(update={"triggers": (*self.triggers, trigger_id)})
+
+    def tried(self, trigger_id: uuid.UUID, outcome: str) -> Story:
+        """The rung of `trigger_id` came to `outcome` (the first outcome stands)."""
+        rungs = tuple(
+            r.model_copy(update={"outcome": outcome})
+            if r.trigger_id == trigger_id and r.outcome is None
+            else r
+            for r in self.rungs
+        )
+        return self if rungs == self.rungs else self.model_copy(update={"rungs": rungs})
+
+    @property
+    def rung(self) -> RungTried | None:
+        """The rung under way, if any."""
+        last = self.rungs[-1] if self.rungs else None
+        return last if last is not None and last.outcome is None else None
 
 
 class StoryEnd(BaseModel):

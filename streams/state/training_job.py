@@ -38,7 +38,7 @@ from streams.state.bounds import (
     clip,
     node_ids,
 )
-from streams.state.internal import JobActionReported
+from streams.state.internal import JobActionReported, JobNodesImplicated
 from streams.state.stamp import Entity, stamped
 
 
@@ -65,6 +65,20 @@ class RestartRecord(BaseModel):
     trigger_id: uuid.UUID
     outcome: Literal["requested", "requeued", "failed"] = "requested"
     error: str | None = None
+
+
+class Implicated(BaseModel):
+    """A node a quarantine took out while this job ran (or failed) there: restarts avoid it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    node: str
+    reason: str
+    at: datetime
+    trigger_id: uuid.UUID
+
+
+IMPLICATED_KEPT = 64
 
 
 class TrainingJob(Entity):
@@ -111,6 +125,7 @@ class TrainingJob(Entity):
     hooks: tuple[CompletionHook, ...] = ()
     last_signal: str | None = None  # the latest edge signal its logs gave (what people read)
     last_signal_at: datetime | None = None
+    implicated: tuple[Implicated, ...] = ()  # nodes its restarts avoid, the latest kept
 
     @classmethod
     def new(cls, event: Event) -> TrainingJob:
@@ -333,3 +348,17 @@ def _(event: JobActionReported, state: TrainingJob) -> TrainingJob:
     if restarts == state.restarts:
         return state  # another trigger's, a redelivered or a late report: nothing changes
     return state.model_copy(update={"restarts": restarts})
+
+
+@_fold.register
+def _(event: JobNodesImplicated, state: TrainingJob) -> TrainingJob:
+    p = event.payload
+    known = {(i.node, i.trigger_id) for i in state.implicated}
+    fresh = tuple(
+        Implicated(node=n, reason=clip(p.reason), at=event.occurred_at, trigger_id=p.trigger_id)
+        for n in p.nodes
+        if (n, p.trigger_id) not in known
+    )
+    if not fresh:
+        return state  # told again (each of the quarantine's results tells it)
+    return state.model_copy(update={"implicated": (*state.implicated, *fresh)[-IMPLICATED_KEPT:]})

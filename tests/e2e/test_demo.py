@@ -13,6 +13,7 @@ from rich.console import Console
 from centrality.demo import node, run_demo
 from centrality.stack.stack import Stack
 from schemas.envelope import Event
+from schemas.events import Trigger
 from streams.history.settings import ClickHouseSettings
 from streams.history.timeline import timeline
 
@@ -48,6 +49,11 @@ def quarantine_story(events: list[Event]) -> Counter[str]:
         for e in events
         if e.type == "Notify" and e.payload.rule == "benchmark_verdict"  # type: ignore[attr-defined]
     )
+
+
+def decided(story: list[Event]) -> list[str]:
+    """The decisions about a node, in the order they were made."""
+    return [e.type for e in story if isinstance(e, Trigger) and e.type != "Notify"]
 
 
 def caused(story: list[Event]) -> None:
@@ -108,8 +114,34 @@ def test_the_demo_tells_the_whole_story(
     assert any("Idle GPU allocation" in t for t in told)
     assert not any(f"{nodes['broken']} back in service" in t for t in told)
 
+    # The remediation ladder, as `centrality history node` tells it: each rung decided on the
+    # previous one's outcome, the reboot done when the scheduler showed the node back.
+    ladder = chain(clickhouse_settings, "node", nodes["ladder"])
+    assert decided(ladder) == [
+        "QuarantineNodes", "ResetGpus", "RunBenchmark", "RebootNodes", "RunBenchmark",
+        "ReleaseNodes",
+    ]  # fmt: skip
+    assert [e.payload.verdict for e in ladder if e.type == "BenchmarkCompleted"] == [  # type: ignore[attr-defined]
+        "fail", "pass"
+    ]  # fmt: skip
+    [_, after_reboot] = [e for e in ladder if e.type == "RunBenchmark"]
+    [back] = [e for e in ladder if e.event_id == after_reboot.payload.caused_by[0]]  # type: ignore[attr-defined]
+    assert back.type == "NodeStateObserved" and back.payload.raw_state == "IDLE+DRAIN"  # type: ignore[attr-defined]
+    assert {t.split(":")[1] for t in types(ladder) if t.startswith("ActionSucceeded")} >= {
+        "QuarantineNodes", "ResetGpus", "RunBenchmark", "RebootNodes", "ReleaseNodes"
+    }  # fmt: skip
+    escalated = chain(clickhouse_settings, "node", nodes["escalated"])
+    assert decided(escalated) == ["QuarantineNodes", "RebootNodes", "RunBenchmark", "EscalateNodes"]
+    assert "ActionSucceeded:EscalateNodes" in types(escalated)
+    [ticket] = result.tickets
+    assert ticket["nodes"] == [nodes["escalated"]] and ticket["xids"] == [79]
+    assert ticket["tried"][0] == "reboot: back" and ticket["tried"][1].startswith("validate: fail")
+    assert len(ticket["serials"][nodes["escalated"]]) == 8
+    assert any(f"{nodes['escalated']}: hardware service needed" in t for t in told)
+
     shown = console.export_text()
     for heading in ("1. a crash", "2. a finished job", "3. preemption", "4. drain", "5. an idle",
-                    "What Slack was told", "Timelines"):  # fmt: skip
+                    "6. the remediation ladder", "the ticket", "What Slack was told",
+                    "Timelines"):  # fmt: skip
         assert heading in shown
     assert json.dumps(jobs["crash"])[1:-1] in shown

@@ -10,6 +10,11 @@ those daemons (and the job steps they spawned). Nothing is installed here: `.ci/
 Clients reach the cluster through `SLURM_CONF`: use `cluster.env()` for subprocesses, or
 `cluster.adapter_env()` for the `CENTRALITY_SLURM_*` settings of the Slurm adapter.
 
+Reboots are the test's: the `RebootProgram` only writes down which node slurmd was asked to
+reboot (`reboots()`); the node stays down (`REBOOT_ISSUED`) until the test `boot`s it, which
+restarts its slurmd with `-b` (slurmd's "report node rebooted now"), so slurmctld sees the
+node back from a reboot, or never does.
+
     from tests.support.slurm import SlurmCluster, slurm_cluster_fixture  # noqa: F401
 
     def test_x(slurm_cluster: SlurmCluster) -> None:
@@ -76,6 +81,29 @@ class SlurmCluster:
             "CENTRALITY_SLURM_OUTPUT_DIR": str(self.output_dir),
         }
 
+    @property
+    def reboot_log(self) -> Path:
+        return self.run_dir / "log" / "reboots.log"
+
+    def reboots(self) -> list[str]:
+        """The nodes whose slurmd ran the RebootProgram, in order."""
+        if not self.reboot_log.exists():
+            return []
+        return [line.split()[1] for line in self.reboot_log.read_text().splitlines() if line]
+
+    def rebooting(self) -> list[str]:
+        """Nodes Slurm rebooted and waits for (`REBOOT_ISSUED`)."""
+        states = self._run("sinfo", "-h", "-N", "-o", "%N %T").splitlines()
+        return sorted({n for n, state in (s.split() for s in states) if state.endswith("^")})
+
+    def boot(self, node: str) -> None:
+        """The node comes back from its reboot: its slurmd, restarted as after a boot."""
+        daemon = self._slurmd(node)
+        daemon.stop(timeout_s=10)
+        daemon.start(["slurmd", "-D", "-b", "-N", node, "-f", str(self.conf)], env=self.env())
+        port = self._node_ports[self.node_names.index(node)]
+        daemon.wait_until(lambda: port_open("127.0.0.1", port), 5.0)
+
     def start(self) -> None:
         missing = [d for d in _BINARIES if shutil.which(d) is None]
         if missing:
@@ -88,6 +116,7 @@ class SlurmCluster:
             (self.run_dir / sub).mkdir(parents=True, exist_ok=True)
         self._make_gpus()
         self._wrap_prologs()
+        self._reboot_program()
         self.conf.write_text(self._slurm_conf())
         (self.run_dir / "gres.conf").write_text(self._gres_conf())
         self._ctld().start(["slurmctld", "-D", "-i", "-f", str(self.conf)], env=self.env())
@@ -202,6 +231,18 @@ class SlurmCluster:
             )
             wrapper.chmod(0o755)
 
+    def _reboot_program(self) -> None:
+        """Writes down the node (slurmd's `-N`, from the grandparent of the script: slurmd runs
+        it through `sh -c`) and returns: the reboot itself is `boot`, the test's call."""
+        program = self.run_dir / "prolog" / "reboot.sh"
+        program.write_text(
+            "#!/bin/sh\n"
+            "slurmd=$(cut -d' ' -f4 /proc/$PPID/stat)\n"
+            "node=$(tr '\\0' '\\n' < /proc/$slurmd/cmdline | sed -n '/^-N$/{n;p}')\n"
+            f'echo "$(date +%s) ${{node:-unknown}}" >> {self.reboot_log}\n'
+        )
+        program.chmod(0o755)
+
     def _slurm_conf(self) -> str:
         d = self.run_dir
         host = socket.gethostname().split(".")[0]
@@ -245,6 +286,8 @@ MinJobAge=600
 JobCompType=jobcomp/filetxt
 JobCompLoc={d}/log/jobcomp.txt
 {prologs}
+RebootProgram={d / "prolog" / "reboot.sh"}
+ResumeTimeout=120
 {nodes}
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 {self.extra_conf}"""

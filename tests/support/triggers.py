@@ -8,10 +8,13 @@ from pydantic import SecretStr
 
 from schemas.codec import encode
 from schemas.events import (
+    EscalateNodes,
     JobExited,
     Notify,
     QuarantineNodes,
+    RebootNodes,
     ReleaseNodes,
+    ResetGpus,
     RestartJob,
     RunBenchmark,
     Trigger,
@@ -76,4 +79,18 @@ def notify(incident: str, window: str) -> Notify:
     return Notify.decide(
         cause=cause(), source="test", rule="repeat_failures", window=window,
         reason="5 failures", title="Job keeps failing", incident=incident,
+    )  # fmt: skip
+
+
+def rung(
+    cls: type[ResetGpus] | type[RebootNodes] | type[EscalateNodes],
+    nodes: tuple[str, ...],
+    window: str = "w1",
+    cluster: str = "test",
+    **payload: Any,
+) -> Trigger:
+    """A step of the remediation ladder, as `streams.rules.ladder` decides it."""
+    return cls.decide(
+        cause=cause(cluster=cluster), source="test", rule="remediation_ladder", window=window,
+        reason=f"{cls.__name__} asked", nodes=nodes, **payload,
     )  # fmt: skip

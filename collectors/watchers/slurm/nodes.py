@@ -1,5 +1,6 @@
 """Nodes as the Slurm controller sees them: `sinfo --json` (22.05's per-node list or 23.11+'s
-groups) or, on versions without it, `scontrol show node`."""
+groups) or, on versions without it, `scontrol show node`; and the maintenance windows Centrality
+opened on some of them (`scontrol show reservation -o`)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from collectors.watchers.slurm.states import expand, node_state
-from schemas.events.nodes import SchedulerNodeState
-from schemas.slurm import slurm_node_words
+from schemas.events.nodes import DRAIN_REASON_PREFIX, SchedulerNodeState
+from schemas.slurm import WINDOW_PREFIX, slurm_node_words
 
 # scontrol appends who set the reason and when: `Reason=disk [root@2024-01-01T00:00:00]`.
 _REASON_STAMP = re.compile(r"\s*\[[^\]]*@[^\]]*\]\s*$")
@@ -20,10 +21,23 @@ class NodeView:
     name: str
     words: tuple[str, ...]  # base state first, then flags, upper case
     reason: str | None
+    window: str | None = None  # the Centrality maintenance window (reservation) it is in
 
     @property
     def state(self) -> SchedulerNodeState:
-        return node_state(list(self.words))
+        state = node_state(list(self.words))
+        if self.window is not None and state is SchedulerNodeState.AVAILABLE:
+            # Resumed only inside Centrality's own MAINT reservation: no one else's job lands
+            # there, and the adapter drains it again when its run is over.
+            return SchedulerNodeState.DRAINED
+        return state
+
+    @property
+    def said(self) -> str | None:
+        """The reason people read: a window's, while the node is resumed inside it."""
+        if self.window is not None and node_state(list(self.words)) is SchedulerNodeState.AVAILABLE:
+            return f"{DRAIN_REASON_PREFIX} maintenance window {self.window}"
+        return self.reason
 
     @property
     def raw_state(self) -> str:
@@ -69,3 +83,18 @@ def from_scontrol(text: str) -> list[NodeView]:
             reason = _REASON_STAMP.sub("", fields.get("Reason", ""))
             views.append(NodeView(fields["NodeName"], _words(fields.get("State")), _reason(reason)))
     return views
+
+
+def windows_of(text: str) -> dict[str, str]:
+    """node → the Centrality maintenance window it is in, from `scontrol show reservation -o`
+    (one reservation a line; "No reservations in the system" when there is none)."""
+    found: dict[str, str] = {}
+    for line in text.splitlines():
+        fields: dict[str, str] = dict(
+            re.findall(r"(?:^|\s)(ReservationName|Nodes|State)=(\S*)", line)
+        )
+        name = fields.get("ReservationName", "")
+        if name.startswith(WINDOW_PREFIX) and fields.get("State") == "ACTIVE":
+            for node in expand(fields.get("Nodes")):
+                found[node] = name
+    return found

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+from dataclasses import replace
 from typing import Any
 
 import orjson
@@ -28,7 +29,7 @@ from collectors.watchers.ledger import Ledger
 from collectors.watchers.lifecycle import JobTracker, Observation, when
 from collectors.watchers.slurm import ends
 from collectors.watchers.slurm.ends import AttemptEnd
-from collectors.watchers.slurm.nodes import NodeView, from_scontrol, from_sinfo
+from collectors.watchers.slurm.nodes import NodeView, from_scontrol, from_sinfo, windows_of
 from collectors.watchers.slurm.settings import SlurmWatchSettings
 from collectors.watchers.slurm.states import exit_of, expand, job_state, number
 from schemas.envelope import Event
@@ -208,12 +209,23 @@ class SlurmWatcher:
             return {}
 
     async def _nodes(self) -> list[NodeView]:
-        """`sinfo --json`, or `scontrol show node` where sinfo has no JSON (before 21.08)."""
+        """`sinfo --json`, or `scontrol show node` where sinfo has no JSON (before 21.08), each
+        node with the Centrality window it is in. Windows are read first: a window opened
+        after that read found its nodes still drained, one closed since drained them again."""
+        windows = await self._windows()
         try:
-            return from_sinfo(await self._json("sinfo", "--json"))
+            views = from_sinfo(await self._json("sinfo", "--json"))
         except (RuntimeError, orjson.JSONDecodeError) as e:
             log.debug("slurm_sinfo_json_unavailable", error=str(e)[:200])
-            return from_scontrol(await self._run("scontrol", "show", "node"))
+            views = from_scontrol(await self._run("scontrol", "show", "node"))
+        return [replace(v, window=windows.get(v.name)) for v in views]
+
+    async def _windows(self) -> dict[str, str]:
+        try:
+            return windows_of(await self._run("scontrol", "show", "reservation", "-o"))
+        except (RuntimeError, TimeoutError) as e:  # unknown windows: nodes as sinfo says
+            log.warning("slurm_reservations_unread", error=str(e)[:200])
+            return {}
 
     def _node(self, node: NodeView) -> tuple[list[Event], dict[str, Any] | None]:
         """NodeStateObserved when the node's state or reason changed; raw words alone (IDLE to
@@ -221,7 +233,7 @@ class SlurmWatcher:
         key = f"node:{node.name}"
         old = self.ledger.get(key)
         # 24.11 keeps the last reason after a resume: it explains nothing about a working node.
-        reason = node.reason if node.state != SchedulerNodeState.AVAILABLE else None
+        reason = node.said if node.state != SchedulerNodeState.AVAILABLE else None
         seen = {"state": node.state.value, "reason": reason}
         if old is not None and {k: old.get(k) for k in seen} == seen:
             return [], None

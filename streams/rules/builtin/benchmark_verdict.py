@@ -1,5 +1,6 @@
 """A drained node's benchmark verdict: pass → `ReleaseNodes`; anything else → it stays
-quarantined (drained), and people are told. Once per quarantine episode.
+quarantined (drained), and people are told; on a remediation ladder, the ladder climbs on
+instead (the next rung, or escalation to a person). Once per quarantine episode.
 
 The node's fold has already taken the verdict (stage `passed` or `kept`) only when the node is
 drained and the benchmark is one of its story's; a verdict on a node in service does nothing.
@@ -11,6 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from schemas.events import BenchmarkCompleted, Notify, ReleaseNodes, Trigger
+from streams.rules import ladder
 from streams.rules.registry import RuleConfig, rule
 from streams.state.node import Node
 from streams.state.story import Stage
@@ -40,6 +42,10 @@ def benchmark_verdict(
         )
     elif story.stage is Stage.KEPT:
         p = event.payload
+        climbed = ladder.climb(node, why=f"benchmark {p.verdict}: {story.problem}", **common)
+        if climbed is not None:
+            yield climbed
+            return
         yield Notify.decide(
             window=f"{node.episode}/benchmark-{p.verdict}",
             reason=f"benchmark {p.verdict}: {story.problem}",

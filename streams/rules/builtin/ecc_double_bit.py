@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from schemas.events import GpuSampled, Trigger
-from streams.rules.builtin.quarantine import quarantine
+from streams.rules.builtin.quarantine import jobs_on, quarantine
 from streams.rules.registry import RuleConfig, Severity, rule
 from streams.state.node import Node
 
@@ -28,6 +28,7 @@ def ecc_double_bit(node: Node, event: GpuSampled, config: EccDoubleBitConfig) ->
         cause=event,
         nodes=(node.node_id,),
         window=node.episode,
+        jobs=jobs_on(node, event),
         reason=f"{gpu.ecc_double_bit} uncorrectable ECC error(s) on GPU {event.payload.gpu}",
         config=config,
     )

@@ -9,7 +9,7 @@ from pydantic import Field
 
 from schemas.events import GpuXidObserved, Trigger
 from schemas.xids import FATAL_XIDS, describe, is_fatal
-from streams.rules.builtin.quarantine import quarantine
+from streams.rules.builtin.quarantine import jobs_on, quarantine
 from streams.rules.registry import RuleConfig, Severity, rule
 from streams.state.node import Node
 
@@ -35,6 +35,7 @@ def fatal_xid(node: Node, event: GpuXidObserved, config: FatalXidConfig) -> Iter
         cause=event,
         nodes=(node.node_id,),
         window=node.episode,
+        jobs=jobs_on(node, event),
         reason=f"{describe(p.xid)} on GPU {p.gpu}" + (f": {p.message}" if p.message else ""),
         config=config,
     )

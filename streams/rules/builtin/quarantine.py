@@ -8,10 +8,18 @@ previous step actually happened, so nothing runs on a node that is still in serv
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable
+from datetime import timedelta
 
 from schemas.envelope import Event
 from schemas.events import QuarantineNodes
+from schemas.limits import SMALL_LIST
 from streams.rules.registry import RuleConfig
+from streams.state.node import Node
+
+# A job that failed on a node this recently is told when the node is taken out, like the jobs
+# running there: its restart avoids the node.
+FAILED_HERE_S = 3600.0
 
 
 def quarantine(
@@ -23,6 +31,7 @@ def quarantine(
     reason: str,
     config: RuleConfig,
     caused_by: tuple[uuid.UUID, ...] | None = None,
+    jobs: Iterable[str] = (),
 ) -> QuarantineNodes:
     return QuarantineNodes.decide(
         cause=cause,
@@ -33,4 +42,12 @@ def quarantine(
         severity=config.severity,
         nodes=nodes,
         caused_by=caused_by or (cause.event_id,),
+        jobs=tuple(dict.fromkeys(jobs))[:SMALL_LIST],
     )
+
+
+def jobs_on(node: Node, cause: Event) -> list[str]:
+    """The jobs a quarantine of `node` implicates: running there, or failed there lately."""
+    since = cause.occurred_at - timedelta(seconds=FAILED_HERE_S)
+    failed = [f.job_id for f in reversed(node.failures) if f.at >= since]
+    return [*reversed(node.jobs), *failed]

@@ -1,8 +1,11 @@
 """The quarantine story moves on what the action workers report for a node:
 
-- drain succeeded → `RunBenchmark` on the node (never before: no benchmark on a node in service);
+- drain succeeded → `RunBenchmark` on the node (never before: no benchmark on a node in service),
+  or, where a remediation ladder is configured for the node (`ladders`), the ladder's first
+  step for the story's fault class (`streams.rules.ladder`, docs/remediation.md);
 - drain refused or failed → tell people the node was *not* drained, with the worker's words;
-- benchmark or release failed → tell people the node stays drained, and why.
+- benchmark or release failed → tell people the node stays drained, and why (on a ladder, a
+  benchmark that gave no verdict is a failed validation: the ladder climbs on).
 
 Once per trigger: the windows derive from the episode or the failed trigger's id, so redelivered
 results and replay decide the same ids.
@@ -13,7 +16,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from pydantic import Field
+
 from schemas.events import Notify, RunBenchmark, Trigger
+from streams.rules import ladder
+from streams.rules.ladder import LadderConfig
 from streams.rules.registry import RuleConfig, rule
 from streams.state.internal import NodeActionReported
 from streams.state.node import Node
@@ -47,9 +54,18 @@ _FAILED_BY = {
 }
 
 
-@rule(NAME, on=(NodeActionReported,), config=RuleConfig)
+class QuarantineStoryConfig(RuleConfig):
+    ladders: list[LadderConfig] = Field(
+        default_factory=list,
+        description="Remediation ladders, each for a group of nodes (the first that matches): "
+        "a drained node climbs its ladder (reset, reboot, validate, escalate) instead of "
+        "waiting for people after one benchmark. Empty: no ladder anywhere.",
+    )
+
+
+@rule(NAME, on=(NodeActionReported,), config=QuarantineStoryConfig)
 def quarantine_story(
-    node: Node, event: NodeActionReported, config: RuleConfig
+    node: Node, event: NodeActionReported, config: QuarantineStoryConfig
 ) -> Iterator[Trigger]:
     story, p = node.story, event.payload
     if story is None or p.trigger_id not in story.triggers:
@@ -63,7 +79,8 @@ def quarantine_story(
         "caused_by": (p.cause,),
     }
     if story.stage is Stage.DRAINED and p.trigger_type == "QuarantineNodes" and p.succeeded:
-        yield RunBenchmark.decide(
+        first = ladder.first_step(node, config.ladders, **_step(common))
+        yield first or RunBenchmark.decide(
             window=f"{node.episode}/benchmark",
             reason=f"drained because {story.reason}",
             **common,
@@ -72,6 +89,13 @@ def quarantine_story(
     if p.succeeded or _FAILED_BY.get(p.trigger_type) is not story.stage:
         return
     problem = story.problem or "no reason given"
+    if story.stage is Stage.BENCHMARK_FAILED and not p.held_by:
+        climbed = ladder.climb(
+            node, why=f"the validation gave no verdict: {problem}", **_step(common)
+        )
+        if climbed is not None:
+            yield climbed
+            return
     how = "was held" if p.held_by else "was refused" if p.refused else "failed"
     title, text = _FAILED[story.stage]
     words = {"node": node.node_id, "reason": story.reason, "problem": problem, "how": how}
@@ -83,3 +107,8 @@ def quarantine_story(
         incident=f"{node.cluster}/{node.node_id}",
         **common,
     )
+
+
+def _step(common: dict[str, Any]) -> dict[str, Any]:
+    """A ladder's step names its node itself."""
+    return {k: v for k, v in common.items() if k != "nodes"}

@@ -53,6 +53,7 @@ def repeated_failures(
             reason=reason,
             config=config,
             caused_by=caused_by,
+            jobs=jobs,
         )
         yield Notify.decide(
             cause=event,

@@ -18,7 +18,7 @@ from datetime import timedelta
 from pydantic import Field
 
 from schemas.events import HealthStatus, NodeHealthChecked, Trigger
-from streams.rules.builtin.quarantine import quarantine
+from streams.rules.builtin.quarantine import jobs_on, quarantine
 from streams.rules.registry import RuleConfig, Severity, rule
 from streams.state.node import Node
 
@@ -64,6 +64,7 @@ def repeated_health_failures(
         cause=event,
         nodes=(node.node_id,),
         window=node.episode,
+        jobs=jobs_on(node, event),
         reason=reason,
         config=config,
         caused_by=tuple(f.event_id for f in failures),

@@ -6,6 +6,10 @@ Completion is per attempt: a completion line of an earlier attempt does not spar
 attempt's crash. An attempt that ended SUCCEEDED (exit 0) without its completion line is left
 alone by default: its trainer may simply print another line, and restarting it would redo
 finished work. `on_success_without_marker: restart` treats it as a silent death instead.
+
+A restart avoids the nodes quarantines took out while the job ran or failed there (fatal XIDs,
+failed health checks, repeated failures on a node set: `TrainingJob.implicated`): the decision
+names them in `exclude_nodes`, and the requeue keeps the job off them (docs/remediation.md).
 """
 
 from __future__ import annotations
@@ -38,6 +42,14 @@ def _succeeded(p: JobExitedPayload) -> bool:
     return p.state is JobState.SUCCEEDED or (p.state is JobState.UNKNOWN and p.exit_code == 0)
 
 
+def implicated_in(job: TrainingJob, attempt: int) -> tuple[str, ...]:
+    """The nodes quarantines took out during `attempt` (from the end of the attempt before it):
+    what its failure implicated, and so what its restart avoids."""
+    earlier = [a.ended_at for a in job.attempts if a.number < attempt]
+    since = max(earlier, default=None)
+    return tuple(sorted({i.node for i in job.implicated if since is None or i.at > since}))
+
+
 @rule(NAME, on=(JobExited,), config=RestartIncompleteConfig)
 def restart_incomplete_exit(
     job: TrainingJob, event: JobExited, config: RestartIncompleteConfig
@@ -57,6 +69,9 @@ def restart_incomplete_exit(
         if job.last_checkpoint_uri
         else "scratch (no checkpoint seen)"
     )
+    avoid = implicated_in(job, p.attempt)
+    if avoid:
+        where += f", avoiding {', '.join(avoid)}"
     yield RestartJob.decide(
         cause=event,
         source=f"rule/{NAME}",
@@ -68,4 +83,5 @@ def restart_incomplete_exit(
         checkpoint_uri=job.last_checkpoint_uri,
         checkpoint_step=job.last_checkpoint_step,
         attempt=p.attempt,
+        exclude_nodes=avoid,
     )

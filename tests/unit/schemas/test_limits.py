@@ -59,6 +59,9 @@ VALID: dict[str, dict[str, Any]] = {
     "ReleaseJob": {**TRIGGER, "after": "slurm/c/1"},
     "QuarantineNodes": {**TRIGGER, "nodes": ["n1"]},
     "ReleaseNodes": {**TRIGGER, "nodes": ["n1"]},
+    "ResetGpus": {**TRIGGER, "nodes": ["n1"]},
+    "RebootNodes": {**TRIGGER, "nodes": ["n1"]},
+    "EscalateNodes": {**TRIGGER, "nodes": ["n1"]},
     "RestartJob": {**TRIGGER, "checkpoint_uri": None, "attempt": 1},
     "RunBenchmark": {**TRIGGER, "nodes": ["n1"]},
     "SilenceAdded": {
@@ -81,6 +84,9 @@ ITEMS: dict[str, Any] = {
     "gpu_serials": "1653724026901",
     "partitions": "gpu",
     "features": "h100",
+    "ladder": "reboot",
+    "xids": 79,
+    "ResetGpus.gpus": 0,
 }
 
 
@@ -97,14 +103,15 @@ def doc(type_name: str, payload: dict[str, Any] | None = None, **env: Any) -> di
     } | env
 
 
-def broken(node: dict[str, Any], name: str) -> Iterator[Any]:
+def broken(node: dict[str, Any], name: str, type_name: str) -> Iterator[Any]:
     """Values one past each bound `node` (a property's JSON Schema) states."""
+    item = ITEMS.get(f"{type_name}.{name}", ITEMS.get(name, "n1"))
     for option in node.get("anyOf", [node]):
         if "maxLength" in option:
             yield "x" * (option["maxLength"] + 1)
             yield "漢" * (option["maxLength"] + 1)  # characters, not bytes, are counted
         if "maxItems" in option:
-            yield [ITEMS.get(name, "n1")] * (option["maxItems"] + 1)
+            yield [item] * (option["maxItems"] + 1)
         extra = option.get("additionalProperties")
         value = {"string": "v", "number": 1.0}.get(
             extra.get("type") if isinstance(extra, dict) else ""
@@ -126,7 +133,7 @@ def cases() -> Iterator[Any]:
         defs = schema.get("$defs", {})
         payload = defs[schema["properties"]["payload"]["$ref"].rsplit("/", 1)[-1]]
         for name, prop in payload["properties"].items():
-            for value in broken(prop, name):
+            for value in broken(prop, name, type_name):
                 yield pytest.param(
                     doc(type_name, {name: value}), f"payload.{name}", id=f"{type_name}.{name}"
                 )
