@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from schemas.codec import decode
@@ -232,6 +232,22 @@ def action_results_for(settings: ClickHouseSettings, trigger_ids: Sequence[str])
             parameters={"ids": list(trigger_ids)},
         ).result_rows
     return sorted(events_by_id(settings, [r[0] for r in ids]).values(), key=event_time_key)
+
+
+def first_seen(
+    settings: ClickHouseSettings, subjects: Sequence[str], before: datetime
+) -> dict[str, datetime]:
+    """Each subject's first event time before `before` (subjects with none are left out)."""
+    if not subjects:
+        return {}
+    with connect(settings) as client:
+        rows = client.query(
+            "SELECT subject, min(occurred_at) FROM events "
+            "WHERE subject IN {subjects:Array(String)} "
+            "AND occurred_at < {before:DateTime64(6, 'UTC')} GROUP BY subject",
+            parameters={"subjects": list(subjects), "before": before},
+        ).result_rows
+    return {subject: at if at.tzinfo else at.replace(tzinfo=UTC) for subject, at in rows}
 
 
 def jobs_on_node(settings: ClickHouseSettings, node: str, until: datetime) -> list[str]:

@@ -95,6 +95,9 @@ class ClickHouseSource:
     def action_results_for(self, trigger_ids: Sequence[str]) -> list[Event]:
         return query.action_results_for(self.settings, trigger_ids)
 
+    def first_seen(self, subjects: Sequence[str], before: datetime) -> dict[str, datetime]:
+        return query.first_seen(self.settings, subjects, before)
+
 
 def _narrowing(part: Part) -> tuple[str, dict[str, Any]]:
     """The SQL choosing a part's events: its own of the split types, every other, and the

@@ -95,6 +95,10 @@ class KafkaSource:
         """Among what `load` read (warm-up, range and recorded triggers)."""
         return {i: self._known[i] for i in ids if i in self._known}
 
+    def first_seen(self, subjects: Sequence[str], before: datetime) -> dict[str, datetime]:
+        """Nothing: offsets before the warm-up are never read, so nothing is known of them."""
+        return {}
+
     def action_results_for(self, trigger_ids: Sequence[str]) -> list[Event]:
         wanted = set(trigger_ids)
         results = asyncio.run(self._scan_alone("actions", self._since))

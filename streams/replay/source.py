@@ -35,6 +35,10 @@ class Source(Protocol):
 
     def action_results_for(self, trigger_ids: Sequence[str]) -> list[Event]: ...
 
+    def first_seen(self, subjects: Sequence[str], before: datetime) -> dict[str, datetime]:
+        """Each subject's first event time before `before`, where the source can tell."""
+        ...
+
 
 def split(facts: Iterable[Event], since: datetime) -> tuple[list[Event], list[Event]]:
     """Non-trigger events → (warm-up before `since`, inputs from it), each in event-time order."""
