@@ -321,19 +321,21 @@ def replayed(
     decisions: list[Decision],
     warmup_decided: dict[str, datetime],
 ) -> Replayed:
-    from streams.replay.reasons import Lookups, name_differences
+    from streams.replay.reasons import Edges, Lookups, name_differences
     from streams.replay.rerun import current_brain
     from streams.settings import StreamsSettings
 
     whys = name_differences(
         decisions,
         loaded_rules={bound.spec.name for bound in current_brain().engine.rules},
-        warmup_start=read.since - timedelta(seconds=read.warmup_s),
-        since=read.since,
-        until=read.until,
+        edges=Edges(
+            read.since - timedelta(seconds=read.warmup_s),
+            read.since,
+            read.until,
+            StreamsSettings().tick_interval_s,
+        ),
         decided_in_warmup=warmup_decided,
-        lookups=Lookups(source.events_by_id, source.first_seen),
-        tick_interval_s=StreamsSettings().tick_interval_s,
+        lookups=Lookups(source.events_by_id, source.status_before),
     )
     return Replayed(kind, read, decisions, whys)
 

@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import orjson
+
 from schemas.codec import decode
 from schemas.envelope import Event
 from schemas.events import Trigger
@@ -234,20 +236,26 @@ def action_results_for(settings: ClickHouseSettings, trigger_ids: Sequence[str])
     return sorted(events_by_id(settings, [r[0] for r in ids]).values(), key=event_time_key)
 
 
-def first_seen(
+def status_before(
     settings: ClickHouseSettings, subjects: Sequence[str], before: datetime
-) -> dict[str, datetime]:
-    """Each subject's first event time before `before` (subjects with none are left out)."""
+) -> dict[str, tuple[datetime, dict[str, Any]]]:
+    """Each subject's last status (what the streams worker showed of it) before `before`, with
+    its time; subjects with none are left out."""
     if not subjects:
         return {}
     with connect(settings) as client:
         rows = client.query(
-            "SELECT subject, min(occurred_at) FROM events "
-            "WHERE subject IN {subjects:Array(String)} "
+            "SELECT subject, max(occurred_at), argMax(payload, occurred_at) FROM events "
+            "WHERE type IN ('NodeStatusChanged', 'JobStatusChanged') "
+            "AND subject IN {subjects:Array(String)} "
             "AND occurred_at < {before:DateTime64(6, 'UTC')} GROUP BY subject",
             parameters={"subjects": list(subjects), "before": before},
         ).result_rows
-    return {subject: at if at.tzinfo else at.replace(tzinfo=UTC) for subject, at in rows}
+    return {subject: (_utc(at), orjson.loads(payload)) for subject, at, payload in rows}
+
+
+def _utc(at: datetime) -> datetime:
+    return at if at.tzinfo else at.replace(tzinfo=UTC)
 
 
 def jobs_on_node(settings: ClickHouseSettings, node: str, until: datetime) -> list[str]:

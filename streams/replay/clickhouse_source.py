@@ -95,8 +95,10 @@ class ClickHouseSource:
     def action_results_for(self, trigger_ids: Sequence[str]) -> list[Event]:
         return query.action_results_for(self.settings, trigger_ids)
 
-    def first_seen(self, subjects: Sequence[str], before: datetime) -> dict[str, datetime]:
-        return query.first_seen(self.settings, subjects, before)
+    def status_before(
+        self, subjects: Sequence[str], before: datetime
+    ) -> dict[str, tuple[datetime, dict[str, Any]]]:
+        return query.status_before(self.settings, subjects, before)
 
 
 def _narrowing(part: Part) -> tuple[str, dict[str, Any]]:

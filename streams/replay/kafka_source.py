@@ -27,6 +27,7 @@ from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
 
@@ -95,7 +96,9 @@ class KafkaSource:
         """Among what `load` read (warm-up, range and recorded triggers)."""
         return {i: self._known[i] for i in ids if i in self._known}
 
-    def first_seen(self, subjects: Sequence[str], before: datetime) -> dict[str, datetime]:
+    def status_before(
+        self, subjects: Sequence[str], before: datetime
+    ) -> dict[str, tuple[datetime, dict[str, Any]]]:
         """Nothing: offsets before the warm-up are never read, so nothing is known of them."""
         return {}
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 from schemas.envelope import Event
 from schemas.events import Trigger
@@ -35,8 +35,11 @@ class Source(Protocol):
 
     def action_results_for(self, trigger_ids: Sequence[str]) -> list[Event]: ...
 
-    def first_seen(self, subjects: Sequence[str], before: datetime) -> dict[str, datetime]:
-        """Each subject's first event time before `before`, where the source can tell."""
+    def status_before(
+        self, subjects: Sequence[str], before: datetime
+    ) -> dict[str, tuple[datetime, dict[str, Any]]]:
+        """Each subject's last status before `before`, with its time, where the source can
+        tell."""
         ...
 
 

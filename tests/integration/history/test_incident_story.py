@@ -15,9 +15,10 @@ from centrality.cli import app
 from centrality.commands import command
 from schemas.codec import decode
 from schemas.envelope import Event
-from schemas.events import JobExited, QuarantineNodes, RestartJob, Trigger
+from schemas.events import JobExited, NodeStatusChanged, QuarantineNodes, RestartJob, Trigger
 from schemas.settings import KafkaSettings
 from streams.history.client import connect
+from streams.history.query import status_before
 from streams.history.settings import ClickHouseSettings
 from tests.integration.history.conftest import Seeded
 
@@ -110,6 +111,18 @@ def test_replay_names_each_decision_it_cannot_reproduce(
     table = invoke("replay", "--since", "1h")
     assert f"{len(seeded.triggers)} of {len(seeded.triggers) + 1} decisions reproduced" in table
     assert "not reproduced: 1 operator" in table
+    # What the live worker showed of a node is read back as it was before an instant.
+    shown = NodeStatusChanged(
+        source="streams",
+        cluster="sim",
+        subject="n-08",
+        occurred_at=seeded.now - timedelta(hours=3),
+        payload={"state": "held", "episodes": 2, "held_by": "alice"},
+    )
+    with connect(clickhouse_settings) as client:
+        insert_events(client, [shown])
+    [(at, status)] = status_before(clickhouse_settings, ["n-08", "n-07"], seeded.now).items()
+    assert at == "n-08" and status == (shown.occurred_at, shown.payload.model_dump(mode="json"))
 
 
 def test_explain_shows_the_chain_and_the_actions(seeded: Seeded) -> None:

@@ -5,22 +5,25 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime, timedelta
+from typing import Any
 
 from centrality.commands import command
 from centrality.history_cli import time_range
 from schemas.envelope import Event
-from schemas.events import QuarantineNodes, ReleaseNodes, RunBenchmark
+from schemas.events import NodeStatusChanged, QuarantineNodes, ReleaseNodes, RunBenchmark
+from streams.entities import NODES
 from streams.history.query import event_time_key
 from streams.process import Brain
-from streams.replay.reasons import Lookups, name_differences
+from streams.replay.reasons import Edges, Lookups, name_differences
 from streams.replay.rerun import compare, rerun
 from streams.rules.registry import RuleEngine
 from streams.settings import BUILTIN_RULES
+from streams.views import Views
 from tests.factories import T0, checkpoint
 from tests.unit.streams.builders import benchmark, heartbeat, result, running, sample, xid
 
 RULES = BUILTIN_RULES.split(",")
-SHORT = {
+SHORT: dict[str, dict[str, object]] = {
     "checkpoint_stall": {"limit_s": 60},
     "idle_allocation": {"idle_s": 60},
     "heartbeat_lost": {"limit_s": 30},
@@ -75,7 +78,7 @@ def story_then_again() -> list[Event]:
     return _acted(facts)
 
 
-def _acted(facts: list[Event]) -> list[Event]:
+def _acted(facts: list[Event], verdict: str = "pass") -> list[Event]:
     """The facts with what the action workers and the benchmark answered the decisions."""
     answered: set[str] = set()
     while True:
@@ -92,20 +95,35 @@ def _acted(facts: list[Event]) -> list[Event]:
             at_s = (t.occurred_at - T0).total_seconds()
             facts.append(result(t, at_s + 5))
             if isinstance(t, RunBenchmark):
-                facts.append(benchmark("n1", "pass", at_s + 10, trigger=t))
+                facts.append(benchmark("n1", verdict, at_s + 10, trigger=t))
 
 
 def lookups(facts: Sequence[Event]) -> Lookups:
     by_id = {str(e.event_id): e for e in facts}
 
-    def first_seen(subjects: Sequence[str], before: datetime) -> dict[str, datetime]:
-        found: dict[str, datetime] = {}
-        for e in facts:
-            if e.subject in subjects and e.occurred_at < before and e.subject not in found:
-                found[e.subject] = e.occurred_at
+    def status_before(
+        subjects: Sequence[str], before: datetime
+    ) -> dict[str, tuple[datetime, dict[str, Any]]]:
+        found: dict[str, tuple[datetime, dict[str, Any]]] = {}
+        for e in sorted(facts, key=event_time_key):
+            if (
+                isinstance(e, NodeStatusChanged)
+                and e.subject in subjects
+                and e.occurred_at < before
+            ):
+                found[e.subject] = (e.occurred_at, e.payload.model_dump(mode="json"))
         return found
 
-    return Lookups(lambda ids: {i: by_id[i] for i in ids if i in by_id}, first_seen)
+    return Lookups(lambda ids: {i: by_id[i] for i in ids if i in by_id}, status_before)
+
+
+def status(node: str, facts: Sequence[Event], at: datetime) -> NodeStatusChanged:
+    """What the live worker showed of `node` after folding `facts` up to `at`."""
+    live = brain()
+    rerun([e for e in facts if e.occurred_at < at], live, 5.0)
+    shown = Views(live.engine).status_change(NODES, None, live.nodes[node], facts[0])
+    assert isinstance(shown, NodeStatusChanged)
+    return shown.model_copy(update={"occurred_at": at - timedelta(seconds=1)})
 
 
 def test_what_replay_cannot_reproduce_is_named_with_why() -> None:
@@ -135,9 +153,7 @@ def test_what_replay_cannot_reproduce_is_named_with_why() -> None:
     whys = name_differences(
         decisions,
         loaded_rules={b.spec.name for b in brain().engine.rules},
-        warmup_start=warmup_start,
-        since=since,
-        until=until,
+        edges=Edges(warmup_start, since, until),
         decided_in_warmup=dropped,
         lookups=lookups([*facts, *live]),
     )
@@ -145,14 +161,40 @@ def test_what_replay_cannot_reproduce_is_named_with_why() -> None:
     assert differing and set(whys) == {d.trigger_id for d in differing}
     assert whys[str(operator.event_id)].reason == "operator"
     # The second story's decisions are named after the first (q1) live, and q0 in a replay
-    # whose warm-up begins after it: missing and new, each named by the node's earlier history.
+    # whose warm-up begins after it: the same decisions, renamed, each pair named so.
     q1 = [d for d in differing if d.trigger.payload.window.startswith("q1/")]
     q0 = [d for d in differing if d.trigger.payload.window.startswith("q0/")]
     assert {d.status for d in q1} == {"missing"} and {d.status for d in q0} == {"new"}
+    assert len(q0) == len(q1) >= 3  # drain, benchmark, release
     for d in [*q0, *q1]:
-        why = whys[d.trigger_id]
-        assert why.reason == "history_before_warmup", why
-        assert "--warmup-s" in why.words
+        assert whys[d.trigger_id].reason == "renamed", whys[d.trigger_id]
+    assert set(whys) == {d.trigger_id for d in [*q0, *q1]} | {str(operator.event_id)}
+
+
+def test_a_node_out_of_service_before_the_warm_up_is_named() -> None:
+    """n1 is kept out by a failed benchmark; a second fatal XID two hours on decides nothing
+    live (its story is under way), but a replay starting afresh quarantines it."""
+    facts: list[Event] = [heartbeat("n1", s) for s in range(0, 3 * 3600, 600)]
+    facts += [xid("n1", 79, at_s=60), xid("n1", 79, at_s=2 * 3600)]
+    facts = _acted(facts, verdict="fail")
+    live = rerun(facts, brain(), 5.0)
+    since, until = T0 + timedelta(hours=1, minutes=50), T0 + timedelta(hours=3)
+    warmup_start = since - timedelta(minutes=30)
+    shown = status("n1", facts, warmup_start)
+    assert shown.payload.state == "quarantined"
+    replayed = rerun([e for e in facts if e.occurred_at >= warmup_start], brain(), 5.0, since)
+    decisions = compare(replayed, [t for t in live if since <= t.occurred_at < until])
+    whys = name_differences(
+        decisions,
+        loaded_rules={b.spec.name for b in brain().engine.rules},
+        edges=Edges(warmup_start, since, until),
+        decided_in_warmup={},
+        lookups=lookups([*facts, *live, shown]),
+    )
+    [new] = [d for d in decisions if d.status != "same"]
+    assert (new.status, new.trigger.type) == ("new", "QuarantineNodes")
+    why = whys[new.trigger_id]
+    assert why.reason == "state_before_warmup" and "n1 was quarantined" in why.words
 
 
 def test_a_tick_decided_on_either_side_of_the_start_is_named() -> None:
@@ -172,12 +214,9 @@ def test_a_tick_decided_on_either_side_of_the_start_is_named() -> None:
         whys = name_differences(
             decisions,
             loaded_rules={b.spec.name for b in brain().engine.rules},
-            warmup_start=T0,
-            since=since,
-            until=until,
+            edges=Edges(T0, since, until, tick_interval_s=7.0),
             decided_in_warmup=dropped,
             lookups=lookups([*facts, *live]),
-            tick_interval_s=7.0,
         )
         [lost] = [d for d in decisions if d.trigger.payload.rule == "heartbeat_lost"]
         assert lost.status == status
@@ -197,9 +236,7 @@ def test_a_rule_not_loaded_and_an_unexplained_difference_are_told_apart() -> Non
         whys = name_differences(
             decisions,
             loaded_rules={b.spec.name for b in replaying.engine.rules},
-            warmup_start=T0,
-            since=T0,
-            until=T0 + timedelta(hours=3),
+            edges=Edges(T0, T0, T0 + timedelta(hours=3)),
             decided_in_warmup={},
             lookups=lookups(facts),
         )
