@@ -201,6 +201,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "centrality.command_cli",
     "centrality.operator_cli",
     "centrality.silence_cli",
+    "centrality.report_cli",
+    "centrality.whatif_cli",
 )
 
 for _module in COMMAND_MODULES:
