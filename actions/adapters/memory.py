@@ -54,7 +54,9 @@ class InMemoryAdapter:
         self.failures: dict[str, list[Exception]] = {}
         self.calls: list[str] = []
         self.run_stdout: str | None = None  # None: a simulated report per node
-        self.unhealthy = dict(MemorySettings().unhealthy)  # node → why its benchmark fails
+        settings = MemorySettings()
+        self.unhealthy = dict(settings.unhealthy)  # node → why its benchmark fails
+        self.unhealthy_file = settings.unhealthy_file
         self.execute_runs = False
 
     def fail(self, method: str, *errors: Exception) -> None:
@@ -122,7 +124,8 @@ class InMemoryAdapter:
         if self.run_stdout is not None:
             return RunResult(exit_code=0, stdout=self.run_stdout)
         if not self.execute_runs:
-            reports = [simulated_report(n, self.unhealthy.get(n)) for n in nodes]
+            unhealthy = {**self.unhealthy, **self._unhealthy_now()}
+            reports = [simulated_report(n, unhealthy.get(n)) for n in nodes]
             return RunResult(exit_code=0, stdout="".join(json.dumps(r) + "\n" for r in reports))
         done = [
             subprocess.run(
@@ -143,3 +146,9 @@ class InMemoryAdapter:
 
     def job_logs(self, job_id: str, *, tail_lines: int = 200) -> str:
         return ""
+
+    def _unhealthy_now(self) -> dict[str, str]:
+        if self.unhealthy_file is None or not self.unhealthy_file.exists():
+            return {}
+        found: dict[str, str] = json.loads(self.unhealthy_file.read_text())
+        return found

@@ -22,6 +22,11 @@ class MemorySettings(BaseSettings):
     unhealthy: dict[str, str] = Field(
         default_factory=dict, description="Node → why its simulated benchmark fails."
     )
+    unhealthy_file: Path | None = Field(
+        default=None,
+        description="A JSON file of node → why its benchmark fails, read at each benchmark "
+        "beside `unhealthy`: a simulator keeps it as its nodes break and are repaired.",
+    )
 
 
 class SlurmSettings(BaseSettings):

@@ -108,6 +108,9 @@ _EVENT_JSON = {
 }
 _FIELDS_SQL = ", ',', ".join(f"'\"{name}\":', {sql}" for name, sql in _EVENT_JSON.items())
 _EVENT_SELECT = f"SELECT concat('{{', {_FIELDS_SQL}, '}}') AS doc FROM events FINAL"
+# Looking events up by id needs no FINAL (a merge of the whole table, seconds on a day of a large
+# fleet): a copy the sink wrote twice is the same event, and the caller keys them by id.
+_EVENT_SELECT_BY_ID = _EVENT_SELECT.removesuffix(" FINAL")
 
 
 _SPAN_MIN = timedelta(microseconds=1)  # the column's precision: a page always moves on
@@ -220,7 +223,9 @@ def stream_events_between(
 def events_by_id(settings: ClickHouseSettings, ids: Sequence[str]) -> dict[str, Event]:
     with connect(settings) as client:
         events = _query_events(
-            client, f"{_EVENT_SELECT} WHERE event_id IN {{ids:Array(UUID)}}", {"ids": list(ids)}
+            client,
+            f"{_EVENT_SELECT_BY_ID} WHERE event_id IN {{ids:Array(UUID)}}",
+            {"ids": list(ids)},
         )
     return {str(e.event_id): e for e in events}
 
