@@ -179,12 +179,18 @@ def sink() -> None:
 
 
 @app.command()
-def demo(timeout_s: float = typer.Option(240.0, help="How long to wait for the chain.")) -> None:
-    """A small cluster's bad day through the real workers, narrated from ClickHouse."""
+def demo(
+    timeout_s: float = typer.Option(240.0, help="How long to wait for the chain."),
+    keep: bool = typer.Option(
+        False, help="Keep the demo's own topics and database (named at the end) to look at."
+    ),
+) -> None:
+    """A small cluster's bad day through the real workers, narrated from ClickHouse; in topics
+    and a database of its own, never the user's history."""
     from centrality.demo import run_demo
 
     configure_logging(json=False, level="WARNING")
-    run_demo(Console(), timeout_s=timeout_s)
+    run_demo(Console(), timeout_s=timeout_s, keep=keep)
 
 
 # Each area adds its commands from its own module: `register(app)` is called once at import.
@@ -202,6 +208,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "centrality.spool_cli",
     "centrality.rules_cli",
     "centrality.shadow_cli",
+    "centrality.report_cli",
+    "centrality.whatif_cli",
 )
 
 for _module in COMMAND_MODULES:

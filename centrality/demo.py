@@ -20,6 +20,7 @@ Slack is a local stub, and everything is read back from ClickHouse:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import uuid
 from dataclasses import dataclass, field
@@ -32,12 +33,14 @@ from rich.markup import escape
 from rich.panel import Panel
 from rich.tree import Tree
 
+from centrality.bench.run import BenchRun
 from centrality.history_cli import print_events, summary
 from centrality.pipeline import Pipeline
 from centrality.slack_render import render_message
 from centrality.slack_stub import SlackStub
 from centrality.stack.stack import Stack
 from centrality.webhook_stub import WebhookStub
+from schemas.admin import ensure_topics
 from schemas.emitter import Emitter
 from schemas.envelope import Event, utcnow
 from schemas.events import (
@@ -53,6 +56,7 @@ from schemas.events import (
 )
 from schemas.events.nodes import DRAIN_REASON_PREFIX
 from schemas.signing import SigningSettings, ensure_key_file
+from streams.history.migrations import migrate
 from streams.history.query import HistoryRow, rows_for, wait_for
 from streams.history.settings import ClickHouseSettings
 from streams.history.timeline import timeline
@@ -268,22 +272,48 @@ def run_demo(
     env: dict[str, str] | None = None,
     log_dir: Path | None = None,
     timeout_s: float = 180.0,
+    keep: bool = False,
 ) -> DemoResult:
     """Run the story through the three workers. Without `stack`, the local stack is brought up;
-    a test passes its own running stack and `env` (topic prefix, database, groups)."""
+    a test passes its own running stack and `env` (topic prefix, database, groups). Without
+    `env`, the demo names its own topics, database and groups, so its fleet never enters the
+    user's history, and deletes them afterwards unless `keep`."""
     console.rule("[bold]Centrality: a small cluster having a bad day")
     if stack is None:
         ensure_key_file(SigningSettings().key_file)  # as `centrality up`: the workers sign with it
         stack = Stack()
         with console.status("bringing up the local stack (Kafka + ClickHouse)…"):
             stack.up(progress=lambda msg: console.log(msg))
+    own = None
+    if env is None:
+        own = BenchRun(stack, "demo")
+        asyncio.run(ensure_topics(own.kafka))
+        migrate(own.clickhouse)
+        env = own.env()
+    try:
+        return _run(console, stack, env, log_dir, timeout_s)
+    finally:
+        if own is not None and keep:
+            console.log(
+                f"kept: topics {own.kafka.topic_prefix}*, ClickHouse database "
+                f"{own.clickhouse.database}"
+            )
+        elif own is not None:
+            with contextlib.suppress(Exception):  # never hide the demo's own failure
+                asyncio.run(own.delete_topics())
+                own.discard(keep_logs=False)
+
+
+def _run(
+    console: Console, stack: Stack, env: dict[str, str], log_dir: Path | None, timeout_s: float
+) -> DemoResult:
     clickhouse = _clickhouse(stack, env)
     s = story(uuid.uuid4().hex[:6], datetime.now(UTC))
     log_dir = log_dir or stack.settings.state_dir / "run" / "demo"
     with SlackStub() as slack, WebhookStub() as tickets:
         workers = {
             **stack.env(),
-            **(env or {}),
+            **env,
             "CENTRALITY_SLACK_TOKEN": "xoxb-demo",
             "CENTRALITY_SLACK_BASE_URL": slack.base_url,
             "CENTRALITY_SLACK_CHANNEL": "#gpu-incidents",
@@ -333,8 +363,8 @@ def run_demo(
     return result
 
 
-def _clickhouse(stack: Stack, env: dict[str, str] | None) -> ClickHouseSettings:
-    database = (env or {}).get("CENTRALITY_CLICKHOUSE_DATABASE")
+def _clickhouse(stack: Stack, env: dict[str, str]) -> ClickHouseSettings:
+    database = env.get("CENTRALITY_CLICKHOUSE_DATABASE")
     return (
         stack.clickhouse.model_copy(update={"database": database}) if database else stack.clickhouse
     )

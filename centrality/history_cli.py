@@ -22,6 +22,7 @@ from schemas.events import Trigger
 from schemas.events.actions import ActionPayload
 
 if TYPE_CHECKING:
+    from streams.replay.reasons import Why
     from streams.replay.rerun import Decision
     from streams.replay.source import Source
 
@@ -45,6 +46,13 @@ def parse_time(text: str, now: datetime | None = None) -> datetime:
             "an age (30m, 2h, 7d) or now"
         ) from None
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def time_range(since: str, until: str, now: datetime | None = None) -> tuple[datetime, datetime]:
+    """Both ends read against one instant, taken once when a command starts: `--since 26m`
+    run twice names two ranges, each printed absolute so it can be asked for again."""
+    now = now or datetime.now(UTC)
+    return parse_time(since, now), parse_time(until, now)
 
 
 def _checked_time(text: str | None) -> str | None:
@@ -97,7 +105,7 @@ def _timeline(
     from streams.history.settings import ClickHouseSettings
     from streams.history.timeline import timeline
 
-    start, end = parse_time(since), parse_time(until)
+    start, end = time_range(since, until)
     events = timeline(ClickHouseSettings(), kind, subject, start, end, noisy)
     if not events:
         raise UserError(
@@ -207,28 +215,34 @@ def replay(
     from streams.replay.kafka_source import OffsetsUnavailable
     from streams.replay.parallel import rerun_parts
     from streams.replay.redrive import redrive
-    from streams.replay.rerun import compare, default_warmup_s, rerun_current
+    from streams.replay.rerun import compare, current_brain, default_warmup_s, rerun
+    from streams.settings import StreamsSettings
 
     source = _source(since, until, kafka or [], job, node)
     warmup = default_warmup_s() if warmup_s is None else warmup_s
     if isinstance(source, ClickHouseSource) and not (job or node or into or explain):
         with tracking(wanted(json)) as progress:
             progress.phase(f"re-deciding history from ClickHouse ({parts} parts)", total=1.0)
-            rerun = rerun_parts(source, warmup, parts, on_progress=progress.update)
+            redecided = rerun_parts(source, warmup, parts, on_progress=progress.update)
         _print_replay(
-            Replayed(
+            replayed(
+                source,
                 "clickhouse",
-                source.scope.since,
-                source.scope.until,
-                warmup,
-                rerun.warmup_events,
-                rerun.events - rerun.warmup_events,
-                {},
-                compare(rerun.decided, rerun.recorded),
+                Read(
+                    source.scope.since,
+                    source.scope.until,
+                    warmup,
+                    redecided.warmup_events,
+                    redecided.events - redecided.warmup_events,
+                    {},
+                ),
+                compare(redecided.decided, redecided.recorded),
+                redecided.warmup_decided,
             ),
             json,
         )
         return
+    dropped: dict[str, datetime] = {}
     with tracking(wanted(json)) as progress:
         progress.phase(f"reading history from {'Kafka' if kafka else 'ClickHouse'}")
         try:
@@ -237,7 +251,14 @@ def replay(
             raise UserError(str(exc), "ask for offsets the partition holds") from None
         events = [*history.warmup, *history.inputs]
         progress.phase("re-deciding events", len(events))
-        now = rerun_current(events, start=history.since, on_progress=progress.update)
+        now = rerun(
+            events,
+            current_brain(),
+            StreamsSettings().tick_interval_s,
+            history.since,
+            progress.update,
+            dropped,
+        )
     if into is not None:
         sent = asyncio.run(redrive(KafkaSettings(), into, history.inputs))
         Console(stderr=True).print(f"re-drove {sent} events into {into}")
@@ -251,62 +272,96 @@ def replay(
             ) from None
         _print_explanation(found, json)
         return
+    read = Read(
+        history.since,
+        history.until,
+        warmup,
+        len(history.warmup),
+        len(history.inputs),
+        history.undecodable,
+    )
     _print_replay(
-        Replayed(
+        replayed(
+            source,
             "kafka" if kafka else "clickhouse",
-            history.since,
-            history.until,
-            warmup,
-            len(history.warmup),
-            len(history.inputs),
-            history.undecodable,
+            read,
             compare(now, history.recorded),
+            dropped,
         ),
         json,
     )
 
 
 @dataclass(frozen=True)
-class Replayed:
-    """What a replay shows: the range, what was read, and each decision then and now."""
+class Read:
+    """What a replay read: the range, its warm-up, and the messages it could not decode."""
 
-    source: str
     since: datetime
     until: datetime
     warmup_s: float
     warmup_events: int
     events: int
     undecodable: dict[str, int]
+
+
+@dataclass(frozen=True)
+class Replayed:
+    """What a replay shows: what was read, each decision then and now, and why each one that
+    is not the same is not."""
+
+    source: str
+    read: Read
     decisions: list[Decision]
+    whys: dict[str, Why]
+
+
+def replayed(
+    source: Source,
+    kind: str,
+    read: Read,
+    decisions: list[Decision],
+    warmup_decided: dict[str, datetime],
+) -> Replayed:
+    from streams.replay.reasons import Edges, Lookups, name_differences
+    from streams.replay.rerun import current_brain
+    from streams.settings import StreamsSettings
+
+    whys = name_differences(
+        decisions,
+        loaded_rules={bound.spec.name for bound in current_brain().engine.rules},
+        edges=Edges(
+            read.since - timedelta(seconds=read.warmup_s),
+            read.since,
+            read.until,
+            StreamsSettings().tick_interval_s,
+        ),
+        decided_in_warmup=warmup_decided,
+        lookups=Lookups(source.events_by_id, source.status_before),
+    )
+    return Replayed(kind, read, decisions, whys)
 
 
 def _print_replay(replayed: Replayed, json: bool) -> None:
-    r = replayed
-    decisions = r.decisions
+    from streams.replay.reasons import counts
+
+    r, decisions = replayed.read, replayed.decisions
+    same = sum(d.status == "same" for d in decisions)
+    named = counts(replayed.whys)
     if json:
         print(
             orjson.dumps(
                 {
-                    "source": r.source,
+                    "source": replayed.source,
                     "since": r.since.isoformat(),
                     "until": r.until.isoformat(),
                     "warmup_s": r.warmup_s,
                     "warmup_events": r.warmup_events,
                     "events": r.events,
                     "undecodable": r.undecodable,
+                    "reproduced": same,
+                    "not_reproduced": named,
                     "decisions": [
-                        {
-                            "trigger_id": d.trigger_id,
-                            "status": d.status,
-                            "type": d.trigger.type,
-                            "subject": d.trigger.subject,
-                            "rule": d.trigger.payload.rule,
-                            "window": d.trigger.payload.window,
-                            "occurred_at": d.trigger.occurred_at.isoformat(),
-                            "then": d.then.payload.model_dump(mode="json") if d.then else None,
-                            "now": d.now.payload.model_dump(mode="json") if d.now else None,
-                        }
-                        for d in decisions
+                        _decision_json(d, replayed.whys.get(d.trigger_id)) for d in decisions
                     ],
                 }
             ).decode()
@@ -314,6 +369,7 @@ def _print_replay(replayed: Replayed, json: bool) -> None:
         return
     colour = {"same": "green", "changed": "yellow", "new": "cyan", "missing": "red"}
     skipped = ", ".join(f"{n} {reason}" for reason, n in sorted(r.undecodable.items()))
+    why_not = ", ".join(f"{n} {reason}" for reason, n in named.items())
     table = Table(
         "status",
         "trigger id",
@@ -322,13 +378,17 @@ def _print_replay(replayed: Replayed, json: bool) -> None:
         "rule",
         "occurred at",
         "reason",
-        title=f"replay of {r.events} events from {r.source}, "
+        *(["why not the same"] if replayed.whys else []),
+        title=f"replay of {r.events} events from {replayed.source}, "
         f"{r.since:%Y-%m-%d %H:%M:%S} → {r.until:%Y-%m-%d %H:%M:%S} UTC",
-        caption=f"warm-up: {r.warmup_events} events over {r.warmup_s:.0f} s"
+        caption=f"{same} of {len(decisions)} decisions reproduced"
+        + (f"; not reproduced: {why_not}" if why_not else "")
+        + f"; warm-up: {r.warmup_events} events over {r.warmup_s:.0f} s"
         + (f"; undecodable messages skipped: {skipped}" if skipped else ""),
     )
     for d in decisions:
         t = d.trigger
+        why = replayed.whys.get(d.trigger_id)
         table.add_row(
             f"[{colour[d.status]}]{d.status}[/]",
             d.trigger_id,
@@ -337,8 +397,24 @@ def _print_replay(replayed: Replayed, json: bool) -> None:
             t.payload.rule,
             t.occurred_at.strftime("%H:%M:%S.%f")[:-3],
             t.payload.reason,
+            *([f"{why.reason}: {why.words}" if why else ""] if replayed.whys else []),
         )
     Console().print(table)
+
+
+def _decision_json(d: Decision, why: Why | None) -> dict[str, Any]:
+    return {
+        "trigger_id": d.trigger_id,
+        "status": d.status,
+        "type": d.trigger.type,
+        "subject": d.trigger.subject,
+        "rule": d.trigger.payload.rule,
+        "window": d.trigger.payload.window,
+        "occurred_at": d.trigger.occurred_at.isoformat(),
+        "then": d.then.payload.model_dump(mode="json") if d.then else None,
+        "now": d.now.payload.model_dump(mode="json") if d.now else None,
+        "why": None if why is None else {"reason": why.reason, "words": why.words},
+    }
 
 
 def _source(
@@ -349,7 +425,8 @@ def _source(
         from streams.history.settings import ClickHouseSettings
         from streams.replay.clickhouse_source import ClickHouseSource, Scope
 
-        scope = Scope(parse_time(since or "1h"), parse_time(until or "now"), job=job, node=node)
+        start, end = time_range(since or "1h", until or "now")
+        scope = Scope(start, end, job=job, node=node)
         return ClickHouseSource(ClickHouseSettings(), scope)
     from schemas.settings import KafkaSettings
     from streams.replay.kafka_source import KafkaSource, OffsetRange

@@ -64,6 +64,7 @@ class InMemoryAdapter:
         settings = MemorySettings()
         self.unhealthy = dict(settings.unhealthy)  # node → why its benchmark fails
         self.healed_by = dict(settings.healed_by)  # node → the rung that makes it healthy
+        self.unhealthy_file = settings.unhealthy_file
         self.execute_runs = False
 
     def fail(self, method: str, *errors: Exception) -> None:
@@ -183,7 +184,13 @@ class InMemoryAdapter:
             return {"kind": gpu_reset.KIND, "node": node, "gpus": done, "error": None}
         if gpu_inventory.__name__ in command:
             return {"kind": gpu_inventory.KIND, "node": node, "gpus": simulated_gpus(node)}
-        return simulated_report(node, self.unhealthy.get(node))
+        return simulated_report(node, {**self.unhealthy, **self._unhealthy_now()}.get(node))
+
+    def _unhealthy_now(self) -> dict[str, str]:
+        if self.unhealthy_file is None or not self.unhealthy_file.exists():
+            return {}
+        found: dict[str, str] = json.loads(self.unhealthy_file.read_text())
+        return found
 
 
 def _arg(command: Sequence[str], name: str) -> str:

@@ -28,6 +28,11 @@ class MemorySettings(BaseSettings):
         description="Node → the remediation rung (`reset`, `reboot`) after which its simulated "
         "benchmark passes.",
     )
+    unhealthy_file: Path | None = Field(
+        default=None,
+        description="A JSON file of node → why its benchmark fails, read at each benchmark "
+        "beside `unhealthy`: a simulator keeps it as its nodes break and are repaired.",
+    )
 
 
 class SlurmSettings(BaseSettings):

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from pathlib import Path
 from typing import Literal
 
@@ -23,6 +24,7 @@ from rich.console import Console
 from rich.table import Table
 
 from centrality.bench.cli import bench_app
+from centrality.bench.run import delete_topics
 from schemas.admin import ensure_topics
 from schemas.settings import KafkaSettings
 
@@ -50,13 +52,14 @@ def _nvml_gpus() -> int:
         pynvml.nvmlShutdown()
 
 
-def _bench_topics() -> str:
-    """Topics of the benchmark's own (the user's prefix if set), created if missing."""
-    settings = KafkaSettings()
-    if "topic_prefix" not in settings.model_fields_set:
-        settings = settings.model_copy(update={"topic_prefix": "bench-agent."})
+def _bench_topics() -> KafkaSettings:
+    """Topics of the benchmark's own, whatever prefix the user's are named with: its samples
+    must never reach the user's history."""
+    settings = KafkaSettings().model_copy(
+        update={"topic_prefix": f"bench-agent-{uuid.uuid4().hex[:8]}."}
+    )
     asyncio.run(ensure_topics(settings))
-    return settings.topic_prefix
+    return settings
 
 
 @bench_app.command("agent")
@@ -80,8 +83,9 @@ def bench_agent(
         argv += ["--fake-gpus", str(gpus), "--interval-s", str(interval_s)]
         argv += ["--checks-dir", checks_dir, *(["--dry-run"] if dry_run else [])]
         env = {**os.environ, "CENTRALITY_AGENT_EXEC_INTERVAL_S": "10"}
-        if not dry_run:
-            env["CENTRALITY_KAFKA_TOPIC_PREFIX"] = _bench_topics()
+        topics = None if dry_run else _bench_topics()
+        if topics is not None:
+            env["CENTRALITY_KAFKA_TOPIC_PREFIX"] = topics.topic_prefix
         proc = subprocess.Popen(argv, env=env, stderr=subprocess.DEVNULL)
         try:
             time.sleep(warmup_s)
@@ -94,6 +98,8 @@ def bench_agent(
         finally:
             proc.terminate()
             proc.wait(10)
+            if topics is not None:
+                asyncio.run(delete_topics(topics))
     result = {
         "cpu_pct": round(100 * (cpu1 - cpu0) / (t1 - t0), 3),
         "rss_mb": round(rss, 1),

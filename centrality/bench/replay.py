@@ -19,6 +19,15 @@ from streams.replay.clickhouse_source import ClickHouseSource, Scope
 from streams.replay.parallel import rerun_parts
 from streams.replay.rerun import compare, current_brain, default_warmup_s, rerun_stream
 from streams.settings import StreamsSettings
+from streams.whatif.candidate import candidate
+from streams.whatif.run import warmup_for, what_if
+
+WHATIF = typer.Option(
+    None,
+    "--whatif",
+    help="Also time `centrality whatif` with this candidate setting (rule.field=value, "
+    "repeatable) over the same day.",
+)
 
 
 @bench_app.command("replay")
@@ -34,9 +43,12 @@ def bench_replay(
         min=1,
         help="Processes re-deciding it, each a part of the fleet's nodes (default: one a core).",
     ),
+    whatif: list[str] | None = WHATIF,
     json: bool = typer.Option(False, "--json", help="Print one JSON line."),
 ) -> None:
-    """Replay speed (events/s) over a day of history: read, decode, re-decide, compare."""
+    """Replay speed (events/s) over a day of history: read, decode, re-decide, compare; with
+    --whatif, then `centrality whatif`'s run over the same day, timed beside it (target: at
+    most 1.1 times the replay)."""
     now = datetime.now(UTC)
     base = ClickHouseSettings()
     db = base.model_copy(update={"database": f"bench_replay_{uuid.uuid4().hex[:8]}"})
@@ -49,12 +61,13 @@ def bench_replay(
         rerun = rerun_parts(ClickHouseSource(db, scope), default_warmup_s(), parts)
         decisions = compare(rerun.decided, rerun.recorded)
         total_s = time.perf_counter() - started
+        priced = time_whatif(ClickHouseSource(db, scope), whatif, parts) if whatif else None
     finally:
         with connect(base, database="default") as client:
             client.command(f"DROP DATABASE IF EXISTS `{db.database}`")
     same = sum(d.status == "same" for d in decisions)
     events = max(rerun.events, 1)
-    result = {
+    result: dict[str, object] = {
         "nodes": nodes,
         "parts": rerun.parts,
         "events": rerun.events,
@@ -67,7 +80,28 @@ def bench_replay(
         "decisions": len(decisions),
         "same": same,
     }
+    if priced is not None:
+        wall_s, figures = priced
+        result |= figures
+        result["whatif_wall_s"] = round(wall_s, 2)
+        result["whatif_ratio"] = round(wall_s / total_s, 3)
     report("bench replay (one simulated day)", result, json=json)
+
+
+def time_whatif(
+    source: ClickHouseSource, sets: list[str], parts: int
+) -> tuple[float, dict[str, object]]:
+    """The what-if run as `centrality whatif` makes it (re-decide, compare, name, price): its
+    wall time and what it found."""
+    cand = candidate(StreamsSettings(), sets=sets)
+    started = time.perf_counter()
+    run = what_if(source, cand, warmup_for(cand), parts, datetime.now(UTC))
+    return time.perf_counter() - started, {
+        "whatif": cand.words,
+        "whatif_differing": sum(d.status != "same" for d in run.decisions),
+        "whatif_priced": len(run.priced),
+        "whatif_gpu_h": round(sum(p.price.gpu_h for p in run.priced), 1),
+    }
 
 
 def record_a_day(

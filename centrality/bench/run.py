@@ -37,6 +37,20 @@ INPUTS = {
 STORY_NODES = ("hn-story-1", "hn-story-2")
 
 
+async def delete_topics(kafka: KafkaSettings, *prefixes: str) -> None:
+    """Every topic named with `kafka`'s topic prefix, or one of `prefixes`: a benchmark's own,
+    never the user's (a run that cannot own a prefix must not call this)."""
+    admin = kafka_clients.admin(kafka)
+    await admin.start()
+    try:
+        ours = (kafka.topic_prefix, *prefixes)
+        doomed = [t for t in await admin.list_topics() if t.startswith(ours)]
+        if doomed:
+            await admin.delete_topics(doomed)
+    finally:
+        await admin.close()
+
+
 @dataclass
 class BenchRun:
     stack: Stack
@@ -109,15 +123,7 @@ class BenchRun:
         return time.monotonic()
 
     async def delete_topics(self) -> None:
-        admin = kafka_clients.admin(self.kafka)
-        await admin.start()
-        try:
-            ours = (self.kafka.topic_prefix, self.groups["streams"])
-            doomed = [t for t in await admin.list_topics() if t.startswith(ours)]
-            if doomed:
-                await admin.delete_topics(doomed)
-        finally:
-            await admin.close()
+        await delete_topics(self.kafka, self.groups["streams"])  # and its tables' changelogs
 
     def drop_database(self) -> None:
         with connect(self.clickhouse, database="default") as client:

@@ -15,6 +15,7 @@ import typer
 
 from centrality.bench.cli import bench_app, report
 from centrality.bench.history_data import node_telemetry
+from centrality.bench.run import delete_topics
 from schemas import kafka_clients
 from schemas.admin import ensure_topics
 from schemas.codec import encode_batch
@@ -119,6 +120,7 @@ def bench_sink(
         with connect(base, database="default") as client:
             for db in dbs.values():
                 client.command(f"DROP DATABASE IF EXISTS `{db.database}`")
+        asyncio.run(delete_topics(kafka))
     result = {
         "events": len(events),
         "insert_processes": settings.insert_processes,

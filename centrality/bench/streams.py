@@ -24,6 +24,7 @@ from rich.console import Console
 
 from centrality.bench.cli import bench_app, report
 from centrality.bench.history_data import job_run, node_telemetry
+from centrality.bench.run import delete_topics
 from centrality.stack.process import ManagedProcess
 from schemas import kafka_clients
 from schemas.admin import ensure_topics
@@ -239,42 +240,46 @@ def bench_streams(
     run = uuid.uuid4().hex[:8]
     progress = Console(stderr=True)
     kafka = KafkaSettings().model_copy(update={"topic_prefix": f"bench{run}."})
-    asyncio.run(ensure_topics(kafka))
-    messages = workload(nodes, minutes, jobs, datetime.now(UTC))
-    asyncio.run(fill(kafka, messages))
-    progress.log(f"filled {len(messages)} messages on {kafka.topic_prefix}*")
-    ends = asyncio.run(end_offsets(kafka))
-    counts: dict[TopicPartition, list[int]] = {tp: [] for tp in ends}
-    count = {t: partition_count(t) for t in TOPICS}
-    for topic, key, _, n in messages:  # per partition, in produce order = offset order
-        tp = TopicPartition(topic_name(topic, kafka), partition_for(key, count[topic]))
-        counts[tp].append(n)
-
-    data_dir = Path(tempfile.mkdtemp(prefix="bench-streams-"))
     group = f"bench-streams-{run}"
-    worker = ManagedProcess("streams", data_dir)
-    env = {
-        "CENTRALITY_KAFKA_TOPIC_PREFIX": kafka.topic_prefix,
-        "CENTRALITY_STREAMS_APP_ID": group,
-        # The bench's own key unless one is configured: the worker refuses to start without.
-        "CENTRALITY_TRIGGER_KEY": os.environ.get("CENTRALITY_TRIGGER_KEY", uuid.uuid4().hex),
-        "CENTRALITY_STREAMS_DATA_DIR": str(data_dir / "tables"),
-        "CENTRALITY_STREAMS_COMMIT_INTERVAL_S": "0.2",
-    }
-    worker.start(
-        [str(Path(sys.executable).with_name("centrality")), "streams"], env={**os.environ, **env}
-    )
     try:
-        rate = asyncio.run(worker_rate(kafka, group, ends, counts, timeout_s=600))
-        progress.log(f"streams worker: {rate:.0f} events/s over {len(messages)} messages")
-        lat = sorted(asyncio.run(latency(kafka, latency_s, background_eps)))
-    except Exception:
-        progress.log(f"streams worker log {worker.log_file}:\n{worker.log_tail(20)}")
-        raise
-    finally:
-        worker.stop()  # before removing data_dir: its pid file lives there
-    shutil.rmtree(data_dir, ignore_errors=True)
-    events, raw_rate = asyncio.run(raw_loop(kafka, ends))
+        asyncio.run(ensure_topics(kafka))
+        messages = workload(nodes, minutes, jobs, datetime.now(UTC))
+        asyncio.run(fill(kafka, messages))
+        progress.log(f"filled {len(messages)} messages on {kafka.topic_prefix}*")
+        ends = asyncio.run(end_offsets(kafka))
+        counts: dict[TopicPartition, list[int]] = {tp: [] for tp in ends}
+        count = {t: partition_count(t) for t in TOPICS}
+        for topic, key, _, n in messages:  # per partition, in produce order = offset order
+            tp = TopicPartition(topic_name(topic, kafka), partition_for(key, count[topic]))
+            counts[tp].append(n)
+
+        data_dir = Path(tempfile.mkdtemp(prefix="bench-streams-"))
+        worker = ManagedProcess("streams", data_dir)
+        env = {
+            "CENTRALITY_KAFKA_TOPIC_PREFIX": kafka.topic_prefix,
+            "CENTRALITY_STREAMS_APP_ID": group,
+            # The bench's own key unless one is configured: the worker refuses to start without.
+            "CENTRALITY_TRIGGER_KEY": os.environ.get("CENTRALITY_TRIGGER_KEY", uuid.uuid4().hex),
+            "CENTRALITY_STREAMS_DATA_DIR": str(data_dir / "tables"),
+            "CENTRALITY_STREAMS_COMMIT_INTERVAL_S": "0.2",
+        }
+        worker.start(
+            [str(Path(sys.executable).with_name("centrality")), "streams"],
+            env={**os.environ, **env},
+        )
+        try:
+            rate = asyncio.run(worker_rate(kafka, group, ends, counts, timeout_s=600))
+            progress.log(f"streams worker: {rate:.0f} events/s over {len(messages)} messages")
+            lat = sorted(asyncio.run(latency(kafka, latency_s, background_eps)))
+        except Exception:
+            progress.log(f"streams worker log {worker.log_file}:\n{worker.log_tail(20)}")
+            raise
+        finally:
+            worker.stop()  # before removing data_dir: its pid file lives there
+        shutil.rmtree(data_dir, ignore_errors=True)
+        events, raw_rate = asyncio.run(raw_loop(kafka, ends))
+    finally:  # the run's topics, its tables' changelogs too: never left behind
+        asyncio.run(delete_topics(kafka, group))
     result = {
         "events": events,
         "messages": len(messages),

@@ -14,6 +14,9 @@ import struct
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
+from email import policy
+from email.message import Message
+from email.parser import BytesParser
 
 import cramjam
 import lz4.block  # type: ignore[import-untyped]
@@ -298,6 +301,24 @@ def credentials(headers: Mapping[str, str], params: Mapping[str, str]) -> tuple[
     user = headers.get("X-ClickHouse-User") or params.get("user") or "default"
     password = headers.get("X-ClickHouse-Key") or params.get("password") or ""
     return user, password
+
+
+def form_fields(content_type: str, body: bytes) -> dict[str, str]:
+    """The fields of a `multipart/form-data` body: ClickHouse reads the query and its `param_*`
+    from a form as from the URL, and clickhouse-connect sends a form when the parameters would
+    not fit a URL (a few hundred ids in an `IN`)."""
+    head = f"Content-Type: {content_type}\r\n\r\n".encode()
+    message = BytesParser(policy=policy.HTTP).parsebytes(head + body)
+    if not message.is_multipart():
+        raise bad_request("Malformed multipart/form-data body")
+    fields = {}
+    for part in message.get_payload():
+        assert isinstance(part, Message)
+        name = part.get_param("name", header="content-disposition")
+        value = part.get_payload(decode=True)
+        if isinstance(name, str) and isinstance(value, bytes):
+            fields[name] = value.decode()
+    return fields
 
 
 # --- query text -------------------------------------------------------------------------------

@@ -35,6 +35,7 @@ from centrality.stack.clickhouse_http import (
     credentials,
     decode_content,
     decode_native_blocks,
+    form_fields,
     output_format,
     query_params,
     query_settings,
@@ -130,6 +131,11 @@ class _Handler(BaseHTTPRequestHandler):
         query_id = params.get("query_id") or str(uuid.uuid4())
         try:
             body = self._read_body() if read_body else b""
+            content_type = self.headers.get("Content-Type", "")
+            if body and content_type.startswith("multipart/form-data"):
+                for name, value in form_fields(content_type, body).items():
+                    params.setdefault(name, value)  # the URL wins, as for headers
+                body = b""
             path = split.path.rstrip("/") or "/"
             if path in _OK_PATHS or (path == "/" and not body and "query" not in params):
                 self._send(200, b"Ok.\n", "text/html; charset=UTF-8", query_id)

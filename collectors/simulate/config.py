@@ -33,3 +33,16 @@ class SimConfig(BaseModel):
     slow_nccl_jobs: int = Field(default=0, ge=0, description="Jobs with NCCL at ~20% busbw.")
     lost_heartbeat_nodes: int = Field(default=0, ge=0, description="Nodes whose agent dies.")
     lost_heartbeat_at_s: float = Field(default=120.0, ge=0)
+    # Interruptions from a published table of causes (collectors/simulate/taxonomy.py); with one,
+    # a failed job waits for `ClusterModel.requeue` (automation's or a person's) and comes back
+    # from its last checkpoint, and faulty nodes stay faulty until repaired.
+    taxonomy: str | None = Field(default=None, description="`llama3-405b`, or None: no draws.")
+    acceleration: float = Field(default=1.0, gt=0, description="Times the table's rate.")
+    horizon_s: float = Field(default=86_400.0, gt=0, description="Span faults are drawn over.")
+    repair_s: float = Field(default=86_400.0, gt=0, description="A lost node's repair.")
+    maintenance_s: float = Field(default=7200.0, gt=0, description="A node's maintenance.")
+    crash_after_s: float = Field(
+        default=120.0, gt=0, description="A job placed on a faulty node fails this long in."
+    )
+    check_resend_s: float = Field(default=300.0, gt=0, description="A failing check's resend.")
+    node_prefix: str = Field(default="node-", description="Node names: prefix, then a number.")

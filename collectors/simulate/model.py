@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import random
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Literal
@@ -16,6 +17,7 @@ from typing import Any, Literal
 from collectors.events import Stamp
 from collectors.gpu.fake import FakeGpuBackend, Fault
 from collectors.simulate.config import SimConfig
+from collectors.simulate.taxonomy import TAXONOMIES, Cause, PlannedFault, draw
 from schemas.envelope import Event
 from schemas.events import (
     CheckpointSaved,
@@ -28,13 +30,21 @@ from schemas.events import (
     LogSignalDetected,
     NcclSampled,
     NodeFactsObserved,
+    NodeHealthChecked,
     NodeHeartbeat,
+    NodeStateObserved,
 )
 from schemas.events.checkpoints import CheckpointSavedPayload
 from schemas.events.gpus import GpuXidObservedPayload, NcclSampledPayload
 from schemas.events.jobs import JobExitedPayload, JobStateChangedPayload, JobSubmittedPayload
 from schemas.events.logs import LogSignal, LogSignalDetectedPayload
-from schemas.events.nodes import NodeHeartbeatPayload
+from schemas.events.nodes import (
+    HealthStatus,
+    NodeHealthCheckedPayload,
+    NodeHeartbeatPayload,
+    NodeStateObservedPayload,
+    SchedulerNodeState,
+)
 
 _NAMESPACE = uuid.UUID("0b1f4a63-5d3e-4f0e-8a43-7c2d9e3f6a10")
 Fate = Literal["complete", "crash", "preempt"]
@@ -44,7 +54,7 @@ Fate = Literal["complete", "crash", "preempt"]
 class SimJob:
     id: str
     nodes_wanted: int
-    duration_s: float
+    duration_s: float  # the work it does, in running seconds
     fate: Fate
     slow_nccl: bool
     submitted_s: float
@@ -54,6 +64,12 @@ class SimJob:
     next_checkpoint_s: float = 0.0
     next_nccl_s: float = 0.0
     step: int = 0
+    attempt: int = 1
+    base_s: float = 0.0  # the work done when this attempt started (its checkpoint's)
+    saved_s: float = 0.0  # the work its last checkpoint kept
+
+    def progress_s(self, now_s: float) -> float:
+        return self.base_s + (now_s - self.started_s if self.started_s is not None else 0.0)
 
 
 @dataclass
@@ -63,6 +79,13 @@ class SimNode:
     loses_heartbeat: bool = False
     next_heartbeat_s: float = 0.0
     job: str | None = None
+    drained: bool = False  # by whoever: the scheduler places nothing here
+    down_until_s: float | None = None  # silent and out (lost, or in maintenance) until then
+    next_check_s: float | None = None  # a failing health check's next report
+
+    def takes_work(self, now_s: float, lost_at_s: float) -> bool:
+        agent_dead = self.loses_heartbeat and now_s >= lost_at_s
+        return self.job is None and not (self.drained or self.down_until_s or agent_dead)
 
 
 @dataclass
@@ -84,7 +107,7 @@ class ClusterModel:
         self.stamp_nodes = Stamp(source="simulator/agent", cluster=config.cluster)
         self.stamp_jobs = Stamp(source="simulator/scheduler", cluster=config.cluster)
         self.stamp_logs = Stamp(source="simulator/tailer", cluster=config.cluster)
-        names = [f"node-{i:04d}" for i in range(config.nodes)]
+        names = [f"{config.node_prefix}{i:04d}" for i in range(config.nodes)]
         xid_nodes = set(self.rng.sample(names, min(config.xid_nodes, len(names))))
         lost = set(self.rng.sample(names, min(config.lost_heartbeat_nodes, len(names))))
         self.nodes = {
@@ -105,6 +128,23 @@ class ClusterModel:
             node.backend.open()
         self.xid_nodes = sorted(xid_nodes)
         self.lost_nodes = sorted(lost)
+        self.names = names
+        # Drawn apart from the rest, so a table's faults leave the jobs drawn as without them.
+        self.planned = (
+            draw(
+                TAXONOMIES[config.taxonomy],
+                config.nodes,
+                config.gpus,
+                config.horizon_s,
+                config.acceleration,
+                random.Random(f"faults/{config.seed}"),
+            )
+            if config.taxonomy
+            else []
+        )
+        self.struck: list[tuple[PlannedFault, str | None]] = []  # applied: the job it took down
+        self.broken: dict[str, Cause] = {}  # node → what is wrong with it (the truth)
+        self.failed: dict[str, tuple[SimJob, float]] = {}  # jobs waiting for a requeue, since
         self.jobs: dict[str, SimJob] = {}
         self.pending: list[str] = []
         self._next_job = 0
@@ -140,6 +180,9 @@ class ClusterModel:
         if now_s == 0.0:
             for fate, slow in self._initial:
                 out.extend(self._submit(fate, slow))
+        out.extend(self._come_back())
+        while self.planned and self.planned[0].at_s <= now_s:
+            out.extend(self._strike(self.planned.pop(0)))
         out.extend(self._schedule())
         for node in self.nodes.values():
             out.extend(self._node_events(node))
@@ -151,6 +194,8 @@ class ClusterModel:
     def _node_events(self, node: SimNode) -> list[Event]:
         if node.loses_heartbeat and self.now_s >= self.config.lost_heartbeat_at_s:
             return []  # the agent died: no samples, no heartbeats
+        if node.down_until_s is not None:
+            return []  # lost, or in maintenance: silent
         out: list[Event] = [
             self._make(self.stamp_nodes, GpuSampled, node.name, node.backend.sample(g))
             for g in range(self.config.gpus)
@@ -179,6 +224,13 @@ class ClusterModel:
                 interval_s=self.config.heartbeat_s,
             )
             out.append(self._make(self.stamp_nodes, NodeHeartbeat, node.name, payload))
+        cause = self.broken.get(node.name)
+        if cause is not None and cause.check and self.now_s >= (node.next_check_s or 0.0):
+            node.next_check_s = self.now_s + self.config.check_resend_s
+            check = NodeHealthCheckedPayload(
+                check=cause.check, status=HealthStatus.CRITICAL, message=cause.component
+            )
+            out.append(self._make(self.stamp_nodes, NodeHealthChecked, node.name, check))
         return out
 
     def _submit(self, fate: Fate, slow: bool) -> list[Event]:
@@ -210,12 +262,8 @@ class ClusterModel:
         ]
 
     def _schedule(self) -> list[Event]:
-        free = [
-            n.name
-            for n in self.nodes.values()
-            if n.job is None
-            and not (n.loses_heartbeat and self.now_s >= self.config.lost_heartbeat_at_s)
-        ]
+        lost_at_s = self.config.lost_heartbeat_at_s
+        free = [n.name for n in self.nodes.values() if n.takes_work(self.now_s, lost_at_s)]
         out: list[Event] = []
         for job_id in list(self.pending):
             job = self.jobs[job_id]
@@ -236,7 +284,7 @@ class ClusterModel:
             return []
         out: list[Event] = []
         ran_s = self.now_s - job.started_s
-        job.step = int(ran_s)
+        job.step = int(job.progress_s(self.now_s))
         if self.now_s >= job.next_nccl_s:
             job.next_nccl_s += self.config.nccl_every_s
             out.append(self._nccl(job))
@@ -246,10 +294,17 @@ class ClusterModel:
                 step=job.step, uri=f"s3://sim-ckpt/{job.id}/step-{job.step}"
             )
             out.append(self._make(self.stamp_jobs, CheckpointSaved, job.id, payload))
-        if job.fate != "complete" and ran_s >= job.fate_at * job.duration_s:
+            job.saved_s = job.progress_s(self.now_s)
+        faulty = [n for n in job.nodes if n in self.broken]
+        if faulty and ran_s >= self.config.crash_after_s:
+            # What broke the node breaks every job placed there, the same way.
+            node = self.nodes[faulty[0]]
+            self._fault_signs(node, self.broken[node.name], node.backend.gpus - 1)
+            out.extend(self._crash(job, self.broken[node.name], node.name))
+        elif job.fate != "complete" and ran_s >= job.fate_at * job.duration_s:
             reason = "node failure" if job.fate == "crash" else "preempted by higher priority"
             out.extend(self._end(job, job.fate, reason))
-        elif ran_s >= job.duration_s:
+        elif job.progress_s(self.now_s) >= job.duration_s:
             out.extend(self._end(job, "complete", None))
         return out
 
@@ -272,7 +327,9 @@ class ClusterModel:
         )
         return self._make(self.stamp_nodes, NcclSampled, job.nodes[0], payload)
 
-    def _end(self, job: SimJob, fate: Fate, reason: str | None) -> list[Event]:
+    def _end(
+        self, job: SimJob, fate: Fate, reason: str | None, raw_state: str | None = None
+    ) -> list[Event]:
         out: list[Event] = []
         if fate == "complete":
             signal = LogSignalDetectedPayload(
@@ -288,6 +345,7 @@ class ClusterModel:
             "crash": (JobState.FAILED, "FAILED", 1, None),
             "preempt": (JobState.PREEMPTED, "PREEMPTED", None, 15),
         }[fate]
+        raw = raw_state or raw
         out.append(self._state(job, state, JobState.RUNNING, raw, reason))
         exited = JobExitedPayload(
             state=state,
@@ -297,11 +355,15 @@ class ClusterModel:
             reason=reason,
             nodes=job.nodes,
             gpus=len(job.nodes) * self.config.gpus,
+            attempt=job.attempt,
         )
         out.append(self._make(self.stamp_jobs, JobExited, job.id, exited))
         for name in job.nodes:
             self.nodes[name].job = None
         del self.jobs[job.id]
+        if fate == "crash" and self.config.taxonomy:
+            self.failed[job.id] = (job, self.now_s)  # until someone requeues it
+            return out
         out.extend(self._submit("complete", False))  # keep `jobs` jobs in the queue
         return out
 
@@ -314,6 +376,126 @@ class ClusterModel:
         reason: str | None = None,
     ) -> Event:
         payload = JobStateChangedPayload(
-            state=state, raw_state=raw, previous_state=previous, nodes=job.nodes, reason=reason
+            state=state,
+            raw_state=raw,
+            previous_state=previous,
+            nodes=job.nodes,
+            reason=reason,
+            attempt=job.attempt,
         )
         return self._make(self.stamp_jobs, JobStateChanged, job.id, payload)
+
+    # -- faults from a table, and what people and automation do about them -------------------
+
+    def _strike(self, fault: PlannedFault) -> list[Event]:
+        """A drawn fault: the node shows what the cause shows, and the job there (for a cause
+        of the job's own, the job there or else none) goes down with it."""
+        node = self.nodes[self.names[fault.node]]
+        if node.down_until_s is not None:
+            return []  # already out: nothing runs there to interrupt
+        cause, out = fault.cause, []
+        job = self.jobs.get(node.job) if node.job else None
+        self.struck.append((fault, job.id if job else None))
+        if cause.breaks_node and not cause.maintenance:
+            self.broken[node.name] = cause
+        if cause.emits == "node_lost":
+            out.append(self._scheduler_says(node.name, SchedulerNodeState.DOWN, cause.component))
+            back_s = self.config.maintenance_s if cause.maintenance else self.config.repair_s
+            node.down_until_s = self.now_s + back_s
+        else:
+            self._fault_signs(node, cause, fault.gpu)
+        if job is not None:
+            out.extend(self._crash(job, cause, node.name))
+        return out
+
+    def _fault_signs(self, node: SimNode, cause: Cause, gpu: int) -> None:
+        """What the node's agent shows of the cause from now on: its GPUs read anew (an XID
+        once, an ECC count or throttling while it lasts), a check reported failing."""
+        faults = {
+            "xid": (Fault("xid", gpu, 0.0, str(cause.xid)),),
+            "ecc": (Fault("ecc_dbe", gpu, 0.0, "1"), Fault("xid", gpu, 0.0, str(cause.xid))),
+            "thermal": (Fault("throttle", gpu, 0.0, "HwThermalSlowdown"),),
+        }.get(cause.emits)
+        if faults is not None:
+            node.backend = self._backend(node, faults)
+        if cause.check:
+            node.next_check_s = self.now_s
+
+    def _backend(self, node: SimNode, faults: tuple[Fault, ...]) -> FakeGpuBackend:
+        index = self.names.index(node.name)
+        backend = FakeGpuBackend(
+            self.config.gpus,
+            faults,
+            seed=self.config.seed * 100_003 + index,
+            clock=lambda: self.now_s,
+        )
+        backend.open()
+        return backend
+
+    def _crash(self, job: SimJob, cause: Cause, node: str) -> list[Event]:
+        signal = LogSignalDetectedPayload(signal=cause.signal, line=cause.line, node=node, rank=0)
+        lost = cause.emits == "node_lost"
+        return [
+            self._make(self.stamp_logs, LogSignalDetected, job.id, signal),
+            *self._end(job, "crash", cause.component, "NODE_FAIL" if lost else None),
+        ]
+
+    def _scheduler_says(self, node: str, state: SchedulerNodeState, reason: str | None) -> Event:
+        payload = NodeStateObservedPayload(
+            state=state, raw_state=state.value, reason=reason, scheduler="sim"
+        )
+        return self._make(self.stamp_jobs, NodeStateObserved, node, payload)
+
+    def _come_back(self) -> list[Event]:
+        """Nodes whose maintenance or repair is over take work again."""
+        out = []
+        for node in self.nodes.values():
+            if node.down_until_s is not None and node.down_until_s <= self.now_s:
+                node.down_until_s = None
+                out.extend(self.repair(node.name))
+        return out
+
+    def requeue(self, job_id: str) -> list[Event]:
+        """The failed job runs again (automation's requeue, or a person's), from its last
+        checkpoint, as its next attempt."""
+        found = self.failed.pop(job_id, None)
+        if found is None:
+            return []
+        job = found[0]
+        job.attempt += 1
+        job.base_s = job.saved_s
+        job.started_s, job.nodes = None, ()
+        self.jobs[job.id] = job
+        self.pending.append(job.id)
+        return [self._state(job, JobState.PENDING, None, "PENDING"), *self._schedule()]
+
+    def drain(self, nodes: Iterable[str], reason: str | None = None) -> list[Event]:
+        """Nothing new is placed on `nodes`; with `reason`, a person drained them and the
+        scheduler says so (automation's drains are the adapter's, told by its results)."""
+        out = []
+        for name in nodes:
+            self.nodes[name].drained = True
+            if reason is not None:
+                out.append(self._scheduler_says(name, SchedulerNodeState.DRAINED, reason))
+        return out
+
+    def resume(self, nodes: Iterable[str]) -> None:
+        for name in nodes:
+            self.nodes[name].drained = False
+
+    def repair(self, name: str) -> list[Event]:
+        """The node is mended (its GPUs read afresh) and back in service, as the scheduler
+        then says."""
+        node = self.nodes[name]
+        if self.broken.pop(name, None) is not None:
+            node.backend = self._backend(node, ())
+        node.drained, node.next_check_s = False, None
+        return [self._scheduler_says(name, SchedulerNodeState.AVAILABLE, None)]
+
+    def unhealthy(self) -> dict[str, str]:
+        """Nodes whose benchmark would fail now, and why (the truth, for a benchmark to tell)."""
+        return {
+            node: f"{cause.component}: benchmark below thresholds"
+            for node, cause in self.broken.items()
+            if cause.benchmark_sees
+        }

@@ -6,8 +6,10 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
+
+import orjson
 
 from schemas.codec import decode
 from schemas.envelope import Event
@@ -106,6 +108,9 @@ _EVENT_JSON = {
 }
 _FIELDS_SQL = ", ',', ".join(f"'\"{name}\":', {sql}" for name, sql in _EVENT_JSON.items())
 _EVENT_SELECT = f"SELECT concat('{{', {_FIELDS_SQL}, '}}') AS doc FROM events FINAL"
+# Looking events up by id needs no FINAL (a merge of the whole table, seconds on a day of a large
+# fleet): a copy the sink wrote twice is the same event, and the caller keys them by id.
+_EVENT_SELECT_BY_ID = _EVENT_SELECT.removesuffix(" FINAL")
 
 
 _SPAN_MIN = timedelta(microseconds=1)  # the column's precision: a page always moves on
@@ -218,7 +223,9 @@ def stream_events_between(
 def events_by_id(settings: ClickHouseSettings, ids: Sequence[str]) -> dict[str, Event]:
     with connect(settings) as client:
         events = _query_events(
-            client, f"{_EVENT_SELECT} WHERE event_id IN {{ids:Array(UUID)}}", {"ids": list(ids)}
+            client,
+            f"{_EVENT_SELECT_BY_ID} WHERE event_id IN {{ids:Array(UUID)}}",
+            {"ids": list(ids)},
         )
     return {str(e.event_id): e for e in events}
 
@@ -232,6 +239,28 @@ def action_results_for(settings: ClickHouseSettings, trigger_ids: Sequence[str])
             parameters={"ids": list(trigger_ids)},
         ).result_rows
     return sorted(events_by_id(settings, [r[0] for r in ids]).values(), key=event_time_key)
+
+
+def status_before(
+    settings: ClickHouseSettings, subjects: Sequence[str], before: datetime
+) -> dict[str, tuple[datetime, dict[str, Any]]]:
+    """Each subject's last status (what the streams worker showed of it) before `before`, with
+    its time; subjects with none are left out."""
+    if not subjects:
+        return {}
+    with connect(settings) as client:
+        rows = client.query(
+            "SELECT subject, max(occurred_at), argMax(payload, occurred_at) FROM events "
+            "WHERE type IN ('NodeStatusChanged', 'JobStatusChanged') "
+            "AND subject IN {subjects:Array(String)} "
+            "AND occurred_at < {before:DateTime64(6, 'UTC')} GROUP BY subject",
+            parameters={"subjects": list(subjects), "before": before},
+        ).result_rows
+    return {subject: (_utc(at), orjson.loads(payload)) for subject, at, payload in rows}
+
+
+def _utc(at: datetime) -> datetime:
+    return at if at.tzinfo else at.replace(tzinfo=UTC)
 
 
 def jobs_on_node(settings: ClickHouseSettings, node: str, until: datetime) -> list[str]:

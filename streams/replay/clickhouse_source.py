@@ -95,6 +95,11 @@ class ClickHouseSource:
     def action_results_for(self, trigger_ids: Sequence[str]) -> list[Event]:
         return query.action_results_for(self.settings, trigger_ids)
 
+    def status_before(
+        self, subjects: Sequence[str], before: datetime
+    ) -> dict[str, tuple[datetime, dict[str, Any]]]:
+        return query.status_before(self.settings, subjects, before)
+
 
 def _narrowing(part: Part) -> tuple[str, dict[str, Any]]:
     """The SQL choosing a part's events: its own of the split types, every other, and the

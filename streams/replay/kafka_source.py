@@ -27,6 +27,7 @@ from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
 
@@ -94,6 +95,12 @@ class KafkaSource:
     def events_by_id(self, ids: Sequence[str]) -> dict[str, Event]:
         """Among what `load` read (warm-up, range and recorded triggers)."""
         return {i: self._known[i] for i in ids if i in self._known}
+
+    def status_before(
+        self, subjects: Sequence[str], before: datetime
+    ) -> dict[str, tuple[datetime, dict[str, Any]]]:
+        """Nothing: offsets before the warm-up are never read, so nothing is known of them."""
+        return {}
 
     def action_results_for(self, trigger_ids: Sequence[str]) -> list[Event]:
         wanted = set(trigger_ids)

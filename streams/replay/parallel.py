@@ -16,8 +16,8 @@ import time
 import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
-from datetime import datetime
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from functools import partial
 from multiprocessing.connection import Connection, wait
 from typing import Any
@@ -49,7 +49,7 @@ class Rerun:
     """The range re-decided: triggers now and then (the range's, warm-up left out), how many
     events were folded (warm-up included, each once however many parts read it) and of them in
     the warm-up, and the seconds spent reading (query and decoding) and in all, summed over the
-    parts."""
+    parts; `warmup_decided`: what the warm-up decided (dropped), by id, with its time."""
 
     decided: list[Trigger]
     recorded: list[Trigger]
@@ -58,6 +58,7 @@ class Rerun:
     parts: int
     read_s: float
     busy_s: float
+    warmup_decided: dict[str, datetime] = field(default_factory=dict)
 
 
 Progress = Callable[[float], None]  # the share of the range's event time (warm-up in) done
@@ -84,7 +85,14 @@ def rerun_parts(
     with tuned_gc():
         whole = _rerun(source, warmup_s, None, settings, reached)
     return Rerun(
-        whole.decided, whole.recorded, whole.count, whole.warmup, 1, whole.read_s, whole.busy_s
+        whole.decided,
+        whole.recorded,
+        whole.count,
+        whole.warmup,
+        1,
+        whole.read_s,
+        whole.busy_s,
+        whole.warmup_decided,
     )
 
 
@@ -96,6 +104,7 @@ class _Done:
     busy_s: float
     decided: list[Trigger]
     recorded: list[Trigger]
+    warmup_decided: dict[str, datetime]
 
 
 @dataclass(frozen=True)
@@ -119,9 +128,12 @@ def _rerun(
     streamed = source.stream(warmup_s, part)
     brain = Brain(current_brain(settings).engine, part)
     read = _Read(streamed.facts, part, streamed.since, reached)
-    decided = rerun_stream(read, brain, settings.tick_interval_s, start=streamed.since)
+    dropped: dict[str, datetime] = {}
+    decided = rerun_stream(
+        read, brain, settings.tick_interval_s, start=streamed.since, warmup_decided=dropped
+    )
     busy_s = time.perf_counter() - started
-    return _Done(read.count, read.warmup, read.spent_s, busy_s, decided, streamed.recorded)
+    return _Done(read.count, read.warmup, read.spent_s, busy_s, decided, streamed.recorded, dropped)
 
 
 class _Read:
@@ -210,6 +222,7 @@ def _in_processes(
         parts,
         sum(r.read_s for r in results),
         sum(r.busy_s for r in results),
+        {tid: at for r in results for tid, at in r.warmup_decided.items()},
     )
 
 
@@ -227,8 +240,16 @@ def _result_of(pipe: Connection, worker: Any) -> _Done:
         # The part's own exception, so callers tell a refused connection from a bug as they
         # would in one process; its traceback, which did not cross, as its cause.
         raise failure from RuntimeError(f"{worker.name} failed:\n{where}")
-    count, warmup, read_s, busy_s, decided, recorded = rest
-    return _Done(count, warmup, read_s, busy_s, _decoded(decided), _decoded(recorded))
+    count, warmup, read_s, busy_s, decided, recorded, dropped = rest
+    return _Done(
+        count,
+        warmup,
+        read_s,
+        busy_s,
+        _decoded(decided),
+        _decoded(recorded),
+        {tid: datetime.fromtimestamp(at_s, UTC) for tid, at_s in dropped},
+    )
 
 
 def _part_worker(
@@ -247,7 +268,10 @@ def _part_worker(
         # As the wire's bytes: a trigger pickles slower than it encodes and decodes.
         decided = [encode(t) for t in done.decided]
         recorded = [encode(t) for t in done.recorded]
-        send.send(("done", done.count, done.warmup, done.read_s, done.busy_s, decided, recorded))
+        dropped = [(tid, at.timestamp()) for tid, at in done.warmup_decided.items()]
+        send.send(
+            ("done", done.count, done.warmup, done.read_s, done.busy_s, decided, recorded, dropped)
+        )
     except NotSplittable as exc:
         send.send(("not-splittable", str(exc)))
     except BaseException as exc:  # whatever ends the part is the caller's to report

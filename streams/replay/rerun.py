@@ -63,10 +63,11 @@ def rerun(
     tick_interval_s: float,
     start: datetime | None = None,
     on_progress: Callable[[int], None] | None = None,
+    warmup_decided: dict[str, datetime] | None = None,
 ) -> list[Trigger]:
     """`rerun_stream` over events in any order: sorted first, so held in memory."""
     ordered = sorted(events, key=event_time_key)
-    return rerun_stream(ordered, brain, tick_interval_s, start, on_progress)
+    return rerun_stream(ordered, brain, tick_interval_s, start, on_progress, warmup_decided)
 
 
 def rerun_stream(
@@ -75,6 +76,7 @@ def rerun_stream(
     tick_interval_s: float,
     start: datetime | None = None,
     on_progress: Callable[[int], None] | None = None,
+    warmup_decided: dict[str, datetime] | None = None,
 ) -> list[Trigger]:
     """Feed events, in event-time order, so the same range always decides the same.
 
@@ -83,12 +85,15 @@ def rerun_stream(
     that the range ended. Each tick ticks only the entities something is due for
     (`streams.timers`), so a quiet fleet costs nothing between its events. Events and ticks
     before `start` are the warm-up: they build state, and what they decide is dropped (it belongs
-    to the range before). `on_progress` hears how many events are done, every `PROGRESS_EVERY`
-    (a per-event call would cost replay speed). An event earlier than the one before it is an
-    error (`ValueError`): the stream is read once, so it cannot be sorted here.
+    to the range before; `warmup_decided`, if given, gets each such decision's id and time, which
+    names a live decision of the range that replay's clock decided a tick early). `on_progress`
+    hears how many events are done, every `PROGRESS_EVERY` (a per-event call would cost replay
+    speed). An event earlier than the one before it is an error (`ValueError`): the stream is read
+    once, so it cannot be sorted here.
     """
     triggers: list[Trigger] = []
     clock = Clock(brain, tick_interval_s)
+    dropped = warmup_decided if warmup_decided is not None else {}
     last = float("-inf")
     begin = start.timestamp() if start is not None else float("-inf")
     for done, event in enumerate(events):
@@ -100,12 +105,18 @@ def rerun_stream(
         last = at
         if clock.next_s is None or clock.next_s <= at:  # most events: no tick due, no call
             for ticked_at, ticked in clock.until(at):
-                if ticked_at >= begin:
-                    triggers.extend(ticked)
-        decided = brain.handle(event)
-        if at >= begin:
-            triggers.extend(decided)
+                _keep(ticked, ticked_at >= begin, triggers, dropped)
+        _keep(brain.handle(event), at >= begin, triggers, dropped)
     return triggers
+
+
+def _keep(
+    decided: list[Trigger], in_range: bool, kept: list[Trigger], dropped: dict[str, datetime]
+) -> None:
+    if in_range:
+        kept.extend(decided)
+    else:
+        dropped.update((str(t.event_id), t.occurred_at) for t in decided)
 
 
 @dataclass(frozen=True)

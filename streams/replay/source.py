@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 from schemas.envelope import Event
 from schemas.events import Trigger
@@ -34,6 +34,13 @@ class Source(Protocol):
     def events_by_id(self, ids: Sequence[str]) -> dict[str, Event]: ...
 
     def action_results_for(self, trigger_ids: Sequence[str]) -> list[Event]: ...
+
+    def status_before(
+        self, subjects: Sequence[str], before: datetime
+    ) -> dict[str, tuple[datetime, dict[str, Any]]]:
+        """Each subject's last status before `before`, with its time, where the source can
+        tell."""
+        ...
 
 
 def split(facts: Iterable[Event], since: datetime) -> tuple[list[Event], list[Event]]:

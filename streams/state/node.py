@@ -562,6 +562,12 @@ def _outside_the_story(state: Node, event: NodeActionReported) -> Node:
         # A rule's story is over: the operator holds the node now.
         over = _over(state, at, f"taken over by operator {p.operator}") if story else {}
         return state.model_copy(update={**over, "story": held})
+    if story is not None and story.stage is Stage.DRAIN_REQUESTED:
+        # Another decision's drain of the node succeeded while this story waits for its own (a
+        # replay that named the same decision otherwise reads the live one's result): the node
+        # is drained, and the story goes on from there.
+        drained = story.asked(p.trigger_id).to(Stage.DRAINED, at, problem=None)
+        return state.model_copy(update={"story": drained})
     if not state.may_quarantine:
         return state
     # A drain decided outside this node's story: the story goes on from there, as a rule's.

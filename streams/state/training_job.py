@@ -122,6 +122,7 @@ class TrainingJob(Entity):
     progress_at: datetime | None = None
     productive_s: float = 0.0
     lost_s: float = 0.0
+    gpus: int | None = None  # as its submission asked, or its last exit held (None: never said)
     hooks: tuple[CompletionHook, ...] = ()
     last_signal: str | None = None  # the latest edge signal its logs gave (what people read)
     last_signal_at: datetime | None = None
@@ -212,6 +213,7 @@ def _(event: JobSubmitted, state: TrainingJob) -> TrainingJob:
             "submitted_at": state.submitted_at or event.occurred_at,
             "state": state.state or JobState.PENDING,
             "hooks": event.payload.hooks or state.hooks,
+            "gpus": event.payload.gpus_requested or state.gpus,
         }
     )
 
@@ -317,6 +319,7 @@ def _(event: JobExited, state: TrainingJob) -> TrainingJob:
             "ended_at": t,
             "productive_s": productive,
             "lost_s": lost,
+            "gpus": p.gpus or state.gpus,
             "completion_attempt": still_pending,
         }
     )

@@ -54,9 +54,8 @@ def heartbeat_lost(node: Node, event: NodeTick, config: HeartbeatLostConfig) -> 
     last = node.last_heartbeat_at
     if last is None:
         return
-    silent_s = (event.occurred_at - last).total_seconds()
     limit_s = silence_limit_s(node, config)
-    if silent_s <= limit_s:
+    if (event.occurred_at - last).total_seconds() <= limit_s:
         return
     since = last.isoformat()
     yield Notify.decide(
@@ -64,7 +63,9 @@ def heartbeat_lost(node: Node, event: NodeTick, config: HeartbeatLostConfig) -> 
         source=f"rule/{NAME}",
         rule=NAME,
         window=f"silent-since-{since}",
-        reason=f"no heartbeat from {node.node_id} for {silent_s:.0f} s (limit {limit_s:.0f} s)",
+        # The words hold only event times and settings: the live clock and replay's tick at
+        # other instants, and must still decide the very same decision.
+        reason=f"no heartbeat from {node.node_id} since {since} (limit {limit_s:.0f} s)",
         severity=config.severity,
         caused_by=(),
         title=f"Node {node.node_id} lost",

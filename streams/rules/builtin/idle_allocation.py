@@ -51,12 +51,13 @@ def idle_allocation(
         return
     for job, here in sorted(node.jobs.items()):
         attempt, since = here.attempt, max(idle_since, here.since)
-        idle_s = (event.occurred_at - since).total_seconds()
-        if idle_s < config.idle_s:
+        if (event.occurred_at - since).total_seconds() < config.idle_s:
             continue
+        # Event times and settings only: a sample or a tick at any later instant decides it.
         reason = (
-            f"every GPU of {node.node_id} at ≤{IDLE_UTILIZATION_PCT:g}% utilisation for "
-            f"{idle_s / 60:.0f} min while {job} (attempt {attempt}) holds it"
+            f"every GPU of {node.node_id} at ≤{IDLE_UTILIZATION_PCT:g}% utilisation since "
+            f"{since.isoformat()} (limit {config.idle_s / 60:.0f} min) while {job} "
+            f"(attempt {attempt}) holds it"
         )
         common: dict[str, Any] = {
             "cause": event,

@@ -7,14 +7,21 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from centrality.bench.history_data import incident, insert_events, with_decisions
+from centrality.bench.history_data import incident, insert_events, job_run, with_decisions
 from centrality.stack.stack import Stack
 from schemas.deadletter import DeadLetter
 from schemas.envelope import Event
 from schemas.events import Trigger
+from streams.goodput import fold, job_time
 from streams.history.client import connect
+from streams.history.reports import job_histories, outcome_events, store_report, store_whatif
 from streams.history.rows import DEAD_LETTER_COLUMNS, dead_letter_row
 from streams.history.settings import ClickHouseSettings
+from streams.outcomes import outcomes
+from streams.replay.clickhouse_source import ClickHouseSource, Scope
+from streams.settings import StreamsSettings
+from streams.whatif.candidate import candidate
+from streams.whatif.run import what_if
 
 
 @dataclass(frozen=True)
@@ -61,12 +68,49 @@ def dashboard_history(seeded: Seeded, clickhouse_settings: ClickHouseSettings) -
     )
     with connect(clickhouse_settings) as client:
         client.insert("dead_letters", [dead_letter_row(letter)], column_names=DEAD_LETTER_COLUMNS)
+        # n-07's incident took one job down; three more failing there, among thirty jobs that
+        # ran well elsewhere, make it a lemon for the report's panel.
+        insert_events(client, _lemon_on(seeded.node, seeded.now))
+    _report_and_whatif(clickhouse_settings, seeded.now)
     return DashboardHistory(
         seeded=seeded,
         start=seeded.now - timedelta(hours=6),
         end=seeded.now + timedelta(minutes=1),
         variables={"cluster": "sim", "node": "n-07", "job": "slurm/sim/1001"},
     )
+
+
+def _lemon_on(node: str, now: datetime) -> list[Event]:
+    start = now - timedelta(hours=5)
+    runs = [
+        job_run(
+            f"slurm/sim/lemon-{k}", [node], start + timedelta(minutes=20 * k), "sim", crash=True
+        )
+        for k in range(3)
+    ]
+    runs += [
+        job_run(
+            f"slurm/sim/well-{k}",
+            [f"n-1{k % 5}", f"n-2{k % 5}"],
+            start + timedelta(minutes=5 * k),
+            "sim",
+            crash=False,
+        )
+        for k in range(30)
+    ]
+    return [e for run in runs for e in run]
+
+
+def _report_and_whatif(settings: ClickHouseSettings, now: datetime) -> None:
+    """What `centrality report` and `centrality whatif` keep for the dashboards, over the
+    seeded hours."""
+    since, until = now - timedelta(hours=6), now
+    found = outcomes(outcome_events(settings, since, until), since, until, until)
+    jobs = fold(job_histories(settings, since, until)).values()
+    store_report(settings, now, since, until, found, [job_time(j, until) for j in jobs], 0.01)
+    restarts_off = candidate(StreamsSettings(), sets=["restart_incomplete_exit.max_restarts=0"])
+    source = ClickHouseSource(settings, Scope(since, until))
+    store_whatif(settings, now, what_if(source, restarts_off, 3600.0, 1, until))
 
 
 @pytest.fixture

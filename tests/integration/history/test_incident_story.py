@@ -3,17 +3,23 @@
 from __future__ import annotations
 
 import asyncio
+from datetime import timedelta
 
 import orjson
 import pytest
 from aiokafka import AIOKafkaConsumer
 from typer.testing import CliRunner
 
+from centrality.bench.history_data import insert_events
 from centrality.cli import app
+from centrality.commands import command
 from schemas.codec import decode
 from schemas.envelope import Event
-from schemas.events import JobExited, RestartJob, Trigger
+from schemas.events import JobExited, NodeStatusChanged, QuarantineNodes, RestartJob, Trigger
 from schemas.settings import KafkaSettings
+from streams.history.client import connect
+from streams.history.query import status_before
+from streams.history.settings import ClickHouseSettings
 from tests.integration.history.conftest import Seeded
 
 pytestmark = pytest.mark.usefixtures("cli_env")
@@ -81,6 +87,42 @@ def test_replay_reproduces_the_decisions_and_is_deterministic(seeded: Seeded) ->
         str(t.event_id): "same" for t in seeded.triggers
     }
     assert "same" in invoke("replay", "--since", "1h")
+
+
+def test_replay_names_each_decision_it_cannot_reproduce(
+    seeded: Seeded, clickhouse_settings: ClickHouseSettings
+) -> None:
+    order = command(
+        QuarantineNodes,
+        operator="alice",
+        cluster="sim",
+        subject="n-08",
+        reason="fans loud",
+        nodes=("n-08",),
+    ).model_copy(update={"occurred_at": seeded.now - timedelta(minutes=10)})
+    with connect(clickhouse_settings) as client:
+        insert_events(client, [order])
+    doc = orjson.loads(invoke("replay", "--since", "1h", "--json"))
+    named = {d["trigger_id"]: d for d in doc["decisions"] if d["status"] != "same"}
+    assert list(named) == [str(order.event_id)]
+    assert named[str(order.event_id)]["why"]["reason"] == "operator"
+    assert doc["not_reproduced"] == {"operator": 1}
+    assert doc["reproduced"] == len(seeded.triggers)
+    table = invoke("replay", "--since", "1h")
+    assert f"{len(seeded.triggers)} of {len(seeded.triggers) + 1} decisions reproduced" in table
+    assert "not reproduced: 1 operator" in table
+    # What the live worker showed of a node is read back as it was before an instant.
+    shown = NodeStatusChanged(
+        source="streams",
+        cluster="sim",
+        subject="n-08",
+        occurred_at=seeded.now - timedelta(hours=3),
+        payload={"state": "held", "episodes": 2, "held_by": "alice"},
+    )
+    with connect(clickhouse_settings) as client:
+        insert_events(client, [shown])
+    [(at, status)] = status_before(clickhouse_settings, ["n-08", "n-07"], seeded.now).items()
+    assert at == "n-08" and status == (shown.occurred_at, shown.payload.model_dump(mode="json"))
 
 
 def test_explain_shows_the_chain_and_the_actions(seeded: Seeded) -> None:

@@ -7,6 +7,7 @@ import multiprocessing
 import urllib.error
 import urllib.parse
 import urllib.request
+import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -93,6 +94,25 @@ def test_server_side_parameters(server: LocalClickHouse) -> None:
         parameters={"s": "it's\ta\\b", "n": 41, "a": ["x'y", "z"]},
     )
     assert result.result_rows == [("it's\ta\\b", 42, ["x'y", "z"])]
+
+
+def test_parameters_too_long_for_a_url_come_in_a_form(server: LocalClickHouse) -> None:
+    """clickhouse-connect posts a multipart/form-data body (the query and its `param_*` as
+    fields) when the parameters would not fit a URL."""
+    client = _client(server)
+    ids = [str(uuid.UUID(int=i)) for i in range(2000)]
+    result = client.query(
+        "SELECT count() FROM (SELECT arrayJoin({ids:Array(UUID)}) AS id) "
+        "WHERE id IN {ids:Array(UUID)}",
+        parameters={"ids": ids},
+    )
+    assert result.result_rows == [(2000,)]
+    text = client.raw_query(
+        "SELECT length({ids:Array(UUID)}), {tag:String}",
+        parameters={"ids": ids, "tag": "form"},
+        fmt="TabSeparated",
+    )
+    assert text == b"2000\tform\n"
 
 
 def test_errors_carry_the_clickhouse_message(server: LocalClickHouse) -> None:

@@ -13,15 +13,16 @@ DATASOURCE = {"type": "grafana-clickhouse-datasource", "uid": "centrality-clickh
 BOARDS = dict(dashboards())
 
 
-def test_the_four_dashboards_exist_with_unique_uids() -> None:
+def test_the_five_dashboards_exist_with_unique_uids() -> None:
     titles = sorted(b["title"] for b in BOARDS.values())
     assert titles == [
         "Centrality / Cluster overview",
         "Centrality / Job detail",
         "Centrality / Node detail",
         "Centrality / Remediation audit",
+        "Centrality / Rule outcomes and goodput",
     ]
-    assert len({b["uid"] for b in BOARDS.values()}) == 4
+    assert len({b["uid"] for b in BOARDS.values()}) == 5
 
 
 @pytest.mark.parametrize("name", sorted(BOARDS))

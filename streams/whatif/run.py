@@ -1,0 +1,89 @@
+"""A what-if run: a range of ClickHouse history re-decided under candidate rules by replay's
+own parts (`streams.replay.parallel`), set beside what was decided then, each difference named
+(`streams.replay.reasons`) and the candidate's own priced (`streams.whatif.price`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from schemas.events import CancelJob, JobExited, JobStateChanged, QuarantineNodes, RestartJob
+from streams.history.query import events_by_id
+from streams.history.reports import events_of, node_facts
+from streams.outcomes import TYPES
+from streams.replay.clickhouse_source import ClickHouseSource
+from streams.replay.parallel import Rerun, rerun_parts
+from streams.replay.reasons import Edges, Lookups, Why, name_differences
+from streams.replay.rerun import Decision, compare, current_brain, default_warmup_s
+from streams.whatif.candidate import Candidate
+from streams.whatif.price import Priced, PricingSettings, gather, price_differences
+
+PRICED_TYPES = (QuarantineNodes, RestartJob, CancelJob)
+FACT_TYPES = (*TYPES, "CheckpointSaved")
+
+
+@dataclass(frozen=True)
+class WhatIf:
+    candidate: Candidate
+    since: datetime
+    until: datetime
+    warmup_s: float
+    pricing: PricingSettings
+    rerun: Rerun
+    decisions: list[Decision]
+    whys: dict[str, Why]
+    priced: list[Priced]
+
+
+def warmup_for(candidate: Candidate) -> float:
+    """Long enough for the rules of today and the candidate's alike."""
+    return max(default_warmup_s(), default_warmup_s(candidate.settings))
+
+
+def what_if(
+    source: ClickHouseSource,
+    candidate: Candidate,
+    warmup_s: float,
+    parts: int,
+    now: datetime,
+    pricing: PricingSettings | None = None,
+    on_progress: Callable[[float], None] | None = None,
+) -> WhatIf:
+    pricing = pricing or PricingSettings()
+    scope, settings = source.scope, source.settings
+    rerun = rerun_parts(source, warmup_s, parts, candidate.settings, on_progress)
+    decisions = compare(rerun.decided, rerun.recorded)
+    engine = current_brain(candidate.settings).engine
+    whys = name_differences(
+        decisions,
+        loaded_rules={bound.spec.name for bound in engine.rules},
+        edges=Edges(
+            scope.since - timedelta(seconds=warmup_s),
+            scope.since,
+            scope.until,
+            candidate.settings.tick_interval_s,
+        ),
+        decided_in_warmup=rerun.warmup_decided,
+        lookups=Lookups(source.events_by_id, source.status_before),
+    )
+    # Only what a priced decision is about is read again: its subject's and its nodes' story.
+    costly = [d for d in decisions if d.status != "same" and isinstance(d.trigger, PRICED_TYPES)]
+    subjects = sorted(
+        {s for d in costly for s in (d.trigger.subject, *getattr(d.trigger.payload, "nodes", ()))}
+    )
+    observed = min(now, scope.until + timedelta(seconds=pricing.repair_s))
+    start = scope.since - timedelta(seconds=warmup_s)
+    found = events_of(settings, FACT_TYPES, start, observed, subjects) if subjects else []
+    causes = sorted({str(c) for d in costly for c in d.trigger.payload.caused_by})
+    found += events_by_id(settings, causes).values() if causes else []
+    nodes = {n for d in costly for n in getattr(d.trigger.payload, "nodes", ())}
+    nodes |= {
+        n for e in found if isinstance(e, JobExited | JobStateChanged) for n in e.payload.nodes
+    }
+    gpus, models = node_facts(settings, sorted(nodes), observed) if nodes else ({}, {})
+    facts = gather(found, scope.since, scope.until, observed, gpus, models)
+    priced = price_differences(decisions, whys, facts, scope.until, pricing)
+    return WhatIf(
+        candidate, scope.since, scope.until, warmup_s, pricing, rerun, decisions, whys, priced
+    )
