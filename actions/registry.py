@@ -81,3 +81,9 @@ def handles(
 
 def handler_for(trigger: Trigger) -> HandlerSpec | None:
     return _HANDLERS.get(type(trigger))
+
+
+def handler_names() -> list[str]:
+    """The name of every registered handler: what an allowlist (`CENTRALITY_ACTIONS_ALLOW`)
+    names."""
+    return sorted(spec.name for spec in _HANDLERS.values())

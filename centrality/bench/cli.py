@@ -72,6 +72,7 @@ BENCH_MODULES: tuple[str, ...] = (
     "centrality.bench.streams",
     "centrality.bench.hostile",
     "centrality.bench.scale",
+    "centrality.bench.goodput",
 )
 
 

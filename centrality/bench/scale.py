@@ -19,7 +19,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 import typer
@@ -138,7 +138,11 @@ def percentile_ms(values: list[float], p: float) -> float | None:
     return round(1000 * ordered[max(0, math.ceil(p * len(ordered)) - 1)], 1)
 
 
-async def warm_up(run: BenchRun, pipeline: Workers, timeout_s: float) -> float | None:
+class Checked(Protocol):
+    def check(self) -> None: ...
+
+
+async def warm_up(run: BenchRun, pipeline: Checked, timeout_s: float) -> float | None:
     """Seconds until the workers decided and carried out a first story; None if they did not
     within `timeout_s` (Faust takes seconds to join and recover; that is not the fleet's)."""
     kafka, job = run.kafka, f"slurm/scale-warmup/{run.id}"

@@ -144,6 +144,7 @@ class ClusterModel:
         )
         self.struck: list[tuple[PlannedFault, str | None]] = []  # applied: the job it took down
         self.broken: dict[str, Cause] = {}  # node → what is wrong with it (the truth)
+        self._faulty_gpu: dict[str, int] = {}
         self.failed: dict[str, tuple[SimJob, float]] = {}  # jobs waiting for a requeue, since
         self.jobs: dict[str, SimJob] = {}
         self.pending: list[str] = []
@@ -299,7 +300,7 @@ class ClusterModel:
         if faulty and ran_s >= self.config.crash_after_s:
             # What broke the node breaks every job placed there, the same way.
             node = self.nodes[faulty[0]]
-            self._fault_signs(node, self.broken[node.name], node.backend.gpus - 1)
+            self._fault_signs(node, self.broken[node.name], self._faulty_gpu[node.name])
             out.extend(self._crash(job, self.broken[node.name], node.name))
         elif job.fate != "complete" and ran_s >= job.fate_at * job.duration_s:
             reason = "node failure" if job.fate == "crash" else "preempted by higher priority"
@@ -398,6 +399,7 @@ class ClusterModel:
         self.struck.append((fault, job.id if job else None))
         if cause.breaks_node and not cause.maintenance:
             self.broken[node.name] = cause
+            self._faulty_gpu[node.name] = fault.gpu
         if cause.emits == "node_lost":
             out.append(self._scheduler_says(node.name, SchedulerNodeState.DOWN, cause.component))
             back_s = self.config.maintenance_s if cause.maintenance else self.config.repair_s

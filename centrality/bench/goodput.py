@@ -1,0 +1,275 @@
+"""`centrality bench goodput`: a compressed period of a fleet failing as Llama 3 405B's did,
+through the three workers twice at once (rules acting, and automation off with a person
+answering after the configured delay): ETTR, GPU-hours lost and saved, each rule's precision.
+
+Interruptions are drawn from the Llama 3 table of causes (`collectors/simulate/taxonomy.py`),
+scaled to the simulated fleet and period and multiplied (`acceleration`) so that the period
+sees `--interruptions` of them: the rate is the paper's, sped up, the mix of causes its own.
+The circuit breakers count in wall-clock windows, which a compressed day would trip; they are
+opened here (`bench scale` and `bench hostile` measure them). Everything runs in topics and a
+database of the run's own, deleted afterwards.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+from collections import Counter
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import orjson
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from actions.registry import handler_names
+from centrality.bench.cli import bench_app
+from centrality.bench.goodput_loop import Fleet, Period
+from centrality.bench.run import INPUTS, BenchRun
+from centrality.bench.scale import warm_up
+from centrality.bench.scale_watch import LagSampler, worker_lags
+from centrality.pipeline import Pipeline
+from centrality.stack.stack import Stack
+from collectors.simulate.config import SimConfig
+from collectors.simulate.model import ClusterModel
+from collectors.simulate.taxonomy import LLAMA3_405B
+from schemas.admin import ensure_topics
+from schemas.emitter import Emitter
+from schemas.emitter.settings import EmitterSettings
+from streams.goodput import by_cluster, fold, job_time
+from streams.history.migrations import migrate
+from streams.whatif.price import PricingSettings
+
+AUTO, MANUAL = "auto", "manual"
+HOUR_S = 3600.0
+
+
+@dataclass(frozen=True)
+class Options:
+    nodes: int
+    gpus: int
+    jobs: int
+    hours: float
+    interval_s: float
+    interruptions: float
+    response_s: float
+    repair_s: float
+    seed: int
+    ready_timeout_s: float = 180.0
+
+    @property
+    def acceleration(self) -> float:
+        natural = LLAMA3_405B.expected(self.nodes * self.gpus, self.hours * HOUR_S)
+        return self.interruptions / natural
+
+    def sim(self, cluster: str) -> SimConfig:
+        return SimConfig(
+            nodes=self.nodes,
+            gpus=self.gpus,
+            jobs=self.jobs,
+            seed=self.seed,
+            cluster=cluster,
+            node_prefix=f"{cluster}-",
+            interval_s=self.interval_s,
+            heartbeat_s=self.interval_s,
+            nodes_per_job=(1, max(1, min(4, self.nodes // max(1, self.jobs)))),
+            job_duration_s=(4 * HOUR_S, 12 * HOUR_S),
+            checkpoint_every_s=1800.0,
+            nccl_every_s=3 * self.interval_s,
+            taxonomy=LLAMA3_405B.name,
+            acceleration=self.acceleration,
+            horizon_s=self.hours * HOUR_S,
+            repair_s=self.repair_s,
+            crash_after_s=self.interval_s,
+            check_resend_s=self.interval_s,
+        )
+
+
+def worker_env(run: BenchRun, opts: Options) -> dict[str, str]:
+    return {
+        **run.env(),
+        # Automation on one cluster, off on the other: there every action is refused.
+        "CENTRALITY_ACTIONS_ALLOW": json.dumps({AUTO: handler_names(), "*": []}),
+        "CENTRALITY_ACTIONS_FLEET_SIZE": json.dumps({AUTO: opts.nodes, MANUAL: opts.nodes}),
+        "CENTRALITY_ACTIONS_QUARANTINE_MAX_SHARE": "1.0",
+        "CENTRALITY_ACTIONS_RESTART_MAX_PER_WINDOW": "1000",
+        "CENTRALITY_MEMORY_UNHEALTHY_FILE": str(run.dir / "unhealthy.json"),
+    }
+
+
+async def measure(run: BenchRun, opts: Options, pipeline: Pipeline, log: Console) -> list[Fleet]:
+    ready_s = await warm_up(run, pipeline, opts.ready_timeout_s)
+    if ready_s is None:
+        raise RuntimeError(f"the workers decided nothing within {opts.ready_timeout_s:g} s")
+    log.log(f"workers ready in {ready_s:.1f} s; simulating {opts.hours:g} h twice")
+    # Simulated time starts now and runs ahead of the clock: the workers' clock ticks then
+    # judge no silence (a tick judges at most as late as the clock), as on a live fleet.
+    start = datetime.now(UTC) + timedelta(seconds=60)
+    fleets = [
+        Fleet(ClusterModel(opts.sim(AUTO), start), automated=True),
+        Fleet(ClusterModel(opts.sim(MANUAL), start), automated=False),
+    ]
+    lags = LagSampler(
+        run.kafka,
+        worker_lags(run.kafka, run.groups, {w: INPUTS[w] for w in ("streams", "actions")}),
+    )
+    spool = EmitterSettings(spool_dir=run.dir / "sim-spool")
+    try:
+        async with Emitter(run.kafka, spool) as emitter:
+            period = Period(
+                run.kafka,
+                fleets,
+                emitter,
+                lags,
+                run.dir / "unhealthy.json",
+                response_s=opts.response_s,
+                repair_s=opts.repair_s,
+            )
+            await period.run(opts.hours * HOUR_S, opts.interval_s, pipeline.check)
+    finally:
+        await lags.close()
+    log.log(f"period over after {period.settles} waits for the workers")
+    return fleets
+
+
+def figures(opts: Options, fleets: list[Fleet]) -> dict[str, Any]:
+    end = fleets[0].model.start + timedelta(seconds=opts.hours * HOUR_S)
+    out: dict[str, Any] = {}
+    for fleet in fleets:
+        times = [job_time(job, end) for job in fold(fleet.job_events).values()]
+        [(_, e)] = by_cluster(times).items()
+        struck = Counter(f.cause.component for f, _ in fleet.model.struck)
+        out[fleet.cluster] = {
+            "ettr": None if e.ettr is None else round(e.ettr, 4),
+            "productive_gpu_h": round(e.productive_gpu_s / HOUR_S, 1),
+            "lost_gpu_h": round(e.lost_gpu_s / HOUR_S, 1),
+            "open_gpu_h": round(e.open_gpu_s / HOUR_S, 1),
+            "out_of_service_gpu_h": round(fleet.node_out_s * opts.gpus / HOUR_S, 1),
+            "interruptions": sum(struck.values()),
+            "jobs_interrupted": sum(1 for _, job in fleet.model.struck if job),
+            "restarts_by_automation": fleet.restarts,
+            "restarts_by_a_person": fleet.by_hand,
+            "precision": _precision(fleet),
+        }
+    auto, manual = out[AUTO], out[MANUAL]
+    return {
+        "nodes": opts.nodes,
+        "gpus_per_node": opts.gpus,
+        "hours": opts.hours,
+        "taxonomy": LLAMA3_405B.source,
+        "interruptions_expected": opts.interruptions,
+        "acceleration": round(opts.acceleration, 1),
+        "by_cause": dict(Counter(f.cause.component for f, _ in fleets[0].model.struck)),
+        "response_s": opts.response_s,
+        "repair_s": opts.repair_s,
+        AUTO: auto,
+        MANUAL: manual,
+        "saved_gpu_h": round(
+            manual["lost_gpu_h"] + manual["open_gpu_h"] - auto["lost_gpu_h"] - auto["open_gpu_h"],
+            1,
+        ),
+    }
+
+
+def _precision(fleet: Fleet) -> dict[str, dict[str, Any]]:
+    """Per rule: its quarantines of nodes that were faulty then (right) or sound (wrong)."""
+    right = Counter(rule for rule, _, ok in fleet.quarantines if ok)
+    wrong = Counter(rule for rule, _, ok in fleet.quarantines if not ok)
+    return {
+        rule: {
+            "right": right[rule],
+            "wrong": wrong[rule],
+            "precision": round(right[rule] / (right[rule] + wrong[rule]), 3),
+        }
+        for rule in sorted(right.keys() | wrong.keys())
+    }
+
+
+def run_bench(stack: Stack, opts: Options, log: Console) -> dict[str, Any]:
+    run = BenchRun(stack, "goodput")
+    asyncio.run(ensure_topics(run.kafka))
+    migrate(run.clickhouse)
+    pipeline = Pipeline(worker_env(run, opts), run.dir / "logs")
+    pipeline.start()
+    began = time.monotonic()
+    ok = False
+    try:
+        fleets = asyncio.run(measure(run, opts, pipeline, log))
+        ok = True
+    finally:
+        pipeline.stop()
+        with contextlib.suppress(Exception):  # never hide the measurement's own failure
+            asyncio.run(run.delete_topics())
+            run.discard(keep_logs=not ok)
+    result = figures(opts, fleets)
+    result["wall_s"] = round(time.monotonic() - began, 1)
+    return result
+
+
+def print_result(result: dict[str, Any], console: Console) -> None:
+    table = Table(
+        "", "ETTR", "lost GPU-h", "not decided GPU-h", "out of service GPU-h",
+        "interruptions", "restarted by rules", "by a person",
+        title=f"bench goodput: {result['nodes']} nodes x {result['gpus_per_node']} GPUs, "
+        f"{result['hours']:g} h, {sum(result['by_cause'].values())} interruptions "
+        f"(Llama 3 405B's causes, x{result['acceleration']:g} their rate)",
+        caption=f"a person answers after {result['response_s'] / 60:g} min; automation saved "
+        f"{result['saved_gpu_h']} GPU-h",
+    )  # fmt: skip
+    for name in (AUTO, MANUAL):
+        r = result[name]
+        ettr = "—" if r["ettr"] is None else f"{100 * r['ettr']:.1f} %"
+        table.add_row(
+            "rules act" if name == AUTO else "a person only", ettr, str(r["lost_gpu_h"]),
+            str(r["open_gpu_h"]), str(r["out_of_service_gpu_h"]), str(r["interruptions"]),
+            str(r["restarts_by_automation"]), str(r["restarts_by_a_person"]),
+        )  # fmt: skip
+    console.print(table)
+    rules = Table("rule", "right", "wrong", "precision", title="quarantines (rules acting)")
+    for rule, p in result[AUTO]["precision"].items():
+        rules.add_row(rule, str(p["right"]), str(p["wrong"]), f"{100 * p['precision']:.0f} %")
+    console.print(rules)
+
+
+@bench_app.command("goodput")
+def bench_goodput(
+    nodes: int = typer.Option(32, min=2, help="Nodes of each of the two fleets."),
+    gpus: int = typer.Option(8, min=1, help="GPUs per node."),
+    jobs: int = typer.Option(0, min=0, help="Jobs at once; 0: one per four nodes."),
+    hours: float = typer.Option(
+        20.0, min=1, max=23, help="The period simulated (it runs ahead of the clock: < 24 h)."
+    ),
+    interval_s: float = typer.Option(300.0, min=10, help="Sampling interval (a tick)."),
+    interruptions: float = typer.Option(
+        40.0, min=1, help="Interruptions expected over the period: sets the acceleration."
+    ),
+    seed: int = typer.Option(1, help="Seed of both fleets (the same jobs and faults)."),
+    json: bool = typer.Option(False, "--json", help="Print one JSON line."),
+) -> None:
+    """ETTR, GPU-hours lost and saved, and each rule's precision over a compressed period whose
+    interruptions follow Llama 3 405B's causes: rules acting, and automation off with a person
+    answering after CENTRALITY_WHATIF_RESPONSE_S (a node's repair: CENTRALITY_WHATIF_REPAIR_S)."""
+    log = Console(stderr=True)
+    stack = Stack()
+    stack.up(progress=lambda msg: log.log(msg))
+    pricing = PricingSettings()
+    opts = Options(
+        nodes=nodes,
+        gpus=gpus,
+        jobs=jobs or max(1, nodes // 4),
+        hours=hours,
+        interval_s=interval_s,
+        interruptions=interruptions,
+        response_s=pricing.response_s,
+        repair_s=pricing.repair_s,
+        seed=seed,
+    )
+    result = run_bench(stack, opts, log)
+    if json:
+        print(orjson.dumps(result).decode())
+    else:
+        print_result(result, Console())

@@ -1,0 +1,214 @@
+"""The compressed period of `centrality bench goodput`: two copies of one simulated fleet, drawn
+from the same seed (the same jobs, the same faults on the same nodes at the same instants), run
+side by side through the same three workers. On `auto` the workers act; on `manual` every action
+is refused (the allowlist enables none there), so its rules decide but only a person acts.
+
+Simulated time runs ahead of the clock as fast as the workers keep up, and stops after each
+tick that took a job down (or faulted a node) until the workers have decided and acted on it:
+what they did is then applied to the simulation at the simulated instant of the failure plus the
+seconds they really took. The person (on both, for what automation left undone) answers a dead
+job `response_s` after it failed: runs it again, and takes a node that failed it out for
+`repair_s`. A node automation kept out after a failed benchmark is mended by a person too, after
+both delays.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from aiokafka import AIOKafkaConsumer
+
+from centrality.bench.hostile_watch import end_offsets, partitions, reader_at
+from centrality.bench.scale_watch import LagSampler
+from collectors.simulate.model import ClusterModel
+from collectors.simulate.runner import group
+from schemas.codec import DecodeError, decode
+from schemas.emitter import Emitter
+from schemas.envelope import Event
+from schemas.events import (
+    ActionSucceeded,
+    JobExited,
+    JobState,
+    QuarantineNodes,
+)
+from schemas.settings import KafkaSettings
+from streams.entities import JOBS
+
+SETTLE_MAX_S = 30.0  # the longest wait for the workers to answer one tick
+QUIET_S = 1.0  # caught up, and nothing new from them for this long: they have answered
+WATCHED = ("triggers", "actions")
+
+
+@dataclass
+class Fleet:
+    """One cluster's simulation, and what happened to it."""
+
+    model: ClusterModel
+    automated: bool
+    job_events: list[Event] = field(default_factory=list)
+    node_out_s: float = 0.0  # node-seconds out of service (drained or down)
+    repairs: dict[str, float] = field(default_factory=dict)  # node → when it is mended
+    failed_real: dict[str, float] = field(default_factory=dict)  # job → wall time of its exit
+    quarantines: list[tuple[str, str, bool]] = field(default_factory=list)  # rule, node, right
+    restarts: int = 0  # requeues by automation
+    by_hand: int = 0  # requeues by a person
+
+    @property
+    def cluster(self) -> str:
+        return self.model.config.cluster
+
+
+class Period:
+    def __init__(
+        self,
+        kafka: KafkaSettings,
+        fleets: Sequence[Fleet],
+        emitter: Emitter,
+        lags: LagSampler,
+        truth: Path,
+        *,
+        response_s: float,
+        repair_s: float,
+    ) -> None:
+        self.kafka = kafka
+        self.fleets = {f.cluster: f for f in fleets}
+        self.emitter = emitter
+        self.lags = lags
+        self.truth = truth
+        self.response_s = response_s
+        self.repair_s = repair_s
+        self.settles = 0
+        self._watch: AIOKafkaConsumer | None = None
+        self._told: dict[str, str] = {}
+
+    async def run(self, duration_s: float, interval_s: float, check: Callable[[], None]) -> None:
+        start = await end_offsets(self.kafka, partitions(self.kafka, WATCHED))
+        self._watch = await reader_at(self.kafka, start)
+        try:
+            t = 0.0
+            while t <= duration_s:
+                struck = False
+                for fleet in self.fleets.values():
+                    faults = len(fleet.model.struck)
+                    events = fleet.model.tick(t)
+                    struck |= len(fleet.model.struck) > faults or _failures(events)
+                    await self._emit(fleet, events)
+                self._tell_the_benchmark()
+                if struck:
+                    await self._settle(check)
+                await self._people(t)
+                for fleet in self.fleets.values():
+                    out = sum(
+                        n.drained or n.down_until_s is not None for n in fleet.model.nodes.values()
+                    )
+                    fleet.node_out_s += out * interval_s
+                t += interval_s
+        finally:
+            await self._watch.stop()
+
+    async def _emit(self, fleet: Fleet, events: list[Event]) -> None:
+        now = time.monotonic()
+        for e in events:
+            if type(e) in JOBS.owns:
+                fleet.job_events.append(e)
+            if isinstance(e, JobExited) and e.payload.state is not JobState.SUCCEEDED:
+                fleet.failed_real[e.subject] = now
+        await asyncio.gather(*(self.emitter.emit_batch(batch) for batch in group(events)))
+
+    def _tell_the_benchmark(self) -> None:
+        """The benchmark (the recording adapter's) tells the truth: the nodes faulty now."""
+        unhealthy = {n: why for f in self.fleets.values() for n, why in f.model.unhealthy().items()}
+        if unhealthy != self._told:
+            scratch = self.truth.with_suffix(".tmp")
+            scratch.write_text(json.dumps(unhealthy))
+            scratch.replace(self.truth)
+            self._told = unhealthy
+
+    async def _settle(self, check: Callable[[], None]) -> None:
+        """Until the workers have read everything sent and said nothing new for `QUIET_S`."""
+        self.settles += 1
+        began, quiet_since = time.monotonic(), None
+        while time.monotonic() - began < SETTLE_MAX_S:
+            check()
+            if await self._absorb():
+                quiet_since = None
+            await self.lags.sample()
+            if not self.lags.drained:
+                quiet_since = None
+            elif quiet_since is None:
+                quiet_since = time.monotonic()
+            elif time.monotonic() - quiet_since >= QUIET_S:
+                return
+
+    async def _absorb(self) -> bool:
+        assert self._watch is not None
+        fetched = await self._watch.getmany(timeout_ms=100)
+        seen = False
+        for records in fetched.values():
+            for record in records:
+                try:
+                    events = decode(record.value or b"")
+                except DecodeError:
+                    continue
+                for event in events:
+                    fleet = self.fleets.get(event.cluster)
+                    if fleet is not None:
+                        seen = True
+                        await self._apply(fleet, event)
+        return seen
+
+    async def _apply(self, fleet: Fleet, event: Event) -> None:
+        model = fleet.model
+        if isinstance(event, QuarantineNodes) and event.payload.operator is None:
+            for node in event.payload.nodes:
+                fleet.quarantines.append((event.payload.rule, node, node in model.broken))
+            return
+        if not isinstance(event, ActionSucceeded) or event.payload.dry_run:
+            return
+        p = event.payload
+        if p.trigger_type == "RestartJob" and event.subject in model.failed:
+            took_s = time.monotonic() - fleet.failed_real.get(event.subject, time.monotonic())
+            tick_s = model.now_s
+            model.now_s = tick_s + min(took_s, model.config.interval_s / 2)  # what it took
+            fleet.restarts += 1
+            await self._emit(fleet, model.requeue(event.subject))
+            model.now_s = tick_s
+        elif p.trigger_type == "QuarantineNodes":
+            model.drain(p.nodes)
+            for node in p.nodes:
+                cause = model.broken.get(node)
+                if cause is not None and cause.benchmark_sees:  # it will be kept: a person mends it
+                    fleet.repairs.setdefault(node, model.now_s + self.response_s + self.repair_s)
+        elif p.trigger_type == "ReleaseNodes":
+            model.resume(p.nodes)
+
+    async def _people(self, t: float) -> None:
+        """What a person does by now: mends what is due, and answers each job dead for
+        `response_s` (taking out the node that failed it)."""
+        for fleet in self.fleets.values():
+            model = fleet.model
+            for node, due in list(fleet.repairs.items()):
+                if due <= t:
+                    del fleet.repairs[node]
+                    await self._emit(fleet, model.repair(node))
+            for job_id, (job, failed_s) in list(model.failed.items()):
+                if t - failed_s < self.response_s:
+                    continue
+                faulty = [n for n in job.nodes if n in model.broken and n not in fleet.repairs]
+                why = f"a person mends it: {', '.join(model.broken[n].component for n in faulty)}"
+                await self._emit(fleet, model.drain(faulty, reason=why) if faulty else [])
+                for node in faulty:
+                    fleet.repairs[node] = t + self.repair_s
+                fleet.by_hand += 1
+                await self._emit(fleet, model.requeue(job_id))
+
+
+def _failures(events: list[Event]) -> bool:
+    return any(
+        isinstance(e, JobExited) and e.payload.state is not JobState.SUCCEEDED for e in events
+    )
