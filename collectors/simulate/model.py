@@ -67,6 +67,7 @@ class SimJob:
     attempt: int = 1
     base_s: float = 0.0  # the work done when this attempt started (its checkpoint's)
     saved_s: float = 0.0  # the work its last checkpoint kept
+    avoid: frozenset[str] = frozenset()  # nodes its requeue excluded (Slurm's --exclude)
 
     def progress_s(self, now_s: float) -> float:
         return self.base_s + (now_s - self.started_s if self.started_s is not None else 0.0)
@@ -268,9 +269,11 @@ class ClusterModel:
         out: list[Event] = []
         for job_id in list(self.pending):
             job = self.jobs[job_id]
-            if job.nodes_wanted > len(free):
+            allowed = [n for n in free if n not in job.avoid]
+            if job.nodes_wanted > len(allowed):
                 break  # FIFO: the head of the queue waits for room
-            job.nodes, free = tuple(free[: job.nodes_wanted]), free[job.nodes_wanted :]
+            job.nodes = tuple(allowed[: job.nodes_wanted])
+            free = [n for n in free if n not in job.nodes]
             for name in job.nodes:
                 self.nodes[name].job = job.id
             job.started_s = self.now_s
@@ -457,14 +460,15 @@ class ClusterModel:
                 out.extend(self.repair(node.name))
         return out
 
-    def requeue(self, job_id: str) -> list[Event]:
+    def requeue(self, job_id: str, avoid: Iterable[str] = ()) -> list[Event]:
         """The failed job runs again (automation's requeue, or a person's), from its last
-        checkpoint, as its next attempt."""
+        checkpoint, as its next attempt, never on the nodes to `avoid`."""
         found = self.failed.pop(job_id, None)
         if found is None:
             return []
         job = found[0]
         job.attempt += 1
+        job.avoid = frozenset(avoid)
         job.base_s = job.saved_s
         job.started_s, job.nodes = None, ()
         self.jobs[job.id] = job

@@ -13,7 +13,7 @@ from collectors.simulate.config import SimConfig
 from collectors.simulate.model import ClusterModel
 from collectors.simulate.taxonomy import LLAMA3_405B, Cause, PlannedFault, draw
 from schemas.envelope import Event
-from schemas.events import JobExited, LogSignalDetected
+from schemas.events import JobExited, JobStateChanged, LogSignalDetected
 
 START = datetime(2026, 3, 1, tzinfo=UTC)
 
@@ -87,11 +87,24 @@ def test_a_faulty_gpu_shows_its_xid_and_takes_the_job_down_until_someone_requeue
     assert running and running[0].payload.attempt == 2  # type: ignore[attr-defined]
     job = next(iter(model.jobs.values()))
     assert job.base_s == 600.0
-    # Placed on the faulty node, it fails again a little later, showing the fault again.
+    # Placed on the faulty node, it fails again a little later, showing the fault again on
+    # the same GPU.
     again = run(model, 1000)
     exits = [e for e in again if isinstance(e, JobExited)]
     assert [(e.payload.attempt, e.payload.reason) for e in exits] == [(2, "Faulty GPU")]
-    assert any(e.type == "GpuXidObserved" for e in again)
+    assert [e.payload.gpu for e in again if e.type == "GpuXidObserved"] == [3]  # type: ignore[attr-defined]
+
+
+def test_a_requeue_that_excludes_the_faulty_node_runs_elsewhere_and_holds() -> None:
+    model = one_job_on_node_0()
+    strike(model, "Faulty GPU", 700)
+    run(model, 800)
+    requeued = model.requeue(next(iter(model.failed)), avoid=("node-0000",))
+    [running] = [
+        e for e in requeued if isinstance(e, JobStateChanged) and e.payload.state == "RUNNING"
+    ]
+    assert running.payload.nodes == ("node-0001",)
+    assert not [e for e in run(model, 1500) if isinstance(e, JobExited)]
 
 
 def test_hbm3_shows_an_ecc_count_and_an_xid_48() -> None:
