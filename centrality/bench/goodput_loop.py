@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +36,7 @@ from schemas.events import (
     JobExited,
     JobState,
     QuarantineNodes,
+    RestartJob,
 )
 from schemas.settings import KafkaSettings
 from streams.entities import JOBS
@@ -83,8 +85,11 @@ class Period:
         self.response_s = response_s
         self.repair_s = repair_s
         self.settles = 0
+        self.late = 0  # settles the workers had not answered within SETTLE_MAX_S
         self._watch: AIOKafkaConsumer | None = None
         self._told: dict[str, str] = {}
+        self._exclude: dict[uuid.UUID, tuple[str, ...]] = {}  # RestartJob → its exclude_nodes
+        self._requeues: list[tuple[Fleet, str, tuple[str, ...], float]] = []
 
     async def run(self, duration_s: float, interval_s: float, check: Callable[[], None]) -> None:
         start = await end_offsets(self.kafka, partitions(self.kafka, WATCHED))
@@ -101,6 +106,7 @@ class Period:
                 self._tell_the_benchmark()
                 if struck:
                     await self._settle(check)
+                    await self._requeue()
                 await self._people(t)
                 for fleet in self.fleets.values():
                     out = sum(
@@ -144,6 +150,7 @@ class Period:
                 quiet_since = time.monotonic()
             elif time.monotonic() - quiet_since >= QUIET_S:
                 return
+        self.late += 1
 
     async def _absorb(self) -> bool:
         assert self._watch is not None
@@ -168,16 +175,16 @@ class Period:
             for node in event.payload.nodes:
                 fleet.quarantines.append((event.payload.rule, node, node in model.broken))
             return
+        if isinstance(event, RestartJob):
+            self._exclude[event.event_id] = event.payload.exclude_nodes
+            return
         if not isinstance(event, ActionSucceeded) or event.payload.dry_run:
             return
         p = event.payload
         if p.trigger_type == "RestartJob" and event.subject in model.failed:
             took_s = time.monotonic() - fleet.failed_real.get(event.subject, time.monotonic())
-            tick_s = model.now_s
-            model.now_s = tick_s + min(took_s, model.config.interval_s / 2)  # what it took
-            fleet.restarts += 1
-            await self._emit(fleet, model.requeue(event.subject))
-            model.now_s = tick_s
+            avoid = self._exclude.pop(p.trigger_id, ())
+            self._requeues.append((fleet, event.subject, avoid, took_s))
         elif p.trigger_type == "QuarantineNodes":
             model.drain(p.nodes)
             for node in p.nodes:
@@ -186,6 +193,20 @@ class Period:
                     fleet.repairs.setdefault(node, model.now_s + self.response_s + self.repair_s)
         elif p.trigger_type == "ReleaseNodes":
             model.resume(p.nodes)
+
+    async def _requeue(self) -> None:
+        """The restarts the workers carried out, at the instant of the failure plus what they
+        took. Placed after the drains decided with them (Slurm schedules a requeued job seconds
+        later), as the cluster's scheduler would, so a job is not put back on the node whose
+        drain was a moment behind its restart."""
+        for fleet, job, avoid, took_s in self._requeues:
+            model = fleet.model
+            tick_s = model.now_s
+            model.now_s = tick_s + min(took_s, model.config.interval_s / 2)
+            fleet.restarts += 1
+            await self._emit(fleet, model.requeue(job, avoid))
+            model.now_s = tick_s
+        self._requeues.clear()
 
     async def _people(self, t: float) -> None:
         """What a person does by now: mends what is due, and answers each job dead for
