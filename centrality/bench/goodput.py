@@ -43,6 +43,7 @@ from schemas.emitter import Emitter
 from schemas.emitter.settings import EmitterSettings
 from streams.goodput import by_cluster, fold, job_time
 from streams.history.migrations import migrate
+from streams.outcomes import outcomes
 from streams.whatif.price import PricingSettings
 
 AUTO, MANUAL = "auto", "manual"
@@ -165,6 +166,7 @@ def figures(opts: Options, fleets: list[Fleet]) -> dict[str, Any]:
             "restarts_by_automation": fleet.restarts,
             "restarts_by_a_person": fleet.by_hand,
             "precision": _precision(fleet),
+            "restarts": _restarts(fleet, end),
         }
     auto, manual = out[AUTO], out[MANUAL]
     return {
@@ -198,6 +200,17 @@ def _precision(fleet: Fleet) -> dict[str, dict[str, Any]]:
             "precision": round(right[rule] / (right[rule] + wrong[rule]), 3),
         }
         for rule in sorted(right.keys() | wrong.keys())
+    }
+
+
+def _restarts(fleet: Fleet, end: datetime) -> dict[str, dict[str, int]]:
+    """Per rule: its restarts judged as `centrality report` judges them (streams/outcomes.py):
+    held, or failed again within `CENTRALITY_REPORT_RESTART_WINDOW_S`."""
+    judged = outcomes([*fleet.job_events, *fleet.decisions], fleet.model.start, end, end)
+    counts = Counter((r.rule, r.outcome) for r in judged.restarts)
+    return {
+        rule: {o: n for (r, o), n in sorted(counts.items()) if r == rule}
+        for rule in sorted({r for r, _ in counts})
     }
 
 
@@ -246,6 +259,11 @@ def print_result(result: dict[str, Any], console: Console) -> None:
     for rule, p in result[AUTO]["precision"].items():
         rules.add_row(rule, str(p["right"]), str(p["wrong"]), f"{100 * p['precision']:.0f} %")
     console.print(rules)
+    restarts = Table("rule", "outcome", "restarts", title="restarts (rules acting)")
+    for rule, judged in result[AUTO]["restarts"].items():
+        for outcome, count in judged.items():
+            restarts.add_row(rule, outcome, str(count))
+    console.print(restarts)
 
 
 @bench_app.command("goodput")

@@ -15,11 +15,13 @@ both delays.
 from __future__ import annotations
 
 import asyncio
+import bisect
 import json
 import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
 from aiokafka import AIOKafkaConsumer
@@ -53,6 +55,7 @@ class Fleet:
     model: ClusterModel
     automated: bool
     job_events: list[Event] = field(default_factory=list)
+    decisions: list[Event] = field(default_factory=list)  # the workers' triggers and results
     node_out_s: float = 0.0  # node-seconds out of service (drained or down)
     repairs: dict[str, float] = field(default_factory=dict)  # node → when it is mended
     failed_real: dict[str, float] = field(default_factory=dict)  # job → wall time of its exit
@@ -60,9 +63,17 @@ class Fleet:
     restarts: int = 0  # requeues by automation
     by_hand: int = 0  # requeues by a person
 
+    faulty: list[tuple[float, frozenset[str]]] = field(default_factory=list)  # after each tick
+
     @property
     def cluster(self) -> str:
         return self.model.config.cluster
+
+    def was_faulty(self, node: str, at: datetime) -> bool:
+        """Whether `node` was faulty at `at` (simulated time), whenever that is asked."""
+        at_s = (at - self.model.start).total_seconds()
+        i = bisect.bisect_right(self.faulty, at_s, key=lambda tick: tick[0]) - 1
+        return i >= 0 and node in self.faulty[i][1]
 
 
 class Period:
@@ -101,6 +112,7 @@ class Period:
                 for fleet in self.fleets.values():
                     faults = len(fleet.model.struck)
                     events = fleet.model.tick(t)
+                    fleet.faulty.append((t, frozenset(fleet.model.broken)))
                     struck |= len(fleet.model.struck) > faults or _failures(events)
                     await self._emit(fleet, events)
                 self._tell_the_benchmark()
@@ -166,6 +178,7 @@ class Period:
                     fleet = self.fleets.get(event.cluster)
                     if fleet is not None:
                         seen = True
+                        fleet.decisions.append(event)
                         await self._apply(fleet, event)
         return seen
 
@@ -173,7 +186,8 @@ class Period:
         model = fleet.model
         if isinstance(event, QuarantineNodes) and event.payload.operator is None:
             for node in event.payload.nodes:
-                fleet.quarantines.append((event.payload.rule, node, node in model.broken))
+                right = fleet.was_faulty(node, event.occurred_at)  # when decided, not now
+                fleet.quarantines.append((event.payload.rule, node, right))
             return
         if isinstance(event, RestartJob):
             self._exclude[event.event_id] = event.payload.exclude_nodes

@@ -39,4 +39,8 @@ def test_rules_acting_keep_more_of_the_fleet_s_time_than_a_person_alone(stack: S
     assert auto["precision"]["fatal_xid"]["right"] > 0
     for rule, p in auto["precision"].items():
         assert p["precision"] == round(p["right"] / (p["right"] + p["wrong"]), 3), rule
+    # Restarts judged as `centrality report` judges them: on the fleet where they were refused,
+    # none was requeued.
+    assert auto["restarts"]["restart_incomplete_exit"].get("held", 0) > 0
+    assert set(manual["restarts"]["restart_incomplete_exit"]) == {"not_requeued"}
     assert result["workers_late"] == 0
