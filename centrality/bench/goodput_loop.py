@@ -6,10 +6,10 @@ is refused (the allowlist enables none there), so its rules decide but only a pe
 Simulated time runs ahead of the clock as fast as the workers keep up, and stops after each
 tick that took a job down (or faulted a node) until the workers have decided and acted on it:
 what they did is then applied to the simulation at the simulated instant of the failure plus the
-seconds they really took. The person (on both, for what automation left undone) answers a dead
-job `response_s` after it failed: runs it again, and takes a node that failed it out for
-`repair_s`. A node automation kept out after a failed benchmark is mended by a person too, after
-both delays.
+seconds they really took (restarts after the drains decided with them). The person (on both,
+for what automation left undone) answers a dead job `response_s` after it failed: runs it again,
+and takes a node that failed it out for `repair_s`. A node automation kept out after a failed
+benchmark is mended by a person too, after both delays.
 """
 
 from __future__ import annotations
