@@ -216,6 +216,9 @@ class KafkaLedger(Ledger):
             lambda records: self._apply(_entries(records)),
             client_id=f"{kafka.client_id}-ledger-load",
             timeout_s=load_timeout_s,
+            on_read=lambda count: log.info(
+                "ledger_loaded", records=count, triggers=len(self._entries)
+            ),
         )
 
     async def start(self) -> None:
@@ -249,8 +252,7 @@ class KafkaLedger(Ledger):
     async def load(self, *, since_last: bool = False) -> None:
         """Read the whole topic up to its current end (triggers and ledger are not co-partitioned,
         so any worker may need any entry); `since_last`: from where the last read ended."""
-        count = await self._reader.load(since_last=since_last)
-        log.info("ledger_loaded", records=count, triggers=len(self._entries))
+        await self._reader.load(since_last=since_last)
 
 
 def _entries(records: Iterable[Any]) -> Iterator[LedgerEntry]:

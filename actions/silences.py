@@ -141,11 +141,14 @@ class KafkaSilences(Silences):
             topic_name("silences", kafka),
             self.apply,
             client_id=f"{kafka.client_id}-silences",
+            # Caught up before every decision: only a read that found something is news.
+            on_read=lambda count: (log.info if count else log.debug)(
+                "silences_loaded", records=count, silences=len(self._by_id)
+            ),
         )
 
     async def load(self) -> None:
-        count = await self._reader.load()
-        log.info("silences_loaded", records=count, silences=len(self._by_id))
+        await self._reader.load()
 
     async def refresh(self) -> None:
         await self._reader.refresh()

@@ -32,10 +32,12 @@ class TopicReader:
         *,
         client_id: str,
         timeout_s: float = 30.0,
+        on_read: Callable[[int], None] = lambda count: None,
     ) -> None:
         self.kafka = kafka
         self.topic = topic
         self.apply = apply
+        self.on_read = on_read  # after every read that ended well, loads and refreshes alike
         self.client_id = client_id
         self.timeout_s = timeout_s
         self._read_up_to: dict[TopicPartition, int] = {}  # offsets read so far, per partition
@@ -90,6 +92,7 @@ class TopicReader:
             raise
         self._read_up_to.update(ends)
         self._reads_done = number
+        self.on_read(count)
         return count
 
     async def _started(self) -> AIOKafkaConsumer:
