@@ -41,8 +41,8 @@ def candidate(
     for text in sets:
         path, value = _setting(text)
         _merge(config, path, value)
-    loaded = [*base.rule_modules, *(m for m in modules if m not in base.rule_modules)]
-    settings = base.model_copy(update={"rules": ",".join(loaded), "rule_config": config})
+    own = ",".join(m for m in (base.rules, *modules) if m)  # the built-ins always load
+    settings = base.model_copy(update={"rules": own, "rule_config": config})
     try:
         RuleEngine.load(settings.rule_modules, settings.rule_config)
     except ValueError as exc:  # RuleConfigError, or a module registering a rule twice

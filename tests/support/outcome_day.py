@@ -16,8 +16,18 @@ from schemas.events import QuarantineNodes, ReleaseNodes, RestartJob, RunBenchma
 from streams.history.query import event_time_key
 from streams.process import Brain
 from streams.replay.rerun import current_brain, rerun
-from streams.testing import benchmark, ended, health, result, running, sample, xid
-from tests.factories import T0, checkpoint, completed
+from streams.testing import (
+    T0,
+    benchmark,
+    checkpoint,
+    completed,
+    ended,
+    health,
+    result,
+    running,
+    sample,
+    xid,
+)
 
 H = 3600.0
 DRAIN_S, BENCHMARK_S, RELEASE_S, REQUEUE_S = 5.0, 600.0, 30.0, 2.0

@@ -16,7 +16,7 @@ from schemas.events import RestartJob
 from streams.history.client import connect
 from streams.history.query import events_between
 from streams.history.settings import ClickHouseSettings
-from tests.factories import T0
+from streams.testing import T0
 from tests.support.outcome_day import (
     BENCHMARK_S,
     CONFIRMED,

@@ -18,11 +18,10 @@ from streams.replay.reasons import Edges, Lookups, name_differences
 from streams.replay.rerun import compare, rerun
 from streams.rules.registry import RuleEngine
 from streams.settings import BUILTIN_RULES
-from streams.testing import benchmark, heartbeat, result, running, sample, xid
+from streams.testing import T0, benchmark, checkpoint, heartbeat, result, running, sample, xid
 from streams.views import Views
-from tests.factories import T0, checkpoint
 
-RULES = BUILTIN_RULES.split(",")
+RULES = list(BUILTIN_RULES)
 SHORT: dict[str, dict[str, object]] = {
     "checkpoint_stall": {"limit_s": 60},
     "idle_allocation": {"idle_s": 60},

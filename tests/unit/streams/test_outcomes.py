@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 
 from streams.outcomes import OutcomeSettings, binomial_tail, outcomes
-from tests.factories import T0
+from streams.testing import T0
 from tests.support.outcome_day import (
     BENCHMARK_S,
     CONFIRMED,

@@ -12,9 +12,9 @@ from schemas.events import JobExited
 from streams.replay.reasons import Edges, Lookups, name_differences
 from streams.replay.rerun import compare, current_brain, rerun
 from streams.settings import StreamsSettings
+from streams.testing import T0
 from streams.whatif.candidate import CandidateError, candidate
 from streams.whatif.price import Priced, PricingSettings, gather, price_differences
-from tests.factories import T0
 from tests.support.outcome_day import BENCHMARK_S, FALSE_ALARM, RELEASE_S, outcome_day
 
 DAY = outcome_day()
@@ -52,7 +52,7 @@ def test_a_candidate_is_today_s_rules_with_what_it_names_changed() -> None:
     assert cand.settings.rule_modules == base.rule_modules
     for bad, words in (
         ("fatal_xid=1", "rule.field=value"),
-        ("no_such_rule.threshold=1", "unknown rules"),
+        ("no_such_rule.threshold=1", "no such rule"),
         ("repeated_failures_on_node_set.threshold=zero", "threshold"),
         ("fatal_xid.severity.level=1", "a value, not a group"),
     ):
