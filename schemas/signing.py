@@ -3,7 +3,7 @@ the key) signed. An HMAC-SHA256 of the message value travels in a Kafka header, 
 stays the plain contract that every other consumer reads.
 
 Anyone who can produce to the triggers topic could otherwise drain nodes; Kafka ACLs are the
-first line (see README), the signature the second, so a mis-set ACL alone never moves a node.
+first line (docs/security.md), the signature the second, so a mis-set ACL alone never moves a node.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Coalesces events of high-volume families into one message per key (see DESIGN: Faust's cost is
-per Kafka message, so batching is what lets the streams keep up)."""
+"""Coalesces events of high-volume families into one message per key (docs/architecture.md:
+Faust's cost is per Kafka message, so batching is what lets the streams keep up)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""collectors, streams and actions meet only through schemas and Kafka (DESIGN.md)."""
+"""collectors, streams and actions meet only through schemas and Kafka (docs/architecture.md)."""
 
 import ast
 from pathlib import Path

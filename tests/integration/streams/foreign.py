@@ -22,7 +22,7 @@ def produce(
     bootstrap: str,
     messages: Iterable[tuple[str, bytes | None, bytes, int | None]],
     codec: str,
-    partitioner: str = "murmur2_random",  # Java's murmur2, as the README asks of producers
+    partitioner: str = "murmur2_random",  # Java's murmur2, as docs/events.md asks
 ) -> int:
     """Send (topic, key, value, partition or None) and wait for every delivery; how many."""
     failures: list[Any] = []

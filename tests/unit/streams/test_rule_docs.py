@@ -1,4 +1,4 @@
-"""The rule examples people copy are run: the README's rule and its try-out, and docs/rules.md's
+"""The rule examples people copy are run: docs/rules.md's shortest rule and its try-out, and its
 rule module (the issue's "notify when a job logs an NCCL timeout twice within 10 minutes", with
 its own memory of the job), its tests, its image and its Kubernetes overlay. Each is cut from the
 page (`<!-- example: NAME -->` before a fenced block), so the pages cannot drift from the code."""
@@ -41,8 +41,8 @@ def rules_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
-def test_the_readme_rule_is_loaded_beside_the_built_ins_and_decides(rules_dir: Path) -> None:
-    written = examples("README.md")
+def test_the_shortest_rule_is_loaded_beside_the_built_ins_and_decides(rules_dir: Path) -> None:
+    written = examples("docs/rules.md")
     (rules_dir / "my_rules.py").write_text(written["my_rules.py"])
     runpy.run_path(str(rules_dir / _written(rules_dir, "try_my_rules.py", written)))
 
