@@ -8,6 +8,7 @@ streams/history/ddl), and a message breaking one is dead-lettered with reason `l
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
 
@@ -213,3 +214,25 @@ def _bounded_json(value: Any) -> Any:
 # A free-form JSON value of a details mapping, bounded by its encoded size.
 DetailValue = Annotated[Any, AfterValidator(_bounded_json)]
 Details = Annotated[dict[Key, DetailValue], Field(max_length=MAP_ENTRIES)]
+
+
+def listed(items: Iterable[str], limit: int = TEXT // 4, sep: str = ", ") -> str:
+    """`items` joined, as many as fit in `limit` characters, then "and N more": a decision's
+    text names what it can of a big job (thousands of nodes) and stays within its field."""
+    items = list(items)
+    shown: list[str] = []
+    used = 0
+    for i, item in enumerate(items):
+        rest = len(items) - i - 1
+        tail = len(f"{sep}and {rest} more") if rest else 0
+        cost = len(item) + (len(sep) if shown else 0)
+        if used + cost + tail > limit:
+            return sep.join(shown) + f"{sep if shown else ''}and {len(items) - i} more"
+        shown.append(item)
+        used += cost
+    return sep.join(shown)
+
+
+def capped(text: str, limit: int = TEXT) -> str:
+    """`text` cut to `limit` characters, an ellipsis saying so."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"

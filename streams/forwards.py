@@ -79,7 +79,15 @@ def _(event: JobExited) -> list[Event]:
     p = event.payload
     failed = is_failure(p)
     out: list[Event] = [
-        _node_job(event, n, attempt=p.attempt, state=p.state, running=False, failure=failed)
+        _node_job(
+            event,
+            n,
+            attempt=p.attempt,
+            state=p.state,
+            running=False,
+            failure=failed,
+            job_nodes=len(set(p.nodes)),
+        )
         for n in _nodes(p.nodes)
     ]
     if failed and p.nodes:

@@ -23,6 +23,7 @@ from schemas.envelope import Event
 from schemas.events import Trigger
 from schemas.events.triggers import Severity as Severity  # rules import it from here
 from streams.entities import KINDS, kind_of_type
+from streams.rules.invalid import decision_invalid
 from streams.rules.signals import KEEP_SIGNALS_MAX, Signals
 from streams.state.memo import FIRED_IDS_KEPT, Fired, RuleMemo, Signal
 
@@ -201,13 +202,17 @@ class RuleEngine:
             cfg = bound.config_for(state)
             key = memo_key(spec.name, cfg)
             started_ns = time.time_ns() if traced else 0
-            if spec.keep_signals:
-                kept = Signals(signals.get(spec.name, ()), now, spec.keep_signals)
-                decided = list(spec.fn(state, event, cfg, kept))
-                if kept.changed:
-                    signals = _with(signals, spec.name, kept.kept, memo.signals)
-            else:
-                decided = list(spec.fn(state, event, cfg))
+            try:
+                if spec.keep_signals:
+                    kept = Signals(signals.get(spec.name, ()), now, spec.keep_signals)
+                    decided = list(spec.fn(state, event, cfg, kept))
+                    if kept.changed:
+                        signals = _with(signals, spec.name, kept.kept, memo.signals)
+                else:
+                    decided = list(spec.fn(state, event, cfg))
+            except ValidationError as exc:  # one invalid decision: the fold and the rest go on
+                decision_invalid(spec.name, event, exc)
+                continue
             if not decided and key not in pending:
                 continue
             if not copied:

@@ -46,6 +46,9 @@ class NodeJobObservedPayload(Payload):
     running: bool
     failure: bool
     cause: uuid.UUID
+    # How many nodes the attempt ran on (0 in records written before it was carried): a big
+    # job's repeated failures are judged node by node (`repeated_failures_on_node_set`).
+    job_nodes: int = Field(default=0, ge=0)
 
 
 class NodeJobObserved(Event):

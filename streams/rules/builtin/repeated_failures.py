@@ -4,6 +4,9 @@ of those nodes and tell people (each node is benchmarked once its drain succeede
 Counts come from the node set's failure list in event time (see `streams.state.windows`); with
 hopping windows the decision is named after the earliest window that reached the threshold, and
 `cooldown_s` (default: one window) keeps overlapping windows from deciding again.
+
+A set over `suspects_over_nodes` nodes is not drained: people are told, and each of its nodes
+asks for its own quarantine only if its own evidence names it (`suspects`).
 """
 
 from __future__ import annotations
@@ -13,11 +16,14 @@ from collections.abc import Iterator
 from pydantic import Field
 
 from schemas.events import Notify, Trigger
+from schemas.limits import listed
 from streams.rules.builtin.quarantine import quarantine
+from streams.rules.builtin.suspects import EVIDENCE, suspect
 from streams.rules.registry import RuleConfig, Severity, rule
-from streams.state.internal import NodeSetFailed
+from streams.state.internal import NodeJobObserved, NodeSetFailed
+from streams.state.node import Node
 from streams.state.node_set import NodeSet
-from streams.state.windows import WindowConfig, in_window, window_starts
+from streams.state.windows import Failure, WindowConfig, in_window, window_starts
 
 NAME = "repeated_failures_on_node_set"
 
@@ -27,24 +33,65 @@ class RepeatedFailuresConfig(RuleConfig):
     window: WindowConfig = WindowConfig()
     cooldown_s: float = Field(default=3600.0, ge=0)
     severity: Severity = "critical"
+    suspects_over_nodes: int = Field(
+        default=16,
+        ge=1,
+        description="A node set larger than this is never drained whole: only its suspects "
+        f"are, the nodes its failures' own evidence names ({EVIDENCE}).",
+    )
 
 
-@rule(NAME, on=(NodeSetFailed,), config=RepeatedFailuresConfig)
+@rule(NAME, on=(NodeSetFailed, NodeJobObserved), config=RepeatedFailuresConfig)
 def repeated_failures(
-    node_set: NodeSet, event: NodeSetFailed, config: RepeatedFailuresConfig
+    state: NodeSet | Node, event: NodeSetFailed | NodeJobObserved, config: RepeatedFailuresConfig
 ) -> Iterator[Trigger]:
+    if isinstance(state, Node) and isinstance(event, NodeJobObserved):
+        p = event.payload
+        if p.failure and p.job_nodes > config.suspects_over_nodes:
+            yield from suspect(
+                name=NAME,
+                node=state,
+                event=event,
+                config=config,
+                threshold=config.threshold,
+                window=config.window,
+            )
+        return
+    assert isinstance(state, NodeSet) and isinstance(event, NodeSetFailed)
     for start in window_starts(event.occurred_at, config.window):
-        failed = in_window(node_set.failures, start, config.window)
+        failed = in_window(state.failures, start, config.window)
         if len(failed) < config.threshold:
             continue
-        nodes = event.payload.nodes
-        window = f"{int(start.timestamp())}+{int(config.window.window_s)}"
-        jobs = sorted({f.job_id for f in failed})
-        reason = (
-            f"{len(failed)} failed attempts on {', '.join(nodes)} within "
-            f"{config.window.window_s:.0f} s (jobs: {', '.join(jobs)})"
+        yield from _decided(event, config, failed, f"{int(start.timestamp())}")
+        return
+
+
+def _decided(
+    event: NodeSetFailed,
+    config: RepeatedFailuresConfig,
+    failed: list[Failure],
+    start: str,
+) -> Iterator[Trigger]:
+    nodes = event.payload.nodes
+    window = f"{start}+{int(config.window.window_s)}"
+    jobs = sorted({f.job_id for f in failed})
+    caused_by = tuple(f.cause for f in failed)
+    big = len(nodes) > config.suspects_over_nodes
+    reason = (
+        f"{len(failed)} failed attempts on {len(nodes)} node(s) ({listed(nodes)}) within "
+        f"{config.window.window_s:.0f} s (jobs: {listed(jobs, 512)})"
+    )
+    if big:
+        title = f"Repeated failures on {len(nodes)} nodes: only suspects are drained"
+        text = (
+            f"{reason}. More than {config.suspects_over_nodes} nodes: the set is not drained. "
+            f"Each node whose own evidence ({EVIDENCE}) names it asks for its quarantine and is "
+            "benchmarked (released if it passes); the rest stay in service. No such evidence "
+            "anywhere: nothing is drained, and the job's own failure is to be looked at."
         )
-        caused_by = tuple(f.cause for f in failed)
+    else:
+        title = f"Quarantine of {len(nodes)} node(s) requested after repeated failures"
+        text = f"{reason}. Asked to drain them; each is benchmarked once its drain succeeded."
         yield quarantine(
             rule=NAME,
             cause=event,
@@ -55,18 +102,17 @@ def repeated_failures(
             caused_by=caused_by,
             jobs=jobs,
         )
-        yield Notify.decide(
-            cause=event,
-            source=f"rule/{NAME}",
-            rule=NAME,
-            window=f"{window}/notify",
-            reason=reason,
-            severity=config.severity,
-            caused_by=caused_by,
-            title=f"Quarantine of {len(nodes)} node(s) requested after repeated failures",
-            text=reason + ". Asked to drain them; each is benchmarked once its drain succeeded.",
-            incident=f"{NAME}/{event.subject}/{window}",
-            nodes=nodes,
-            job_id=event.payload.job_id,
-        )
-        return
+    yield Notify.decide(
+        cause=event,
+        source=f"rule/{NAME}",
+        rule=NAME,
+        window=f"{window}/notify",
+        reason=reason,
+        severity=config.severity,
+        caused_by=caused_by,
+        title=title,
+        text=text,
+        incident=f"{NAME}/{event.subject}/{window}",
+        nodes=nodes,
+        job_id=event.payload.job_id,
+    )

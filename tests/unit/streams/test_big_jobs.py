@@ -1,0 +1,110 @@
+"""Rules that hold for big jobs: a 2,000-node job failing five times decides valid triggers,
+drains only the nodes its failures' own evidence names, and decides the same in replay."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from structlog.testing import capture_logs
+
+from schemas.envelope import Event
+from schemas.events import JobExited, Notify, QuarantineNodes, Trigger
+from schemas.limits import TEXT, listed
+from schemas.registry import event_types
+from streams.replay.rerun import rerun
+from streams.rules.registry import rule
+from streams.state.story import NodeStatus
+from streams.testing import Story, ended, health, result, xid
+
+BIG = tuple(f"gpu-{i:04d}.cluster.example.org" for i in range(2000))
+SUSPECTS = {BIG[7]: "XID 13", BIG[1234]: "failed health check gpu"}
+
+
+def _story() -> list[Event]:
+    events: list[Event] = []
+    for attempt in range(1, 6):
+        at = attempt * 600.0
+        if attempt == 2:
+            events.append(xid(BIG[7], code=13, at_s=at + 60))
+            events.append(health(BIG[1234], "gpu", "CRITICAL", at_s=at + 70, message="ECC"))
+        events.append(ended(attempt=attempt, at_s=at + 300, nodes=BIG))
+    return events
+
+
+def _valid(trigger: Trigger) -> None:
+    """Every decision passes the contract as the codec reads it."""
+    event_types()[trigger.type].model_validate_json(trigger.model_dump_json())
+
+
+def test_a_list_names_what_fits_and_counts_the_rest() -> None:
+    assert listed(["a", "b"]) == "a, b"
+    text = listed(BIG, 200)
+    assert len(text) <= 200 and text.endswith(" more") and BIG[0] in text
+    assert int(text.split("and ")[-1].split()[0]) == 2000 - text.count(".org")
+
+
+@pytest.fixture(scope="module")
+def live() -> tuple[Story, list[Trigger]]:
+    story = Story()
+    return story, story.tell(*_story())
+
+
+def test_a_big_job_failing_five_times_drains_only_its_suspects(
+    live: tuple[Story, list[Trigger]],
+) -> None:
+    story, decided = live
+    for trigger in decided:
+        _valid(trigger)
+    quarantines = [t for t in decided if isinstance(t, QuarantineNodes)]
+    # One trigger per suspect: each is drained and benchmarked on its own, the rest stay in.
+    assert sorted(n for q in quarantines for n in q.payload.nodes) == sorted(SUSPECTS)
+    for q in quarantines:
+        (node,) = q.payload.nodes
+        assert SUSPECTS[node] in q.payload.reason and "5 failed attempts" in q.payload.reason
+    (told,) = [t for t in decided if isinstance(t, Notify)]
+    assert "only suspects are drained" in told.payload.title
+    assert len(told.payload.reason) <= TEXT and "more" in told.payload.reason
+    out = {n for n, node in story.nodes.items() if node.status is not NodeStatus.IN_SERVICE}
+    assert out == set(SUSPECTS)
+    # The story goes on as any quarantine's: drained → benchmarked.
+    drained = story.tell(*(result(q, at_s=3400) for q in quarantines))
+    assert sorted(t.type for t in drained) == ["RunBenchmark", "RunBenchmark"]
+
+
+def test_replay_decides_the_same_suspects(live: tuple[Story, list[Trigger]]) -> None:
+    again = rerun(_story(), Story().brain, 5.0)
+    assert [t.event_id for t in again] == [t.event_id for t in live[1]]
+
+
+def test_no_evidence_drains_nothing_and_says_so() -> None:
+    events = [ended(attempt=a, at_s=a * 600.0, nodes=BIG[:100]) for a in range(1, 6)]
+    decided = [t for t in Story().tell(*events) if t.type != "RestartJob"]
+    assert [t.type for t in decided] == ["Notify"]
+    assert "No such evidence anywhere: nothing is drained" in decided[0].payload.text
+
+
+def test_a_small_job_still_drains_its_node_set() -> None:
+    nodes = ("n1", "n2", "n3")
+    events = [ended(attempt=a, at_s=a * 60.0, nodes=nodes) for a in range(1, 6)]
+    decided = Story().tell(*events)
+    (q,) = [t for t in decided if isinstance(t, QuarantineNodes)]
+    assert q.payload.nodes == nodes
+
+
+@rule("test_big_jobs_invalid", on=(JobExited,))
+def _invalid(job: object, event: JobExited, config: object) -> Iterator[Trigger]:
+    yield Notify.decide(
+        cause=event, source="test", rule="x", window="w", reason="r" * (TEXT + 1), title="t"
+    )
+
+
+def test_an_invalid_decision_is_told_and_the_fold_goes_on() -> None:
+    story = Story(rules=[__name__], config={"repeated_failures_on_node_set": {"threshold": 1}})
+    with capture_logs() as logs:
+        decided = story.tell(ended(nodes=("n1", "n2")))
+    assert [e["rule"] for e in logs if e["event"] == "decision_invalid"] == [
+        "test_big_jobs_invalid"
+    ]
+    assert {"QuarantineNodes", "Notify"} <= {t.type for t in decided}  # the other rules'
+    assert story.jobs["slurm/test/42"].state == "FAILED"
