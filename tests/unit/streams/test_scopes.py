@@ -4,6 +4,7 @@ one line at load."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -17,6 +18,7 @@ from streams.state.story import Stage
 from streams.state.story import Story as NodeStory
 from streams.state.training_job import TrainingJob
 from streams.testing import T0, Story, facts, health
+from tests.unit.streams.test_rule_docs import examples
 
 A100 = {"gpu_model": "NVIDIA A100-SXM4-80GB"}
 H100 = {"gpu_model": "NVIDIA H100 80GB HBM3"}
@@ -183,3 +185,15 @@ def test_a_ladder_for_a_node_group() -> None:
     h100 = node(**H100).model_copy(update={"story": story})
     assert plan(a100, ladders) == ("reboot",)
     assert plan(h100, ladders) == ("validate", "reboot")
+
+
+def test_the_rules_page_node_groups_load_and_decide() -> None:
+    config = json.loads(examples("docs/rules.md")["node_groups.json"])
+    rule = bound(load(config))
+    assert rule.config_for(node(partitions=("long",), **A100)).mode == "shadow"
+    lab = node(cluster="lab", labels={"nvidia.com/gpu.product": "NVIDIA-L40S", "pool": "inference"})
+    assert not rule.config_for(lab).enabled
+    assert (
+        bound(load(config), "idle_allocation").config_for(node(partitions=("interactive",))).idle_s
+        == 900
+    )
