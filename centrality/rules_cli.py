@@ -7,6 +7,7 @@ from typing import Any
 import orjson
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 JSON = typer.Option(False, "--json", help="One JSON document instead of a table.")
@@ -15,9 +16,10 @@ _MODE = {"live": "[green]live[/]", "shadow": "[yellow]shadow[/]", "off": "[dim]o
 
 def rules(json: bool = JSON) -> None:
     """Every rule of the loaded modules (the built-ins and CENTRALITY_RULES): its module, the
-    events it reacts to, its mode (live, shadow, or off) and its config
-    (CENTRALITY_STREAMS_RULE_CONFIG over its defaults). A rule set the worker would refuse is
-    the same one-line error here."""
+    events it reacts to, its mode (live, shadow, or off), its config
+    (CENTRALITY_STREAMS_RULE_CONFIG over its defaults) and its scopes (node groups: what each
+    selects, what it sets, and its mode there). A rule set the worker would refuse is the same
+    one-line error here."""
     from streams.rules.registry import RuleEngine
     from streams.settings import BUILTIN_RULES, StreamsSettings
 
@@ -33,13 +35,21 @@ def rules(json: bool = JSON) -> None:
             "mode": b.config.mode if b.config.enabled else "off",
             "keep_signals": b.spec.keep_signals,
             "config": b.config.model_dump(mode="json"),
+            "scopes": [
+                {
+                    "match": s.match.model_dump(mode="json", exclude_defaults=True),
+                    "set": dict(s.overrides),
+                    "mode": s.config.mode if s.config.enabled else "off",
+                }
+                for s in b.scopes
+            ],
         }
         for b in loaded
     ]
     if json:
         print(orjson.dumps(rows).decode())
         return
-    table = Table("rule", "module", "events", "mode", "config (set)", title="rules")
+    table = Table("rule", "module", "events", "mode", "config (set)", "scopes", title="rules")
     for row, bound in zip(rows, loaded, strict=True):
         table.add_row(
             row["rule"],
@@ -47,6 +57,10 @@ def rules(json: bool = JSON) -> None:
             ", ".join(row["events"]),
             _MODE[row["mode"]],
             _set(bound.config),
+            "\n".join(
+                escape(f"{s.match.said()}: {orjson.dumps(s.overrides).decode()}")
+                for s in bound.scopes
+            ),
         )
     Console().print(table)
 

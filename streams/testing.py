@@ -32,6 +32,7 @@ from schemas.events import (
     JobExited,
     JobStateChanged,
     LogSignalDetected,
+    NodeFactsObserved,
     NodeHealthChecked,
     NodeHeartbeat,
     NodeStateObserved,
@@ -106,6 +107,12 @@ def heartbeat(node: str = "n1", at_s: float = 0.0) -> NodeHeartbeat:
     return NodeHeartbeat(
         **envelope(node, at_s), payload={"agent_version": "t", "gpus": 8, "interval_s": 10}
     )
+
+
+def facts(node: str = "n1", at_s: float = 0.0, **reported: Any) -> NodeFactsObserved:
+    """What a node is, as the agent or a watcher reports it (`gpu_model`, `partitions`,
+    `features`, `labels`...): what node groups (rule scopes) select by."""
+    return NodeFactsObserved(**envelope(node, at_s), payload=reported)
 
 
 def health(

@@ -35,6 +35,8 @@ def due_instants(engine: RuleEngine, kind: Kind, state: Any) -> list[datetime] |
     instants: list[datetime] = []
     for bound in engine.on(kind.tick):
         spec, config = bound.spec, bound.config_for(state)
+        if not config.enabled:  # off in this subject's scope
+            continue
         if spec.due is None:
             return None
         instants.extend(spec.due(state, config))

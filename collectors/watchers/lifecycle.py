@@ -14,7 +14,13 @@ from collectors.sink import EventSink
 from collectors.watchers.ids import observation_id
 from collectors.watchers.ledger import Ledger
 from schemas.envelope import Event
-from schemas.events import JobExited, JobStateChanged, JobSubmitted, NodeHealthChecked
+from schemas.events import (
+    JobExited,
+    JobStateChanged,
+    JobSubmitted,
+    NodeFactsObserved,
+    NodeHealthChecked,
+)
 from schemas.events.jobs import (
     TERMINAL_STATES,
     JobExitedPayload,
@@ -22,7 +28,11 @@ from schemas.events.jobs import (
     JobStateChangedPayload,
     JobSubmittedPayload,
 )
-from schemas.events.nodes import HealthStatus, NodeHealthCheckedPayload
+from schemas.events.nodes import (
+    HealthStatus,
+    NodeFactsObservedPayload,
+    NodeHealthCheckedPayload,
+)
 
 TERMINAL = TERMINAL_STATES  # the contract's
 
@@ -175,6 +185,19 @@ class JobTracker:
             check=check, status=status, message=message, details=details
         )
         return [self.make(NodeHealthChecked, node, entry, payload, when(None))], entry
+
+    def node_facts(
+        self, key: str, node: str, facts: NodeFactsObservedPayload, entry: dict[str, Any] | None
+    ) -> tuple[list[Event], dict[str, Any] | None]:
+        """NodeFactsObserved when what the scheduler says a node is (partitions, features,
+        labels) changed; `entry` is the node's ledger entry as this look already changed it
+        (None: unchanged), so both land in one commit."""
+        base = entry if entry is not None else self.ledger.get(key)
+        seen = facts.model_dump(mode="json", exclude_none=True)
+        if base is not None and base.get("facts") == seen:
+            return [], entry
+        updated = {**(base or {"incarnation": key}), "facts": seen}
+        return [self.make(NodeFactsObserved, node, updated, facts, when(None))], updated
 
     def unfinished(self, prefix: str, present: set[str]) -> list[str]:
         """Jobs of ours the scheduler no longer lists although we never saw them end."""

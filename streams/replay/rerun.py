@@ -44,7 +44,7 @@ def default_warmup_s(settings: StreamsSettings | None = None) -> float:
     limit, a cooldown), so folding that much history before a range decides its start as live.
     """
     engine = current_brain(settings).engine
-    return max((_longest_s(bound.config) for bound in engine.rules), default=0.0)
+    return max((_longest_s(c) for bound in engine.rules for c in bound.configs), default=0.0)
 
 
 def _longest_s(config: BaseModel) -> float:

@@ -13,17 +13,16 @@ alone, live and in replay, whichever rule takes it.
 
 from __future__ import annotations
 
-import fnmatch
 from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any, Literal
 
-import hostlist
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from schemas.events import EscalateNodes, RebootNodes, ResetGpus, RunBenchmark, Trigger
 from schemas.events.triggers import Rung
 from schemas.limits import SMALL_LIST
+from streams.rules.scopes import Match, node_selected, node_selector
 from streams.state.node import Node, XidSeen
 from streams.state.story import Story
 
@@ -52,7 +51,12 @@ class LadderConfig(BaseModel):
     nodes: str = Field(
         default="*",
         description="The nodes this ladder is for: a glob (`gpu-*`) or a hostlist "
-        "(`gpu-[01-04]`); the first ladder whose nodes match is the node's.",
+        "(`gpu-[01-04]`); the first ladder whose nodes (and `match`) select it is the node's.",
+    )
+    match: Match | None = Field(
+        default=None,
+        description="A node group, as rule scopes select them (cluster, gpu_model, partition, "
+        "feature, label: docs/rules.md); None: every node `nodes` names.",
     )
     rungs: dict[FaultClass, tuple[Rung, ...]] = Field(
         default_factory=lambda: dict(DEFAULT_RUNGS),
@@ -65,22 +69,17 @@ class LadderConfig(BaseModel):
     @field_validator("nodes")
     @classmethod
     def _selector(cls, value: str) -> str:
-        if not any(c in value for c in "*?"):
-            try:
-                hostlist.expand_hostlist(value)
-            except hostlist.BadHostlist as exc:
-                raise ValueError(f"{value!r} is neither a glob nor a hostlist: {exc}") from None
-        return value
+        return node_selector(value)
 
     @field_validator("rungs")
     @classmethod
     def _defaults(cls, value: dict[FaultClass, tuple[Rung, ...]]) -> dict[Any, Any]:
         return {**DEFAULT_RUNGS, **value}
 
-    def covers(self, node: str) -> bool:
-        if any(c in self.nodes for c in "*?"):
-            return fnmatch.fnmatchcase(node, self.nodes)
-        return node in hostlist.expand_hostlist(self.nodes)
+    def covers(self, node: Node) -> bool:
+        if not node_selected(node.node_id, self.nodes):
+            return False
+        return self.match is None or self.match.selects(node)
 
 
 def story_xids(node: Node, story: Story) -> list[XidSeen]:
@@ -101,7 +100,7 @@ def fault_of(xids: Sequence[XidSeen]) -> FaultClass:
 def plan(node: Node, ladders: Sequence[LadderConfig]) -> tuple[Rung, ...] | None:
     """The ladder of a drained node's story; None when no ladder is for this node."""
     story = node.story
-    ladder = next((lad for lad in ladders if lad.covers(node.node_id)), None)
+    ladder = next((lad for lad in ladders if lad.covers(node)), None)
     if story is None or ladder is None:
         return None
     return ladder.rungs[fault_of(story_xids(node, story))]

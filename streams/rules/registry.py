@@ -3,13 +3,15 @@
 Loading is where a rule set that cannot work is refused, with one line naming what to fix: a
 module that does not import, configuration for a rule nobody registered (with the nearest
 names), a config value a rule does not take, a rule on events no table routes (it would load
-and never run).
+and never run), a scope that selects by an unknown key or overrides a field the rule does not
+have, two scopes that would tie on a node (`streams.rules.scopes`).
 """
 
 from __future__ import annotations
 
 import difflib
 import importlib
+import itertools
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -22,8 +24,10 @@ from schemas import tracing
 from schemas.envelope import Event
 from schemas.events import Trigger
 from schemas.events.triggers import Severity as Severity  # rules import it from here
-from streams.entities import KINDS, kind_of_type
+from schemas.limits import TEXT
+from streams.entities import KINDS, NODES, kind_of_type
 from streams.rules.invalid import decision_invalid
+from streams.rules.scopes import Match, Scope, chosen, clash
 from streams.rules.signals import KEEP_SIGNALS_MAX, Signals
 from streams.state.memo import FIRED_IDS_KEPT, Fired, RuleMemo, Signal
 
@@ -127,11 +131,27 @@ def registered_rules() -> dict[str, RuleSpec]:
 class BoundRule:
     spec: RuleSpec
     config: RuleConfig
+    scopes: tuple[Scope, ...] = ()
+
+    def scope_for(self, state: Any) -> Scope | None:
+        """The scope that decides for `state` (the most specific that selects it); None: the
+        rule's own config does."""
+        return chosen(self.scopes, state) if self.scopes else None
 
     def config_for(self, state: Any) -> RuleConfig:
-        """The config that decides for `state`: one per rule today, looked up per decision so
-        that configuration scoped to some subjects can be chosen here."""
-        return self.config
+        """The config that decides for `state`: its scope's, else the rule's own."""
+        scope = self.scope_for(state)
+        return self.config if scope is None else scope.config
+
+    @property
+    def configs(self) -> tuple[RuleConfig, ...]:
+        """The rule's own config and its scopes'."""
+        return (self.config, *(s.config for s in self.scopes))
+
+    @property
+    def enabled(self) -> bool:
+        """On somewhere: by its own config, or in one of its scopes."""
+        return any(c.enabled for c in self.configs)
 
 
 def memo_key(name: str, config: RuleConfig) -> str:
@@ -169,11 +189,11 @@ class RuleEngine:
         bound: list[BoundRule] = []
         off: list[BoundRule] = []
         for name, spec in known.items():
-            cfg = _validated(spec, config.get(name, {}))
+            one = _bound(spec, config.get(name, {}))
             if spec.module not in modules:
                 continue
             _check_routed(spec)
-            (bound if cfg.enabled else off).append(BoundRule(spec, cfg))
+            (bound if one.enabled else off).append(one)
         return cls(bound, off)
 
     def on(self, event_type: type[Event]) -> list[BoundRule]:
@@ -199,7 +219,10 @@ class RuleEngine:
         traced = tracing.enabled()
         for bound in self.on(type(event)):
             spec = bound.spec
-            cfg = bound.config_for(state)
+            scope = bound.scope_for(state)
+            cfg = bound.config if scope is None else scope.config
+            if not cfg.enabled:  # switched off for this subject's scope
+                continue
             key = memo_key(spec.name, cfg)
             started_ns = time.time_ns() if traced else 0
             try:
@@ -221,6 +244,8 @@ class RuleEngine:
                 del pending[key]
                 continue
             fresh, held = _admit(key, cfg, decided, now, pending, fired)
+            if scope is not None:
+                fresh = [_told(t, scope) for t in fresh]
             if cfg.mode == "shadow":
                 fresh = [t.as_shadow() for t in fresh]
             triggers.extend(fresh)
@@ -230,6 +255,15 @@ class RuleEngine:
         if pending == memo.pending_since and fired == memo.fired and signals is memo.signals:
             return triggers, memo
         return triggers, RuleMemo(pending_since=pending, fired=fired, signals=signals)
+
+
+def _told(trigger: Trigger, scope: Scope) -> Trigger:
+    """The decision's reason names the scope that decided it."""
+    said = f" ({scope.said})"
+    reason = trigger.payload.reason[: TEXT - len(said)] + said
+    return trigger.model_copy(
+        update={"payload": trigger.payload.model_copy(update={"reason": reason})}
+    )
 
 
 def _with(
@@ -286,12 +320,59 @@ def _unknown(unknown: list[str], known: list[str]) -> str:
     )
 
 
-def _validated(spec: RuleSpec, given: Mapping[str, Any]) -> RuleConfig:
+def _bound(spec: RuleSpec, given: Mapping[str, Any]) -> BoundRule:
+    """The rule with its config and its scopes', validated."""
+    own = {k: v for k, v in given.items() if k != "scopes"}
+    config = _validated(spec, spec.config_model, own)
+    listed = given.get("scopes", [])
+    if not isinstance(listed, list):
+        raise RuleConfigError(f"rule {spec.name!r}: scopes: {_SCOPE}")
+    scopes = tuple(_scope(spec, own, i, raw) for i, raw in enumerate(listed))
+    for (i, a), (j, b) in itertools.combinations(enumerate(scopes), 2):
+        if clash(a.match, b.match):
+            raise RuleConfigError(
+                f"rule {spec.name!r}: scopes.{i} ({a.match.said()}) and scopes.{j} "
+                f"({b.match.said()}) can select the same node with the same specificity, so "
+                "which decides would be arbitrary: make one more specific, or merge them"
+            )
+    return BoundRule(spec, config, scopes)
+
+
+_SCOPE = "a list of scopes, each {match: {cluster, node, gpu_model, partition, feature, label}, "
+_SCOPE += "and the rule's fields it sets there}"
+
+
+def _scope(spec: RuleSpec, own: Mapping[str, Any], i: int, raw: Any) -> Scope:
+    where = f"scopes.{i}"
+    if not isinstance(raw, Mapping) or "match" not in raw or "scopes" in raw:
+        raise RuleConfigError(f"rule {spec.name!r}: {where}: {_SCOPE}")
+    match = _validated(spec, Match, raw["match"], f"{where}.match")
+    if match.specificity == 0:
+        raise RuleConfigError(f"rule {spec.name!r}: {where}.match: selects by nothing; {_SCOPE}")
+    if (match.on_facts or match.node is not None) and not _on_nodes(spec):
+        raise RuleConfigError(
+            f"rule {spec.name!r}: {where}.match ({match.said()}): the rule decides about "
+            "subjects that are not nodes, which have no node facts; its scopes select by cluster"
+        )
+    overrides = {k: v for k, v in raw.items() if k != "match"}
+    return Scope(match, _validated(spec, spec.config_model, {**own, **overrides}, where), overrides)
+
+
+def _on_nodes(spec: RuleSpec) -> bool:
+    return any(kind_of_type(cls) is NODES for cls in spec.on)
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def _validated(spec: RuleSpec, model: type[M], given: Any, where: str = "") -> M:
     try:
-        return spec.config_model.model_validate(given)
+        return model.model_validate(given)
     except ValidationError as exc:
         problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or 'config'}: {e['msg']}" for e in exc.errors()
+            f"{'.'.join([*([where] if where else []), *(str(p) for p in e['loc'])]) or 'config'}: "
+            f"{e['msg']}"
+            for e in exc.errors()
         )
         raise RuleConfigError(f"rule {spec.name!r}: {problems}") from None
 

@@ -8,7 +8,8 @@ ledger, so a restart sends nothing twice. Nothing is judged before every kind ha
 once (a Job must not be told to have ended before its pods are known), and changes arriving
 within `settle_s` of each other are reconciled together (a pod's exit and its Job's failure).
 A reconcile that fails (Kafka away) keeps what it had not sent and is tried again. A kind the
-cluster does not serve (its operator not installed) is empty until it appears.
+cluster does not serve (its operator not installed) is empty until it appears. A node's state
+becomes NodeHealthChecked, its labels NodeFactsObserved (node groups select by them).
 """
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ from collectors.watchers.ledger import Ledger
 from collectors.watchers.lifecycle import JobTracker
 from schemas.envelope import Event
 from schemas.events.jobs import JobSubmittedPayload
-from schemas.events.nodes import HealthStatus
+from schemas.events.nodes import HealthStatus, NodeFactsObservedPayload
+from schemas.limits import MAP_ENTRIES, MAP_KEY, TEXT
 from schemas.metrics.catalog import POLLS
 
 log = structlog.get_logger(__name__)
@@ -279,7 +281,17 @@ class K8sWatcher:
         details = {"unschedulable": cordoned, "taints": taints}
         key = f"node:{name}"
         events, entry = self.tracker.node_state(key, name, NODE_CHECK, status, message, details)
-        return await self.tracker.commit(self.sink, key, events, entry)
+        facts, entry = self.tracker.node_facts(key, name, _facts(node), entry)
+        return await self.tracker.commit(self.sink, key, [*events, *facts], entry)
+
+
+def _facts(node: Obj) -> NodeFactsObservedPayload:
+    """What Kubernetes says the node is: its labels (node groups select by them). The first
+    MAP_ENTRIES by key where a node has more."""
+    labels = sorted(((node.get("metadata") or {}).get("labels") or {}).items())
+    return NodeFactsObservedPayload(
+        labels={k[:MAP_KEY]: str(v)[:TEXT] for k, v in labels[:MAP_ENTRIES]}
+    )
 
 
 async def _next(

@@ -1,6 +1,7 @@
 """Nodes as the Slurm controller sees them: `sinfo --json` (22.05's per-node list or 23.11+'s
 groups) or, on versions without it, `scontrol show node`; and the maintenance windows Centrality
-opened on some of them (`scontrol show reservation -o`)."""
+opened on some of them (`scontrol show reservation -o`). Beside its state, a node's partitions
+and active features: the facts node groups select by."""
 
 from __future__ import annotations
 
@@ -14,6 +15,9 @@ from schemas.slurm import WINDOW_PREFIX, slurm_node_words
 
 # scontrol appends who set the reason and when: `Reason=disk [root@2024-01-01T00:00:00]`.
 _REASON_STAMP = re.compile(r"\s*\[[^\]]*@[^\]]*\]\s*$")
+_SCONTROL_FIELDS = re.compile(
+    r"(?:^|\s)(NodeName|State|Reason|Partitions|ActiveFeatures)=(.*?)(?=\s+\w+=|\s*$)", re.M
+)
 
 
 @dataclass(frozen=True)
@@ -22,6 +26,8 @@ class NodeView:
     words: tuple[str, ...]  # base state first, then flags, upper case
     reason: str | None
     window: str | None = None  # the Centrality maintenance window (reservation) it is in
+    partitions: tuple[str, ...] = ()
+    features: tuple[str, ...] = ()  # active ones (a changeable feature not booted into is not)
 
     @property
     def state(self) -> SchedulerNodeState:
@@ -55,6 +61,12 @@ def _reason(value: Any) -> str | None:
     return str(text) if text not in (None, "", "None", "(null)") else None
 
 
+def _features(value: Any) -> tuple[str, ...]:
+    """A comma-separated feature list as Slurm prints it (`(null)` or empty: none)."""
+    text = str(value or "")
+    return tuple(f for f in text.split(",") if f and f != "(null)")
+
+
 def from_sinfo(doc: dict[str, Any]) -> list[NodeView]:
     found: dict[str, NodeView] = {}
     for node in doc.get("nodes") or []:  # 22.05: one entry per node
@@ -62,26 +74,38 @@ def from_sinfo(doc: dict[str, Any]) -> list[NodeView]:
             node["name"],
             _words(node.get("state"), node.get("state_flags")),
             _reason(node.get("reason")),
+            partitions=tuple(node.get("partitions") or ()),
+            features=_features(node.get("active_features", node.get("features"))),
         )
         found[view.name] = view
     for group in doc.get("sinfo") or []:  # 23.11+: nodes grouped by partition and state
         words = _words((group.get("node") or {}).get("state"))
         reason = _reason(group.get("reason"))
+        partition = (group.get("partition") or {}).get("name")
+        features = _features((group.get("features") or {}).get("active"))
         for entry in (group.get("nodes") or {}).get("nodes") or []:
             for name in expand(entry):
-                found[name] = NodeView(name, words, reason)
+                # A node in several partitions is in a group of each.
+                known = found[name].partitions if name in found else ()
+                partitions = (*known, partition) if partition and partition not in known else known
+                found[name] = NodeView(name, words, reason, None, partitions, features)
     return list(found.values())
 
 
 def from_scontrol(text: str) -> list[NodeView]:
     views = []
     for block in re.split(r"\n(?=NodeName=)", text.strip()):
-        fields = dict(
-            re.findall(r"(?:^|\s)(NodeName|State|Reason)=(.*?)(?=\s+\w+=|\s*$)", block, re.M)
-        )
+        fields = dict(_SCONTROL_FIELDS.findall(block))
         if "NodeName" in fields:
             reason = _REASON_STAMP.sub("", fields.get("Reason", ""))
-            views.append(NodeView(fields["NodeName"], _words(fields.get("State")), _reason(reason)))
+            view = NodeView(
+                fields["NodeName"],
+                _words(fields.get("State")),
+                _reason(reason),
+                partitions=_features(fields.get("Partitions")),
+                features=_features(fields.get("ActiveFeatures")),
+            )
+            views.append(view)
     return views
 
 

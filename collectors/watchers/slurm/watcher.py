@@ -4,7 +4,8 @@ are completed from Slurm's records (`sacct --json` with slurmdbd, else `sacct -c
 Per job it emits JobSubmitted once, JobStateChanged on every change of raw state or attempt,
 and JobExited once per attempt (an attempt ended by a requeue too). A node whose state as the
 controller sees it (available, draining, drained, down) or whose reason changed becomes
-NodeStateObserved, whoever drained or downed it. What was emitted is kept in a ledger on disk
+NodeStateObserved, whoever drained or downed it; one whose partitions or active features
+changed (or first seen) becomes NodeFactsObserved. What was emitted is kept in a ledger on disk
 and event ids derive from it, so a restart neither repeats nor loses events.
 
 Reads Slurm 22.05 and 23.02+ JSON alike (see states.py); hostlists go through python-hostlist.
@@ -35,7 +36,13 @@ from collectors.watchers.slurm.states import exit_of, expand, job_state, number
 from schemas.envelope import Event
 from schemas.events import JobExited
 from schemas.events.jobs import JobExitedPayload, JobState, JobSubmittedPayload
-from schemas.events.nodes import NodeStateObserved, NodeStateObservedPayload, SchedulerNodeState
+from schemas.events.nodes import (
+    NodeFactsObservedPayload,
+    NodeStateObserved,
+    NodeStateObservedPayload,
+    SchedulerNodeState,
+)
+from schemas.limits import NAME, SMALL_LIST
 
 log = structlog.get_logger(__name__)
 
@@ -53,6 +60,14 @@ def _native(job: dict[str, Any]) -> str:
 def _reason(job: dict[str, Any]) -> str | None:
     reason = job.get("state_reason")
     return None if reason in (None, "", "None") else str(reason)
+
+
+def _facts(node: NodeView) -> NodeFactsObservedPayload:
+    """What Slurm says the node is: its partitions and active features (node groups)."""
+    return NodeFactsObservedPayload(
+        partitions=tuple(p[:NAME] for p in node.partitions[:SMALL_LIST]),
+        features=tuple(f[:NAME] for f in node.features[:SMALL_LIST]),
+    )
 
 
 class SlurmWatcher:
@@ -88,7 +103,10 @@ class SlurmWatcher:
         sent += await self._vanished(present)
         self.tracker.forget_ended(f"slurm/{self.settings.cluster}/", present)
         for node in await self._nodes():
-            sent += await self.tracker.commit(self.sink, f"node:{node.name}", *self._node(node))
+            key = f"node:{node.name}"
+            events, entry = self._node(node)
+            facts, entry = self.tracker.node_facts(key, node.name, _facts(node), entry)
+            sent += await self.tracker.commit(self.sink, key, [*events, *facts], entry)
         self.ledger.save()
         return sent
 

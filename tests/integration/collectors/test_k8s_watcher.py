@@ -19,7 +19,7 @@ from collectors.sink import RecordingSink
 from collectors.watchers.k8s.settings import K8sWatchSettings
 from collectors.watchers.k8s.watcher import K8sWatcher
 from schemas.envelope import Event
-from schemas.events import JobExited, JobSubmitted, NodeHealthChecked
+from schemas.events import JobExited, JobSubmitted, NodeFactsObserved, NodeHealthChecked
 from schemas.events.jobs import JobState
 from schemas.events.nodes import HealthStatus
 from tests.support.kube_api import KubeApiServer
@@ -419,7 +419,8 @@ async def test_cordoned_and_not_ready_nodes(
     kube_api: KubeApiServer, kube_workers: KubeWorkers, ns: str, tmp_path: Path
 ) -> None:
     node = f"gpu-3-{ns}"
-    kube_api.create("api/v1/nodes", {"metadata": {"name": node}})
+    product = {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB"}  # GPU feature discovery's
+    kube_api.create("api/v1/nodes", {"metadata": {"name": node, "labels": product}})
     ready = {"type": "Ready", "status": "True", "reason": "KubeletReady"}
     kube_api.patch(f"api/v1/nodes/{node}/status", {"status": {"conditions": [ready]}})
     sink = RecordingSink()
@@ -445,6 +446,9 @@ async def test_cordoned_and_not_ready_nodes(
         (HealthStatus.WARN, "cordoned"),
         (HealthStatus.CRITICAL, "not ready: KubeletDown"),
     ]
+    # Its labels are facts, told when first seen and when they change (node groups).
+    labels = [e.payload.labels for e in sink.of_type(NodeFactsObserved) if e.subject == node]
+    assert labels == [product, {**product, "unrelated": "x"}]
 
 
 async def test_it_lists_in_pages_once_then_watches_from_the_resource_version(

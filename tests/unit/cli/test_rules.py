@@ -40,7 +40,8 @@ def test_rules_lists_ones_own_beside_the_built_ins_with_their_modes(tmp_path: Pa
     (tmp_path / "cli_own_rules.py").write_text(OWN)
     env = {
         "CENTRALITY_RULES": "cli_own_rules",
-        "CENTRALITY_STREAMS_RULE_CONFIG": '{"cli_own_rule": {"mode": "shadow", "times": 3}, '
+        "CENTRALITY_STREAMS_RULE_CONFIG": '{"cli_own_rule": {"mode": "shadow", "times": 3, '
+        '"scopes": [{"match": {"cluster": "b"}, "times": 4}]}, '
         '"idle_allocation": {"enabled": false}}',
     }
     listed = run(["rules", "--json"], env, tmp_path)
@@ -52,12 +53,15 @@ def test_rules_lists_ones_own_beside_the_built_ins_with_their_modes(tmp_path: Pa
     )  # fmt: skip
     assert own["mode"] == "shadow" and own["config"]["times"] == 3
     assert own["config"]["cooldown_s"] == 0.0  # every setting, defaults included
+    assert own["scopes"] == [{"match": {"cluster": "b"}, "set": {"times": 4}, "mode": "shadow"}]
+    assert rows["fatal_xid"]["scopes"] == []
     assert rows["fatal_xid"]["mode"] == "live" and rows["fatal_xid"]["builtin"]
     assert rows["idle_allocation"]["mode"] == "off"  # switched off, still listed
     assert {"quarantine_story", "benchmark_verdict"} <= set(rows)
     table = run(["rules"], env, tmp_path)
     assert table.returncode == 0 and "cli_own_rule" in table.stdout and "shadow" in table.stdout
     assert '{"mode":"shadow","times":3}' in table.stdout  # what the config changed
+    assert 'cluster=b: {"times":4}' in table.stdout
 
 
 @pytest.mark.parametrize(

@@ -111,12 +111,17 @@ def test_scontrol_one_liners_of_slurm_16_05() -> None:
         "r1n04": (A, None),
     }
     assert {v.raw_state for v in views if v.name == "datamover2"} == {"DOWN+NOT_RESPONDING+DRAIN"}
+    partitions = {v.name: v.partitions for v in views}
+    assert partitions["datamover1"] == ("copy",) and partitions["lm1"] == ("highmem",)
+    assert {v.features for v in views} == {()}  # `ActiveFeatures=(null)`
 
 
 def test_a_powered_down_cloud_node_is_available() -> None:
     text = (SLURM / "nodes" / "scontrol-show-nodes-pcluster-cloud.txt").read_text()
     [view] = from_scontrol(text)
     assert (view.name, view.state) == ("queue1-dy-compute-resource-1-10", A)
+    assert view.partitions == ("queue1",)
+    assert view.features == ("dynamic", "c5n.4xlarge", "compute-resource-1")
 
 
 def test_sinfo_state_column_with_suffixes() -> None:

@@ -14,7 +14,7 @@ from collectors.watchers.slurm.nodes import NodeView, from_scontrol, from_sinfo
 from collectors.watchers.slurm.settings import SlurmWatchSettings
 from collectors.watchers.slurm.watcher import SlurmWatcher
 from schemas.envelope import Event
-from schemas.events import JobExited, JobStateChanged, JobSubmitted
+from schemas.events import JobExited, JobStateChanged, JobSubmitted, NodeFactsObserved
 from schemas.events.jobs import JobState
 from schemas.events.nodes import NodeStateObserved
 
@@ -280,6 +280,24 @@ def test_sinfo_json_and_scontrol_agree(version: str, step: str) -> None:
 
     assert settled(sinfo) == settled(scontrol)
     assert {n.name for n in sinfo} == {"node1", "node2", "node3"}
+    # The capture's cluster: one partition, no node features (`AvailableFeatures=(null)`).
+    for views in (sinfo, scontrol):
+        assert {(v.partitions, v.features) for v in views} == {(("debug",), ())}
+
+
+@pytest.mark.parametrize("without_sinfo_json", [False, True], ids=["sinfo-json", "scontrol"])
+@pytest.mark.parametrize("version", VERSIONS)
+async def test_node_facts_once_unless_they_change(
+    version: str, without_sinfo_json: bool, tmp_path: Path
+) -> None:
+    events = await replay(version, tmp_path, without_sinfo_json=without_sinfo_json)
+    facts = [
+        (e.subject, e.payload.model_dump(exclude_none=True))
+        for e in events
+        if isinstance(e, NodeFactsObserved)
+    ]
+    said = {"partitions": ("debug",), "features": ()}
+    assert sorted(facts) == [(node, said) for node in ("node1", "node2", "node3")]
 
 
 @pytest.mark.parametrize("version", VERSIONS)
