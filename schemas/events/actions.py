@@ -99,6 +99,9 @@ class GpuBenchmark(Payload):
     gpu: int = Field(ge=0, le=GPUS_PER_NODE - 1)
     matmul_tflops: float | None = Field(default=None, ge=0, description="bf16/fp16 dense GEMM.")
     dtype: str | None = Field(default=None, max_length=WORD)
+    model: str | None = Field(
+        default=None, max_length=NAME, description="The GPU's name as the runner saw it."
+    )
     memory_bandwidth_gbps: float | None = Field(default=None, ge=0)
     error: str | None = Field(default=None, max_length=TEXT)
 
