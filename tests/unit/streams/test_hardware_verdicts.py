@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from schemas.events import Notify, ReleaseNodes, RunBenchmark, Trigger
 from streams.gpu_specs import SPECS, spec_of
+from streams.state.judge import Baseline, judge
 from streams.state.story import Stage
 from streams.testing import Story, benchmark, facts, result, xid
 
@@ -73,3 +74,18 @@ def test_every_model_is_found_by_each_of_its_nvml_names() -> None:
     # The H200 this project benchmarked (BENCHMARKS.md "On real GPUs") passes its own floor.
     h200 = spec_of("NVIDIA H200")
     assert h200 and h200.min_tflops < 703.4 and h200.min_memory_gbps < 4263
+
+
+def test_a_node_at_70_percent_of_its_peers_median_fails_where_the_datasheet_passes_it() -> None:
+    slow = benchmark("h1", tflops=600.0, memory_gbps=2900.0, gpus=1).payload
+    assert judge(slow, H100, None).verdict == "pass"  # 61 % of 989 and 87 % of 3,350: above floor
+    peers = Baseline(model=H100, peers=5, matmul_tflops=857.0, memory_gbps=2950.0)
+    judged = judge(slow, H100, peers)
+    assert judged.verdict == "fail"
+    assert judged.reasons == (
+        "slowest GPU's matmul 600.0 TFLOP/s = 70% of the median 857.0 of 5 peers (< 85%)",
+    )
+    assert "the median of 5 H100 SXM peers" in judged.basis
+    # Too few peers make no baseline; a baseline of another model is not this node's.
+    assert judge(slow, H100, peers.model_copy(update={"peers": 2})).verdict == "pass"
+    assert judge(slow, A100, peers).verdict == "pass"
