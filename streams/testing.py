@@ -27,6 +27,7 @@ from schemas.events import (
     ActionSucceeded,
     BenchmarkCompleted,
     CheckpointSaved,
+    FleetBaseline,
     GpuSampled,
     GpuXidObserved,
     JobExited,
@@ -136,9 +137,10 @@ def benchmark(
     busbw_gbps: float | None = None,
     gpus: int = 8,
     model: str | None = None,
+    fleet: FleetBaseline | None = None,
 ) -> BenchmarkCompleted:
     """The runner's report; with `tflops` or `memory_gbps`, `gpus` GPUs that each measured them
-    (`model`: the name the runner saw)."""
+    (`model`: the name the runner saw; `fleet`: the model's baseline the worker read)."""
     measured = tflops is not None or memory_gbps is not None
     figures = {"matmul_tflops": tflops, "memory_bandwidth_gbps": memory_gbps, "model": model}
     return BenchmarkCompleted(
@@ -150,6 +152,7 @@ def benchmark(
             "nccl_busbw_gbps": busbw_gbps,
             "verdict": verdict,
             "reasons": () if verdict == "pass" else ("slow",),
+            "fleet": fleet,
         },
     )
 

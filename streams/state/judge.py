@@ -1,8 +1,7 @@
 """A benchmark's verdict, judged against the hardware: the runner's own verdict (its thresholds),
 then the node's GPU model's datasheet (`streams.gpu_specs`), then the median of the model's
-recent healthy benchmarks in the fleet (`streams.state.fleet`). The first two need nothing but
-the node; the baseline comes from the model's fleet, told to the node when its benchmark was
-decided. Pure: live and replay judge alike.
+recent passing benchmarks on other nodes (the `fleet` baseline the action worker read from
+history and put in the result). All of it is in the event: live and replay judge alike.
 """
 
 from __future__ import annotations
@@ -11,7 +10,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict
 
-from schemas.events.actions import BenchmarkCompletedPayload
+from schemas.events.actions import BenchmarkCompletedPayload, FleetBaseline
 from streams.gpu_specs import spec_of
 
 # Below this share of its peers' median a node fails (the runner's --fleet-fraction sets it).
@@ -27,13 +26,6 @@ class Figures(BaseModel):
     matmul_tflops: float | None = None
     memory_gbps: float | None = None
     busbw_gbps: float | None = None
-
-
-class Baseline(Figures):
-    """The medians of a GPU model's recent healthy benchmarks on other nodes, and how many."""
-
-    model: str
-    peers: int
 
 
 def figures(p: BenchmarkCompletedPayload) -> Figures:
@@ -58,7 +50,23 @@ class Judged:
     basis: str  # what it was judged against
 
 
-def judge(p: BenchmarkCompletedPayload, model: str | None, fleet: Baseline | None) -> Judged:
+def _without(fleet: FleetBaseline | None, model: str | None, label: str) -> str | None:
+    """Why the fleet's baseline does not judge this node; None when it does."""
+    if fleet is None:
+        return "none was read"
+    if fleet.unavailable is not None:
+        return fleet.unavailable
+    if model is None:
+        return "the node's GPU model is not known"
+    if fleet.model is None or fleet.model.casefold() != model.casefold():
+        return f"its peers are {fleet.model}, the node is {model}"
+    if fleet.peers < FLEET_PEERS_MIN:
+        days = fleet.window_s / 86400
+        return f"{fleet.peers} {label} peers passed within {days:g} days (< {FLEET_PEERS_MIN})"
+    return None
+
+
+def judge(p: BenchmarkCompletedPayload, model: str | None) -> Judged:
     """The verdict: the runner's, unless a pass falls short of the datasheet or the fleet."""
     spec = spec_of(model)
     if spec is None:
@@ -66,11 +74,15 @@ def judge(p: BenchmarkCompletedPayload, model: str | None, fleet: Baseline | Non
         basis = f"GPU model {named} has no datasheet entry: runner thresholds only"
     else:
         basis = f"runner thresholds and the {spec.label} datasheet"
-    usable = fleet is not None and fleet.model == model and fleet.peers >= FLEET_PEERS_MIN
-    if fleet is not None and usable:
-        basis += f" and the median of {fleet.peers} {spec.label if spec else model} peers"
     if p.verdict != "pass":
         return Judged(p.verdict, p.reasons, basis)
+    label = spec.label if spec else str(model)
+    fleet = p.fleet
+    without = _without(fleet, model, label)
+    if fleet is not None and without is None:
+        basis += f" and the median of {fleet.peers} {label} peers"
+    else:
+        basis += f"; no fleet baseline: {without}"
     reasons: list[str] = []
     if spec is not None:
         for g in p.gpus:
@@ -87,7 +99,7 @@ def judge(p: BenchmarkCompletedPayload, model: str | None, fleet: Baseline | Non
                     f"({spec.memory_floor:.0%} of the {spec.label} datasheet's "
                     f"{spec.memory_gbps:g})"
                 )
-    if fleet is not None and usable:
+    if fleet is not None and without is None:
         share = p.thresholds.get("fleet_fraction", FLEET_FRACTION)
         mine = figures(p)
         for what, value, median, unit in (

@@ -48,7 +48,7 @@ from streams.state.internal import (
     NodeDecidedPayload,
     NodeJobObserved,
 )
-from streams.state.judge import Baseline, Judged, judge, model_of
+from streams.state.judge import Judged, judge, model_of
 from streams.state.stamp import Entity, stamped
 from streams.state.story import (
     RUNG_STAGES,
@@ -184,7 +184,6 @@ class Node(Entity):
     scheduler: SchedulerView | None = None
     last_benchmark_verdict: str | None = None
     last_benchmark_at: datetime | None = None
-    fleet: Baseline | None = None  # its GPU model's fleet baseline, told when a benchmark began
     jobs: dict[str, JobHere] = Field(default_factory=dict)  # job id → its attempt running here
     # Per GPU sampled: since when it idles (None: busy). Written only when a GPU turns idle or
     # busy, so steady telemetry costs no table write.
@@ -375,7 +374,7 @@ def _(event: NodeJobObserved, state: Node) -> Node:
 @_fold.register
 def _(event: BenchmarkCompleted, state: Node) -> Node:
     p = event.payload
-    judged = judge(p, model_of(p, state.facts.gpu_model), state.fleet)
+    judged = judge(p, model_of(p, state.facts.gpu_model))
     update: dict[str, object] = {
         "last_benchmark_verdict": judged.verdict,
         "last_benchmark_at": event.occurred_at,

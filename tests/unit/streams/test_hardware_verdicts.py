@@ -3,9 +3,10 @@ figures, and the median of its model's recent healthy benchmarks is the fleet's 
 
 from __future__ import annotations
 
-from schemas.events import Notify, ReleaseNodes, RunBenchmark, Trigger
+from schemas.events import FleetBaseline, Notify, ReleaseNodes, RunBenchmark, Trigger
+from schemas.events.actions import BenchmarkCompletedPayload
 from streams.gpu_specs import SPECS, spec_of
-from streams.state.judge import Baseline, judge
+from streams.state.judge import judge
 from streams.state.story import Stage
 from streams.testing import Story, benchmark, facts, result, xid
 
@@ -76,16 +77,45 @@ def test_every_model_is_found_by_each_of_its_nvml_names() -> None:
     assert h200 and h200.min_tflops < 703.4 and h200.min_memory_gbps < 4263
 
 
+WEEK_S = 7 * 86400.0
+PEERS = FleetBaseline(model=H100, window_s=WEEK_S, peers=5, matmul_tflops=857.0, memory_gbps=2950.0)
+
+
+def slow_h100(fleet: FleetBaseline | None) -> BenchmarkCompletedPayload:
+    """61 % of 989 TFLOP/s and 87 % of 3,350 GB/s: above the H100 SXM's floors."""
+    return benchmark("h1", tflops=600.0, memory_gbps=2900.0, gpus=1, fleet=fleet).payload
+
+
 def test_a_node_at_70_percent_of_its_peers_median_fails_where_the_datasheet_passes_it() -> None:
-    slow = benchmark("h1", tflops=600.0, memory_gbps=2900.0, gpus=1).payload
-    assert judge(slow, H100, None).verdict == "pass"  # 61 % of 989 and 87 % of 3,350: above floor
-    peers = Baseline(model=H100, peers=5, matmul_tflops=857.0, memory_gbps=2950.0)
-    judged = judge(slow, H100, peers)
+    assert judge(slow_h100(None), H100).verdict == "pass"
+    judged = judge(slow_h100(PEERS), H100)
     assert judged.verdict == "fail"
     assert judged.reasons == (
         "slowest GPU's matmul 600.0 TFLOP/s = 70% of the median 857.0 of 5 peers (< 85%)",
     )
-    assert "the median of 5 H100 SXM peers" in judged.basis
-    # Too few peers make no baseline; a baseline of another model is not this node's.
-    assert judge(slow, H100, peers.model_copy(update={"peers": 2})).verdict == "pass"
-    assert judge(slow, A100, peers).verdict == "pass"
+    assert judged.basis == (
+        "runner thresholds and the H100 SXM datasheet and the median of 5 H100 SXM peers"
+    )
+    # Told in the story: the node stays quarantined, the reason names the peers' median.
+    story = Story()
+    story.tell(facts("h1", H100))
+    [kept] = benchmarked(story, "h1", 0, tflops=600.0, memory_gbps=2900.0, fleet=PEERS)
+    assert isinstance(kept, Notify) and "= 70% of the median 857.0 of 5 peers" in (
+        kept.payload.reason
+    )
+
+
+def test_without_a_usable_baseline_the_verdict_goes_on_and_says_why() -> None:
+    unread = PEERS.model_copy(update={"unavailable": "history unreachable (OperationalError)"})
+    for fleet, why in (
+        (None, "none was read"),
+        (unread, "history unreachable (OperationalError)"),
+        (PEERS.model_copy(update={"peers": 2}), "2 H100 SXM peers passed within 7 days (< 3)"),
+        (PEERS.model_copy(update={"model": A100}), f"its peers are {A100}, the node is {H100}"),
+    ):
+        judged = judge(slow_h100(fleet), H100)
+        assert judged.verdict == "pass" and judged.reasons == ()
+        assert (
+            judged.basis
+            == f"runner thresholds and the H100 SXM datasheet; no fleet baseline: {why}"
+        )
