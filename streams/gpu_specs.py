@@ -1,11 +1,11 @@
 """What a GPU model should reach in the benchmark runner, from the vendors' datasheets.
 
-Figures are per GPU: dense (no sparsity) BF16/FP16 tensor TFLOP/s and peak memory bandwidth in
-GB/s; the sources, and why each floor is where it is, are in docs/rules.md ("Benchmark verdicts
-per GPU model"). A GPU fails when it reaches less than its floor (a fraction of the datasheet):
-set well under what a healthy one reaches with the runner's defaults (an 8192² GEMM, a 1 GiB
-copy), so clocks and power capping do not fail healthy GPUs, while a GPU at a fraction of its
-model's speed, or an A100's figures on an H100, fail.
+Figures are per GPU: dense (no sparsity) BF16/FP16 tensor TFLOP/s and peak memory bandwidth in GB/s;
+the sources, and why each floor is where it is, are in docs/remediation.md ("Benchmark verdicts per
+GPU model"). A GPU fails when it reaches less than its floor (a fraction of the datasheet): set well
+under what a healthy one reaches with the runner's defaults (an 8192² GEMM, a 1 GiB copy), so clocks
+and power capping do not fail healthy GPUs, while a GPU at a fraction of its model's speed, or an
+A100's figures on an H100, fail.
 
 NCCL bus bandwidth is not here: it depends on the node's topology (NVLink generation, NVSwitch,
 GPU count), not on the GPU model alone. The fleet baseline (the median of the model's peers)
