@@ -32,6 +32,7 @@ from tenacity import (
 
 import actions.handlers  # noqa: F401  (registers the built-in handlers)
 from actions.adapters.base import SchedulerAdapter
+from actions.benchmark.baseline import BaselineSource, no_history
 from actions.bounds import bounded_detail, bounded_text
 from actions.context import ActionContext
 from actions.dryrun import Plan, PlanningAdapter, PlanningNotifier, PlanningWebhook
@@ -74,6 +75,7 @@ class Dispatcher:
         notifications: BackgroundNotifier | None = None,
         silences: Silences | None = None,
         webhook: Webhook | None = None,
+        baselines: BaselineSource = no_history,
     ) -> None:
         self.settings = settings
         self.adapter = adapter
@@ -88,6 +90,7 @@ class Dispatcher:
         self.notifications = notifications or BackgroundNotifier(notifier)
         self.silences = silences or Silences({})
         self.webhook = webhook or make_webhook()
+        self.baselines = baselines
 
     async def handle(self, trigger: Trigger, *, refusal: str | None = None) -> None:
         """Act on `trigger`, or record why not; `refusal`: the worker found the trigger's author
@@ -174,7 +177,12 @@ class Dispatcher:
         if not (self.settings.dry_run or trigger.payload.shadow):
             adapter = tracing.traced(self.adapter, f"adapter {self.adapter.name}")
             return ActionContext(
-                adapter, self.notifier, self.settings, incident, webhook=self.webhook
+                adapter,
+                self.notifier,
+                self.settings,
+                incident,
+                webhook=self.webhook,
+                baselines=self.baselines,
             )
         plan = Plan()
         return ActionContext(

@@ -98,6 +98,12 @@ class ActionsSettings(BaseSettings):
     benchmark_args: list[str] = Field(
         default_factory=list, description="Extra runner args, e.g. thresholds `--min-tflops 600`."
     )
+    benchmark_fleet_window_s: float = Field(
+        default=7 * 86400.0,
+        gt=0,
+        description="A passing benchmark is also judged against the median of its GPU model's "
+        "other nodes' passing benchmarks within this window, read from history (ClickHouse).",
+    )
     benchmark_timeout_s: float = Field(
         default=900.0, gt=0, description="How long the benchmark job may run on the nodes."
     )

@@ -26,6 +26,7 @@ from aiokafka.errors import KafkaError
 from pydantic import SecretStr
 
 from actions.adapters.base import SchedulerAdapter, make_adapter
+from actions.benchmark.baseline import BaselineSource, no_history
 from actions.bounds import MAX_KEY_BYTES, MAX_RAW_BYTES
 from actions.dispatch import Dispatcher
 from actions.fleet import FleetWatcher, ObservedFleet
@@ -80,6 +81,7 @@ class ActionWorker:
         notifier: Notifier | None = None,
         signing: SigningSettings | None = None,
         operators: dict[str, Operator] | None = None,
+        baselines: BaselineSource = no_history,
     ) -> None:
         self.kafka = kafka or KafkaSettings()
         self.settings = settings or ActionsSettings()
@@ -87,6 +89,7 @@ class ActionWorker:
         self.operators = OperatorSettings().trusted() if operators is None else operators
         self.adapter = adapter or make_adapter(self.settings.adapter)
         self.notifier = notifier or make_notifier()
+        self.baselines = baselines
 
     async def run(self, stop: asyncio.Event | None = None) -> None:
         stop = stop or asyncio.Event()
@@ -129,6 +132,7 @@ class ActionWorker:
                 emitter.emit,
                 fleet=observed,
                 silences=silences,
+                baselines=self.baselines,
             )
             try:
                 await consumer.start()

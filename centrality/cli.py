@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import importlib
 import sys
 from pathlib import Path
@@ -164,10 +165,13 @@ def actions() -> None:
     """Run the action worker (triggers → scheduler adapters → action results)."""
     from actions.worker import ActionWorker
     from schemas.signing import SigningSettings
+    from streams.history.baseline import fleet_baseline
+    from streams.history.settings import ClickHouseSettings
 
     # Without the signing key it refuses (exit 2) before serving or reading anything.
     SigningSettings().require("the action worker")
-    run_until_signalled(ActionWorker().run, worker="actions")
+    worker = ActionWorker(baselines=functools.partial(fleet_baseline, ClickHouseSettings()))
+    run_until_signalled(worker.run, worker="actions")
 
 
 @app.command()

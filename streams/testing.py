@@ -27,6 +27,7 @@ from schemas.events import (
     ActionSucceeded,
     BenchmarkCompleted,
     CheckpointSaved,
+    FleetBaseline,
     GpuSampled,
     GpuXidObserved,
     JobExited,
@@ -136,16 +137,35 @@ def benchmark(
     verdict: str = "pass",
     at_s: float = 0.0,
     trigger: Trigger | None = None,
+    *,
+    tflops: float | None = None,
+    memory_gbps: float | None = None,
+    busbw_gbps: float | None = None,
+    gpus: int = 8,
+    model: str | None = None,
+    fleet: FleetBaseline | None = None,
 ) -> BenchmarkCompleted:
+    """The runner's report; with `tflops` or `memory_gbps`, `gpus` GPUs that each measured them
+    (`model`: the name the runner saw; `fleet`: the model's baseline the worker read)."""
+    measured = tflops is not None or memory_gbps is not None
+    figures = {"matmul_tflops": tflops, "memory_bandwidth_gbps": memory_gbps, "model": model}
     return BenchmarkCompleted(
         **envelope(node, at_s),
         payload={
             "trigger_id": trigger.event_id if trigger else None,
             "node": node,
+            "gpus": [{"gpu": i, **figures} for i in range(gpus)] if measured else [],
+            "nccl_busbw_gbps": busbw_gbps,
             "verdict": verdict,
             "reasons": () if verdict == "pass" else ("slow",),
+            "fleet": fleet,
         },
     )
+
+
+def facts(node: str = "n1", gpu_model: str | None = None, at_s: float = 0.0) -> NodeFactsObserved:
+    """What the node's agent reports it is (its GPU model, as NVML names it)."""
+    return NodeFactsObserved(**envelope(node, at_s), payload={"gpu_model": gpu_model})
 
 
 def scheduler_says(

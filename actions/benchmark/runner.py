@@ -26,6 +26,8 @@ THRESHOLDS = {
     "min_membw_gbps": "memory GB/s",
     "min_busbw_gbps": "NCCL bus GB/s",
 }
+# Passed on for the streams' verdict (it judges against the fleet), not judged here.
+PASSED_ON = ("fleet_fraction",)
 
 
 class WrongResults(RuntimeError):
@@ -97,6 +99,7 @@ def gpu_figures(torch: Any, device: int, size: int, mem_mib: int) -> dict[str, A
     try:
         return {
             "gpu": device,
+            "model": torch.cuda.get_device_name(device),  # NVML's name for the same device
             "dtype": str(dtype).removeprefix("torch."),
             "matmul_tflops": _matmul_tflops(torch, device, size, dtype),
             "memory_bandwidth_gbps": _copy_gbps(torch, device, mem_mib),
@@ -161,7 +164,9 @@ def nccl_busbw(torch: Any, ngpus: int, mib: int) -> float | None:
 
 def measure(args: argparse.Namespace) -> dict[str, Any]:
     start = time.monotonic()
-    thresholds = {k: float(v) for k in THRESHOLDS if (v := getattr(args, k)) is not None}
+    thresholds = {
+        k: float(v) for k in (*THRESHOLDS, *PASSED_ON) if (v := getattr(args, k)) is not None
+    }
     gpus: list[dict[str, Any]] = []
     busbw: float | None = None
     wrong: str | None = None
@@ -209,6 +214,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--min-tflops", type=float, help="fail a GPU below this GEMM TFLOP/s")
     p.add_argument("--min-membw-gbps", type=float, help="fail a GPU below this memory GB/s")
     p.add_argument("--min-busbw-gbps", type=float, help="fail below this all-reduce bus GB/s")
+    p.add_argument(
+        "--fleet-fraction",
+        type=float,
+        help="the streams fail a node below this share of its GPU model's fleet median (0.85)",
+    )
     p.add_argument("--matmul-size", type=int, default=8192)
     p.add_argument("--mem-mib", type=int, default=1024)
     p.add_argument("--nccl-mib", type=int, default=256)

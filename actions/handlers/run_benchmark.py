@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from actions.benchmark.baseline import with_baselines
 from actions.benchmark.parse import parse_reports
 from actions.breaker import drained_first
 from actions.context import ActionContext
@@ -44,6 +45,8 @@ def run_benchmark(trigger: RunBenchmark, ctx: ActionContext) -> dict[str, Any]:
     reports = parse_reports(run.stdout, p.nodes, trigger.event_id)
     if run.exit_code != 0 and all(r.verdict == "error" for r in reports):
         raise TemporaryError(f"benchmark exited {run.exit_code}: {run.stderr[-300:]}")
+    window_s = ctx.settings.benchmark_fleet_window_s
+    reports = with_baselines(reports, ctx.baselines, trigger.cluster, window_s)
     for report in reports:
         ctx.emit(
             BenchmarkCompleted(

@@ -5,6 +5,7 @@ from schemas.events.actions import (
     ActionStarted,
     ActionSucceeded,
     BenchmarkCompleted,
+    FleetBaseline,
     GpuBenchmark,
 )
 from schemas.events.checkpoints import CheckpointSaved
@@ -52,6 +53,7 @@ __all__ = [
     "CheckpointSaved",
     "CompletionHook",
     "EscalateNodes",
+    "FleetBaseline",
     "GpuBenchmark",
     "GpuSampled",
     "GpuXidObserved",

@@ -99,8 +99,30 @@ class GpuBenchmark(Payload):
     gpu: int = Field(ge=0, le=GPUS_PER_NODE - 1)
     matmul_tflops: float | None = Field(default=None, ge=0, description="bf16/fp16 dense GEMM.")
     dtype: str | None = Field(default=None, max_length=WORD)
+    model: str | None = Field(
+        default=None, max_length=NAME, description="The GPU's name as the runner saw it."
+    )
     memory_bandwidth_gbps: float | None = Field(default=None, ge=0)
     error: str | None = Field(default=None, max_length=TEXT)
+
+
+class FleetBaseline(Payload):
+    """What the node's GPU model reaches in its cluster, as the action worker read it from history
+    when the benchmark ended: over the other nodes of that model with a passing benchmark within
+    the window (each node's latest), the medians of their slowest GPU's figures and of their bus
+    bandwidth."""
+
+    model: str | None = Field(default=None, max_length=NAME, description="As NVML names it.")
+    window_s: float = Field(ge=0, description="How far back the peers' benchmarks were read.")
+    peers: int = Field(default=0, ge=0, le=UINT32_MAX, description="Nodes the medians are of.")
+    matmul_tflops: float | None = Field(default=None, ge=0)
+    memory_gbps: float | None = Field(default=None, ge=0)
+    busbw_gbps: float | None = Field(default=None, ge=0)
+    unavailable: str | None = Field(
+        default=None,
+        max_length=TEXT,
+        description="Why there are no medians (history unreachable, no GPU model reported).",
+    )
 
 
 class BenchmarkCompletedPayload(Payload):
@@ -114,6 +136,9 @@ class BenchmarkCompletedPayload(Payload):
     )
     thresholds: dict[Key, float] = Field(default_factory=dict, max_length=MAP_ENTRIES)
     duration_s: float | None = Field(default=None, ge=0)
+    fleet: FleetBaseline | None = Field(
+        default=None, description="The GPU model's fleet baseline a pass is judged against too."
+    )
 
 
 @event(topic="nodes")

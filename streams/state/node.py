@@ -48,6 +48,7 @@ from streams.state.internal import (
     NodeDecidedPayload,
     NodeJobObserved,
 )
+from streams.state.judge import Judged, judge, model_of
 from streams.state.stamp import Entity, stamped
 from streams.state.story import (
     RUNG_STAGES,
@@ -373,8 +374,9 @@ def _(event: NodeJobObserved, state: Node) -> Node:
 @_fold.register
 def _(event: BenchmarkCompleted, state: Node) -> Node:
     p = event.payload
+    judged = judge(p, model_of(p, state.facts.gpu_model))
     update: dict[str, object] = {
-        "last_benchmark_verdict": p.verdict,
+        "last_benchmark_verdict": judged.verdict,
         "last_benchmark_at": event.occurred_at,
     }
     story = state.story
@@ -385,18 +387,24 @@ def _(event: BenchmarkCompleted, state: Node) -> Node:
         and story.stage in VERDICT_STAGES
         and (p.trigger_id in story.triggers or event.occurred_at > story.since)
     ):
-        passed = p.verdict == "pass"
-        problem = None if passed else "; ".join(p.reasons) or p.verdict
+        passed = judged.verdict == "pass"
+        problem = None if passed else "; ".join(judged.reasons) or judged.verdict
         if p.trigger_id is not None:
-            story = story.tried(p.trigger_id, verdict_told(p))
+            story = story.tried(p.trigger_id, verdict_told(p, judged))
         if passed or story.stage is not Stage.ESCALATED:  # escalated: only a pass moves it
             stage = Stage.PASSED if passed else Stage.KEPT
-            story = story.to(stage, event.occurred_at, verdict=p.verdict, problem=problem)
+            story = story.to(
+                stage,
+                event.occurred_at,
+                verdict=judged.verdict,
+                problem=problem,
+                judged=clip(judged.basis),
+            )
         update["story"] = story
     return state.model_copy(update=update)
 
 
-def verdict_told(p: BenchmarkCompletedPayload) -> str:
+def verdict_told(p: BenchmarkCompletedPayload, judged: Judged) -> str:
     """A verdict with the figures behind it, as the ladder tells it."""
     figures = []
     tflops = [g.matmul_tflops for g in p.gpus if g.matmul_tflops is not None]
@@ -404,8 +412,8 @@ def verdict_told(p: BenchmarkCompletedPayload) -> str:
         figures.append(f"{min(tflops):g} TFLOP/s slowest GPU")
     if p.nccl_busbw_gbps is not None:
         figures.append(f"{p.nccl_busbw_gbps:g} GB/s busbw")
-    told = p.verdict + (f" ({', '.join(figures)})" if figures else "")
-    return clip(told + (f": {'; '.join(p.reasons)}" if p.reasons else ""), 512)
+    told = judged.verdict + (f" ({', '.join(figures)})" if figures else "")
+    return clip(told + (f": {'; '.join(judged.reasons)}" if judged.reasons else ""), 512)
 
 
 @_fold.register

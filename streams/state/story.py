@@ -105,6 +105,7 @@ class Story(BaseModel):
     triggers: tuple[uuid.UUID, ...]  # every trigger of this story: only their outcomes count
     problem: str | None = None  # what went wrong: the breaker's or the action's words
     verdict: str | None = None
+    judged: str | None = None  # what the verdict was judged against (GPU model, fleet)
     decided_by: str | None = None  # the rule that began it, or `operator/<name>`
     # The remediation ladder: the rungs left (None: no ladder, the node waits for people), the
     # rungs tried so far, and whether a rebooting node was seen down (so back means rebooted).

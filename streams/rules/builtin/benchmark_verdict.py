@@ -2,6 +2,8 @@
 quarantined (drained), and people are told; on a remediation ladder, the ladder climbs on
 instead (the next rung, or escalation to a person). Once per quarantine episode.
 
+The verdict is judged in the node's fold (`streams.state.judge`): the runner's thresholds, the
+node's GPU model's datasheet, and the median of its model's fleet; the reason says which.
 The node's fold has already taken the verdict (stage `passed` or `kept`) only when the node is
 drained and the benchmark is one of its story's; a verdict on a node in service does nothing.
 """
@@ -36,22 +38,23 @@ def benchmark_verdict(
     if story.stage is Stage.PASSED:
         yield ReleaseNodes.decide(
             window=f"{node.episode}/release",
-            reason="benchmark passed",
+            reason=f"benchmark passed ({story.judged})" if story.judged else "benchmark passed",
             nodes=(node.node_id,),
             **common,
         )
     elif story.stage is Stage.KEPT:
-        p = event.payload
-        climbed = ladder.climb(node, why=f"benchmark {p.verdict}: {story.problem}", **common)
+        verdict = story.verdict or event.payload.verdict  # as judged, the runner's or ours
+        climbed = ladder.climb(node, why=f"benchmark {verdict}: {story.problem}", **common)
         if climbed is not None:
             yield climbed
             return
         yield Notify.decide(
-            window=f"{node.episode}/benchmark-{p.verdict}",
-            reason=f"benchmark {p.verdict}: {story.problem}",
-            title=f"Node {node.node_id} stays quarantined: benchmark {p.verdict}",
-            text=f"Drained because {story.reason}. Benchmark verdict {p.verdict}: "
-            f"{story.problem}. It stays drained until someone releases it.",
+            window=f"{node.episode}/benchmark-{verdict}",
+            reason=f"benchmark {verdict}: {story.problem}",
+            title=f"Node {node.node_id} stays quarantined: benchmark {verdict}",
+            text=f"Drained because {story.reason}. Benchmark verdict {verdict}: "
+            f"{story.problem} (judged by {story.judged}). It stays drained until someone "
+            "releases it.",
             incident=f"{node.cluster}/{node.node_id}",
             nodes=(node.node_id,),
             **common,

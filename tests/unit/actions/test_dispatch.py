@@ -24,6 +24,7 @@ from schemas.events import (
     ActionStarted,
     ActionSucceeded,
     BenchmarkCompleted,
+    FleetBaseline,
     Trigger,
 )
 from tests.support.triggers import benchmark, notify, quarantine, release, restart
@@ -206,7 +207,8 @@ async def test_benchmark_per_node_results_and_slack_table(slack: SlackStub) -> N
     await drained(rig, "n1", "n2")
     rig.adapter.run_stdout = (
         '{"kind": "centrality-benchmark", "node": "n1", "verdict": "pass", "gpus": '
-        '[{"gpu": 0, "matmul_tflops": 712.5, "memory_bandwidth_gbps": 3900.0}]}\n'
+        '[{"gpu": 0, "model": "NVIDIA H200", "matmul_tflops": 712.5, '
+        '"memory_bandwidth_gbps": 3900.0}]}\n'
     )
     await rig.handle(benchmark(("n1", "n2")))
     [(nodes, command)] = rig.adapter.runs
@@ -214,6 +216,11 @@ async def test_benchmark_per_node_results_and_slack_table(slack: SlackStub) -> N
     results = {e.subject: e.payload for e in rig.of(BenchmarkCompleted)}
     assert results["n1"].verdict == "pass" and results["n2"].verdict == "error"
     assert results["n1"].trigger_id == benchmark(("n1", "n2")).event_id
+    # A pass carries its model's fleet baseline: this worker was given no history to read it.
+    assert results["n1"].fleet == FleetBaseline(
+        model="NVIDIA H200", window_s=7 * 86400, unavailable="the worker reads no history"
+    )
+    assert results["n2"].fleet is None
     table = json_text(slack.posts[-1])
     assert "712.5" in table and "n2" in table and "TFLOP/s" in table
 

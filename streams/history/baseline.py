@@ -1,0 +1,84 @@
+"""A GPU model's fleet baseline from history: the medians of its nodes' recent passing benchmarks.
+
+One query over `events`, bounded by the window (the table is partitioned by day) and the cluster
+(its sort key's first column): each peer counts once, by its latest passing benchmark, so a node
+benchmarked ten times does not set the median. A benchmark's model is the name its runner saw for
+its first GPU (`torch.cuda.get_device_name`, NVML's name).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+
+from schemas.envelope import utcnow
+from schemas.events import FleetBaseline
+from streams.history.client import connect
+from streams.history.settings import ClickHouseSettings
+
+PEERS_MAX = 10_000  # peers read at most: the median of that many is the fleet's
+
+_MEDIANS = """
+SELECT count(), median(tflops), median(memory), median(busbw)
+FROM (
+    SELECT
+        subject,
+        argMax(
+            nullIf(arrayMin(arrayFilter(x -> x > 0, arrayMap(
+                g -> JSONExtractFloat(g, 'matmul_tflops'), JSONExtractArrayRaw(payload, 'gpus')
+            ))), 0),
+            occurred_at
+        ) AS tflops,
+        argMax(
+            nullIf(arrayMin(arrayFilter(x -> x > 0, arrayMap(
+                g -> JSONExtractFloat(g, 'memory_bandwidth_gbps'),
+                JSONExtractArrayRaw(payload, 'gpus')
+            ))), 0),
+            occurred_at
+        ) AS memory,
+        argMax(JSONExtract(payload, 'nccl_busbw_gbps', 'Nullable(Float64)'), occurred_at) AS busbw
+    FROM events
+    WHERE cluster = {cluster:String}
+      AND type = 'BenchmarkCompleted'
+      AND occurred_at >= {since:DateTime64(6, 'UTC')}
+      AND subject NOT IN {nodes:Array(String)}
+      AND JSONExtractString(payload, 'verdict') = 'pass'
+      AND lower(JSONExtractString(payload, 'gpus', 1, 'model')) = lower({model:String})
+    GROUP BY subject
+    LIMIT {limit:UInt32}
+)
+"""
+
+
+def fleet_baseline(
+    settings: ClickHouseSettings,
+    cluster: str,
+    model: str,
+    nodes: Sequence[str],
+    window_s: float,
+    now: datetime | None = None,
+) -> FleetBaseline:
+    """The baseline of `model` in `cluster`, over nodes other than `nodes` (the benchmarked)."""
+    since = (now or utcnow()) - timedelta(seconds=window_s)
+    parameters = {
+        "cluster": cluster,
+        "since": since,
+        "nodes": list(nodes),
+        "model": model.strip(),
+        "limit": PEERS_MAX,
+    }
+    with connect(settings) as client:
+        [(peers, tflops, memory, busbw)] = client.query(_MEDIANS, parameters=parameters).result_rows
+    return FleetBaseline(
+        model=model,
+        window_s=window_s,
+        peers=peers,
+        matmul_tflops=_finite(tflops),
+        memory_gbps=_finite(memory),
+        busbw_gbps=_finite(busbw),
+    )
+
+
+def _finite(value: float | None) -> float | None:
+    """Median of no values is NaN (or NULL): no figure."""
+    return None if value is None or value != value else float(value)
