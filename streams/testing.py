@@ -163,11 +163,6 @@ def benchmark(
     )
 
 
-def facts(node: str = "n1", gpu_model: str | None = None, at_s: float = 0.0) -> NodeFactsObserved:
-    """What the node's agent reports it is (its GPU model, as NVML names it)."""
-    return NodeFactsObserved(**envelope(node, at_s), payload={"gpu_model": gpu_model})
-
-
 def scheduler_says(
     node: str = "n1",
     state: str = "DRAINED",

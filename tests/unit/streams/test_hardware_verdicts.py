@@ -27,7 +27,7 @@ def benchmarked(story: Story, node: str, at_s: float, **figures: object) -> list
 
 def test_a100_figures_pass_on_an_a100_and_fail_on_an_h100() -> None:
     story = Story()
-    story.tell(facts("a1", A100), facts("h1", H100))
+    story.tell(facts("a1", gpu_model=A100), facts("h1", gpu_model=H100))
     [release] = benchmarked(story, "a1", 10, **A100_NORMAL)
     assert isinstance(release, ReleaseNodes)
     assert "A100 80GB SXM datasheet" in release.payload.reason
@@ -49,7 +49,7 @@ def test_the_runners_own_model_is_used_when_the_agent_told_none() -> None:
 
 def test_an_unknown_model_falls_back_to_the_runners_verdict_and_says_so() -> None:
     story = Story()
-    story.tell(facts("x1", "NVIDIA GeForce RTX 4090"))
+    story.tell(facts("x1", gpu_model="NVIDIA GeForce RTX 4090"))
     [release] = benchmarked(story, "x1", 0, tflops=5.0, memory_gbps=100.0)
     assert isinstance(release, ReleaseNodes)
     assert "GPU model NVIDIA GeForce RTX 4090 has no datasheet entry: runner thresholds only" in (
@@ -61,7 +61,7 @@ def test_an_unknown_model_falls_back_to_the_runners_verdict_and_says_so() -> Non
 
 def test_a_failing_runner_verdict_stands_whatever_the_model() -> None:
     story = Story()
-    story.tell(facts("a1", A100))
+    story.tell(facts("a1", gpu_model=A100))
     [kept] = benchmarked(story, "a1", 0, verdict="fail", **A100_NORMAL)
     assert isinstance(kept, Notify) and kept.payload.reason.startswith("benchmark fail: slow")
 
@@ -98,7 +98,7 @@ def test_a_node_at_70_percent_of_its_peers_median_fails_where_the_datasheet_pass
     )
     # Told in the story: the node stays quarantined, the reason names the peers' median.
     story = Story()
-    story.tell(facts("h1", H100))
+    story.tell(facts("h1", gpu_model=H100))
     [kept] = benchmarked(story, "h1", 0, tflops=600.0, memory_gbps=2900.0, fleet=PEERS)
     assert isinstance(kept, Notify) and "= 70% of the median 857.0 of 5 peers" in (
         kept.payload.reason
