@@ -18,17 +18,21 @@ from streams.state.story import NodeStatus
 from streams.testing import Story, ended, health, result, xid
 
 BIG = tuple(f"gpu-{i:04d}.cluster.example.org" for i in range(2000))
-SUSPECTS = {BIG[7]: "XID 13", BIG[1234]: "failed health check gpu"}
+FAULTY, SICK = BIG[7], BIG[987]  # one reports an XID, one fails a health check
+SUSPECTS = {FAULTY: "XID 13", SICK: "failed health check gpu"}
 
 
-def _story() -> list[Event]:
+def failing_five_times(nodes: tuple[str, ...] = BIG) -> list[Event]:
+    """The job on `nodes` (the SUSPECTS among them) fails five times, 600 s apart; during the
+    second attempt FAULTY reports an XID and SICK fails a GPU health check: the only evidence
+    against any of its nodes."""
     events: list[Event] = []
     for attempt in range(1, 6):
         at = attempt * 600.0
         if attempt == 2:
-            events.append(xid(BIG[7], code=13, at_s=at + 60))
-            events.append(health(BIG[1234], "gpu", "CRITICAL", at_s=at + 70, message="ECC"))
-        events.append(ended(attempt=attempt, at_s=at + 300, nodes=BIG))
+            events.append(xid(FAULTY, code=13, at_s=at + 60))
+            events.append(health(SICK, "gpu", "CRITICAL", at_s=at + 70, message="ECC"))
+        events.append(ended(attempt=attempt, at_s=at + 300, nodes=nodes))
     return events
 
 
@@ -47,7 +51,7 @@ def test_a_list_names_what_fits_and_counts_the_rest() -> None:
 @pytest.fixture(scope="module")
 def live() -> tuple[Story, list[Trigger]]:
     story = Story()
-    return story, story.tell(*_story())
+    return story, story.tell(*failing_five_times())
 
 
 def test_a_big_job_failing_five_times_drains_only_its_suspects(
@@ -73,7 +77,7 @@ def test_a_big_job_failing_five_times_drains_only_its_suspects(
 
 
 def test_replay_decides_the_same_suspects(live: tuple[Story, list[Trigger]]) -> None:
-    again = rerun(_story(), Story().brain, 5.0)
+    again = rerun(failing_five_times(), Story().brain, 5.0)
     assert [t.event_id for t in again] == [t.event_id for t in live[1]]
 
 
