@@ -22,6 +22,7 @@ from centrality.bench.hostile_storm import (
     Template,
     crc32_partition,
     drop_path,
+    has_parent,
     key_of,
     kind,
     set_path,
@@ -230,7 +231,7 @@ def extreme_valid(storm: Storm, topic: str) -> Hostile:
     their longest or of odd characters, lists at their longest or empty, extreme floats."""
     template = storm.template(topic)
     doc = storm.fresh(template)
-    field = storm.rng.choice(template.event.fields)
+    field = storm.rng.choice([f for f in template.event.fields if has_parent(doc, f.path)])
     rng = storm.rng
     schema = field.schema
     if field.kind == "integer":

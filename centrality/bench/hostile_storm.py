@@ -233,6 +233,17 @@ def crc32_partition(key: bytes, partitions: int) -> int:
     return zlib.crc32(key) % partitions
 
 
+def has_parent(doc: dict[str, Any], path: Sequence[str]) -> bool:
+    """Whether the object `path` ends in is there: an optional object left out of a message
+    cannot be made up around one field (its required fields would be missing)."""
+    for name in path[:-1]:
+        inner = doc.get(name)
+        if not isinstance(inner, dict):
+            return False
+        doc = inner
+    return True
+
+
 def set_path(doc: dict[str, Any], path: Sequence[str], value: Any) -> None:
     for name in path[:-1]:
         inner = doc.get(name)

@@ -156,10 +156,8 @@ def test_what_people_do_in_slurm_wins(
                 ),
                 pipeline,
             )
-    finally:  # the cluster is the session's: leave no node drained
-        for node in slurm_cluster.node_names:
-            if "DRAIN" in slurm_cluster.node_field(node, "%T").upper():
-                slurm_cluster.scontrol("update", f"nodename={node}", "state=resume")
+    finally:  # the cluster is the session's: no node drained, no benchmark or reservation left
+        slurm_cluster.tidy()
 
     node3 = history(clickhouse_settings, "node3")
     decided = [

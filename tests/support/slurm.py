@@ -127,22 +127,38 @@ class SlurmCluster:
             daemon.wait_until(lambda port=port: port_open("127.0.0.1", port), 5.0)
         self._ctld().wait_until(self._all_idle, self.start_timeout_s)
 
+    def tidy(self, timeout_s: float = 30.0) -> None:
+        """The cluster as the session found it: no job, no reservation, every node idle. An action
+        worker stopped mid-benchmark leaves its job and its maintenance reservation behind."""
+        self._cancel_all()
+        for line in self.scontrol("show", "reservation", "-o").splitlines():
+            name = line.split()[0].removeprefix("ReservationName=") if line.strip() else ""
+            if name and "No reservations" not in line:
+                self.scontrol("delete", f"reservation={name}")
+        for node in self.node_names:
+            if "DRAIN" in self.node_field(node, "%T").upper():
+                self.scontrol("update", f"nodename={node}", "state=resume")
+        self._ctld().wait_until(self._all_idle, timeout_s)
+
     def stop(self) -> None:
         if self._ctld().pid() is not None:
-            subprocess.run(
-                # No --clusters: without slurmdbd it fails and cancels nothing.
-                ["scancel", f"--user={getpass.getuser()}"],
-                env=self.env(),
-                capture_output=True,
-                timeout=10,
-                check=False,
-            )
-            deadline = time.monotonic() + 10
-            while self.squeue("%i") and time.monotonic() < deadline:
-                time.sleep(0.2)
+            self._cancel_all()
         for node in self.node_names:
             self._slurmd(node).stop(timeout_s=10)
         self._ctld().stop(timeout_s=10)
+
+    def _cancel_all(self) -> None:
+        subprocess.run(
+            # No --clusters: without slurmdbd it fails and cancels nothing.
+            ["scancel", f"--user={getpass.getuser()}"],
+            env=self.env(),
+            capture_output=True,
+            timeout=10,
+            check=False,
+        )
+        deadline = time.monotonic() + 10
+        while self.squeue("%i") and time.monotonic() < deadline:
+            time.sleep(0.2)
 
     def scontrol(self, *args: str) -> str:
         return self._run("scontrol", *args)
