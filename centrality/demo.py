@@ -1,14 +1,17 @@
 """`make demo`: a small simulated cluster with faults, through the real workers, narrated.
 
-A 32-node cluster heartbeats; five jobs and two nodes misbehave in the ways clusters do. The
-streams worker decides, the action worker acts (scheduler adapter `memory`, which records instead
-of draining, and answers benchmarks as a healthy H100 would, except for the node told to fail),
-Slack is a local stub, and everything is read back from ClickHouse:
+A 32-node cluster of two GPU models (H100s, and eight A100s) heartbeats; five jobs and two nodes
+misbehave in the ways clusters do. The streams worker decides, the action worker acts (scheduler
+adapter `memory`, which records instead of draining, and answers benchmarks as a healthy GPU of
+the node's model would, except for the nodes told to fail), Slack is a local stub, and
+everything is read back from ClickHouse:
 
 - a crash is restarted from its checkpoint; a finished job is left alone;
 - a preempted job is requeued but never counted as a failure against its nodes;
 - a fatal XID, and five failures on one node set, each end in drain → benchmark → verdict →
-  release or keep, every step taken on the previous step's outcome;
+  release or keep, every step taken on the previous step's outcome; each verdict is judged
+  against the datasheet of the node's GPU model (docs/remediation.md): the A100 at an A100's
+  figures is released, the H100 at an A100's figures (its runner passes it) is kept;
 - an allocation idling on its GPUs is flagged;
 - on two nodes a remediation ladder is configured (docs/remediation.md): one climbs GPU reset →
   validation → reboot → validation and is released, the other is rebooted, still fails, and is
@@ -44,6 +47,7 @@ from schemas.admin import ensure_topics
 from schemas.emitter import Emitter
 from schemas.envelope import Event, utcnow
 from schemas.events import (
+    BenchmarkCompleted,
     CheckpointSaved,
     GpuSampled,
     GpuXidObserved,
@@ -53,6 +57,8 @@ from schemas.events import (
     NodeFactsObserved,
     NodeHeartbeat,
     NodeStateObserved,
+    Notify,
+    ReleaseNodes,
 )
 from schemas.events.nodes import DRAIN_REASON_PREFIX
 from schemas.signing import SigningSettings, ensure_key_file
@@ -65,6 +71,8 @@ SOURCE = "demo"
 CLUSTER = "demo"
 FLEET = 32
 GPUS = 8
+H100, A100 = "NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-80GB"  # as NVML names them
+A100_NODES = range(9, 17)  # the rest are H100s
 # Failures are counted over any hour (hopping windows, a 5-minute hop), not clock hours, so five
 # failures in 40 minutes count wherever the hour boundary falls.
 RULES: dict[str, Any] = {
@@ -76,6 +84,10 @@ RULES: dict[str, Any] = {
 
 def node(n: int) -> str:
     return f"gpu-node-{n:02d}"
+
+
+def gpu_model(n: int) -> str:
+    return A100 if n in A100_NODES else H100
 
 
 @dataclass
@@ -138,6 +150,11 @@ def story(run: str, now: datetime) -> Story:
         NodeHeartbeat(
             **at(node(i), 75), payload={"agent_version": "demo", "gpus": GPUS, "interval_s": 30}
         )
+        for i in range(1, FLEET + 1)
+    ]
+    # What each node's agent read from NVML: the model its benchmarks are judged against.
+    e += [
+        NodeFactsObserved(**at(node(i), 0), payload={"gpu_model": gpu_model(i), "gpu_count": GPUS})
         for i in range(1, FLEET + 1)
     ]
     j = s.jobs
@@ -323,12 +340,16 @@ def _run(
             "CENTRALITY_ACTIONS_QUARANTINE_MAX_SHARE": "0.2",
             "CENTRALITY_MEMORY_UNHEALTHY": json.dumps(
                 {
-                    s.nodes["broken"]: "GPU 2 at 310 TFLOP/s (< 600)",
                     s.nodes["ladder"]: "GPU 2 at 180 TFLOP/s (< 600)",
                     s.nodes["escalated"]: "GPU 5 at 0 TFLOP/s: not found",
                 }
             ),
             "CENTRALITY_MEMORY_HEALED_BY": json.dumps({s.nodes["ladder"]: "reboot"}),
+            "CENTRALITY_MEMORY_GPU_MODELS": json.dumps(
+                {node(i): gpu_model(i) for i in range(1, FLEET + 1)}
+            ),
+            # Its runner (no thresholds) passes it; the H100 datasheet does not.
+            "CENTRALITY_MEMORY_PERFORMS_AS": json.dumps({s.nodes["broken"]: A100}),
         }
         with Pipeline(workers, log_dir) as pipeline:
             console.log(f"workers started (streams, actions, sink); their logs in {log_dir}")
@@ -398,6 +419,19 @@ def _chain(title: str, events: list[Event], skip: str = "") -> Tree:
     return tree
 
 
+def _judged(node_id: str, events: list[Event]) -> str:
+    """One line: the runner's verdict, and what the streams made of it, and why."""
+    runner = [e.payload.verdict for e in events if isinstance(e, BenchmarkCompleted)]
+    for e in events:
+        if isinstance(e, ReleaseNodes):
+            return f"{node_id}: runner {'/'.join(runner)} → [green]released[/]: {e.payload.reason}"
+        if isinstance(e, Notify) and e.payload.rule == "benchmark_verdict":
+            first, *more = e.payload.reason.split("; ")
+            also = f" (and {len(more)} more)" if more else ""
+            return f"{node_id}: runner {'/'.join(runner)} → [red]kept[/]: {first}{also}"
+    return f"{node_id}: no verdict yet"
+
+
 def narrate(console: Console, r: DemoResult, clickhouse: ClickHouseSettings) -> None:
     j, n = r.story.jobs, r.story.nodes
     since, until = datetime.now(UTC) - timedelta(hours=2), datetime.now(UTC) + timedelta(minutes=1)
@@ -420,13 +454,20 @@ def narrate(console: Console, r: DemoResult, clickhouse: ClickHouseSettings) -> 
     console.print(Panel(f"{j['preempt']} was preempted 5 times on gpu-node-07/08: requeued "
                         f"({len(requeued)} RestartJob) and {counted}",
                         title="3. preemption is not failure"))  # fmt: skip
+    benchmarked = {role: of("node", n[role]) for role in ("xid", "healthy", "broken")}
     for role, why in (
-        ("xid", "a fatal XID 79"),
-        ("healthy", "5 failed attempts on gpu-node-05/06"),
-        ("broken", "the same 5 failed attempts; its benchmark fails"),
+        ("xid", "an A100: a fatal XID 79"),
+        ("healthy", "an H100: 5 failed attempts on gpu-node-05/06"),
+        ("broken", "an H100: the same 5 failed attempts; its GPUs reach an A100's figures"),
     ):
-        console.print(Panel(_chain(f"{n[role]}: {why}", of("node", n[role]), skip="RestartJob"),
+        console.print(Panel(_chain(f"{n[role]}: {why}", benchmarked[role], skip="RestartJob"),
                             title="4. drain → benchmark → verdict → release or keep"))  # fmt: skip
+    console.print(
+        Panel(
+            "\n".join(_judged(n[role], benchmarked[role]) for role in ("xid", "broken")),
+            title="each verdict is judged against the datasheet of the node's GPU model",
+        )
+    )
     idle = [e for e in of("job", j["idle"]) if e.type in STORY_TYPES]
     console.print(
         Panel(_chain(f"{j['idle']} holds {n['idle']}", idle), title="5. an idle allocation")

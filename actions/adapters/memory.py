@@ -3,8 +3,11 @@
 Tests script it: `fail("drain", TemporaryError(...))` makes the next drain calls raise, in order;
 `run_stdout` is what `run_on_nodes` answers, or with `execute_runs` it runs the command here once
 per node (with `CENTRALITY_NODE` set), as a scheduler would on each node. By default it answers
-what the benchmark runner prints for a healthy node (a `pass` report per node, figures of an
-H100), or a `fail` for nodes in `unhealthy`: so a demo on it goes drain → benchmark → verdict.
+what the benchmark runner prints for a healthy node (a `pass` report per node, with figures
+typical of the node's GPU model: an H100 unless `gpu_models` names another), or a `fail` for
+nodes in `unhealthy`: so a demo on it goes drain → benchmark → verdict. A node in `performs_as`
+reaches another model's figures and its runner still passes it (no thresholds): the streams'
+datasheet check is what fails it.
 A node in `healed_by` is healthy once the rung named there ran on it (a GPU reset or a reboot),
 so a demo's remediation ladder ends in a release; GPU resets and inventories are answered as
 `actions.remediation` prints them.
@@ -22,20 +25,27 @@ from actions.adapters.base import RunResult, adapter
 from actions.adapters.settings import MemorySettings
 from actions.benchmark.runner import KIND
 from actions.remediation import gpu_inventory, gpu_reset
+from schemas.gpu_specs import TYPICAL_MATMUL, TYPICAL_MEMORY, spec_of
 
 GPUS = 8
+MODEL = "NVIDIA H100 80GB HBM3"  # a simulated node's GPUs unless `gpu_models` names others
 
 
-def simulated_report(node: str, problem: str | None = None) -> dict[str, Any]:
-    """A report as `actions.benchmark.runner` prints it, for a node nothing really runs on."""
-    tflops = 180.0 if problem else 720.0
+def simulated_report(
+    node: str, problem: str | None = None, model: str = MODEL, performs_as: str | None = None
+) -> dict[str, Any]:
+    """A report as `actions.benchmark.runner` prints it, for a node nothing really runs on: its
+    GPUs named `model`, at figures typical of `performs_as` (by default, of `model`)."""
+    spec = spec_of(performs_as or model)
+    if spec is None:
+        raise ValueError(f"no datasheet entry for {performs_as or model}: nothing to simulate")
+    tflops = 180.0 if problem else round(spec.matmul_tflops * TYPICAL_MATMUL, 1)
+    memory = round(spec.memory_gbps * TYPICAL_MEMORY)
+    gpu = {"matmul_tflops": tflops, "dtype": "bf16", "model": model}
     return {
         "kind": KIND,
         "node": node,
-        "gpus": [
-            {"gpu": g, "matmul_tflops": tflops, "dtype": "bf16", "memory_bandwidth_gbps": 3000.0}
-            for g in range(GPUS)
-        ],
+        "gpus": [{"gpu": g, **gpu, "memory_bandwidth_gbps": float(memory)} for g in range(GPUS)],
         "nccl_busbw_gbps": 185.0,
         "verdict": "fail" if problem else "pass",
         "reasons": [problem] if problem else [],
@@ -64,6 +74,8 @@ class InMemoryAdapter:
         settings = MemorySettings()
         self.unhealthy = dict(settings.unhealthy)  # node → why its benchmark fails
         self.healed_by = dict(settings.healed_by)  # node → the rung that makes it healthy
+        self.gpu_models = dict(settings.gpu_models)
+        self.performs_as = dict(settings.performs_as)
         self.unhealthy_file = settings.unhealthy_file
         self.execute_runs = False
 
@@ -183,8 +195,14 @@ class InMemoryAdapter:
             ]
             return {"kind": gpu_reset.KIND, "node": node, "gpus": done, "error": None}
         if gpu_inventory.__name__ in command:
-            return {"kind": gpu_inventory.KIND, "node": node, "gpus": simulated_gpus(node)}
-        return simulated_report(node, {**self.unhealthy, **self._unhealthy_now()}.get(node))
+            found = simulated_gpus(node, self.gpu_models.get(node, MODEL))
+            return {"kind": gpu_inventory.KIND, "node": node, "gpus": found}
+        return simulated_report(
+            node,
+            {**self.unhealthy, **self._unhealthy_now()}.get(node),
+            self.gpu_models.get(node, MODEL),
+            self.performs_as.get(node),
+        )
 
     def _unhealthy_now(self) -> dict[str, str]:
         if self.unhealthy_file is None or not self.unhealthy_file.exists():
@@ -198,7 +216,7 @@ def _arg(command: Sequence[str], name: str) -> str:
     return args[args.index(name) + 1] if name in args[:-1] else ""
 
 
-def simulated_gpus(node: str) -> list[dict[str, Any]]:
+def simulated_gpus(node: str, model: str = MODEL) -> list[dict[str, Any]]:
     """A simulated node's GPUs as `gpu_inventory` reports them (serials made up per node)."""
     digits = sum(ord(c) for c in node) % 10_000
     return [
@@ -207,7 +225,7 @@ def simulated_gpus(node: str) -> list[dict[str, Any]]:
             "uuid": f"GPU-{digits:04d}{g:04d}-0000-0000-0000-000000000000",
             "serial": f"165372{digits:04d}{g:03d}",
             "pci_bus_id": f"00000000:{0x18 + g * 0x10:02X}:00.0",
-            "name": "NVIDIA H100 80GB HBM3",
+            "name": model,
         }
         for g in range(GPUS)
     ]

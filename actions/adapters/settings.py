@@ -28,6 +28,18 @@ class MemorySettings(BaseSettings):
         description="Node → the remediation rung (`reset`, `reboot`) after which its simulated "
         "benchmark passes.",
     )
+    gpu_models: dict[str, str] = Field(
+        default_factory=dict,
+        description="Node → the GPU model (as NVML names it, e.g. `NVIDIA A100-SXM4-80GB`) of its "
+        "simulated GPUs; unset: `NVIDIA H100 80GB HBM3`. Its benchmark reaches figures typical "
+        "of that model.",
+    )
+    performs_as: dict[str, str] = Field(
+        default_factory=dict,
+        description="Node → the GPU model whose figures its simulated benchmark reaches instead "
+        "of its own's; its runner still passes it (e.g. an H100 at an A100's figures, which the "
+        "datasheet check fails).",
+    )
     unhealthy_file: Path | None = Field(
         default=None,
         description="A JSON file of node → why its benchmark fails, read at each benchmark "

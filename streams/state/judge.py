@@ -1,5 +1,5 @@
 """A benchmark's verdict, judged against the hardware: the runner's own verdict (its thresholds),
-then the node's GPU model's datasheet (`streams.gpu_specs`), then the median of the model's
+then the node's GPU model's datasheet (`schemas.gpu_specs`), then the median of the model's
 recent passing benchmarks on other nodes (the `fleet` baseline the action worker read from
 history and put in the result). All of it is in the event: live and replay judge alike.
 """
@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pydantic import BaseModel, ConfigDict
 
 from schemas.events.actions import BenchmarkCompletedPayload, FleetBaseline
-from streams.gpu_specs import spec_of
+from schemas.gpu_specs import spec_of
 
 # Below this share of its peers' median a node fails (the runner's --fleet-fraction sets it).
 FLEET_FRACTION = 0.85

@@ -92,15 +92,27 @@ def test_the_demo_tells_the_whole_story(
         "ActionSucceeded:RunBenchmark", "BenchmarkCompleted", "ReleaseNodes",
         "ActionSucceeded:ReleaseNodes",
     ]  # fmt: skip
-    for role in ("xid", "healthy"):
+    # A mixed fleet: each verdict is judged against the datasheet of the node's GPU model.
+    for role, datasheet in (("xid", "A100 80GB SXM"), ("healthy", "H100 SXM")):
         story = chain(clickhouse_settings, "node", nodes[role])
         assert quarantine_story(story) == Counter(released), role
         caused(story)
+        [release] = [e for e in story if e.type == "ReleaseNodes"]
+        assert f"the {datasheet} datasheet" in release.payload.reason, role  # type: ignore[attr-defined]
     kept = chain(clickhouse_settings, "node", nodes["broken"])
     assert quarantine_story(kept) == Counter([*released[:5], "Notify"])
     assert "ReleaseNodes" not in types(kept)
     [verdict] = [e for e in kept if e.type == "BenchmarkCompleted"]
-    assert verdict.payload.verdict == "fail"  # type: ignore[attr-defined]
+    # Its runner passed it at an A100's figures; the H100 datasheet is what keeps it.
+    assert verdict.payload.verdict == "pass"  # type: ignore[attr-defined]
+    assert {g.model for g in verdict.payload.gpus} == {"NVIDIA H100 80GB HBM3"}  # type: ignore[attr-defined]
+    [notice] = [
+        e
+        for e in kept
+        if e.type == "Notify" and e.payload.rule == "benchmark_verdict"  # type: ignore[attr-defined]
+    ]
+    assert notice.payload.reason.startswith("benchmark fail: gpu 0: matmul 249.6 TFLOP/s < 593")  # type: ignore[attr-defined]
+    assert "of the H100 SXM datasheet's 989" in notice.payload.reason  # type: ignore[attr-defined]
     caused(kept)
 
     idle = chain(clickhouse_settings, "job", jobs["idle"])
@@ -142,6 +154,8 @@ def test_the_demo_tells_the_whole_story(
     shown = console.export_text()
     for heading in ("1. a crash", "2. a finished job", "3. preemption", "4. drain", "5. an idle",
                     "6. the remediation ladder", "the ticket", "What Slack was told",
-                    "Timelines"):  # fmt: skip
+                    "Timelines", "judged against the datasheet"):  # fmt: skip
         assert heading in shown
+    assert f"{nodes['xid']}: runner pass → released" in shown
+    assert f"{nodes['broken']}: runner pass → kept: benchmark fail: gpu 0: matmul" in shown
     assert json.dumps(jobs["crash"])[1:-1] in shown

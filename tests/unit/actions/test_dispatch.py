@@ -253,7 +253,7 @@ async def test_memory_adapter_benchmark_is_a_report_the_runner_parser_accepts(
     await rig.handle(benchmark(("n1", "n2")))
     results = {e.subject: e.payload for e in rig.of(BenchmarkCompleted)}
     assert {n: r.verdict for n, r in results.items()} == {"n1": "pass", "n2": "fail"}
-    assert len(results["n1"].gpus) == 8 and results["n1"].gpus[0].matmul_tflops == 720.0
+    assert len(results["n1"].gpus) == 8 and results["n1"].gpus[0].matmul_tflops == 791.2
     assert results["n2"].reasons == ("gpu 3: matmul TFLOP/s 180.0 < 600",)
     [done] = [e for e in rig.of(ActionSucceeded) if e.payload.trigger_type == "RunBenchmark"]
     assert done.payload.detail["verdicts"] == {"n1": "pass", "n2": "fail"}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from schemas.events import FleetBaseline, Notify, ReleaseNodes, RunBenchmark, Trigger
 from schemas.events.actions import BenchmarkCompletedPayload
-from streams.gpu_specs import SPECS, spec_of
+from schemas.gpu_specs import SPECS, spec_of
 from streams.state.judge import judge
 from streams.state.story import Stage
 from streams.testing import Story, benchmark, facts, result, xid

@@ -11,6 +11,9 @@ NCCL bus bandwidth is not here: it depends on the node's topology (NVLink genera
 GPU count), not on the GPU model alone. The fleet baseline (the median of the model's peers)
 judges it instead.
 
+One table for the whole project: the streams judge benchmarks against it
+(`streams.state.judge`), and the recording adapter answers benchmarks with figures typical of it.
+
 Models are matched by the name NVML reports (`nvmlDeviceGetName`, what `nvidia-smi` shows as
 Product Name and `torch.cuda.get_device_name` returns), case-insensitively.
 """
@@ -24,6 +27,10 @@ from dataclasses import dataclass
 # of peak bandwidth in a device-to-device copy (the H200: 4,263 of 4,800 GB/s = 89 %).
 MATMUL_FLOOR = 0.6
 MEMORY_FLOOR = 0.7
+# What a healthy GPU reaches, as shares of its datasheet (the H200's, above): what the recording
+# adapter's simulated GPUs answer.
+TYPICAL_MATMUL = 0.8
+TYPICAL_MEMORY = 0.89
 
 
 @dataclass(frozen=True)
