@@ -8,14 +8,15 @@ from __future__ import annotations
 import json
 import threading
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
+from http.server import ThreadingHTTPServer
 from typing import Any, Self
 from urllib.parse import parse_qs
 
+from centrality.local_http import LocalServer, QuietHandler
+
 
 @dataclass
-class SlackStub:
+class SlackStub(LocalServer):
     rate_limit_next: int = 0  # how many coming calls get a 429
     down: bool = False  # every call gets a 503, as while Slack has an outage
     retry_after_s: int = 1
@@ -28,13 +29,12 @@ class SlackStub:
 
     @property
     def base_url(self) -> str:
-        assert self._server is not None
-        return f"http://127.0.0.1:{self._server.server_address[1]}/api/"
+        return f"http://127.0.0.1:{self.port}/api/"
 
     def __enter__(self) -> Self:
         stub = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0))).decode()
                 stub.tokens.append(self.headers.get("Authorization", ""))
@@ -47,22 +47,8 @@ class SlackStub:
                 self.end_headers()
                 self.wfile.write(raw)
 
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True).start()
+        self.serve(Handler)
         return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        assert self._server is not None
-        self._server.shutdown()
-        self._server.server_close()
 
     def answer(self, path: str, headers: Any, body: str) -> tuple[int, dict[str, str], Any]:
         with self._lock:

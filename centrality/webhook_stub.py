@@ -9,13 +9,14 @@ from __future__ import annotations
 import json
 import threading
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
+from http.server import ThreadingHTTPServer
 from typing import Any, Self
+
+from centrality.local_http import LocalServer, QuietHandler
 
 
 @dataclass
-class WebhookStub:
+class WebhookStub(LocalServer):
     down: bool = False
     documents: list[dict[str, Any]] = field(default_factory=list)
     authorizations: list[str] = field(default_factory=list)
@@ -24,13 +25,12 @@ class WebhookStub:
 
     @property
     def url(self) -> str:
-        assert self._server is not None
-        return f"http://127.0.0.1:{self._server.server_address[1]}/tickets"
+        return f"http://127.0.0.1:{self.port}/tickets"
 
     def __enter__(self) -> Self:
         stub = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 with stub._lock:
@@ -42,19 +42,5 @@ class WebhookStub:
                 self.send_header("Content-Length", "0")
                 self.end_headers()
 
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True).start()
+        self.serve(Handler)
         return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        assert self._server is not None
-        self._server.shutdown()
-        self._server.server_close()
