@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Sequence
 
 from pydantic import ValidationError
 
 from actions.benchmark.runner import KIND
+from actions.remediation.reports import reports_of
 from schemas.events.actions import BenchmarkCompletedPayload
 
 
@@ -18,17 +18,8 @@ def parse_reports(
     """Every requested node gets a result: a node whose line is missing or unreadable is `error`."""
     found: dict[str, BenchmarkCompletedPayload] = {}
     problems: dict[str, str] = {}
-    for line in stdout.splitlines():
-        line = line.strip()
-        if not line.startswith("{"):
-            continue
-        try:
-            doc = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if not isinstance(doc, dict) or doc.pop("kind", None) != KIND:
-            continue
-        node = str(doc.get("node", ""))
+    for node, doc in reports_of(stdout, KIND).items():
+        doc.pop("kind")
         try:
             found[node] = BenchmarkCompletedPayload.model_validate(
                 {**doc, "trigger_id": trigger_id}
