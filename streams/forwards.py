@@ -10,6 +10,7 @@ to the partition owning the subject.
 from __future__ import annotations
 
 from functools import singledispatch
+from typing import get_args
 
 from schemas.envelope import Event
 from schemas.events import (
@@ -144,14 +145,7 @@ def _decided(trigger: NodeTrigger) -> list[Event]:
     ]
 
 
-for _trigger in (
-    QuarantineNodes,
-    RunBenchmark,
-    ReleaseNodes,
-    ResetGpus,
-    RebootNodes,
-    EscalateNodes,
-):
+for _trigger in get_args(NodeTrigger):
     forwards.register(_trigger, _decided)
 
 
