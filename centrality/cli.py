@@ -7,7 +7,6 @@ import dataclasses
 import functools
 import importlib
 import sys
-from pathlib import Path
 
 import orjson
 import typer
@@ -153,9 +152,8 @@ def streams() -> None:
     except NotCopartitionedError as exc:
         console.print(f"[red]{exc}[/]", soft_wrap=True)
         raise typer.Exit(2) from None
-    faust = Path(sys.executable).with_name("faust")
     # --quiet: no banner on stdout; the worker's lines (level: CENTRALITY_LOG_LEVEL) go to stderr.
-    argv = [str(faust), "-A", "streams.app", "--quiet", "worker", "--without-web"]
+    argv = [sys.executable, "-m", "streams", "--quiet", "worker", "--without-web"]
     code = run_with_stop_deadline(argv, StreamsSettings().stop_timeout_s)
     raise typer.Exit(code if code >= 0 else 128 - code)
 

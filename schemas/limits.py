@@ -7,6 +7,7 @@ streams/history/ddl), and a message breaking one is dead-lettered with reason `l
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
@@ -62,8 +63,9 @@ MIN_TIME = datetime(2000, 1, 1, tzinfo=UTC)
 
 
 class ContractSettings(BaseSettings):
-    """`CENTRALITY_CONTRACT_*`, read once per process at import: the codec must not parse the
-    environment per message, and a clock skew setting does not change while a process runs."""
+    """`CENTRALITY_CONTRACT_*`, read once per process, when the first event time is checked: the
+    codec must not parse the environment per message, and a clock skew setting does not change
+    while a process runs."""
 
     model_config = SettingsConfigDict(env_prefix="CENTRALITY_CONTRACT_", extra="ignore")
 
@@ -75,7 +77,10 @@ class ContractSettings(BaseSettings):
     )
 
 
-MAX_FUTURE_SKEW = timedelta(seconds=ContractSettings().max_future_skew_s)
+@functools.cache
+def max_future_skew() -> timedelta:
+    return timedelta(seconds=ContractSettings().max_future_skew_s)
+
 
 Str = Annotated[str, StringConstraints(max_length=TEXT)]
 Key = Annotated[str, StringConstraints(max_length=MAP_KEY)]
@@ -109,12 +114,12 @@ class _Horizon:
         self.text = ""
 
     def refresh(self) -> _Horizon:
-        self.at = datetime.now(UTC) + MAX_FUTURE_SKEW
+        self.at = datetime.now(UTC) + max_future_skew()
         self.text = self.at.strftime("%Y-%m-%dT%H:%M:%S")
         return self
 
 
-_HORIZON = _Horizon().refresh()
+_HORIZON = _Horizon()  # refreshed by the first time past 2000: the settings read then
 _ANY_TIME: TypeAdapter[datetime] = TypeAdapter(AwareDatetime)
 
 
@@ -128,7 +133,7 @@ def _too_late() -> PydanticCustomError:
     return PydanticCustomError(
         "time_limit",
         "more than {skew_s} s in the future (CENTRALITY_CONTRACT_MAX_FUTURE_SKEW_S)",
-        {"skew_s": MAX_FUTURE_SKEW.total_seconds()},
+        {"skew_s": max_future_skew().total_seconds()},
     )
 
 

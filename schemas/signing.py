@@ -19,7 +19,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 SIGNATURE_HEADER = "centrality-signature"
 _SCHEME = b"hmac-sha256="
-DEFAULT_KEY_FILE = Path("~/.local/share/centrality/trigger.key").expanduser()
+DEFAULT_KEY_FILE = Path("~/.local/share/centrality/trigger.key")  # expanded when read
 
 
 class MissingKeyError(RuntimeError):

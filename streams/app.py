@@ -1,4 +1,5 @@
-"""The Faust app. Run it with `faust -A streams.app worker --without-web` or `centrality streams`.
+"""The Faust app, built by `create_app()`. Run it with `centrality streams` (which runs
+`python -m streams worker --without-web`); importing this module builds nothing.
 
 Agents are thin shells around the pure `streams.entities.step`: decode, step the entity the
 message is about, send the triggers and the derived events, then write the table. Writing last
@@ -42,6 +43,7 @@ import faust
 import orjson
 import structlog
 from faust.types import TP
+from pydantic import SecretStr
 
 from schemas import tracing
 from schemas.codec import DecodeError, decode, encode
@@ -76,54 +78,20 @@ from streams.views import Views
 
 log = structlog.get_logger("streams")
 
-tracing.configure("centrality-streams")  # this module is the worker's entry point (faust -A)
-kafka = KafkaSettings()
-settings = StreamsSettings()
-signing_key = SigningSettings().require("the streams worker")  # no unsigned decisions, ever
-engine = RuleEngine.load(settings.rule_modules, settings.rule_config)
-views = Views(engine)
-settings.data_dir.mkdir(parents=True, exist_ok=True)  # Faust creates only the last level
-scheme = faust_transport.install(settings.fetch_max_wait_ms, settings.send_retry_s)
-# One partition count keeps every table co-partitioned with what it folds; `centrality streams`
-# checks the broker's topics against it before starting (streams.topics.check_copartitioned).
-layout = TopicSettings().of("tables")
-PARTITIONS = layout.partitions
-
 COMMIT_ON_TIMER_ONLY = 2**62  # messages: never reached
-# Faust's own (90 s) unless the setting every client of ours reads is set.
-request_timeout: dict[str, Any] = (
-    {} if kafka.request_timeout_s is None else {"broker_request_timeout": kafka.request_timeout_s}
-)
+# Largest record we produce: Faust's producer refuses requests over 1,000,000 bytes.
+OUTPUT_BYTES_MAX = 900_000
+DEAD_LETTER_RAW_MAX = 512 * 1024  # base64 in JSON: ~700 KB, under the same limit
+# The tables each agent writes: a table's one writer is the agent reading its forward topic.
+JOB_AGENT = frozenset({JOBS.table})
+NODE_AGENT = frozenset({NODES.table, NODE_SETS.table})
 
-app = LanedApp(
-    settings.app_id,
-    broker=[f"{scheme}://{host}" for host in kafka.bootstrap.split(",")],
-    broker_credentials=credentials.broker_credentials(kafka),
-    store=settings.store,
-    datadir=str(settings.data_dir),
-    table_standby_replicas=settings.standby_replicas,
-    topic_partitions=PARTITIONS,
-    topic_replication_factor=layout.replication_factor,
-    autodiscover=False,
-    web_enabled=False,
-    broker_session_timeout=settings.session_timeout_s,
-    broker_heartbeat_interval=settings.heartbeat_interval_s,
-    broker_rebalance_timeout=settings.rebalance_timeout_s,
-    **request_timeout,
-    broker_commit_interval=settings.commit_interval_s,
-    # Commits run on that timer only: Faust's delivery loop also commits inline every
-    # `broker_commit_every` messages (10,000 by default) and delivers nothing meanwhile, a
-    # fatal XID included, while the commit first drains the changelog (FAUST_WORKAROUNDS.md).
-    broker_commit_every=COMMIT_ON_TIMER_ONLY,
-    producer_linger=settings.producer_linger_s,
-    # A send the broker does not acknowledge fails after this long (Faust's default: 20 min,
-    # a wedged partition) and is retried by us, within `send_retry_s` (streams.failures).
-    producer_request_timeout=settings.send_retry_s / 4,
-    producer_max_batch_size=256 * 1024,
-    stream_buffer_maxsize=16384,
-    consumer_auto_offset_reset="earliest",  # streams.faust_transport relies on it (fix 7)
-    Worker=Worker,  # logs through schemas.logs
-)
+
+def create_app() -> LanedApp:
+    """The streams worker's Faust app, from the environment's settings (`python -m streams`)."""
+    tracing.configure("centrality-streams")
+    key = SigningSettings().require("the streams worker")  # no unsigned decisions, ever
+    return StreamsApp(KafkaSettings(), StreamsSettings(), key).app
 
 
 def raw() -> Any:
@@ -136,96 +104,503 @@ def raw() -> Any:
     )
 
 
-def _catalog(name: str) -> str:
-    return topic_name(name, kafka)
+class Refused(Exception):
+    """A message whose processing would produce too much, or too large: never retried."""
+
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(f"{reason}: {detail}")
+        self.reason, self.detail = reason, detail
 
 
-FORWARD = topics.forward(settings)
-JOB_FORWARD = topics.job_forward(settings)
-TRIGGERS = _catalog("triggers")
-JOB_TICKS = topics.job_ticks(settings)
-NODE_TICKS = topics.node_ticks(settings)
+class StreamsApp:
+    """The Faust app with its topics, tables and agents, and the per-message work they do."""
 
-# `internal=True` makes Faust declare these on start: it creates our internal topics and leaves
-# existing catalog topics alone (`centrality up` creates those with the catalog's settings).
-jobs_topic = app.topic(
-    _catalog("jobs"), JOB_FORWARD, JOB_TICKS, schema=raw(), partitions=PARTITIONS, internal=True
-)
-nodes_topic = app.topic(
-    _catalog("nodes"),
-    _catalog("gpu"),
-    _catalog("actions"),
-    FORWARD,
-    NODE_TICKS,
-    schema=raw(),
-    partitions=PARTITIONS,
-    internal=True,
-)
-triggers_topic = app.topic(TRIGGERS, schema=raw())
-STATUS = _catalog("status")
-status_topic = app.topic(STATUS, schema=raw())
-deadletter_topic = app.topic(_catalog("deadletter"), schema=raw())
-forward_topic = app.topic(FORWARD, schema=raw(), partitions=PARTITIONS, internal=True)
-job_forward_topic = app.topic(JOB_FORWARD, schema=raw(), partitions=PARTITIONS, internal=True)
-# Each table's one writer is reached through this topic, the forward topic its agent reads.
-writers = {
-    JOBS.table: job_forward_topic,
-    NODES.table: forward_topic,
-    NODE_SETS.table: forward_topic,
-}
-JOB_AGENT = frozenset({JOBS.table})
-NODE_AGENT = frozenset({NODES.table, NODE_SETS.table})
-ticks_topics = {
-    JOBS.table: app.topic(JOB_TICKS, schema=raw(), partitions=PARTITIONS, internal=True),
-    NODES.table: app.topic(NODE_TICKS, schema=raw(), partitions=PARTITIONS, internal=True),
-}
-# What a tick of each kind may judge is bounded by how far these are folded (read_positions).
-TICK_INPUTS = {
-    JOBS.table: [t for t in jobs_topic.topics if t != JOB_TICKS],
-    NODES.table: [t for t in nodes_topic.topics if t != NODE_TICKS],
-}
-reads = ReadPositions()
+    def __init__(
+        self,
+        kafka: KafkaSettings,
+        settings: StreamsSettings,
+        signing_key: SecretStr,
+        engine: RuleEngine | None = None,
+    ) -> None:
+        self.kafka, self.settings, self.signing_key = kafka, settings, signing_key
+        self.engine = engine or RuleEngine.load(settings.rule_modules, settings.rule_config)
+        self.views = Views(self.engine)
+        settings.data_dir.mkdir(parents=True, exist_ok=True)  # Faust creates only the last level
+        scheme = faust_transport.install(settings.fetch_max_wait_ms, settings.send_retry_s)
+        # One partition count keeps every table co-partitioned with what it folds; `centrality
+        # streams` checks the broker's topics against it before starting
+        # (streams.topics.check_copartitioned).
+        layout = TopicSettings().of("tables")
+        self.partitions = partitions = layout.partitions
+        # Faust's own (90 s) unless the setting every client of ours reads is set.
+        request_timeout: dict[str, Any] = (
+            {}
+            if kafka.request_timeout_s is None
+            else {"broker_request_timeout": kafka.request_timeout_s}
+        )
+        self.app = app = LanedApp(
+            settings.app_id,
+            broker=[f"{scheme}://{host}" for host in kafka.bootstrap.split(",")],
+            broker_credentials=credentials.broker_credentials(kafka),
+            store=settings.store,
+            datadir=str(settings.data_dir),
+            table_standby_replicas=settings.standby_replicas,
+            topic_partitions=partitions,
+            topic_replication_factor=layout.replication_factor,
+            autodiscover=False,
+            web_enabled=False,
+            broker_session_timeout=settings.session_timeout_s,
+            broker_heartbeat_interval=settings.heartbeat_interval_s,
+            broker_rebalance_timeout=settings.rebalance_timeout_s,
+            **request_timeout,
+            broker_commit_interval=settings.commit_interval_s,
+            # Commits run on that timer only: Faust's delivery loop also commits inline every
+            # `broker_commit_every` messages (10,000 by default) and delivers nothing meanwhile,
+            # a fatal XID included, while the commit first drains the changelog
+            # (FAUST_WORKAROUNDS.md).
+            broker_commit_every=COMMIT_ON_TIMER_ONLY,
+            producer_linger=settings.producer_linger_s,
+            # A send the broker does not acknowledge fails after this long (Faust's default:
+            # 20 min, a wedged partition) and is retried by us, within `send_retry_s`
+            # (streams.failures).
+            producer_request_timeout=settings.send_retry_s / 4,
+            producer_max_batch_size=256 * 1024,
+            stream_buffer_maxsize=16384,
+            consumer_auto_offset_reset="earliest",  # streams.faust_transport relies on it (fix 7)
+            Worker=Worker,  # logs through schemas.logs
+        )
+        catalog = self.catalog
+        self.forward, self.job_forward = topics.forward(settings), topics.job_forward(settings)
+        self.triggers = catalog("triggers")
+        self.status = catalog("status")
+        job_ticks, node_ticks = topics.job_ticks(settings), topics.node_ticks(settings)
+        # `internal=True` makes Faust declare these on start: it creates our internal topics and
+        # leaves existing catalog topics alone (`centrality up` creates those with the catalog's
+        # settings).
+        internal: dict[str, Any] = {"schema": raw(), "partitions": partitions, "internal": True}
+        self.jobs_topic = app.topic(catalog("jobs"), self.job_forward, job_ticks, **internal)
+        self.nodes_topic = app.topic(
+            catalog("nodes"),
+            catalog("gpu"),
+            catalog("actions"),
+            self.forward,
+            node_ticks,
+            **internal,
+        )
+        self.triggers_topic = app.topic(self.triggers, schema=raw())
+        self.status_topic = app.topic(self.status, schema=raw())
+        self.deadletter_topic = app.topic(catalog("deadletter"), schema=raw())
+        self.forward_topic = app.topic(self.forward, **internal)
+        self.job_forward_topic = app.topic(self.job_forward, **internal)
+        # Each table's one writer is reached through this topic, the forward topic its agent
+        # reads.
+        self.writers = {
+            JOBS.table: self.job_forward_topic,
+            NODES.table: self.forward_topic,
+            NODE_SETS.table: self.forward_topic,
+        }
+        self.ticks_topics = {
+            JOBS.table: app.topic(job_ticks, **internal),
+            NODES.table: app.topic(node_ticks, **internal),
+        }
+        # What a tick of each kind may judge is bounded by how far these are folded
+        # (read_positions).
+        self.tick_inputs = {
+            JOBS.table: [t for t in self.jobs_topic.topics if t != job_ticks],
+            NODES.table: [t for t in self.nodes_topic.topics if t != node_ticks],
+        }
+        self.reads = ReadPositions()
+        # GPU samples, heartbeats and passed health checks are the telemetry: queued behind
+        # whatever leads to decisions (streams.lanes); a tick waits for the records that XIDs
+        # overtook.
+        app.lanes = Lanes(
+            bulk_topics=frozenset({catalog("gpu")}),
+            telemetry=routine,
+            overtaken=self.hold_ticks_for,
+        )
+        self.cache = StateCache(settings.state_cache_entries)
+        # What is due when, per kind and partition held here: built from the table at the
+        # partition's first tick (a sweep of its keys, once), then kept as events are folded, so
+        # a tick touches only the entities something is due for. A tick that swept every key held
+        # the node agent, and the fatal XIDs queued behind it, 0.1 to 0.26 s per partition every
+        # tick at 4,000 nodes. A rebalance forgets them all.
+        self.timers: dict[tuple[str, int], Timers] = {}
+        # Values are the entity's JSON document, serialized by pydantic (bytes in, bytes out):
+        # readable in the changelog by any tool, and no second serialization by Faust.
+        self.tables = {
+            kind.table: app.Table(
+                kind.table,
+                default=None,
+                key_type=bytes,  # the store decodes keys and values by these, not by the schema
+                value_type=bytes,
+                schema=raw(),
+                partitions=partitions,
+                extra_topic_configs={"min.insync.replicas": str(layout.min_insync_replicas)},
+            )
+            for kind in KINDS
+        }
+        observe.install(app, kafka.bootstrap, self.tables)
+        # Every topic but our internal ones carries contract events.
+        self.decoders: dict[str, Callable[[bytes], list[Event]]] = {
+            self.forward: _decode_forward,
+            self.job_forward: _decode_forward,
+        }
+        self.ticks = {job_ticks: JOBS, node_ticks: NODES}
+        # The placed catalog topics are checked as the sink and replay check them (the partition
+        # count is the one `centrality streams` checked the broker against); internal topics are
+        # ours.
+        self.placement = Placement.of(catalog, lambda _: partitions)
+        self._traced: set[str] = set()
+        self._register()
+
+    def catalog(self, name: str) -> str:
+        return topic_name(name, self.kafka)
+
+    def _register(self) -> None:
+        """The agents, the leader's clock and the worker's signals, on the app."""
+        app = self.app
+
+        async def fold_jobs(stream: Any) -> None:
+            async for message in stream.events():
+                await self.handle_message(message.message, JOB_AGENT)
+
+        async def fold_nodes(stream: Any) -> None:
+            async for message in stream.events():
+                await self.handle_message(message.message, NODE_AGENT)
+
+        self.fold_jobs = app.agent(self.jobs_topic, name="streams.app.fold_jobs")(fold_jobs)
+        self.fold_nodes = app.agent(self.nodes_topic, name="streams.app.fold_nodes")(fold_nodes)
+        app.timer(self.settings.tick_interval_s, on_leader=True, name="streams.app.clock")(
+            self.clock
+        )
+        # The stubs want `signal` as a keyword of every receiver; Faust passes it in kwargs.
+        app.on_partitions_revoked.connect(self.forget_states)  # type: ignore[arg-type]
+        app.on_worker_init.connect(self.trust_only_clean_stores)  # type: ignore[arg-type]
+        app.on_worker_init.connect(spare_the_startup_heap_from_collections)  # type: ignore[arg-type]
+
+    def hold_ticks_for(self, message: Any) -> None:
+        """A routine record queued behind later ones of its partition: its partition's ticks
+        wait for it. Not one fetched before a rebalance that Faust's conductor queues after it:
+        the stream skips such a record unfolded (its generation is over), and would hold them
+        for good."""
+        if message.generation_id == self.app.consumer_generation_id:
+            self.reads.overtaken(
+                message.topic, message.partition, message.offset, message.timestamp
+            )
+
+    async def handle_message(self, message: Any, writes: frozenset[str]) -> None:
+        """One record read by the agent that writes the tables `writes`."""
+        started = time.perf_counter()
+        try:
+            await self._handle_message(message, writes)
+        except Exception as exc:  # the last line: whatever escaped belongs to this message
+            self._log_failure(exc, message)
+            await self._dead_letter("processing-error", f"{type(exc).__name__}: {exc}", message)
+        finally:
+            self.reads.folded(message.topic, message.partition, message.offset, message.timestamp)
+            _MESSAGE_SECONDS.observe(time.perf_counter() - started)
+
+    async def _handle_message(self, message: Any, writes: frozenset[str]) -> None:
+        if message.topic in self.ticks:
+            try:
+                await self.handle_tick(self.ticks[message.topic], message)
+            except Exception:  # a tick must never take the agent down; the next one retries
+                log.exception("tick_failed", topic=message.topic, partition=message.partition)
+            return
+        if not tracing.enabled():  # the per-message path stays as cheap as it was
+            await self._handle_record(message, writes)
+            return
+        with tracing.span(
+            f"process {message.topic}",
+            lambda: _consumed(message),
+            kind=tracing.CONSUMER,
+            headers=message.headers,
+        ):
+            await self._handle_record(message, writes)
+
+    async def _handle_record(self, message: Any, writes: frozenset[str]) -> None:
+        mark = batches.unreadable(message.headers)
+        if mark is not None:
+            await self._dead_letter(*mark, message)
+            return
+        try:
+            events = self.decoders.get(message.topic, decode)(message.value)
+            if message.topic in self.placement.topics:
+                problem = _too_long(events) or self.placement.check(
+                    events, topic=message.topic, key=message.key, partition=message.partition
+                )
+                if problem is not None:
+                    raise problem
+        except DecodeError as exc:
+            await self._dead_letter(exc.reason, exc.detail, message)
+            return
+        if events:
+            count_types(EVENTS_IN, message.topic, events)
+        by_kind: dict[tuple[str, str], tuple[Kind, list[Event]]] = {}
+        for event in events:
+            kind = kind_of(event)
+            if kind is not None and kind.table in writes:
+                by_kind.setdefault((kind.table, event.subject), (kind, []))[1].append(event)
+                continue
+            # No table (an action result: it concerns those it names), or a table another agent
+            # writes (never two writers): handed over.
+            for other in forwarded(event) if kind is None else [event]:
+                await self._forward(other, encode(other), tracing.inject_headers())
+                self._count_forwarded([other])
+        for (_, key), (kind, batch) in by_kind.items():
+            try:
+                await call_retrying(
+                    "output",
+                    lambda: self.handle_events(kind, key, batch),  # noqa: B023  (awaited here)
+                    self.settings.send_retry_s,
+                    lambda: self.app.should_stop,
+                )
+            except Refused as exc:
+                await self._dead_letter(exc.reason, exc.detail, message)
+            except Exception as exc:  # a bug in a fold or rule must not wedge the partition
+                if self.app.should_stop and transient(exc):
+                    _leave_for_redelivery(message, exc)
+                self._log_failure(exc, message)
+                reason = "send-failed" if transient(exc) else "processing-error"
+                await self._dead_letter(reason, f"{type(exc).__name__}: {exc}", message)
+
+    def _log_failure(self, exc: Exception, message: Any) -> None:
+        """A traceback once per kind of failure: rendering one costs up to seconds, and a storm
+        of bad messages must not turn into a storm of tracebacks that starves the worker."""
+        where = f"{type(exc).__name__}@{_origin(exc)}"
+        fields = {"topic": message.topic, "offset": message.offset, "error": repr(exc)[:1000]}
+        if where in self._traced:
+            log.error("processing_failed", at=where, **fields)
+        else:
+            self._traced.add(where)
+            log.exception("processing_failed", at=where, **fields)
+
+    def load(self, kind: Kind, key: str) -> Any:
+        state = self.cache.get(kind.table, key)
+        if state is None:
+            stored = self.tables[kind.table].get(key.encode())
+            state = kind.model.model_validate_json(stored) if stored is not None else None
+        return state
+
+    async def handle_events(self, kind: Kind, key: str, events: Sequence[Event]) -> None:
+        """Fold and decide one entity's events of a message, traced within that message."""
+        if not tracing.enabled():
+            changed = await self._fold(kind, key, events)
+        else:
+            with tracing.span(
+                f"fold {kind.table}",
+                lambda: {"centrality.subject": key, "centrality.events": len(events)},
+            ):
+                changed = await self._fold(kind, key, events)
+        kept = self.timers.get((kind.table, partition_for(key.encode(), self.partitions)))
+        if kept is None or not (changed or kept.was_ticked(kind, key)):
+            return  # most GPU samples: the same state, nothing new due
+        if (state := self.load(kind, key)) is not None:
+            kept.changed(kind, key, state)  # it may hold a condition already due: forget its tick
+
+    def _writer(self, event: Event) -> Any:
+        """The forward topic of the agent that writes `event`'s table."""
+        kind = kind_of(event)
+        return self.forward_topic if kind is None else self.writers[kind.table]
+
+    async def _forward(self, event: Event, value: bytes, headers: list[tuple[str, bytes]]) -> Any:
+        """Hand `event` (encoded: `value`) to the agent that writes its table; the send's
+        future."""
+        return await self._writer(event).send(key=event.key, value=value, headers=headers)
+
+    def _count_forwarded(self, events: Sequence[Event]) -> None:
+        for event in events:
+            labelled(EVENTS_OUT, self._writer(event).get_topic_name(), event.type).inc()
+
+    async def _fold(self, kind: Kind, key: str, events: Sequence[Event]) -> bool:
+        """Fold, decide, send and write; whether the entity's state changed."""
+        state = self.load(kind, key)
+        result = step(kind, state, events, self.engine)
+        # What people read (`centrality nodes`) is published with the decisions, from this state.
+        status = (
+            self.views.status_change(kind, state, result.state, events[-1])
+            if result.changed
+            else None
+        )
+        outputs = len(result.forwards) + len(result.triggers) + (status is not None)
+        most = self.settings.outputs_per_message_max
+        if outputs > most:
+            raise Refused("amplification", f"{outputs} outputs > {most} per message")
+        forwards = [(derived, encode(derived)) for derived in result.forwards]
+        triggers = [(t, encode(t)) for t in result.triggers]
+        statuses = [(status, encode(status))] if status is not None else []
+        value = (
+            result.state.__pydantic_serializer__.to_json(result.state) if result.changed else b""
+        )
+        if len(value) > STATE_BYTES_MAX:
+            raise Refused("state-too-large", f"{kind.table} value of {len(value)} bytes")
+        largest = max((len(v) for _, v in forwards), default=0)
+        largest = max(largest, *(len(v) for _, v in [*triggers, *statuses]), 0)
+        if largest > OUTPUT_BYTES_MAX:
+            raise Refused("output-too-large", f"an output of {largest} bytes")
+        # Outputs carry this fold's trace context: the trace goes on where they are consumed.
+        # The signature covers the value only, so trace headers never break it.
+        trace_headers = tracing.inject_headers()
+        sent = [
+            await self._forward(derived, encoded, trace_headers) for derived, encoded in forwards
+        ]
+        sent += [
+            await self.triggers_topic.send(
+                key=t.key,
+                value=encoded,
+                headers=[*trace_headers, *signed_headers(encoded, self.signing_key)],
+            )
+            for t, encoded in triggers
+        ]
+        sent += [
+            await self.status_topic.send(key=e.key, value=encoded, headers=trace_headers)
+            for e, encoded in statuses
+        ]
+        # Every output is acknowledged before the state that remembers it is written: a failed
+        # send fails this message (retried, or dead-lettered), never silently loses a forward.
+        await asyncio.gather(*sent)
+        self._count_forwarded(result.forwards)
+        for e, _ in statuses:
+            labelled(EVENTS_OUT, self.status, e.type).inc()
+        for trigger in result.triggers:
+            log.info(
+                "trigger",
+                type=trigger.type,
+                id=str(trigger.event_id),
+                subject=trigger.subject,
+                shadow=trigger.payload.shadow,
+            )
+            mode = "shadow" if trigger.payload.shadow else "live"
+            labelled(DECISIONS, trigger.payload.rule, trigger.type, mode).inc()
+            labelled(EVENTS_OUT, self.triggers, trigger.type).inc()
+        if result.changed:  # most GPU samples change nothing: no table write, no changelog record
+            self.tables[kind.table][key.encode()] = value
+            self.cache.put(kind.table, key, result.state)
+        return result.changed
+
+    async def forget_states(self, sender: Any, *args: Any, **kwargs: Any) -> None:
+        self.cache.clear()
+        self.timers.clear()
+        self.reads.forget()
+
+    def trust_only_clean_stores(self, sender: Any, **kwargs: Any) -> None:
+        guard(Path(self.app.conf.tabledir))
+
+    async def handle_tick(self, kind: Kind, message: Any) -> None:
+        """Tick the entities of `kind` on the tick's partition that something is due for
+        (`streams.timers`), at the tick's time or, while the partition's inputs are not folded
+        that far, at the time they are (`streams.read_positions`)."""
+        assert kind.tick is not None
+        sent = datetime.fromisoformat(orjson.loads(message.value)["now"]).timestamp()
+        judged = self.reads.judged_at(
+            self.tick_inputs[kind.table],
+            message.partition,
+            sent,
+            end=self._end_offset,
+            start=self._start_offset,
+            fetched=self._fetched,
+        )
+        if judged is None:
+            return  # behind by an unknown amount: the next tick asks again
+        now = datetime.fromtimestamp(judged, UTC)
+        kept = self.timers.get((kind.table, message.partition))
+        if kept is None:
+            kept = self.timers[(kind.table, message.partition)] = self._timers_of(kind, message)
+        for key in kept.due(kind, now):
+            state = None
+            try:
+                state = self.load(kind, key)
+                # A tick is no event: it continues no trace and starts none.
+                await self._fold(kind, key, [tick(kind.tick, key, state.cluster, now)])
+                kept.ticked(kind, key, self.load(kind, key), now)
+            except Exception as exc:  # one entity's failure must not keep the others ticking
+                self._log_failure(exc, message)
+                if state is not None:
+                    kept.changed(kind, key, state)  # so the next tick tries it again
+
+    def _end_offset(self, topic: str, partition: int) -> int | None:
+        # The high watermark, not the last stable offset: records written after a transaction
+        # still open are unread too, and a tick must not judge the silence of the nodes they
+        # speak for.
+        return self.app.consumer.highwater(TP(topic, partition))
+
+    def _fetched(self, topic: str, partition: int) -> Fetched | None:
+        return faust_transport.consumer_of(self.app).fetched(TP(topic, partition))
+
+    def _start_offset(self, topic: str, partition: int) -> int | None:
+        # Faust's own record of where it reads next (the committed offset after an assignment)
+        # or of the last record it queued; there is no public accessor.
+        return self.app.consumer._read_offset.get(TP(topic, partition))  # type: ignore[attr-defined,no-any-return]
+
+    def _timers_of(self, kind: Kind, message: Any) -> Timers:
+        """The timers of every entity of `kind` stored in the tick's partition."""
+        kept = Timers(self.engine)
+        table = self.tables[kind.table]
+        for k in [k for k in table if partition_for(k, self.partitions) == message.partition]:
+            key = k.decode()
+            try:
+                state = self.load(kind, key)
+            except Exception as exc:  # an unreadable state is ticked never, not the others never
+                self._log_failure(exc, message)
+                continue
+            if state is not None:
+                kept.changed(kind, key, state)
+        return kept
+
+    async def clock(self) -> None:
+        value = orjson.dumps({"now": datetime.now(UTC).isoformat()})
+        for topic in self.ticks_topics.values():
+            for partition in range(self.partitions):
+                await topic.send(value=value, partition=partition)
+
+    async def _dead_letter(self, reason: str, detail: str, message: Any) -> None:
+        """A dead letter that cannot be sent is logged, counted and given up, unless the worker
+        is stopping meanwhile: then the message is left for redelivery."""
+        raw_value = message.value or b""
+        if len(raw_value) > DEAD_LETTER_RAW_MAX:
+            detail = f"{detail} (raw: first {DEAD_LETTER_RAW_MAX} of {len(raw_value)} bytes)"
+            raw_value = raw_value[:DEAD_LETTER_RAW_MAX]
+        key = message.key[:1024] if message.key else message.key
+        letter = DeadLetter(
+            reason=reason,
+            detail=detail[:4096],
+            consumer=self.settings.app_id,
+            topic=message.topic,
+            partition=message.partition,
+            offset=message.offset,
+            key=key,
+            raw=raw_value,
+        )
+        count_dead_letter(letter)  # and logged there, throttled: poison comes in storms
+        tracing.annotate({"centrality.dead_letter": reason})
+        value, headers = (
+            letter.to_bytes(),
+            tracing.inject_headers(),
+        )  # the letter stays in the trace
+        try:
+            await call_retrying(
+                "dead_letter",
+                lambda: self.deadletter_topic.send(
+                    key=message.topic.encode(), value=value, headers=headers
+                ),
+                self.settings.send_retry_s,
+                lambda: self.app.should_stop,
+            )
+        except Exception as exc:
+            if self.app.should_stop and transient(exc):
+                _leave_for_redelivery(message, exc)
+            log.error("dead_letter_failed", reason=reason, topic=message.topic, error=repr(exc))
 
 
-def hold_ticks_for(message: Any) -> None:
-    """A routine record queued behind later ones of its partition: its partition's ticks wait
-    for it. Not one fetched before a rebalance that Faust's conductor queues after it: the
-    stream skips such a record unfolded (its generation is over), and would hold them for good."""
-    if message.generation_id == app.consumer_generation_id:
-        reads.overtaken(message.topic, message.partition, message.offset, message.timestamp)
-
-
-# GPU samples, heartbeats and passed health checks are the telemetry: queued behind whatever
-# leads to decisions (streams.lanes); a tick waits for the records that XIDs overtook.
-app.lanes = Lanes(
-    bulk_topics=frozenset({_catalog("gpu")}), telemetry=routine, overtaken=hold_ticks_for
-)
-
-
-cache = StateCache(settings.state_cache_entries)
-# What is due when, per kind and partition held here: built from the table at the partition's
-# first tick (a sweep of its keys, once), then kept as events are folded, so a tick touches only
-# the entities something is due for. A tick that swept every key held the node agent, and the
-# fatal XIDs queued behind it, 0.1 to 0.26 s per partition every tick at 4,000 nodes. A rebalance
-# forgets them all.
-timers: dict[tuple[str, int], Timers] = {}
-
-# Values are the entity's JSON document, serialized by pydantic (bytes in, bytes out): readable
-# in the changelog by any tool, and no second serialization by Faust.
-tables = {
-    kind.table: app.Table(
-        kind.table,
-        default=None,
-        key_type=bytes,  # the store decodes keys and values by these, not by the schema
-        value_type=bytes,
-        schema=raw(),
-        partitions=PARTITIONS,
-        extra_topic_configs={"min.insync.replicas": str(layout.min_insync_replicas)},
-    )
-    for kind in KINDS
-}
-observe.install(app, kafka.bootstrap, tables)
 _MESSAGE_SECONDS = PROCESSING_SECONDS.labels("streams_message")
+
+
+def spare_the_startup_heap_from_collections(sender: Any, **kwargs: Any) -> None:
+    """Python's full collections stop the loop for the whole heap, and what start-up made
+    (modules, Faust, pydantic's schemas) is never garbage: out of them, a full collection took
+    1.2-1.6 s in all over a 10,000-node `bench scale` run instead of 2.3-2.5 s, none over 0.35 s
+    (BENCHMARKS.md, "Fleet scale"); a fault folded right after one waited that long."""
+    gc.freeze()  # no log line: logging is not configured yet here
 
 
 def _decode_forward(value: bytes) -> list[Event]:
@@ -237,72 +612,6 @@ def _decode_forward(value: bytes) -> list[Event]:
         raise DecodeError("invalid-internal", str(exc)) from None
 
 
-# Every topic but our internal ones carries contract events.
-DECODERS: dict[str, Callable[[bytes], list[Event]]] = {
-    FORWARD: _decode_forward,
-    JOB_FORWARD: _decode_forward,
-}
-TICKS = {JOB_TICKS: JOBS, NODE_TICKS: NODES}
-# The placed catalog topics are checked as the sink and replay check them (the partition count
-# is the one `centrality streams` checked the broker against); internal topics are ours.
-PLACEMENT = Placement.of(_catalog, lambda _: PARTITIONS)
-# Largest record we produce: Faust's producer refuses requests over 1,000,000 bytes.
-OUTPUT_BYTES_MAX = 900_000
-DEAD_LETTER_RAW_MAX = 512 * 1024  # base64 in JSON: ~700 KB, under the same limit
-
-
-class Refused(Exception):
-    """A message whose processing would produce too much, or too large: never retried."""
-
-    def __init__(self, reason: str, detail: str) -> None:
-        super().__init__(f"{reason}: {detail}")
-        self.reason, self.detail = reason, detail
-
-
-@app.agent(jobs_topic)
-async def fold_jobs(stream: Any) -> None:
-    async for message in stream.events():
-        await handle_message(message.message, JOB_AGENT)
-
-
-@app.agent(nodes_topic)
-async def fold_nodes(stream: Any) -> None:
-    async for message in stream.events():
-        await handle_message(message.message, NODE_AGENT)
-
-
-async def handle_message(message: Any, writes: frozenset[str]) -> None:
-    """One record read by the agent that writes the tables `writes`."""
-    started = time.perf_counter()
-    try:
-        await _handle_message(message, writes)
-    except Exception as exc:  # the last line: whatever escaped belongs to this message
-        _log_failure(exc, message)
-        await _dead_letter("processing-error", f"{type(exc).__name__}: {exc}", message)
-    finally:
-        reads.folded(message.topic, message.partition, message.offset, message.timestamp)
-        _MESSAGE_SECONDS.observe(time.perf_counter() - started)
-
-
-async def _handle_message(message: Any, writes: frozenset[str]) -> None:
-    if message.topic in TICKS:
-        try:
-            await handle_tick(TICKS[message.topic], message)
-        except Exception:  # a tick must never take the agent down; the next one retries
-            log.exception("tick_failed", topic=message.topic, partition=message.partition)
-        return
-    if not tracing.enabled():  # the per-message path stays as cheap as it was
-        await _handle_record(message, writes)
-        return
-    with tracing.span(
-        f"process {message.topic}",
-        lambda: _consumed(message),
-        kind=tracing.CONSUMER,
-        headers=message.headers,
-    ):
-        await _handle_record(message, writes)
-
-
 def _consumed(message: Any) -> dict[str, str | int]:
     return {
         "messaging.destination.name": message.topic,
@@ -311,74 +620,12 @@ def _consumed(message: Any) -> dict[str, str | int]:
     }
 
 
-async def _handle_record(message: Any, writes: frozenset[str]) -> None:
-    mark = batches.unreadable(message.headers)
-    if mark is not None:
-        await _dead_letter(*mark, message)
-        return
-    try:
-        events = DECODERS.get(message.topic, decode)(message.value)
-        if message.topic in PLACEMENT.topics:
-            problem = _too_long(events) or PLACEMENT.check(
-                events, topic=message.topic, key=message.key, partition=message.partition
-            )
-            if problem is not None:
-                raise problem
-    except DecodeError as exc:
-        await _dead_letter(exc.reason, exc.detail, message)
-        return
-    if events:
-        count_types(EVENTS_IN, message.topic, events)
-    by_kind: dict[tuple[str, str], tuple[Kind, list[Event]]] = {}
-    for event in events:
-        kind = kind_of(event)
-        if kind is not None and kind.table in writes:
-            by_kind.setdefault((kind.table, event.subject), (kind, []))[1].append(event)
-            continue
-        # No table (an action result: it concerns those it names), or a table another agent
-        # writes (never two writers): handed over.
-        for other in forwarded(event) if kind is None else [event]:
-            await _forward(other, encode(other), tracing.inject_headers())
-            _count_forwarded([other])
-    for (_, key), (kind, batch) in by_kind.items():
-        try:
-            await call_retrying(
-                "output",
-                lambda: handle_events(kind, key, batch),  # noqa: B023  (awaited right here)
-                settings.send_retry_s,
-                lambda: app.should_stop,
-            )
-        except Refused as exc:
-            await _dead_letter(exc.reason, exc.detail, message)
-        except Exception as exc:  # a bug in a fold or rule must not wedge the partition forever
-            if app.should_stop and transient(exc):
-                _leave_for_redelivery(message, exc)
-            _log_failure(exc, message)
-            reason = "send-failed" if transient(exc) else "processing-error"
-            await _dead_letter(reason, f"{type(exc).__name__}: {exc}", message)
-
-
 def _leave_for_redelivery(message: Any, exc: Exception) -> NoReturn:
     """Unfinished, not failed (the worker is stopping while Kafka fails): never committed, so
     redelivered after the restart. Faust acknowledges the event in hand whenever its agent
     ends, cancelled or not; one already marked acknowledged is left alone (`Message.ack`)."""
     message.acked = True
     raise asyncio.CancelledError from exc
-
-
-_traced: set[str] = set()
-
-
-def _log_failure(exc: Exception, message: Any) -> None:
-    """A traceback once per kind of failure: rendering one costs up to seconds, and a storm of
-    bad messages must not turn into a storm of tracebacks that starves the worker."""
-    where = f"{type(exc).__name__}@{_origin(exc)}"
-    fields = {"topic": message.topic, "offset": message.offset, "error": repr(exc)[:1000]}
-    if where in _traced:
-        log.error("processing_failed", at=where, **fields)
-    else:
-        _traced.add(where)
-        log.exception("processing_failed", at=where, **fields)
 
 
 def _origin(exc: BaseException) -> str:
@@ -394,231 +641,3 @@ def _too_long(events: Sequence[Event]) -> DecodeError | None:
         if len(event.subject) > ID_CHARS_MAX:
             return DecodeError("limit", f"subject: {len(event.subject)} chars > {ID_CHARS_MAX}")
     return None
-
-
-def load(kind: Kind, key: str) -> Any:
-    state = cache.get(kind.table, key)
-    if state is None:
-        stored = tables[kind.table].get(key.encode())
-        state = kind.model.model_validate_json(stored) if stored is not None else None
-    return state
-
-
-async def handle_events(kind: Kind, key: str, events: Sequence[Event]) -> None:
-    """Fold and decide one entity's events of a message, traced within that message."""
-    if not tracing.enabled():
-        changed = await _fold(kind, key, events)
-    else:
-        with tracing.span(
-            f"fold {kind.table}",
-            lambda: {"centrality.subject": key, "centrality.events": len(events)},
-        ):
-            changed = await _fold(kind, key, events)
-    kept = timers.get((kind.table, partition_for(key.encode(), PARTITIONS)))
-    if kept is None or not (changed or kept.was_ticked(kind, key)):
-        return  # most GPU samples: the same state, nothing new due
-    if (state := load(kind, key)) is not None:
-        kept.changed(kind, key, state)  # it may hold a condition already due: forget its tick
-
-
-def _writer(event: Event) -> Any:
-    """The forward topic of the agent that writes `event`'s table."""
-    kind = kind_of(event)
-    return forward_topic if kind is None else writers[kind.table]
-
-
-async def _forward(event: Event, value: bytes, headers: list[tuple[str, bytes]]) -> Any:
-    """Hand `event` (encoded: `value`) to the agent that writes its table; the send's future."""
-    return await _writer(event).send(key=event.key, value=value, headers=headers)
-
-
-def _count_forwarded(events: Sequence[Event]) -> None:
-    for event in events:
-        labelled(EVENTS_OUT, _writer(event).get_topic_name(), event.type).inc()
-
-
-async def _fold(kind: Kind, key: str, events: Sequence[Event]) -> bool:
-    """Fold, decide, send and write; whether the entity's state changed."""
-    state = load(kind, key)
-    result = step(kind, state, events, engine)
-    # What people read (`centrality nodes`) is published with the decisions, from this state.
-    status = views.status_change(kind, state, result.state, events[-1]) if result.changed else None
-    outputs = len(result.forwards) + len(result.triggers) + (status is not None)
-    if outputs > settings.outputs_per_message_max:
-        raise Refused(
-            "amplification", f"{outputs} outputs > {settings.outputs_per_message_max} per message"
-        )
-    forwards = [(derived, encode(derived)) for derived in result.forwards]
-    triggers = [(t, encode(t)) for t in result.triggers]
-    statuses = [(status, encode(status))] if status is not None else []
-    value = result.state.__pydantic_serializer__.to_json(result.state) if result.changed else b""
-    if len(value) > STATE_BYTES_MAX:
-        raise Refused("state-too-large", f"{kind.table} value of {len(value)} bytes")
-    largest = max((len(v) for _, v in forwards), default=0)
-    largest = max(largest, *(len(v) for _, v in [*triggers, *statuses]), 0)
-    if largest > OUTPUT_BYTES_MAX:
-        raise Refused("output-too-large", f"an output of {largest} bytes")
-    # Outputs carry this fold's trace context: the trace goes on where they are consumed. The
-    # signature covers the value only, so trace headers never break it.
-    trace_headers = tracing.inject_headers()
-    sent = [await _forward(derived, encoded, trace_headers) for derived, encoded in forwards]
-    sent += [
-        await triggers_topic.send(
-            key=t.key,
-            value=encoded,
-            headers=[*trace_headers, *signed_headers(encoded, signing_key)],
-        )
-        for t, encoded in triggers
-    ]
-    sent += [
-        await status_topic.send(key=e.key, value=encoded, headers=trace_headers)
-        for e, encoded in statuses
-    ]
-    # Every output is acknowledged before the state that remembers it is written: a failed
-    # send fails this message (retried, or dead-lettered), never silently loses a forward.
-    await asyncio.gather(*sent)
-    _count_forwarded(result.forwards)
-    for e, _ in statuses:
-        labelled(EVENTS_OUT, STATUS, e.type).inc()
-    for trigger in result.triggers:
-        log.info(
-            "trigger",
-            type=trigger.type,
-            id=str(trigger.event_id),
-            subject=trigger.subject,
-            shadow=trigger.payload.shadow,
-        )
-        mode = "shadow" if trigger.payload.shadow else "live"
-        labelled(DECISIONS, trigger.payload.rule, trigger.type, mode).inc()
-        labelled(EVENTS_OUT, TRIGGERS, trigger.type).inc()
-    if result.changed:  # most GPU samples change nothing: no table write, no changelog record
-        tables[kind.table][key.encode()] = value
-        cache.put(kind.table, key, result.state)
-    return result.changed
-
-
-@app.on_partitions_revoked.connect  # type: ignore[arg-type]  # Faust's stub wants sync
-async def forget_states(sender: Any, *args: Any, **kwargs: Any) -> None:
-    cache.clear()
-    timers.clear()
-    reads.forget()
-
-
-@app.on_worker_init.connect  # type: ignore[arg-type]  # the stub misreads `signal`
-def trust_only_clean_stores(sender: Any, **kwargs: Any) -> None:
-    guard(Path(app.conf.tabledir))
-
-
-@app.on_worker_init.connect  # type: ignore[arg-type]  # the stub misreads `signal`
-def spare_the_startup_heap_from_collections(sender: Any, **kwargs: Any) -> None:
-    """Python's full collections stop the loop for the whole heap, and what start-up made
-    (modules, Faust, pydantic's schemas) is never garbage: out of them, a full collection took
-    1.2-1.6 s in all over a 10,000-node `bench scale` run instead of 2.3-2.5 s, none over 0.35 s
-    (BENCHMARKS.md, "Fleet scale"); a fault folded right after one waited that long."""
-    gc.freeze()  # no log line: logging is not configured yet here
-
-
-async def handle_tick(kind: Kind, message: Any) -> None:
-    """Tick the entities of `kind` on the tick's partition that something is due for
-    (`streams.timers`), at the tick's time or, while the partition's inputs are not folded that
-    far, at the time they are (`streams.read_positions`)."""
-    assert kind.tick is not None
-    sent = datetime.fromisoformat(orjson.loads(message.value)["now"]).timestamp()
-    judged = reads.judged_at(
-        TICK_INPUTS[kind.table],
-        message.partition,
-        sent,
-        end=_end_offset,
-        start=_start_offset,
-        fetched=_fetched,
-    )
-    if judged is None:
-        return  # behind by an unknown amount: the next tick asks again
-    now = datetime.fromtimestamp(judged, UTC)
-    kept = timers.get((kind.table, message.partition))
-    if kept is None:
-        kept = timers[(kind.table, message.partition)] = _timers_of(kind, message)
-    for key in kept.due(kind, now):
-        state = None
-        try:
-            state = load(kind, key)
-            # A tick is no event: it continues no trace and starts none.
-            await _fold(kind, key, [tick(kind.tick, key, state.cluster, now)])
-            kept.ticked(kind, key, load(kind, key), now)
-        except Exception as exc:  # one entity's failure must not keep the others from ticking
-            _log_failure(exc, message)
-            if state is not None:
-                kept.changed(kind, key, state)  # so the next tick tries it again
-
-
-def _end_offset(topic: str, partition: int) -> int | None:
-    # The high watermark, not the last stable offset: records written after a transaction still
-    # open are unread too, and a tick must not judge the silence of the nodes they speak for.
-    return app.consumer.highwater(TP(topic, partition))
-
-
-def _fetched(topic: str, partition: int) -> Fetched | None:
-    return faust_transport.consumer_of(app).fetched(TP(topic, partition))
-
-
-def _start_offset(topic: str, partition: int) -> int | None:
-    # Faust's own record of where it reads next (the committed offset after an assignment) or
-    # of the last record it queued; there is no public accessor.
-    return app.consumer._read_offset.get(TP(topic, partition))  # type: ignore[attr-defined,no-any-return]
-
-
-def _timers_of(kind: Kind, message: Any) -> Timers:
-    """The timers of every entity of `kind` stored in the tick's partition."""
-    kept = Timers(engine)
-    for k in [k for k in tables[kind.table] if partition_for(k, PARTITIONS) == message.partition]:
-        key = k.decode()
-        try:
-            state = load(kind, key)
-        except Exception as exc:  # an unreadable state is ticked never, not the others never
-            _log_failure(exc, message)
-            continue
-        if state is not None:
-            kept.changed(kind, key, state)
-    return kept
-
-
-@app.timer(settings.tick_interval_s, on_leader=True)  # type: ignore[untyped-decorator]
-async def clock() -> None:
-    value = orjson.dumps({"now": datetime.now(UTC).isoformat()})
-    for topic in ticks_topics.values():
-        for partition in range(PARTITIONS):
-            await topic.send(value=value, partition=partition)
-
-
-async def _dead_letter(reason: str, detail: str, message: Any) -> None:
-    """A dead letter that cannot be sent is logged, counted and given up, unless the worker is
-    stopping meanwhile: then the message is left for redelivery."""
-    raw = message.value or b""
-    if len(raw) > DEAD_LETTER_RAW_MAX:
-        detail = f"{detail} (raw: first {DEAD_LETTER_RAW_MAX} of {len(raw)} bytes)"
-        raw = raw[:DEAD_LETTER_RAW_MAX]
-    key = message.key[:1024] if message.key else message.key
-    letter = DeadLetter(
-        reason=reason,
-        detail=detail[:4096],
-        consumer=settings.app_id,
-        topic=message.topic,
-        partition=message.partition,
-        offset=message.offset,
-        key=key,
-        raw=raw,
-    )
-    count_dead_letter(letter)  # and logged there, throttled: poison comes in storms
-    tracing.annotate({"centrality.dead_letter": reason})
-    value, headers = letter.to_bytes(), tracing.inject_headers()  # the letter stays in the trace
-    try:
-        await call_retrying(
-            "dead_letter",
-            lambda: deadletter_topic.send(key=message.topic.encode(), value=value, headers=headers),
-            settings.send_retry_s,
-            lambda: app.should_stop,
-        )
-    except Exception as exc:
-        if app.should_stop and transient(exc):
-            _leave_for_redelivery(message, exc)
-        log.error("dead_letter_failed", reason=reason, topic=message.topic, error=repr(exc))

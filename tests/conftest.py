@@ -94,13 +94,18 @@ def worker_env(
     }
 
 
-_LAYER_MARKS = {"integration": pytest.mark.integration, "e2e": pytest.mark.e2e}
+_LAYER_MARKS = {
+    "static": pytest.mark.static,
+    "integration": pytest.mark.integration,
+    "e2e": pytest.mark.e2e,
+}
 _LAYERS = ("unit", *_LAYER_MARKS)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Every test carries the marker of its layer, so `-m 'not integration and not e2e'` is the
-    fast, service-free run; a test outside the three layers is a mistake, not a new layer."""
+    """Every test carries the marker of its layer (unit: hermetic, `make test-unit`; static:
+    checks of the project's own files and built artifacts, with the tools that read them); a test
+    outside the four layers is a mistake, not a new layer."""
     root = Path(__file__).parent
     for item in items:
         layer = item.path.relative_to(root).parts[0] if item.path.is_relative_to(root) else ""

@@ -14,7 +14,12 @@ import socket
 import subprocess
 from dataclasses import dataclass
 
-COMMAND = os.environ.get("CENTRALITY_NVIDIA_SMI", "nvidia-smi")
+
+def command() -> str:
+    """The nvidia-smi to run: `CENTRALITY_NVIDIA_SMI` (a test's fake, a non-standard path)."""
+    return os.environ.get("CENTRALITY_NVIDIA_SMI", "nvidia-smi")
+
+
 TIMEOUT_S = 120.0
 
 
@@ -30,14 +35,15 @@ class Answer:
 
 
 def run(*args: str, timeout_s: float = TIMEOUT_S) -> Answer:
+    smi = command()
     try:
         done = subprocess.run(
-            [COMMAND, *args], capture_output=True, text=True, timeout=timeout_s, check=False
+            [smi, *args], capture_output=True, text=True, timeout=timeout_s, check=False
         )
     except FileNotFoundError:
-        raise SmiError(f"{COMMAND} is not installed on this node") from None
+        raise SmiError(f"{smi} is not installed on this node") from None
     except subprocess.TimeoutExpired:
-        raise SmiError(f"{COMMAND} {' '.join(args)} timed out after {timeout_s:g}s") from None
+        raise SmiError(f"{smi} {' '.join(args)} timed out after {timeout_s:g}s") from None
     return Answer(done.returncode, done.stdout, done.stderr)
 
 
@@ -46,7 +52,7 @@ def query(what: str, fields: list[str], *select: str) -> list[dict[str, str]]:
     answer = run(*select, f"--query-{what}={','.join(fields)}", "--format=csv,noheader")
     if answer.code != 0:
         words = (answer.out + answer.err).strip() or f"exit code {answer.code}"
-        raise SmiError(f"{COMMAND} --query-{what}: {words}")
+        raise SmiError(f"{command()} --query-{what}: {words}")
     return parse_csv(answer.out, fields)
 
 

@@ -28,6 +28,6 @@ class CheckpointSettings(BaseSettings):
     )
     poll_s: float = Field(default=2.0, gt=0, description="Watcher poll interval.")
     state_file: Path = Field(
-        default=Path.home() / ".local/share/centrality/checkpoints-seen.json",
+        default_factory=lambda: Path.home() / ".local/share/centrality/checkpoints-seen.json",
         description="Checkpoints already announced, so a restart sends no duplicates.",
     )

@@ -23,7 +23,7 @@ class TailSettings(BaseSettings):
 
     paths: tuple[str, ...] = Field(default=(), description="Globs of files to follow.")
     state_file: Path = Field(
-        default=Path.home() / ".local/share/centrality/tail-offsets.json",
+        default_factory=lambda: Path.home() / ".local/share/centrality/tail-offsets.json",
         description="Offsets per file identity, so a restart resumes where it stopped.",
     )
     poll_s: float = Field(default=1.0, gt=0, description="How often files are read.")

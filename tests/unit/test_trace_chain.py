@@ -11,11 +11,10 @@ real processes and a real broker.
 from __future__ import annotations
 
 import asyncio
-import importlib
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from types import ModuleType, SimpleNamespace
+from types import SimpleNamespace
 from typing import Any
 
 import orjson
@@ -41,21 +40,17 @@ from schemas.events import ActionSucceeded
 from schemas.placement import partition_for
 from schemas.settings import KafkaSettings
 from schemas.signing import SigningSettings
+from streams.app import StreamsApp
 from streams.entities import NODES
 from streams.testing import xid
+from tests.support.streams_app import in_memory
 
-# As tests/unit/streams/test_agents.py: whichever imports streams.app first, both work.
 KEY = "agents-test-key"
 
 
 @pytest.fixture(scope="module")
-def app_module(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ModuleType]:
-    patch = pytest.MonkeyPatch()
-    patch.setenv("CENTRALITY_STREAMS_STORE", "memory://")
-    patch.setenv("CENTRALITY_TRIGGER_KEY", KEY)
-    patch.setenv("CENTRALITY_STREAMS_DATA_DIR", str(tmp_path_factory.mktemp("streams")))
-    yield importlib.import_module("streams.app")
-    patch.undo()
+def streams_app(tmp_path_factory: pytest.TempPathFactory) -> StreamsApp:
+    return in_memory(tmp_path_factory.mktemp("streams"), KEY)
 
 
 @pytest.fixture
@@ -90,7 +85,7 @@ def trigger_record(topic: str, value: bytes, headers: list[tuple[str, bytes]]) -
 
 
 async def test_one_trace_from_a_fatal_xid_to_the_drain_and_its_result(
-    app_module: ModuleType,
+    streams_app: StreamsApp,
     monkeypatch: pytest.MonkeyPatch,
     spans: InMemorySpanExporter,
     tmp_path: Path,
@@ -104,20 +99,22 @@ async def test_one_trace_from_a_fatal_xid_to_the_drain_and_its_result(
 
         # The streams worker: folds it, the fatal_xid rule decides, the trigger goes out.
         triggers = Sent()
-        monkeypatch.setattr(app_module.triggers_topic, "send", triggers)
-        monkeypatch.setattr(app_module.forward_topic, "send", Sent())
-        monkeypatch.setattr(app_module.status_topic, "send", Sent())
-        async with app_module.fold_nodes.test_context() as agent:
+        monkeypatch.setattr(streams_app.triggers_topic, "send", triggers)
+        monkeypatch.setattr(streams_app.forward_topic, "send", Sent())
+        monkeypatch.setattr(streams_app.status_topic, "send", Sent())
+        async with streams_app.fold_nodes.test_context() as agent:
             await agent.put(key=b"n1", value=sent_xid.value, headers=sent_xid.headers)
             for _ in range(200):  # the node is stored once its trigger is sent
-                if app_module.tables["nodes"].get(b"n1") is not None:
+                if streams_app.tables["nodes"].get(b"n1") is not None:
                     break
                 await asyncio.sleep(0.01)
             # A clock tick over the node's partition: no event, so no span and no trace.
             traced_so_far = len(spans.get_finished_spans())
             now = orjson.dumps({"now": datetime.now(UTC).isoformat()})
-            tick = SimpleNamespace(value=now, partition=partition_for(b"n1", app_module.PARTITIONS))
-            await app_module.handle_tick(NODES, tick)
+            tick = SimpleNamespace(
+                value=now, partition=partition_for(b"n1", streams_app.partitions)
+            )
+            await streams_app.handle_tick(NODES, tick)
             assert len(spans.get_finished_spans()) == traced_so_far
         [(value, headers)] = triggers.records
         assert [t.type for t in decode(value)] == ["QuarantineNodes"]
@@ -128,7 +125,7 @@ async def test_one_trace_from_a_fatal_xid_to_the_drain_and_its_result(
         dispatcher = Dispatcher(settings, adapter, LogNotifier(), Ledger(), emitter.emit)
         worker = ActionWorker(unreachable, settings, adapter, LogNotifier(), SigningSettings())
         record = trigger_record("centrality.triggers", value, headers)
-        decided, refusal = worker._screen(record, app_module.signing_key)  # the importer's key
+        decided, refusal = worker._screen(record, streams_app.signing_key)  # the app's key
         assert refusal is None
         await worker._act(emitter, dispatcher, record, decided, refusal)
         await dispatcher.notifications.close(1.0)
@@ -170,13 +167,13 @@ def assert_one_tree(finished: tuple[ReadableSpan, ...]) -> None:
 
 
 async def test_a_dead_letter_stays_in_the_trace_of_the_message_it_holds(
-    app_module: ModuleType, monkeypatch: pytest.MonkeyPatch, spans: InMemorySpanExporter
+    streams_app: StreamsApp, monkeypatch: pytest.MonkeyPatch, spans: InMemorySpanExporter
 ) -> None:
     letters = Sent()
-    monkeypatch.setattr(app_module.deadletter_topic, "send", letters)
+    monkeypatch.setattr(streams_app.deadletter_topic, "send", letters)
     with tracing.span("emit", kind=tracing.PRODUCER):
         headers = tracing.inject_headers()
-    async with app_module.fold_nodes.test_context() as agent:
+    async with streams_app.fold_nodes.test_context() as agent:
         await agent.put(key=b"n1", value=b"{not json", headers=headers)
         for _ in range(200):
             if letters.records:

@@ -42,7 +42,7 @@ class K8sWatchSettings(BaseSettings):
         default=30.0, gt=0, description="Longest pause between API retries (jittered backoff)."
     )
     state_file: Path = Field(
-        default=Path.home() / ".local/share/centrality/k8s-watch.json",
+        default_factory=lambda: Path.home() / ".local/share/centrality/k8s-watch.json",
         description="What was emitted per job and node, so a restart sends no duplicates.",
     )
     source: str = Field(default_factory=lambda: f"k8s-watcher@{hostname()}", description="Source.")

@@ -17,7 +17,7 @@ class RayWatchSettings(BaseSettings):
     cluster: str = Field(default="default", description="Cluster name stamped on events.")
     poll_s: float = Field(default=5.0, gt=0, description="How often jobs and nodes are read.")
     state_file: Path = Field(
-        default=Path.home() / ".local/share/centrality/ray-watch.json",
+        default_factory=lambda: Path.home() / ".local/share/centrality/ray-watch.json",
         description="What was emitted per job and node, so a restart sends no duplicates.",
     )
     source: str = Field(default_factory=lambda: f"ray-watcher@{hostname()}", description="Source.")

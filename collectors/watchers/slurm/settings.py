@@ -17,7 +17,7 @@ class SlurmWatchSettings(BaseSettings):
     conf: Path | None = Field(default=None, description="slurm.conf (SLURM_CONF) if not default.")
     poll_s: float = Field(default=5.0, gt=0, description="How often squeue/sinfo are read.")
     state_file: Path = Field(
-        default=Path.home() / ".local/share/centrality/slurm-watch.json",
+        default_factory=lambda: Path.home() / ".local/share/centrality/slurm-watch.json",
         description="What was emitted per job and node, so a restart sends no duplicates.",
     )
     source: str = Field(

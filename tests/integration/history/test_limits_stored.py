@@ -32,7 +32,7 @@ from streams.history.writer import insert, rows_of
 
 DEADLETTER = "t.deadletter"
 # The newest time accepted: a little inside the skew, so it is still inside when decoded.
-NEWEST = datetime.now(UTC) + limits.MAX_FUTURE_SKEW - timedelta(minutes=10)
+NEWEST = datetime.now(UTC) + limits.max_future_skew() - timedelta(minutes=10)
 UNICODE = "ü漢🚀"
 
 

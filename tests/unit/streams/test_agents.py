@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-import importlib
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
-from types import ModuleType, SimpleNamespace
+from types import SimpleNamespace
 from typing import Any
 
 import orjson
@@ -18,25 +17,25 @@ from schemas.codec import decode, encode, encode_batch
 from schemas.envelope import Event
 from schemas.placement import partition_for
 from schemas.signing import verify
+from streams.app import JOB_AGENT, NODE_AGENT, StreamsApp
 from streams.entities import JOBS, NODES, forwarded
+from streams.read_positions import ReadPositions
 from streams.state.internal import NodeActionReported, NodeTick, decode_internal
 from streams.state_cache import StateCache
 from streams.testing import T0, checkpoint, ended, heartbeat, result, sample, xid
+from tests.support.streams_app import in_memory
 from tests.support.triggers import quarantine as quarantine_trigger
 
 KEY = "agents-test-key"
 
 
 @pytest.fixture(scope="module")
-def app_module(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ModuleType]:
+def streams_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StreamsApp]:
+    built = in_memory(tmp_path_factory.mktemp("streams"), KEY)
     patch = pytest.MonkeyPatch()
-    patch.setenv("CENTRALITY_STREAMS_STORE", "memory://")
-    patch.setenv("CENTRALITY_TRIGGER_KEY", KEY)
-    patch.setenv("CENTRALITY_STREAMS_DATA_DIR", str(tmp_path_factory.mktemp("streams")))
-    module = importlib.import_module("streams.app")
     # What people read is published beside every change; recorded here, never to Kafka.
-    patch.setattr(module.status_topic, "send", STATUSES)
-    yield module
+    patch.setattr(built.status_topic, "send", STATUSES)
+    yield built
     patch.undo()
 
 
@@ -70,17 +69,17 @@ async def written(table: Any, key: bytes, field: str) -> Any:
 
 
 async def test_job_agent_folds_decides_and_forwards(
-    app_module: ModuleType, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    streams_app: StreamsApp, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     triggers, forwards = Sent(), Sent()
-    monkeypatch.setattr(app_module.triggers_topic, "send", triggers)
-    monkeypatch.setattr(app_module.forward_topic, "send", forwards)
+    monkeypatch.setattr(streams_app.triggers_topic, "send", triggers)
+    monkeypatch.setattr(streams_app.forward_topic, "send", forwards)
     STATUSES.values.clear()
     job = "slurm/agent/1"
-    async with app_module.fold_jobs.test_context() as agent:
+    async with streams_app.fold_jobs.test_context() as agent:
         await agent.put(key=job.encode(), value=encode(checkpoint(7, job)))
         await agent.put(key=job.encode(), value=encode(ended(job, at_s=5)))
-        stored = await written(app_module.tables["jobs"], job.encode(), "restarts")
+        stored = await written(streams_app.tables["jobs"], job.encode(), "restarts")
     [restart] = [e for v in triggers.values for e in decode(v)]
     assert restart.type == "RestartJob" and restart.payload.checkpoint_step == 7
     [(value, headers)] = zip(triggers.values, triggers.headers, strict=True)
@@ -98,15 +97,15 @@ async def test_job_agent_folds_decides_and_forwards(
 
 
 async def test_node_agent_folds_a_gpu_batch_in_one_step(
-    app_module: ModuleType, monkeypatch: pytest.MonkeyPatch
+    streams_app: StreamsApp, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     triggers, forwards = Sent(), Sent()
-    monkeypatch.setattr(app_module.triggers_topic, "send", triggers)
-    monkeypatch.setattr(app_module.forward_topic, "send", forwards)
+    monkeypatch.setattr(streams_app.triggers_topic, "send", triggers)
+    monkeypatch.setattr(streams_app.forward_topic, "send", forwards)
     batch = [sample("g1", gpu=g, at_s=1, ecc_double_bit=int(g == 3)) for g in range(8)]
-    async with app_module.fold_nodes.test_context() as agent:
+    async with streams_app.fold_nodes.test_context() as agent:
         await agent.put(key=b"g1", value=encode_batch(batch))
-        stored = await written(app_module.tables["nodes"], b"g1", "story")
+        stored = await written(streams_app.tables["nodes"], b"g1", "story")
         await agent.put(key=b"g1", value=encode_batch(batch))  # redelivered: nothing new
         await agent.put(key=b"g1", value=encode_batch([sample("g1", at_s=2)]))
     # Only the drain is asked for; the benchmark waits for the drain's outcome.
@@ -135,7 +134,7 @@ def read_on(
 
 
 async def test_each_table_has_one_writer_a_restart_result_reaches_the_job_agent(
-    app_module: ModuleType, monkeypatch: pytest.MonkeyPatch
+    streams_app: StreamsApp, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A fold reads the state, awaits its outputs, then writes: two agents folding one job at
     once would each write what they read and drop the other's change (a restart's outcome,
@@ -144,43 +143,43 @@ async def test_each_table_has_one_writer_a_restart_result_reaches_the_job_agent(
     any job event the node agent reads (a leftover on `forward` from a version before, a job
     event produced to `actions`)."""
     job = "slurm/agents/one-writer"
-    monkeypatch.setattr(app_module, "tables", {"jobs": {}, "nodes": {}, "node_sets": {}})
-    monkeypatch.setattr(app_module, "cache", StateCache(100))
+    monkeypatch.setattr(streams_app, "tables", {"jobs": {}, "nodes": {}, "node_sets": {}})
+    monkeypatch.setattr(streams_app, "cache", StateCache(100))
     triggers, job_forwards = Sent(), Sent()
-    monkeypatch.setattr(app_module.triggers_topic, "send", triggers)
-    monkeypatch.setattr(app_module.forward_topic, "send", Sent())
-    monkeypatch.setattr(app_module.job_forward_topic, "send", job_forwards)
-    await app_module.handle_events(JOBS, job, [checkpoint(3, job), ended(job, at_s=5)])
+    monkeypatch.setattr(streams_app.triggers_topic, "send", triggers)
+    monkeypatch.setattr(streams_app.forward_topic, "send", Sent())
+    monkeypatch.setattr(streams_app.job_forward_topic, "send", job_forwards)
+    await streams_app.handle_events(JOBS, job, [checkpoint(3, job), ended(job, at_s=5)])
     [restart] = [e for v in triggers.values for e in decode(v)]
-    before = app_module.tables["jobs"][job.encode()]
+    before = streams_app.tables["jobs"][job.encode()]
     [reported] = forwarded(result(restart, at_s=8))
-    node_agent, job_agent = app_module.NODE_AGENT, app_module.JOB_AGENT
-    actions = app_module.topic_name("actions", app_module.kafka)
+    node_agent, job_agent = NODE_AGENT, JOB_AGENT
+    actions = streams_app.catalog("actions")
     for record in (
         read_on(actions, restart.subject, encode(result(restart, at_s=8))),
-        read_on(app_module.FORWARD, job, encode(reported)),
+        read_on(streams_app.forward, job, encode(reported)),
         read_on(actions, job, encode(checkpoint(4, job, at_s=9))),
     ):
-        await app_module.handle_message(record, node_agent)
-    read = app_module.DECODERS[app_module.JOB_FORWARD]
+        await streams_app.handle_message(record, node_agent)
+    read = streams_app.decoders[streams_app.job_forward]
     handed = [(e.type, e.subject) for v in job_forwards.values for e in read(v)]
     assert handed == [("JobActionReported", job)] * 2 + [("CheckpointSaved", job)]
-    assert app_module.tables["jobs"][job.encode()] == before  # the node agent wrote nothing
+    assert streams_app.tables["jobs"][job.encode()] == before  # the node agent wrote nothing
     for value in job_forwards.values:
-        await app_module.handle_message(read_on(app_module.JOB_FORWARD, job, value), job_agent)
-    stored = orjson.loads(app_module.tables["jobs"][job.encode()])
+        await streams_app.handle_message(read_on(streams_app.job_forward, job, value), job_agent)
+    stored = orjson.loads(streams_app.tables["jobs"][job.encode()])
     assert [r["outcome"] for r in stored["restarts"]] == ["requeued"]
     assert stored["last_checkpoint_step"] == 4
 
 
 async def test_an_action_result_is_forwarded_to_each_node_it_names(
-    app_module: ModuleType, monkeypatch: pytest.MonkeyPatch
+    streams_app: StreamsApp, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     triggers, forwards = Sent(), Sent()
-    monkeypatch.setattr(app_module.triggers_topic, "send", triggers)
-    monkeypatch.setattr(app_module.forward_topic, "send", forwards)
+    monkeypatch.setattr(streams_app.triggers_topic, "send", triggers)
+    monkeypatch.setattr(streams_app.forward_topic, "send", forwards)
     decided = quarantine_trigger(("r1", "r2"))
-    async with app_module.fold_nodes.test_context() as agent:
+    async with streams_app.fold_nodes.test_context() as agent:
         await agent.put(key=decided.key, value=encode(result(decided, at_s=3)))
         for _ in range(100):
             if len(forwards.values) == 2:
@@ -193,81 +192,81 @@ async def test_an_action_result_is_forwarded_to_each_node_it_names(
 
 
 async def test_a_tick_folds_only_the_nodes_something_is_due_for(
-    app_module: ModuleType, monkeypatch: pytest.MonkeyPatch
+    streams_app: StreamsApp, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Live timers: a silent node is ticked once its silence may be a loss, and not again
     unless something changes it; a node that heartbeat since is not ticked at all, and once a
     partition's timers are built its ticks read only what is due. (What the tick decides is the
     pure step's, tested through the Brain.)"""
-    monkeypatch.setattr(app_module.triggers_topic, "send", Sent())
-    monkeypatch.setattr(app_module.forward_topic, "send", Sent())
+    monkeypatch.setattr(streams_app.triggers_topic, "send", Sent())
+    monkeypatch.setattr(streams_app.forward_topic, "send", Sent())
     silent, alive = "tick-silent", "tick-alive"
-    limit_s = app_module.engine.on(NodeTick)[0].config.limit_s
-    async with app_module.fold_nodes.test_context() as agent:
+    limit_s = streams_app.engine.on(NodeTick)[0].config.limit_s
+    async with streams_app.fold_nodes.test_context() as agent:
         await agent.put(key=silent.encode(), value=encode(heartbeat(silent, at_s=0)))
         await agent.put(key=alive.encode(), value=encode(heartbeat(alive, at_s=limit_s)))
-        await written(app_module.tables["nodes"], alive.encode(), "last_heartbeat_at")
+        await written(streams_app.tables["nodes"], alive.encode(), "last_heartbeat_at")
     ticked: list[str] = []
 
     async def fold(kind: Any, key: str, events: list[Any]) -> None:
         if events[0].type == "NodeTick":
             ticked.append(key)
 
-    monkeypatch.setattr(app_module, "_fold", fold)
+    monkeypatch.setattr(streams_app, "_fold", fold)
 
     async def tick_at(s: float) -> list[str]:
         ticked.clear()
         now = (T0 + timedelta(seconds=s)).isoformat()
         for partition in {
-            partition_for(n.encode(), app_module.PARTITIONS) for n in (silent, alive)
+            partition_for(n.encode(), streams_app.partitions) for n in (silent, alive)
         }:
             message = SimpleNamespace(value=orjson.dumps({"now": now}), partition=partition)
-            await app_module.handle_tick(NODES, message)
+            await streams_app.handle_tick(NODES, message)
         return sorted(ticked)
 
     assert await tick_at(limit_s / 2) == []  # nothing is due yet
     assert await tick_at(limit_s + 5) == [silent]
     loaded: list[str] = []
-    real_load = app_module.load
+    real_load = streams_app.load
 
     def counted_load(kind: Any, key: str) -> Any:
         loaded.append(key)
         return real_load(kind, key)
 
-    monkeypatch.setattr(app_module, "load", counted_load)
+    monkeypatch.setattr(streams_app, "load", counted_load)
     assert await tick_at(limit_s + 10) == []  # its instant was seen at the last tick
     assert loaded == []  # and a tick with nothing due looks at no state at all
     # An event folded into it (here a late heartbeat) may have changed what is due.
-    await app_module.handle_events(NODES, silent, [heartbeat(silent, at_s=1)])
+    await streams_app.handle_events(NODES, silent, [heartbeat(silent, at_s=1)])
     assert await tick_at(limit_s + 15) == [silent]
 
 
 class Behind:
     """The node agent's partition of `node` with its ticks, the broker's offsets set by hand."""
 
-    def __init__(self, app_module: ModuleType, monkeypatch: pytest.MonkeyPatch, node: str) -> None:
-        self.app, self.node = app_module, node
-        self.partition = partition_for(node.encode(), app_module.PARTITIONS)
-        self.nodes = app_module.topic_name("nodes", app_module.kafka)
-        self.limit_s = app_module.engine.on(NodeTick)[0].config.limit_s
-        monkeypatch.setattr(app_module, "tables", {"jobs": {}, "nodes": {}, "node_sets": {}})
-        monkeypatch.setattr(app_module, "cache", StateCache(100))
-        monkeypatch.setattr(app_module, "timers", {})
-        monkeypatch.setattr(app_module, "reads", app_module.ReadPositions())
+    def __init__(self, streams_app: StreamsApp, monkeypatch: pytest.MonkeyPatch, node: str) -> None:
+        self.app, self.node = streams_app, node
+        self.partition = partition_for(node.encode(), streams_app.partitions)
+        self.nodes = streams_app.catalog("nodes")
+        self.limit_s = streams_app.engine.on(NodeTick)[0].config.limit_s
+        monkeypatch.setattr(streams_app, "tables", {"jobs": {}, "nodes": {}, "node_sets": {}})
+        monkeypatch.setattr(streams_app, "cache", StateCache(100))
+        monkeypatch.setattr(streams_app, "timers", {})
+        monkeypatch.setattr(streams_app, "reads", ReadPositions())
         self.triggers = Sent()
-        monkeypatch.setattr(app_module.triggers_topic, "send", self.triggers)
-        monkeypatch.setattr(app_module.forward_topic, "send", Sent())
-        self.written = dict.fromkeys(app_module.TICK_INPUTS["nodes"], 0)
-        monkeypatch.setattr(app_module, "_end_offset", lambda topic, _: self.written[topic])
-        monkeypatch.setattr(app_module, "_start_offset", lambda topic, _: 0)
-        monkeypatch.setattr(app_module, "_fetched", lambda topic, _: None)
+        monkeypatch.setattr(streams_app.triggers_topic, "send", self.triggers)
+        monkeypatch.setattr(streams_app.forward_topic, "send", Sent())
+        self.written = dict.fromkeys(streams_app.tick_inputs["nodes"], 0)
+        monkeypatch.setattr(streams_app, "_end_offset", lambda topic, _: self.written[topic])
+        monkeypatch.setattr(streams_app, "_start_offset", lambda topic, _: 0)
+        monkeypatch.setattr(streams_app, "_fetched", lambda topic, _: None)
 
     def record(self, offset: int, event: Event) -> SimpleNamespace:
         at_s = (event.occurred_at - T0).total_seconds()
         return read_on(self.nodes, event.subject, encode(event), self.partition, offset, at_s)
 
     async def read(self, offset: int, event: Event) -> None:
-        await self.app.handle_message(self.record(offset, event), self.app.NODE_AGENT)
+        await self.app.handle_message(self.record(offset, event), NODE_AGENT)
 
     async def tick(self, at_s: float) -> list[str]:
         self.triggers.values.clear()
@@ -278,12 +277,12 @@ class Behind:
 
 
 async def test_a_tick_judges_no_silence_that_is_only_unread(
-    app_module: ModuleType, monkeypatch: pytest.MonkeyPatch
+    streams_app: StreamsApp, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A worker that starts behind (after an outage, a rebalance) holds its nodes' newer
     heartbeats unread while ticks carry the wall clock: it must not call the whole fleet lost.
     A node is judged lost only for a silence the worker has read."""
-    behind = Behind(app_module, monkeypatch, "tick-behind")
+    behind = Behind(streams_app, monkeypatch, "tick-behind")
     node, limit_s = behind.node, behind.limit_s
     behind.written[behind.nodes] = 2  # heartbeats at 0 and at limit_s are on the topic
     assert await behind.tick(limit_s + 5) == []  # nothing of the partition read yet: not judged
@@ -295,29 +294,29 @@ async def test_a_tick_judges_no_silence_that_is_only_unread(
 
 
 async def test_a_tick_waits_for_a_heartbeat_that_a_later_record_overtook(
-    app_module: ModuleType, monkeypatch: pytest.MonkeyPatch
+    streams_app: StreamsApp, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Its heartbeat queued in the routine lane while an XID of the partition, written after it,
     is folded: read to the end by offsets, but the node is not silent. A heartbeat fetched in a
     generation that is over is skipped by Faust unfolded: it holds nothing."""
-    behind = Behind(app_module, monkeypatch, "tick-overtaken")
+    behind = Behind(streams_app, monkeypatch, "tick-overtaken")
     node, limit_s = behind.node, behind.limit_s
     behind.written[behind.nodes] = 3
     await behind.read(0, heartbeat(node, at_s=0))
     queued = behind.record(1, heartbeat(node, at_s=limit_s - 1))
-    queued.generation_id = app_module.app.consumer_generation_id
-    app_module.hold_ticks_for(queued)
+    queued.generation_id = streams_app.app.consumer_generation_id
+    streams_app.hold_ticks_for(queued)
     await behind.read(2, xid(node, 43, at_s=limit_s))  # XID 43 (IGNORE): no decision
     assert await behind.tick(limit_s + 5) == []  # judged at limit_s - 1: not silent
-    await app_module.handle_message(queued, app_module.NODE_AGENT)
+    await streams_app.handle_message(queued, NODE_AGENT)
     assert await behind.tick(limit_s + 5) == []  # folded: not silent either
     assert await behind.tick(2 * limit_s + 5) == ["Notify"]
 
-    again = Behind(app_module, monkeypatch, "tick-overtaken-before")
+    again = Behind(streams_app, monkeypatch, "tick-overtaken-before")
     again.written[again.nodes] = 3
     await again.read(0, heartbeat(again.node, at_s=0))
     stale = again.record(1, heartbeat(again.node, at_s=limit_s - 1))
-    stale.generation_id = app_module.app.consumer_generation_id - 1
-    app_module.hold_ticks_for(stale)
+    stale.generation_id = streams_app.app.consumer_generation_id - 1
+    streams_app.hold_ticks_for(stale)
     await again.read(2, xid(again.node, 43, at_s=limit_s))
     assert await again.tick(limit_s + 5) == ["Notify"]  # not held by a record never folded

@@ -1,4 +1,4 @@
-"""The real Faust worker (`faust -A streams.app worker`, as `centrality streams` runs it) logs
+"""The real Faust worker (`python -m streams worker`, as `centrality streams` runs it) logs
 through schemas.logs: with no broker to reach it starts, fails and stops, and every line it
 writes on the way (Faust's, mode's, aiokafka's) is one JSON object. With a broker it is
 tests/integration/streams/test_worker_logs.py."""
@@ -14,13 +14,12 @@ from typing import Any
 import orjson
 
 ROOT = Path(__file__).resolve().parents[3]
-FAUST = Path(sys.executable).with_name("faust")
 
 
 def run_worker(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
     base = {k: v for k, v in os.environ.items() if not k.startswith("CENTRALITY_")}
     done = subprocess.run(
-        [str(FAUST), "-A", "streams.app", "--quiet", "worker", "--without-web"],
+        [sys.executable, "-m", "streams", "--quiet", "worker", "--without-web"],
         capture_output=True,
         text=True,
         timeout=120,
