@@ -4,7 +4,7 @@ The Faust worker stops itself on a signal, but a stop can hang on the broker (a 
 retried, a changelog flush, aiokafka's own producer stop). The parent forwards the signal and
 kills the child if it still runs `stop_timeout_s` later. A killed worker committed only what it
 had finished; its local stores are restored from the changelog on the next start
-(`streams.clean_start`).
+(`streams.faust.clean_start`).
 """
 
 from __future__ import annotations

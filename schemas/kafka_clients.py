@@ -67,7 +67,7 @@ def consumer(settings: KafkaSettings, *topics: str, **options: Any) -> AIOKafkaC
     """A consumer that reads committed records only: what a transactional producer aborted
     (Flink or Kafka Streams exactly-once, a librdkafka `transactional.id`) never happened, and
     its end offsets are the last stable offsets. The streams worker reads so too
-    (`streams.faust_transport`, fix 12)."""
+    (`streams.faust.transport`, fix 12)."""
     committed = {"isolation_level": "read_committed"}
     return AIOKafkaConsumer(*topics, **(connection(settings) | committed | options))
 

@@ -61,13 +61,15 @@ from schemas.placement import Placement, partition_for
 from schemas.settings import KafkaSettings, TopicSettings
 from schemas.signing import SigningSettings, signed_headers
 from schemas.topics import topic_name
-from streams import batches, credentials, faust_transport, observe, topics
-from streams.clean_start import guard
+from streams import credentials, topics
 from streams.entities import JOBS, KINDS, NODE_SETS, NODES, Kind, forwarded, kind_of, step
 from streams.failures import call_retrying, transient
-from streams.faust_worker import Worker
-from streams.lanes import LanedApp, Lanes, routine
-from streams.read_positions import Fetched, ReadPositions
+from streams.faust import batches, observe
+from streams.faust import transport as faust_transport
+from streams.faust.clean_start import guard
+from streams.faust.lanes import LanedApp, Lanes, routine
+from streams.faust.read_positions import Fetched, ReadPositions
+from streams.faust.worker import Worker
 from streams.rules.registry import RuleEngine
 from streams.settings import StreamsSettings
 from streams.state.bounds import ID_CHARS_MAX, STATE_BYTES_MAX
@@ -157,7 +159,7 @@ class StreamsApp:
             # Commits run on that timer only: Faust's delivery loop also commits inline every
             # `broker_commit_every` messages (10,000 by default) and delivers nothing meanwhile,
             # a fatal XID included, while the commit first drains the changelog
-            # (FAUST_WORKAROUNDS.md).
+            # (streams/faust/README.md).
             broker_commit_every=COMMIT_ON_TIMER_ONLY,
             producer_linger=settings.producer_linger_s,
             # A send the broker does not acknowledge fails after this long (Faust's default:
@@ -166,7 +168,7 @@ class StreamsApp:
             producer_request_timeout=settings.send_retry_s / 4,
             producer_max_batch_size=256 * 1024,
             stream_buffer_maxsize=16384,
-            consumer_auto_offset_reset="earliest",  # streams.faust_transport relies on it (fix 7)
+            consumer_auto_offset_reset="earliest",  # streams.faust.transport relies on it (fix 7)
             Worker=Worker,  # logs through schemas.logs
         )
         catalog = self.catalog
@@ -211,7 +213,7 @@ class StreamsApp:
         }
         self.reads = ReadPositions()
         # GPU samples, heartbeats and passed health checks are the telemetry: queued behind
-        # whatever leads to decisions (streams.lanes); a tick waits for the records that XIDs
+        # whatever leads to decisions (streams.faust.lanes); a tick waits for the records that XIDs
         # overtook.
         app.lanes = Lanes(
             bulk_topics=frozenset({catalog("gpu")}),
@@ -489,7 +491,7 @@ class StreamsApp:
     async def handle_tick(self, kind: Kind, message: Any) -> None:
         """Tick the entities of `kind` on the tick's partition that something is due for
         (`streams.timers`), at the tick's time or, while the partition's inputs are not folded
-        that far, at the time they are (`streams.read_positions`)."""
+        that far, at the time they are (`streams.faust.read_positions`)."""
         assert kind.tick is not None
         sent = datetime.fromisoformat(orjson.loads(message.value)["now"]).timestamp()
         judged = self.reads.judged_at(

@@ -10,7 +10,7 @@ from aiokafka import codec
 
 from centrality.doctor import Finding, check
 from centrality.version import version
-from streams import faust_canary
+from streams.faust import canary as faust_canary
 
 SAMPLE = b'{"type":"GpuSampled","payload":{"util":0.97}}' * 64
 

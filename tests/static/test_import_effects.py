@@ -17,7 +17,7 @@ _CHILD = """
 import importlib, os, pkgutil, sys, orjson
 
 import pydantic_settings
-from streams.faust_canary import EXPECTED
+from streams.faust.canary import EXPECTED
 
 # What the project patches lives in these modules: imported first, so their state is before.
 for name in {key.partition(":")[0] for key in EXPECTED if not key.startswith("streams.")}:
@@ -79,7 +79,8 @@ for package in sys.argv[1].split(","):
 os.environ = env
 after = attributes()
 patched = sorted(k for k, v in before.items() if k in after and after[k] != v)
-print(orjson.dumps({"imported": imported, "built": built, "asked": asked, "patched": patched}).decode())
+seen = {"imported": imported, "built": built, "asked": asked, "patched": patched}
+print(orjson.dumps(seen).decode())
 """
 
 

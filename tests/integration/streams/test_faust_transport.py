@@ -2,7 +2,7 @@
 
 Faust drops the batch it has fetched whenever its flow stops, and relies on this seek to read
 those records again; a partition the seek leaves where it is loses them (fix 7 in
-streams/faust_transport.py). Faust's recovery clears the stream queues right after the seek:
+streams/faust/transport.py). Faust's recovery clears the stream queues right after the seek:
 records delivered in between must be delivered again (fix 4).
 """
 
@@ -22,7 +22,7 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.structs import OffsetAndMetadata
 
 from schemas.settings import KafkaSettings
-from streams import faust_transport
+from streams.faust import transport as faust_transport
 
 RECORDS = 10
 

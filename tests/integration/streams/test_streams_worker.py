@@ -189,7 +189,7 @@ def stall_past_its_session(worker: StreamsWorker) -> None:
         ),
         # A long GC pause or a starved CPU: the worker is dropped from the group and rejoins.
         # It lost the records it had fetched for partitions with nothing committed yet, before
-        # fix 7 in streams/faust_transport.py (test_faust_transport.py shows that step alone).
+        # fix 7 in streams/faust/transport.py (test_faust_transport.py shows that step alone).
         pytest.param(stall_past_its_session, "Heartbeat session expired", id="stalled"),
     ],
 )

@@ -5,7 +5,8 @@ Behind, here, as after a worker's outage in a deployment of several: its partiti
 piled up, and so did the ticks the leader (another worker) went on sending for them every
 second; the restarted worker reads both at once, the ticks long before the last heartbeats.
 The backlog's health checks warn, so they queue in the fast lane and overtake the steady node's
-heartbeats (streams.lanes): the ticks also judge no later than a heartbeat queued behind them."""
+heartbeats (streams.faust.lanes): the ticks also judge no later than a heartbeat queued behind
+them."""
 
 from __future__ import annotations
 

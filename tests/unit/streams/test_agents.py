@@ -19,7 +19,7 @@ from schemas.placement import partition_for
 from schemas.signing import verify
 from streams.app import JOB_AGENT, NODE_AGENT, StreamsApp
 from streams.entities import JOBS, NODES, forwarded
-from streams.read_positions import ReadPositions
+from streams.faust.read_positions import ReadPositions
 from streams.state.internal import NodeActionReported, NodeTick, decode_internal
 from streams.state_cache import StateCache
 from streams.testing import T0, checkpoint, ended, heartbeat, result, sample, xid

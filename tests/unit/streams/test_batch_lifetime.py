@@ -10,7 +10,7 @@ from aiokafka import TopicPartition
 from aiokafka.producer import message_accumulator
 
 from schemas.outages import OUTAGES
-from streams import batch_lifetime
+from streams.faust import batch_lifetime
 
 
 async def test_a_batch_expires_after_its_ttl_of_the_cluster_being_up(

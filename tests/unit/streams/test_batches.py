@@ -11,7 +11,7 @@ from aiokafka.record._crc32c import crc
 from aiokafka.record.default_records import DefaultRecordBatchBuilder
 from aiokafka.structs import TopicPartition
 
-from streams import batches
+from streams.faust import batches
 
 TP = TopicPartition("jobs", 0)
 CRC_AT, ATTRIBUTES_AT = 17, 21

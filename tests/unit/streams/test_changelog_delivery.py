@@ -1,4 +1,4 @@
-"""Fix 11 of streams/faust_transport.py: a changelog record the broker refuses after aiokafka took
+"""Fix 11 of streams/faust/transport.py: a changelog record the broker refuses after aiokafka took
 it is noticed, the stores are distrusted, and the flush before the next commit raises."""
 
 from __future__ import annotations
@@ -10,8 +10,9 @@ import faust
 import pytest
 from aiokafka.errors import MessageSizeTooLargeError
 
-from streams import clean_start, faust_transport
-from streams.faust_transport import ChangelogUndelivered, _Buffer
+from streams.faust import clean_start
+from streams.faust import transport as faust_transport
+from streams.faust.transport import ChangelogUndelivered, _Buffer
 
 
 class _Handed(_Buffer):

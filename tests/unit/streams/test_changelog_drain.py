@@ -1,4 +1,4 @@
-"""Fix 2 of streams/faust_transport.py, bounded: a flush before a commit waits for the changelog
+"""Fix 2 of streams/faust/transport.py, bounded: a flush before a commit waits for the changelog
 records put before it began, not for an empty buffer, which a steady load never leaves."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Any
 
 import faust
 
-from streams.faust_transport import _Buffer
+from streams.faust.transport import _Buffer
 
 BEFORE = 50
 

@@ -1,4 +1,4 @@
-"""`streams.eager.start`: a coroutine that never waits finishes inline; one that waits resumes
+"""`streams.faust.eager.start`: a coroutine that never waits finishes inline; one that waits resumes
 where it stopped, with its result, its exceptions and its cancellation intact."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from streams import eager
+from streams.faust import eager
 
 
 async def _no_wait(log: list[str]) -> str:

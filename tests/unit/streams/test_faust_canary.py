@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from faust.transport.drivers import aiokafka as driver
 
-from streams import faust_canary
+from streams.faust import canary as faust_canary
 
 
 def test_the_installed_libraries_are_what_the_transport_was_written_for() -> None:
@@ -22,7 +22,7 @@ def test_a_changed_signature_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
         faust_canary.require()
     message = str(raised.value)
     assert "Consumer.perform_seek takes ('self', 'partitions'), expected ('self',)" in message
-    assert "faust-streaming" in message and "FAUST_WORKAROUNDS.md" in message
+    assert "faust-streaming" in message and "streams/faust/README.md" in message
 
 
 def test_a_vanished_name_and_a_vanished_source_line_are_named(

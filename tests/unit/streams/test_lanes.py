@@ -10,7 +10,7 @@ from mode.utils.queues import FlowControlEvent
 
 from schemas.codec import encode, encode_batch
 from schemas.events import GpuXidObserved, NodeHeartbeat
-from streams.lanes import LanedQueue, Lanes, routine
+from streams.faust.lanes import LanedQueue, Lanes, routine
 from streams.testing import health, heartbeat, xid
 
 GPU, NODES = "c.gpu", "c.nodes"

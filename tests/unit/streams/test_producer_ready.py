@@ -1,4 +1,4 @@
-"""Fix 10 of streams/faust_transport.py: a send does not give up the event loop to learn that the
+"""Fix 10 of streams/faust/transport.py: a send does not give up the event loop to learn that the
 producer is running. The changelog buffer's one sender asks for every record; each loop turn it
 gave away went to the agents, and the sender fell behind the table changes."""
 
@@ -8,7 +8,7 @@ import asyncio
 
 import faust
 
-from streams.faust_transport import App
+from streams.faust.transport import App
 
 SENDS = 1_000
 

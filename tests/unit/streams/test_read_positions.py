@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from streams.read_positions import Fetched, ReadPositions, commit_past_markers
+from streams.faust.read_positions import Fetched, ReadPositions, commit_past_markers
 
 NOW = 1_000.0
 
@@ -129,7 +129,7 @@ def test_only_markers_since_the_committed_offset_is_read_to_its_end() -> None:
     assert judged(ReadPositions(), end, start, {"nodes": Fetched(None, 11)}) == NOW
 
 
-# Heartbeats that XIDs of their partition overtake (streams.lanes).
+# Heartbeats that XIDs of their partition overtake (streams.faust.lanes).
 
 
 def test_an_overtaken_record_holds_its_partition_at_its_time_until_folded() -> None:

@@ -3,7 +3,7 @@
 aiokafka fails a batch the broker has not acknowledged within the producer's request timeout
 (`producer_request_timeout`: a quarter of `send_retry_s`). A trigger or forward that fails so is
 sent again (`streams.failures`), but a table's changelog record is handed over once and its
-outcome only looked at afterwards (fix 11 in `streams.faust_transport`): one that failed stops the
+outcome only looked at afterwards (fix 11 in `streams.faust.transport`): one that failed stops the
 worker before any commit past it. In a whole-cluster outage every record in flight failed so, and
 the worker stopped, though nothing was wrong with any record and the broker takes them all once
 it is back. So a batch's age leaves out the time the cluster was away (`schemas.outages`): the
@@ -20,7 +20,7 @@ from aiokafka.producer import message_accumulator
 
 from schemas.outages import OUTAGES
 
-# aiokafka's own, whatever `install` put in its place since (`streams.faust_canary` checks it).
+# aiokafka's own, whatever `install` put in its place since (`streams.faust.canary` checks it).
 AIOKAFKA_BATCH = message_accumulator.MessageBatch
 
 

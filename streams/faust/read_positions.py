@@ -19,7 +19,7 @@ watermark: behind a transaction still open, records (a steady node's heartbeats)
 until it ends, and the partition is behind until then.
 
 Records are folded in their partition's order but for telemetry that later records overtake
-(a heartbeat queued behind an XID of its partition, `streams.lanes`): until such a record is
+(a heartbeat queued behind an XID of its partition, `streams.faust.lanes`): until such a record is
 folded, its partition is judged no later than its time, and folding it never moves the
 partition's position back.
 """

@@ -23,7 +23,7 @@ scheme `centrality-kafka://host:port` (see `install`).
    order holds. A deterministic failure (a record over the message limit) is never retried: it
    wedged the worker once, retrying a 1 MB value every 5 s. Such a record, or one still failing
    when the worker stops, is dropped with an error, and the local stores are marked untrusted
-   (`streams.clean_start.distrust`), so the next start restores them from the changelog and no
+   (`streams.faust.clean_start.distrust`), so the next start restores them from the changelog and no
    worker holds a state the changelog lacks. (The app keeps values far below the limit:
    `streams.state.bounds`.)
 
@@ -50,7 +50,7 @@ scheme `centrality-kafka://host:port` (see `install`).
 6. Hand-over without tasks. The consumer's drain loop delivers each fetched message through
    `wait_first(callback(message), suspend_flow.wait())`, which makes four tasks per message and
    cancels three: the largest per-message cost of the worker (about 4x its rate when removed).
-   Our consumer runs the callback's first step inline (`streams.eager`); the callback nearly
+   Our consumer runs the callback's first step inline (`streams.faust.eager`); the callback nearly
    always completes there (the event goes onto a stream's queue). One that must wait (a full
    queue, flow stopped for a rebalance) continues in a task raced against `suspend_flow`,
    exactly as before, so a rebalance still interrupts it.
@@ -68,7 +68,7 @@ scheme `centrality-kafka://host:port` (see `install`).
 
 8. Unreadable batches. A fetched record batch that cannot be unpacked (codec, corruption) raised
    out of every fetch of its partition, crashing the worker at the same offset on every restart.
-   `streams.batches` turns it into one marked record that the app dead-letters; see there.
+   `streams.faust.batches` turns it into one marked record that the app dead-letters; see there.
 
 9. Bounded stop. Stopping flushes the changelog buffer for at most `STOP_FLUSH_S`; whatever is
    still unsent then is dropped as in fix 3. `centrality streams` also kills a worker still
@@ -99,7 +99,7 @@ scheme `centrality-kafka://host:port` (see `install`).
    committed records only, as every other consumer of ours does (`schemas.kafka_clients`), and
    keeps, per partition, where its last fetch left it (`fetched`): transaction markers and
    aborted records take offsets and are never handed over, so only the fetch position tells a
-   tick that such a partition is read to its end (`streams.read_positions`). Faust commits the
+   tick that such a partition is read to its end (`streams.faust.read_positions`). Faust commits the
    last record's offset + 1, so a partition whose log ends in a marker kept a lag of one for
    good; ours commits the fetch position there once every record before it is committed.
 
@@ -107,11 +107,11 @@ scheme `centrality-kafka://host:port` (see `install`).
    batch lifetime counted down as if one partition were in trouble: after `send_retry_s` a
    record was dropped, after a quarter of it a record in flight failed and stopped the worker
    (fix 11). Neither runs while the cluster is away (`schemas.outages`): the sender waits, and
-   aiokafka's batches do not expire (`streams.batch_lifetime`), so a worker rides the outage
+   aiokafka's batches do not expire (`streams.faust.batch_lifetime`), so a worker rides the outage
    out and sends everything once the broker is back.
 
-All Faust workarounds, these and the others, are listed in FAUST_WORKAROUNDS.md beside this
-file; the private names they rely on are checked at start-up by `streams.faust_canary`.
+All Faust workarounds, these and the others, are listed in streams/faust/README.md beside this
+file; the private names they rely on are checked at start-up by `streams.faust.canary`.
 """
 
 from __future__ import annotations
@@ -131,9 +131,10 @@ from faust.transport.producer import ProducerBuffer
 from mode import Service
 from mode.services import WaitResults
 
-from streams import batch_lifetime, batches, clean_start, eager, faust_canary
 from streams.failures import call_retrying
-from streams.read_positions import Fetched, commit_past_markers
+from streams.faust import batch_lifetime, batches, clean_start, eager
+from streams.faust import canary as faust_canary
+from streams.faust.read_positions import Fetched, commit_past_markers
 
 log = structlog.get_logger("streams")
 

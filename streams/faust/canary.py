@@ -1,7 +1,7 @@
-"""The private Faust, mode and aiokafka names `streams.faust_transport` relies on, checked at
+"""The private Faust, mode and aiokafka names `streams.faust.transport` relies on, checked at
 start-up.
 
-The transport's fixes (see FAUST_WORKAROUNDS.md) override or wrap private methods. An upgrade
+The transport's fixes (see streams/faust/README.md) override or wrap private methods. An upgrade
 that renames one, or changes its parameters, would otherwise silently turn a fix off (the
 override is never called) or fail deep inside the worker. Each entry is a name and the parameter
 names it must have; `check` lists every mismatch, and `require` refuses to start with all of them.
@@ -48,15 +48,15 @@ EXPECTED: Mapping[str, tuple[str, ...] | None] = {
     "faust.app.base:App.maybe_start_producer": None,  # fix 10: a stampede, not a function
     "aiokafka.consumer.fetcher:MemoryRecords": None,
     # fix 13: the producer's batches (aiokafka's class: `install` replaces the name).
-    "streams.batch_lifetime:AIOKAFKA_BATCH.__init__": (
+    "streams.faust.batch_lifetime:AIOKAFKA_BATCH.__init__": (
         "self",
         "tp",
         "builder",
         "ttl",
         "linger_time",
     ),
-    "streams.batch_lifetime:AIOKAFKA_BATCH.expired": ("self",),
-    # streams/lanes.py: the stream queue Faust makes, the hooks it overrides, and what calls them.
+    "streams.faust.batch_lifetime:AIOKAFKA_BATCH.expired": ("self",),
+    # lanes.py: the stream queue Faust makes, the hooks it overrides, and what calls them.
     "faust.app.base:App.FlowControlQueue": ("self", "maxsize", "clear_on_resume"),
     "mode.utils.queues:FlowControlQueue.put_nowait_enhanced": (
         "self",
@@ -88,13 +88,13 @@ SOURCE: Mapping[str, str | tuple[str, ...]] = {
     "aiokafka.consumer.consumer:AIOKafkaConsumer.highwater": "self._subscription.subscription",
     "aiokafka.consumer.fetcher:PartitionRecords._unpack_records": "records.next_batch()",
     "faust.types.tuples:Message.ack": "if not self.acked:",
-    # streams/observe.py reads the committed offsets for the consumer lag it reports.
+    # streams/faust/observe.py reads the committed offsets for the consumer lag it reports.
     "faust.transport.consumer:Consumer.__init__": (
         "self._committed_offset = defaultdict(",
         "self._acked = defaultdict(list)",
         "self._read_offset = defaultdict(",
     ),
-    # streams/lanes.py: the conductor asks `full()` and then puts through these two.
+    # streams/faust/lanes.py: the conductor asks `full()` and then puts through these two.
     "faust.transport.conductor:ConductorCompiler.build": "queue.put_nowait_enhanced(",
     "asyncio.queues:Queue.put_nowait": "self._put(item)",
     "mode.utils.queues:FlowControlQueue.__init__": "self._flow_control",
@@ -104,7 +104,7 @@ SOURCE: Mapping[str, str | tuple[str, ...]] = {
     # fixes 2 and 11: a commit flushes the producer (our flush) before it commits.
     "faust.transport.consumer:Consumer._commit_offsets": "await self.app.producer.flush()",
     # fix 13: a batch's age and lifetime, and the accumulator making batches by module name.
-    "streams.batch_lifetime:AIOKAFKA_BATCH.__init__": (
+    "streams.faust.batch_lifetime:AIOKAFKA_BATCH.__init__": (
         "self._ttl = ttl",
         "self._ctime = time.monotonic()",
     ),
@@ -165,10 +165,10 @@ def require() -> None:
     if problems:
         installed = {name: _version(name) for name in PINNED}
         raise FaustApiChanged(
-            "streams.faust_transport patches private Faust/mode/aiokafka internals written for "
+            "streams.faust.transport patches private Faust/mode/aiokafka internals written for "
             f"{PINNED}; installed {installed}. Changed: " + "; ".join(problems) + ". Pin the "
-            "versions above, or review each fix in streams/FAUST_WORKAROUNDS.md against the "
-            "new code and update streams/faust_canary.py."
+            "versions above, or review each fix in streams/faust/README.md against the "
+            "new code and update streams/faust/canary.py."
         )
 
 

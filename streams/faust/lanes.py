@@ -20,7 +20,7 @@ Order within a partition is kept where a partition's records share a lane (the b
 always). A telemetry record is overtaken by later fast records of its partition: the folds take
 a node's heartbeats, XIDs and samples in any order already (across topics Kafka gives none), and
 the app is told of each such record (`Lanes.overtaken`) so a tick never judges past it
-(`streams.read_positions`). Each lane has the queue's whole size and its own back-pressure, so
+(`streams.faust.read_positions`). Each lane has the queue's whole size and its own back-pressure, so
 a lane under pressure pauses the partitions whose records fill it (Faust's own mechanism, per
 partition) and never blocks a record queued in another; the queue reports full, which makes
 Faust's conductor hand the record to `put`, only where a lane is full, and `put` waits only for
@@ -40,7 +40,7 @@ from mode.utils.queues import ThrowableQueue
 
 from schemas.events import NodeHealthChecked, NodeHeartbeat
 from schemas.events.nodes import HealthStatus
-from streams.faust_transport import App
+from streams.faust.transport import App
 
 FAST, TELEMETRY, BULK = range(3)  # the lanes, in the order the agent takes from them
 
