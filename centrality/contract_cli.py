@@ -25,7 +25,7 @@ from schemas.codec import encode
 from schemas.emitter.settings import EmitterSettings
 from schemas.envelope import Event
 from schemas.events import Trigger
-from schemas.jsonschema import JSON_DIR, export
+from schemas.jsonschema import JSON_DIR, export, stale
 from schemas.operators import OperatorKey, OperatorKeyError, OperatorSettings
 from schemas.registry import event_types
 from schemas.settings import KafkaSettings
@@ -176,22 +176,18 @@ def _explain(exc: Exception) -> str:
 
 @schemas_app.command("export")
 def export_cmd(
-    directory: Annotated[Path, typer.Option(help="Where to write the files.")] = JSON_DIR,
+    directory: Annotated[
+        Path, typer.Option("--directory", "--out", "-o", help="Where to write the files.")
+    ] = JSON_DIR,
     check: Annotated[bool, typer.Option("--check", help="Exit 1 if files would change.")] = False,
 ) -> None:
     """Write one JSON Schema file per event type, and message.json (one event or a batch)."""
     if check:
-        from schemas.jsonschema import render
-
-        stale = [
-            rel
-            for rel, body in render().items()
-            if not (directory / rel).is_file() or (directory / rel).read_bytes() != body
-        ]
-        if stale:
-            err.print(f"[red]stale schema files[/]: {', '.join(stale)}")
+        changes = stale(directory)
+        if changes:
+            err.print(f"[red]stale schema files[/] in {directory}: {', '.join(changes)}")
             raise typer.Exit(1)
-        err.print("schema files are current")
+        err.print(f"schema files are current in {directory}")
         return
     changed = export(directory)
     err.print(f"{len(changed)} file(s) changed in {directory}")

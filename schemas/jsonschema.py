@@ -59,17 +59,28 @@ def export(directory: Path = JSON_DIR) -> list[Path]:
     """Write the schema files; remove ones of events that no longer exist. Returns changed files."""
     wanted = render()
     changed = []
-    for rel, content in wanted.items():
+    for rel in stale(directory, wanted):
         path = directory / rel
-        if not path.exists() or path.read_bytes() != content:
+        if rel in wanted:
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(content)
-            changed.append(path)
-    for stale in directory.glob("events/*.json"):
-        if f"events/{stale.name}" not in wanted:
-            stale.unlink()
-            changed.append(stale)
+            path.write_bytes(wanted[rel])
+        else:
+            path.unlink()
+        changed.append(path)
     return changed
+
+
+def stale(directory: Path = JSON_DIR, wanted: dict[str, bytes] | None = None) -> list[str]:
+    """What `export` would change in `directory`: files missing or different, and files of
+    events that no longer exist (relative paths, sorted)."""
+    wanted = render() if wanted is None else wanted
+    differ = {
+        rel
+        for rel, content in wanted.items()
+        if not (directory / rel).is_file() or (directory / rel).read_bytes() != content
+    }
+    gone = {f"events/{p.name}" for p in directory.glob("events/*.json")} - set(wanted)
+    return sorted(differ | gone)
 
 
 # `format` is only an annotation for most validators; these patterns make the files say what the

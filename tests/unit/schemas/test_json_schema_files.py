@@ -1,22 +1,44 @@
+from pathlib import Path
+
 import jsonschema
 import orjson
 from referencing import Registry, Resource
+from typer.testing import CliRunner
 
+from centrality.cli import app
 from schemas.codec import decode, encode
-from schemas.jsonschema import JSON_DIR, render
+from schemas.jsonschema import JSON_DIR, render, stale
 from tests.factories import exited
 
 
 def test_checked_in_schema_files_are_current() -> None:
-    stale = [
-        rel
-        for rel, content in render().items()
-        if not (JSON_DIR / rel).is_file() or (JSON_DIR / rel).read_bytes() != content
-    ]
+    changes = stale(JSON_DIR)
     extra = {p.relative_to(JSON_DIR).as_posix() for p in JSON_DIR.rglob("*.json")} - set(render())
-    assert not stale and not extra, (
-        f"schemas/json is stale ({stale or sorted(extra)}): run `centrality schemas export`"
+    assert not changes and not extra, (
+        f"schemas/json is stale ({changes or sorted(extra)}): run `centrality schemas export`"
     )
+
+
+def test_export_writes_where_it_is_told_and_check_sees_what_it_would_change(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "contract"
+    runner = CliRunner()
+    result = runner.invoke(app, ["schemas", "export", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert {p.relative_to(out).as_posix() for p in out.rglob("*.json")} == set(render())
+    assert all((out / rel).read_bytes() == body for rel, body in render().items())
+    check = ["schemas", "export", "--check", "--directory", str(out)]
+    assert runner.invoke(app, check).exit_code == 0
+
+    (out / "events" / "JobExploded.json").write_text("{}")
+    (out / "message.json").write_text("{}")
+    result = runner.invoke(app, check)
+    assert result.exit_code == 1
+    assert "JobExploded.json" in result.output and "message.json" in result.output
+    assert runner.invoke(app, ["schemas", "export", "-o", str(out)]).exit_code == 0
+    assert not (out / "events" / "JobExploded.json").exists()
+    assert runner.invoke(app, check).exit_code == 0
 
 
 def _validator() -> jsonschema.Draft202012Validator:
