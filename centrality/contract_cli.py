@@ -181,7 +181,8 @@ def export_cmd(
     ] = JSON_DIR,
     check: Annotated[bool, typer.Option("--check", help="Exit 1 if files would change.")] = False,
 ) -> None:
-    """Write one JSON Schema file per event type, and message.json (one event or a batch)."""
+    """Write one JSON Schema file per event type, message.json (one event or a batch) and
+    keywords.json (the `x-` keywords they use, for validators in strict mode)."""
     if check:
         changes = stale(directory)
         if changes:

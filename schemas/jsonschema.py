@@ -14,6 +14,27 @@ from schemas.limits import INT64_MAX, INT64_MIN, TIME_PATTERN
 from schemas.registry import event_types
 
 JSON_DIR = Path(__file__).resolve().parent / "json"
+# The keywords the files use beyond JSON Schema 2020-12 (and ajv-formats' `formatMinimum`), each
+# with the schema of its value. Annotations: none constrains a document. A validator in strict
+# mode refuses a keyword it does not know, so `keywords.json` lists them for consumers to declare
+# (Ajv: `ajv.addKeyword({keyword, metaSchema})`); tests/js compiles the files so with Ajv.
+KEYWORDS: dict[str, dict[str, Any]] = {
+    "x-topic": {
+        "description": "The catalog topic the event is produced to, before the topic prefix.",
+        "type": "string",
+    },
+    "x-maxBytes": {
+        "description": "The most bytes a Kafka message value may have.",
+        "type": "integer",
+        "minimum": 1,
+    },
+    "x-maxFutureSkewS": {
+        "description": "How many seconds past the reader's clock a timestamp may be (the default;"
+        " a deployment may change it: CENTRALITY_CONTRACT_MAX_FUTURE_SKEW_S).",
+        "type": "number",
+        "minimum": 0,
+    },
+}
 
 
 def event_schema(cls: type[Event]) -> dict[str, Any]:
@@ -52,6 +73,7 @@ def render() -> dict[str, bytes]:
     for name, cls in types.items():
         files[f"events/{name}.json"] = _dump(event_schema(cls))
     files["message.json"] = _dump(message_schema(list(types)))
+    files["keywords.json"] = _dump(KEYWORDS)
     return files
 
 
