@@ -32,7 +32,7 @@ $(STAMP): pyproject.toml constraints.txt
 	$(BIN)/pip install -q -e '.[test]' -c constraints.txt
 	@touch $(STAMP)
 
-tools: $(TOOLS)/.kustomize-$(KUSTOMIZE_VERSION) $(TOOLS)/.checkov-$(CHECKOV_VERSION) $(TOOLS)/.kube-apiserver-$(KUBE_APISERVER_VERSION) $(TOOLS)/.etcd-$(ETCD_VERSION) $(TOOLS)/crds/.pinned ## kustomize and checkov for the manifest tests; kube-apiserver, etcd and CRDs for the Kubernetes tests
+tools: $(TOOLS)/.kustomize-$(KUSTOMIZE_VERSION) $(TOOLS)/.checkov-$(CHECKOV_VERSION) $(TOOLS)/.kube-apiserver-$(KUBE_APISERVER_VERSION) $(TOOLS)/.etcd-$(ETCD_VERSION) $(TOOLS)/crds/.pinned $(TOOLS)/js/.pinned ## kustomize and checkov for the manifest tests; kube-apiserver, etcd and CRDs for the Kubernetes tests; Ajv for the JSON Schema check
 
 $(TOOLS)/.kustomize-$(KUSTOMIZE_VERSION):
 	GOBIN=$(abspath $(TOOLS)/bin) go install sigs.k8s.io/kustomize/kustomize/v5@$(KUSTOMIZE_VERSION)
@@ -54,6 +54,14 @@ $(TOOLS)/crds/.pinned: tests/go/crds/go.mod tests/go/crds/go.sum
 	  go mod download $${crd%%:*} && \
 	  install -m 0644 "$$(go list -m -f '{{.Dir}}' $${crd%%:*})/$${crd#*:}" $(abspath $(TOOLS)/crds)/ || exit 1; \
 	done
+	@touch $@
+
+# Ajv and ajv-formats as tests/js's lock pins them (npm checks each package's integrity hash),
+# for tests/static/test_ajv_strict.py; installed again only when the lock changes.
+$(TOOLS)/js/.pinned: tests/js/package.json tests/js/package-lock.json
+	@mkdir -p $(TOOLS)/js
+	install -m 0644 tests/js/package.json tests/js/package-lock.json $(TOOLS)/js/
+	cd $(TOOLS)/js && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
 	@touch $@
 
 $(TOOLS)/.checkov-$(CHECKOV_VERSION):
