@@ -43,7 +43,9 @@ function main() {
     options: { valid: { type: "string" }, invalid: { type: "string" } },
     allowPositionals: true,
   });
-  if (positionals.length !== 1) throw new Error("usage: ajv_strict.cjs SCHEMA_DIR [--valid F] [--invalid F]");
+  if (positionals.length !== 1) {
+    throw new Error("usage: ajv_strict.cjs SCHEMA_DIR [--valid FILE] [--invalid FILE]");
+  }
   const dir = positionals[0];
 
   // strict: true throws on unknown keywords and formats, ignored keywords, and loose types.
