@@ -92,6 +92,9 @@ demo: install ## Run the main job: the walking skeleton on the local stack, narr
 test: install tools ## Run the whole test suite (starts its own Kafka and ClickHouse)
 	$(BIN)/pytest
 
+test-unit: install ## The hermetic layer alone: no process, no service, no tool (tests/unit)
+	$(BIN)/pytest tests/unit -q
+
 lock: install ## Re-resolve constraints.txt: the newest versions within pyproject.toml's ranges
 	PYTHON=$(BIN)/python .ci/lock
 
@@ -99,4 +102,4 @@ lint: install ## ruff and mypy (strict on our packages)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 
-.PHONY: help install tools up down status demo test lock lint
+.PHONY: help install tools up down status demo test test-unit lock lint

@@ -32,7 +32,7 @@ from schemas.settings import KafkaSettings
 from streams.history.query import HistoryRow, wait_for
 from streams.history.settings import ClickHouseSettings
 from streams.testing import T0, health, log_signal, xid
-from tests.unit.streams.test_rule_docs import examples
+from tests.support.docs_examples import examples
 
 pytestmark = pytest.mark.e2e
 CLI = str(Path(sys.executable).with_name("centrality"))

@@ -3,16 +3,11 @@ consumption or stall, peak memory, and the targets."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-import time
-
 from aiokafka import ConsumerRecord, TopicPartition
 
 from centrality.bench.hostile import Options
 from centrality.bench.hostile_report import Outcome
-from centrality.bench.hostile_watch import Group, PeakRss, StoryWatch
+from centrality.bench.hostile_watch import Group, StoryWatch
 from schemas.codec import encode
 from schemas.events import ActionSucceeded, RestartJob
 from schemas.settings import KafkaSettings
@@ -66,28 +61,6 @@ def test_a_group_is_done_at_the_ends_and_stalled_when_it_stops_moving() -> None:
     group.update({a: 5, b: -1}, now=12.0)
     assert group.consumed_at == 12.0 and group.lag == 0
     assert not group.stalled(100.0, stall_s=10), "a consumed group is not wedged"
-
-
-def test_peak_rss_counts_the_whole_process_group() -> None:
-    child = subprocess.Popen(
-        [sys.executable, "-c", "x = bytearray(200 << 20); import time; time.sleep(30)"],
-        start_new_session=True,
-    )
-    try:
-        rss = PeakRss()
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            rss.sample({"child": child.pid, "me": os.getpid()})
-            peak = rss.peak_mb()["child"]
-            if peak and peak > 200:
-                break
-            time.sleep(0.1)
-        peaks = rss.peak_mb()
-        assert peaks["child"] is not None and peaks["child"] > 200
-        assert peaks["me"] is not None and peaks["me"] > 10
-    finally:
-        child.kill()
-        child.wait()
 
 
 def test_targets() -> None:

@@ -2,7 +2,6 @@ import asyncio
 from pathlib import Path
 
 from collectors.gpu.backend import Xid
-from collectors.health.executable import executable_checks
 from collectors.health.registry import (
     CheckContext,
     CheckFn,
@@ -41,36 +40,6 @@ def script(directory: Path, name: str, body: str) -> Path:
     path.write_text(f"#!/bin/sh\n{body}\n")
     path.chmod(0o755)
     return path
-
-
-async def test_executable_exit_codes_map_to_statuses_with_first_line(tmp_path: Path) -> None:
-    script(tmp_path, "ok.sh", "echo all good; echo second line")
-    script(tmp_path, "fan.sh", "echo fan slow; exit 1")
-    script(tmp_path, "ib.sh", "echo ib0 down; exit 1")
-    script(tmp_path, "unknown.sh", "echo no ibstat here; exit 2")
-    script(tmp_path, "odd.sh", "echo what; exit 7")
-    script(tmp_path, "slow.sh", "sleep 5; echo late")
-    (tmp_path / "notes.txt").write_text("not executable")
-    (tmp_path / ".hidden").write_text("skipped")
-    severity = {"fan": HealthStatus.WARN}
-    checks = {
-        c.name: c
-        for c in executable_checks(tmp_path, interval_s=60, timeout_s=0.5, severity=severity)
-    }
-    assert set(checks) == {"ok", "fan", "ib", "unknown", "odd", "slow", "notes"}
-    results = {name: await run_check(c, ctx()) for name, c in checks.items()}
-    assert results["ok"] == CheckResult(HealthStatus.OK, "all good")
-    assert results["fan"] == CheckResult(HealthStatus.WARN, "fan slow")
-    assert results["ib"] == CheckResult(HealthStatus.CRITICAL, "ib0 down")
-    assert results["unknown"] == CheckResult(
-        HealthStatus.UNKNOWN, "no ibstat here", {"exit_code": 2}
-    )
-    assert results["notes"].status == HealthStatus.UNKNOWN
-    assert "not executable" in results["notes"].message
-    assert results["odd"].status == HealthStatus.UNKNOWN
-    assert results["odd"].details == {"exit_code": 7}
-    assert results["slow"].status == HealthStatus.UNKNOWN
-    assert "timed out" in results["slow"].message
 
 
 async def test_decorated_function_check_and_a_crashing_one() -> None:

@@ -3,17 +3,12 @@ real public sources (tests/fixtures/realworld/dcgm/PROVENANCE.md). Expected valu
 
 from __future__ import annotations
 
-import os
-import shlex
 from pathlib import Path
 
 import pytest
 
 from collectors.health.dcgm import read_dcgm
-from collectors.health.registry import load_checks
-from collectors.health.runner import run_check
 from schemas.events.nodes import HealthStatus
-from tests.unit.collectors.test_health import ctx
 
 CORPUS = Path(__file__).parents[2] / "fixtures" / "realworld" / "dcgm"
 OK, WARN, CRIT = HealthStatus.OK, HealthStatus.WARN, HealthStatus.CRITICAL
@@ -103,31 +98,3 @@ def test_a_diagnostic_that_could_not_run_is_unknown() -> None:
     # DCGM 4.x's document when the diagnostic stops before its tests (dcgm_diag_schema.json).
     report = read_dcgm('{"DCGM Diagnostic": {"runtime_error": "Unable to run diagnostic"}}')
     assert (report.status, report.findings) == (HealthStatus.UNKNOWN, ())
-
-
-def stand_in_dcgmi(bin_dir: Path, output: Path, code: int) -> None:
-    """An executable named dcgmi that prints a real captured output and exits with `code`."""
-    script = bin_dir / "dcgmi"
-    script.write_text(f"#!/bin/sh\ncat {shlex.quote(str(output))}\nexit {code}\n")
-    script.chmod(0o755)
-
-
-@pytest.fixture
-def dcgm_check(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> object:
-    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
-    [check] = load_checks(["collectors.health.builtin.dcgm_health"])
-    return check
-
-
-async def test_the_plugin_reports_dcgm_health_failures(tmp_path: Path, dcgm_check: object) -> None:
-    stand_in_dcgmi(tmp_path, CORPUS / "health_text_dcgm_health_tests.txt", 0)
-    result = await run_check(dcgm_check, ctx())  # type: ignore[arg-type]
-    assert result.status == CRIT
-    assert result.message.startswith("dcgm: GPU WARN on GPUs [0]; Memory system CRITICAL")
-    assert [f["gpus"] for f in result.details["findings"]] == [[0], [1], [1]]
-
-
-async def test_the_plugin_without_dcgm_is_unknown(tmp_path: Path, dcgm_check: object) -> None:
-    stand_in_dcgmi(tmp_path, tmp_path / "missing", 255)
-    result = await run_check(dcgm_check, ctx())  # type: ignore[arg-type]
-    assert result.status == HealthStatus.UNKNOWN and result.message.startswith("dcgmi exited 255")

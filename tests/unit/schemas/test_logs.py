@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import logging
 import os
-import pty
 import subprocess
 import sys
 import warnings
@@ -211,36 +210,3 @@ def run_with_stderr(stderr: int) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CENTRALITY_LOG_")}
     env["PYTHONPATH"] = str(ROOT)
     subprocess.run([sys.executable, "-c", PROGRAM], stderr=stderr, env=env, check=True, timeout=60)
-
-
-def test_auto_is_json_into_a_pipe_and_readable_in_a_terminal() -> None:
-    piped = subprocess.run(
-        [sys.executable, "-c", PROGRAM],
-        capture_output=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        check=True,
-        timeout=60,
-    )
-    assert [orjson.loads(line)["event"] for line in piped.stderr.splitlines()] == [
-        "started",
-        "plain record",
-    ]
-
-    controller, terminal = pty.openpty()
-    try:
-        run_with_stderr(terminal)
-        os.close(terminal)
-        seen = b""
-        while True:
-            try:
-                chunk = os.read(controller, 4096)
-            except OSError:  # the terminal's other end is closed: all read
-                break
-            if not chunk:
-                break
-            seen += chunk
-    finally:
-        os.close(controller)
-    text = seen.decode()
-    assert "started" in text and "gpus" in text and "plain record" in text
-    assert not any(line.startswith("{") for line in text.splitlines())

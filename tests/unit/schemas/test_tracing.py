@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,7 +24,6 @@ from schemas.settings import KafkaSettings
 from schemas.signing import signed_headers, verify
 from schemas.tracing import TracingSettings
 from streams.testing import checkpoint
-from tests.support.otlp import OtlpReceiver
 
 OTEL_VARS = (
     "OTEL_SDK_DISABLED",
@@ -218,23 +214,3 @@ def test_a_sync_emitter_carries_the_callers_trace(
     carried = trace.get_current_span(tracing.extract_context(record.headers))
     assert step.context is not None
     assert carried.get_span_context().trace_id == step.context.trace_id
-
-
-def test_the_last_spans_leave_when_the_process_exits(no_otel_env: None) -> None:
-    script = "from schemas import tracing\n" + "\n".join(
-        [
-            "assert tracing.configure('centrality-test')",
-            "with tracing.span('last words'):",
-            "    pass",
-        ]
-    )
-    with OtlpReceiver() as receiver:
-        env = {
-            **os.environ,
-            "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint,
-            "OTEL_BSP_SCHEDULE_DELAY": "600000",  # only the flush at exit can send it
-            "PYTHONPATH": str(Path(__file__).parents[3]),
-        }
-        subprocess.run([sys.executable, "-c", script], env=env, check=True, timeout=60)
-        [span] = receiver.snapshot()
-    assert (span.service, span.name) == ("centrality-test", "last words")

@@ -18,7 +18,7 @@ from streams.state.story import Stage
 from streams.state.story import Story as NodeStory
 from streams.state.training_job import TrainingJob
 from streams.testing import T0, Story, facts, health
-from tests.unit.streams.test_rule_docs import examples
+from tests.support.docs_examples import examples
 
 A100 = {"gpu_model": "NVIDIA A100-SXM4-80GB"}
 H100 = {"gpu_model": "NVIDIA H100 80GB HBM3"}

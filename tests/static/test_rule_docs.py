@@ -8,7 +8,6 @@ from __future__ import annotations
 import importlib
 import inspect
 import json
-import re
 import runpy
 import shutil
 import subprocess
@@ -21,17 +20,11 @@ from dockerfile_parse import DockerfileParser
 from centrality.version import version
 from streams.rules.registry import RuleEngine
 from streams.settings import rule_modules
+from tests.support.docs_examples import examples
 from tests.support.kustomize import K8S, KUSTOMIZE
-from tests.unit.test_image import hadolint
+from tests.support.tools import hadolint
 
-ROOT = Path(__file__).resolve().parents[3]
-_EXAMPLE = re.compile(r"<!-- example: (\S+) -->\n```\w*\n(.*?)```", re.S)
-
-
-def examples(page: str) -> dict[str, str]:
-    found = dict(_EXAMPLE.findall((ROOT / page).read_text()))
-    assert found, f"no examples in {page}"
-    return found
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture

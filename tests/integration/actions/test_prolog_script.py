@@ -12,7 +12,7 @@ import pytest
 
 from tests.support.tools import venv_tool
 
-SLURM = Path(__file__).resolve().parents[2] / "infra" / "slurm"
+SLURM = Path(__file__).resolve().parents[3] / "infra" / "slurm"
 SCRIPTS = ("prolog.sh", "task-prolog.sh", "epilog.sh")
 # Every client that talks to slurmctld; each answers like a resumed job's Comment would, so a
 # script that asked would also get a plausible answer, and only the call log tells.
