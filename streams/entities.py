@@ -31,6 +31,7 @@ from schemas.events import (
     NodeStateObserved,
     Trigger,
 )
+from streams import peers
 from streams.dispatch import by_type
 from streams.forwards import forwards
 from streams.state import node, node_set, training_job
@@ -41,6 +42,7 @@ from streams.state.internal import (
     NodeActionReported,
     NodeDecided,
     NodeJobObserved,
+    NodePeerNamed,
     NodeSetFailed,
     NodeTick,
 )
@@ -56,6 +58,9 @@ class Kind:
     apply: Callable[[Any, Event], Any]
     owns: tuple[type[Event], ...]
     tick: type[Event] | None = None
+    # What an event means for others given this entity's state (a job resolving the peer its
+    # log line names among its nodes); forwards that the event alone tells are `forwards`'.
+    tells: Callable[[Any, Event], list[Event]] | None = None
 
 
 JOBS = Kind(
@@ -73,6 +78,7 @@ JOBS = Kind(
         JobTick,
     ),
     tick=JobTick,
+    tells=peers.told,
 )
 NODES = Kind(
     "nodes",
@@ -89,6 +95,7 @@ NODES = Kind(
         NodeJobObserved,
         NodeDecided,
         NodeActionReported,
+        NodePeerNamed,
         NodeTick,
     ),
     tick=NodeTick,
@@ -145,17 +152,18 @@ def step(kind: Kind, state: Any, events: Sequence[Event], engine: RuleEngine) ->
         decided = [t for t in decided if not t.payload.shadow]
         for trigger in decided:
             out.state = kind.apply(out.state, trigger)  # feedback: a decision is state too
-        for derived in _derived(event, decided):
+        for derived in _derived(kind, out.state, event, decided):
             mine = derived.subject == _key(out.state) and kind_of(derived) is kind
             (queue if mine else out.forwards).append(derived)
     out.changed = out.state is not state
     return out
 
 
-def _derived(event: Event, decided: list[Trigger]) -> list[Event]:
-    if not decided:  # most events: what they imply alone
+def _derived(kind: Kind, state: Any, event: Event, decided: list[Trigger]) -> list[Event]:
+    told = kind.tells(state, event) if kind.tells is not None else []
+    if not decided and not told:  # most events: what they imply alone
         return _forwards(event)
-    return [*_forwards(event), *(d for t in decided for d in _forwards(t))]
+    return [*_forwards(event), *told, *(d for t in decided for d in _forwards(t))]
 
 
 def _key(state: Any) -> str:

@@ -126,6 +126,17 @@ DEFAULT_PATTERNS: tuple[Builtin, ...] = (
     ),
     Builtin(
         PatternSpec(
+            # NCCL's own words for a broken connection naming its other end, as PyTorch's
+            # exception repeats them after `Last error:` on a line without "NCCL" in it.
+            signal=LogSignal.NCCL_ERROR,
+            regex=r"Got completion from peer \S+<\d+>|Connection closed by remote peer \S+<\d+>"
+            r"|Call to recv from \S+<\d+> failed",
+            name="nccl_peer",
+        ),
+        ("from peer", "remote peer", "call to recv from"),
+    ),
+    Builtin(
+        PatternSpec(
             signal=LogSignal.NCCL_ERROR,
             regex=r"NCCL WARN|NCCL error|NCCL failure|nccl(?:InternalError|UnhandledCudaError"
             r"|SystemError|RemoteError|InvalidUsage)"

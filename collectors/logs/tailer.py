@@ -19,6 +19,7 @@ import structlog
 from collectors.events import Stamp
 from collectors.logs.offsets import OffsetStore, identity
 from collectors.logs.patterns import Matcher, split_prefix
+from collectors.logs.peers import peer_of
 from collectors.logs.settings import TailSettings
 from collectors.loop import poll_forever
 from collectors.sink import EventSink
@@ -169,6 +170,7 @@ class LogTailer:
                         node=node,
                         rank=rank,
                         pattern=pattern.name,
+                        peer=peer_of(body),
                     )
                 )
         step = self.settings.max_lines_per_event

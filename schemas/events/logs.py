@@ -52,6 +52,12 @@ class LogSignalDetectedPayload(Payload):
     node: str | None = Field(default=None, max_length=NODE_NAME)
     rank: int | None = Field(default=None, ge=0, le=INT32_MAX)
     pattern: str | None = Field(default=None, max_length=TEXT)
+    peer: str | None = Field(
+        default=None,
+        max_length=NODE_NAME,
+        description="The host or address the line names as the other end that failed (NCCL's "
+        "`Got completion from peer 10.0.0.12<port>`), as written.",
+    )
 
 
 @event(topic="jobs")

@@ -147,6 +147,21 @@ class JobNodesImplicated(Event):
     payload: JobNodesImplicatedPayload
 
 
+class NodePeerNamedPayload(Payload):
+    job_id: str
+    peer: str  # as the line wrote it
+    by: str | None = None  # the node whose log line it was, when the tailer said
+    cause: uuid.UUID  # the log signal
+
+
+class NodePeerNamed(Event):
+    """A job's log line names this node as the other end that failed (`subject`: the node id),
+    as the job resolved the line's peer among its nodes (`streams.peers`)."""
+
+    type: Literal["NodePeerNamed"] = "NodePeerNamed"
+    payload: NodePeerNamedPayload
+
+
 class TickPayload(Payload):
     pass
 
@@ -188,6 +203,7 @@ _INTERNAL: dict[str, type[Event]] = {
         NodeActionReported,
         JobActionReported,
         JobNodesImplicated,
+        NodePeerNamed,
         JobTick,
         NodeTick,
     )

@@ -47,6 +47,7 @@ from streams.state.internal import (
     NodeDecided,
     NodeDecidedPayload,
     NodeJobObserved,
+    NodePeerNamed,
 )
 from streams.state.judge import Judged, judge, model_of
 from streams.state.stamp import Entity, stamped
@@ -65,6 +66,7 @@ XIDS_KEPT = 32
 # A GPU at or below this utilisation does no work (NVML reports whole percents; 1% is noise).
 IDLE_UTILIZATION_PCT = 1.0
 HEALTH_FAILURES_KEPT = 64
+PEERS_NAMED_KEPT = 32  # evidence enough: a failing peer is named by every rank talking to it
 RUNGS_KEPT = 32  # a ladder is a handful of rungs; a longer one keeps its latest
 
 
@@ -95,6 +97,17 @@ class HealthFailure(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     check: str
+    at: datetime
+    event_id: uuid.UUID
+
+
+class PeerNamed(BaseModel):
+    """A job's log line named this node as the other end that failed (`streams.peers`)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    job_id: str
+    by: str | None  # the node whose line it was
     at: datetime
     event_id: uuid.UUID
 
@@ -189,6 +202,7 @@ class Node(Entity):
     # busy, so steady telemetry costs no table write.
     gpu_idle_since: dict[int, datetime | None] = Field(default_factory=dict)
     failures: tuple[Failure, ...] = ()  # failed attempts that ran here, event time
+    named_as_peer: tuple[PeerNamed, ...] = ()  # by jobs' log lines, the latest kept
 
     @classmethod
     def new(cls, event: Event) -> Node:
@@ -369,6 +383,18 @@ def _(event: NodeJobObserved, state: Node) -> Node:
         failure = Failure(at=event.occurred_at, job_id=p.job_id, attempt=p.attempt, cause=p.cause)
         failures = record(failures, failure)
     return state.model_copy(update={"jobs": jobs, "failures": failures})
+
+
+@_fold.register
+def _(event: NodePeerNamed, state: Node) -> Node:
+    if any(n.event_id == event.event_id for n in state.named_as_peer):
+        return state
+    p = event.payload
+    named = PeerNamed(
+        job_id=clip(p.job_id, ID_CHARS_MAX), by=p.by, at=event.occurred_at, event_id=event.event_id
+    )
+    kept = sorted((*state.named_as_peer, named), key=lambda n: n.at)[-PEERS_NAMED_KEPT:]
+    return state.model_copy(update={"named_as_peer": tuple(kept)})
 
 
 @_fold.register

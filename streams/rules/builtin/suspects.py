@@ -3,7 +3,8 @@
 The culprit of a job failing on hundreds of nodes is usually one node among them; draining them
 all stops everyone's work to find it. So above `suspects_over_nodes`, the node set's rule only
 tells people, and each node of the job judges itself on the failures it saw (every node hears
-each failed attempt that ran on it): once the job failed `threshold` times within a window on
+each failed attempt that ran on it, and the job's NCCL errors that name it as the failing peer:
+`streams.peers`): once the job failed `threshold` times within a window on
 it, the node is a suspect when its own evidence in that window says so, and asks for its own
 quarantine (then benchmarked by `quarantine_story`: released if it passes, kept if not). The
 rest stay in service.
@@ -25,7 +26,10 @@ from streams.state.internal import NodeJobObserved
 from streams.state.node import Node
 from streams.state.windows import WindowConfig, in_window, window_starts
 
-EVIDENCE = "XIDs, failed health checks, other jobs failing on the same node"
+EVIDENCE = (
+    "XIDs, failed health checks, NCCL errors naming the node as the failing peer, other jobs "
+    "failing on the same node"
+)
 
 
 def evidence(node: Node, job_id: str, since: datetime) -> list[str]:
@@ -37,6 +41,11 @@ def evidence(node: Node, job_id: str, since: datetime) -> list[str]:
     checks = sorted({h.check for h in node.health_failures if h.at >= since})
     if checks:
         why.append(f"failed health check {listed(checks, 256)}")
+    named = [n for n in node.named_as_peer if n.at >= since]
+    if named:
+        by = sorted({n.by for n in named if n.by is not None})
+        on = f" on {listed(by, 256)}" if by else ""
+        why.append(f"named as the failing peer by {len(named)} NCCL error(s){on}")
     others = sorted({f.job_id for f in node.failures if f.at >= since and f.job_id != job_id})
     if others:
         why.append(f"other jobs failed here too ({listed(others, 512)})")

@@ -1,6 +1,7 @@
 """Rules that hold for big jobs (issue 28), on the real worker and broker: a 1,000-node job
-failing five times, one node with an XID and one with a failed health check. What comes out of
-the triggers topic parses, drains only those two, and says so; nothing is dead-lettered; and
+failing five times, one node with an XID, one with a failed health check and one named by another
+node's NCCL error as the failing peer. What comes out of the triggers topic parses, drains only
+those three, and says so; nothing is dead-lettered; and
 `centrality replay` over the same Kafka offsets decides the same."""
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """The log tailer's signal extraction on lines from real public sources.
 
 Each case in tests/fixtures/realworld/logs/cases.yaml carries the signal and rank written by
-hand; PROVENANCE.md beside it says where every line comes from.
+hand (and, where NCCL names the other end that failed, the peer); PROVENANCE.md beside it says
+where every line comes from.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import pytest
 import yaml
 
 from collectors.logs.patterns import Matcher, split_prefix
+from collectors.logs.peers import peer_of
 
 CORPUS = Path(__file__).parents[2] / "fixtures" / "realworld" / "logs"
 CASES: list[dict[str, Any]] = yaml.safe_load((CORPUS / "cases.yaml").read_text())
@@ -32,6 +34,7 @@ def test_signal_and_rank_of_a_real_line(case: dict[str, Any]) -> None:
     rank, body = split_prefix(case["line"])
     found = MATCHER.match(body)
     assert (found.signal.value if found else None, rank) == (case["signal"], case["rank"])
+    assert peer_of(body) == case.get("peer")
 
 
 def test_a_declared_marker_replaces_the_builtin_completion_lines() -> None:

@@ -46,7 +46,7 @@ async def test_lines_per_job_and_signals_at_the_edge(tmp_path: Path, logs: Path)
         "step 10 loss 2.1",
         "[rank3]:Traceback (most recent call last):",
         "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
-        "gpu7:1:2 [0] NCCL WARN NET/IB : Got completion from peer with error 12",
+        "gpu7:1:2 [0] NCCL WARN NET/IB : Got completion from peer 10.0.0.12<43213> with status=12",
         "[E ProcessGroupNCCL.cpp:475] Watchdog caught collective operation timeout: WorkNCCL",
         "RuntimeError: CUDA error: an illegal memory access was encountered",
         "Training Complete",
@@ -67,6 +67,8 @@ async def test_lines_per_job_and_signals_at_the_edge(tmp_path: Path, logs: Path)
         ("slurm/c1/123", LogSignal.CUDA_ERROR),
         ("slurm/c1/123", LogSignal.TRAINING_COMPLETE),
     ]
+    peers = [e.payload.peer for e in sink.of_type(LogSignalDetected)]
+    assert peers == [None, None, "10.0.0.12", None, None, None]  # the other end, named
 
 
 async def test_resumes_at_the_saved_offset_after_a_restart(tmp_path: Path, logs: Path) -> None:

@@ -15,23 +15,38 @@ from schemas.registry import event_types
 from streams.replay.rerun import rerun
 from streams.rules.registry import rule
 from streams.state.story import NodeStatus
-from streams.testing import Story, ended, health, result, xid
+from streams.testing import Story, ended, health, log_signal, result, xid
 
 BIG = tuple(f"gpu-{i:04d}.cluster.example.org" for i in range(2000))
-FAULTY, SICK = BIG[7], BIG[987]  # one reports an XID, one fails a health check
-SUSPECTS = {FAULTY: "XID 13", SICK: "failed health check gpu"}
+FAULTY, SICK, PEER = BIG[7], BIG[987], BIG[512]  # an XID, a failed health check, a bad link
+SUSPECTS = {
+    FAULTY: "XID 13",
+    SICK: "failed health check gpu",
+    PEER: f"named as the failing peer by 1 NCCL error(s) on {BIG[3]}",
+}
+# NCCL's line (NVIDIA/nccl#1710, tests/fixtures/realworld/logs) as BIG[3]'s rank logs it about
+# its short-named peer; the tailer reads `peer` from it (tests/unit/collectors/test_log_corpus).
+PEER_LINE = (
+    "gpu-0003:10214:10303 [0] transport/net_ib.cc:1909 NCCL WARN NET/IB : Got completion from "
+    "peer gpu-0512<33057> with status=9 opcode=0 len=0 vendor err 138 (Send)"
+)
 
 
 def failing_five_times(nodes: tuple[str, ...] = BIG) -> list[Event]:
     """The job on `nodes` (the SUSPECTS among them) fails five times, 600 s apart; during the
-    second attempt FAULTY reports an XID and SICK fails a GPU health check: the only evidence
-    against any of its nodes."""
+    second attempt FAULTY reports an XID, SICK fails a GPU health check and a rank on BIG[3]
+    logs NCCL's error naming PEER: the only evidence against any of its nodes."""
     events: list[Event] = []
     for attempt in range(1, 6):
         at = attempt * 600.0
         if attempt == 2:
             events.append(xid(FAULTY, code=13, at_s=at + 60))
             events.append(health(SICK, "gpu", "CRITICAL", at_s=at + 70, message="ECC"))
+            events.append(
+                log_signal(
+                    signal="NCCL_ERROR", at_s=at + 80, line=PEER_LINE, node=BIG[3], peer="gpu-0512"
+                )
+            )
         events.append(ended(attempt=attempt, at_s=at + 300, nodes=nodes))
     return events
 
@@ -73,7 +88,7 @@ def test_a_big_job_failing_five_times_drains_only_its_suspects(
     assert out == set(SUSPECTS)
     # The story goes on as any quarantine's: drained → benchmarked.
     drained = story.tell(*(result(q, at_s=3400) for q in quarantines))
-    assert sorted(t.type for t in drained) == ["RunBenchmark", "RunBenchmark"]
+    assert sorted(t.type for t in drained) == ["RunBenchmark"] * len(SUSPECTS)
 
 
 def test_replay_decides_the_same_suspects(live: tuple[Story, list[Trigger]]) -> None:
