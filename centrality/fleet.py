@@ -18,6 +18,8 @@ from schemas.settings import KafkaSettings
 from schemas.topic_reader import Records, TopicReader
 from schemas.topics import topic_name
 
+STATUSES = (NodeStatusChanged, JobStatusChanged)
+
 
 @dataclass(repr=False)
 class Fleet:
@@ -36,7 +38,7 @@ class Fleet:
         last = {record.key: record.value for record in records}
         for value in last.values():
             try:
-                events = decode(value or b"")
+                events = decode(value or b"", STATUSES)
             except DecodeError:
                 self.unreadable += 1
                 continue

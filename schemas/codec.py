@@ -79,22 +79,23 @@ def encode_batch(events: Sequence[Event]) -> bytes:
     return b"[" + b",".join(encode(e) for e in events) + b"]"
 
 
-def decode(raw: bytes | None) -> list[Event]:
+def decode(raw: bytes | None, expect: tuple[type[Event], ...] | None = None) -> list[Event]:
     """Bytes → events, upcasting old schema versions. Raises DecodeError, never anything else
-    (a Kafka record without a value, a tombstone, is `empty`)."""
+    (a Kafka record without a value, a tombstone, is `empty`). `expect`: the types a reader
+    expects, tried first; anything else still decodes as it would without."""
     if not raw:
         raise DecodeError("empty", "no value (a tombstone)" if raw is None else "no bytes")
     if len(raw) > MAX_MESSAGE_BYTES:
         raise DecodeError("oversized", f"{len(raw)} bytes > {MAX_MESSAGE_BYTES}")
-    fast = _decode_current(raw)
+    fast = _decode_current(raw, expect)
     return fast if fast is not None else _decode_slow(raw)
 
 
-def _decode_current(raw: bytes) -> list[Event] | None:
+def _decode_current(raw: bytes, expect: tuple[type[Event], ...] | None) -> list[Event] | None:
     """The common case in one pass of pydantic-core over the bytes: current schema versions, all
     wire fields present. Anything else returns None and takes the slow path, which upcasts old
     versions and says precisely what is wrong."""
-    one, many = union_adapters()
+    one, many = union_adapters(expect)
     try:
         events: list[Event] = (
             many.validate_json(raw) if raw[:1] == b"[" else [one.validate_json(raw)]
