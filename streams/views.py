@@ -139,12 +139,14 @@ def _ladder(story: Story) -> dict[str, Any]:
     }
 
 
-def restart_budget(engine: RuleEngine) -> int | None:
-    """How many restarts the restart rule allows a job; None when it is not loaded, or only
-    in shadow (then it restarts nothing)."""
+def restart_budget(engine: RuleEngine, job: TrainingJob) -> int | None:
+    """How many restarts the restart rule allows `job` (its job class's scope, else the rule's
+    own); None when it is not loaded, or off or only in shadow there (it restarts nothing)."""
     for bound in engine.rules:
-        if bound.spec.name == RESTART_RULE and bound.config.mode == "live":
-            return int(getattr(bound.config, "max_restarts", 0))
+        if bound.spec.name == RESTART_RULE:
+            config = bound.config_for(job)
+            if config.enabled and config.mode == "live":
+                return int(getattr(config, "max_restarts", 0))
     return None
 
 
@@ -184,10 +186,12 @@ class Views:
     """The views of the kinds people read, bound to what they need of the rules' config."""
 
     def __init__(self, engine: RuleEngine) -> None:
-        budget = restart_budget(engine)
         self._views: dict[str, tuple[Callable[[Any], Payload], type[Event]]] = {
             NODES.table: (node_status, NodeStatusChanged),
-            JOBS.table: (lambda job: job_status(job, budget), JobStatusChanged),
+            JOBS.table: (
+                lambda job: job_status(job, restart_budget(engine, job)),
+                JobStatusChanged,
+            ),
         }
 
     def status_change(self, kind: Kind, before: Any, after: Any, cause: Event) -> Event | None:

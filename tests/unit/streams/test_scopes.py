@@ -19,6 +19,7 @@ from streams.state.story import Stage
 from streams.state.story import Story as NodeStory
 from streams.state.training_job import TrainingJob
 from streams.testing import JOB, T0, Story, ended, facts, health, running, submitted
+from streams.views import restart_budget
 from tests.unit.streams.test_rule_docs import examples
 
 A100 = {"gpu_model": "NVIDIA A100-SXM4-80GB"}
@@ -263,7 +264,8 @@ def test_restart_budgets_per_job_class() -> None:
 
 def test_the_rules_page_job_classes_load_and_decide() -> None:
     config = json.loads(examples("docs/rules.md")["job_classes.json"])
-    rule = bound(load(config), "restart_incomplete_exit")
+    engine = load(config)
+    rule = bound(engine, "restart_incomplete_exit")
 
     def job(**known: Any) -> TrainingJob:
         return TrainingJob(job_id="slurm/a/1", cluster="a", **known)
@@ -272,3 +274,10 @@ def test_the_rules_page_job_classes_load_and_decide() -> None:
     assert rule.config_for(job(queue="preemptible")).max_restarts == 10
     big = rule.config_for(job(queue="preemptible", nodes_requested=600))
     assert (big.max_restarts, big.backoff_s) == (1, 600)
+    # What `centrality jobs` shows a job has left is its class's budget.
+    assert restart_budget(engine, job(queue="preemptible")) == 10
+    assert restart_budget(engine, job(queue="gpu")) == 3
+    shadow = load(
+        {"restart_incomplete_exit": {"scopes": [{"match": {"user": "x"}, "mode": "shadow"}]}}
+    )
+    assert restart_budget(shadow, job(user="x")) is None
