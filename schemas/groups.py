@@ -1,8 +1,9 @@
 """Node groups and job classes: what a scope selects (`Match`), over what a subject shows it.
 
-One `Match` serves every subject: rule scopes (`streams.rules.scopes`) and the remediation
-ladders. A subject shows the keys that apply to its kind (`Facts`); a key given in a match that
-its subject does not show (a job's `gpu_model`, a node's `user`) does not match it.
+One `Match` serves every subject: rule scopes (`streams.rules.scopes`), the remediation
+ladders and the action worker's breaker caps per node group (`quarantine_groups`). A subject
+shows the keys that apply to its kind (`Facts`); a key given in a match that its subject does
+not show (a job's `gpu_model`, a node's `user`) does not match it.
 
 Node keys: `node` (a glob or a hostlist), `gpu_model`, `feature`, `label`; job keys: `job_name`,
 `user`, `min_nodes`; both: `cluster` and `partition` (any of a node's Slurm partitions; a job's

@@ -19,7 +19,7 @@ from schemas.events.status import (
     NodeStatusChanged,
     NodeStatusPayload,
 )
-from schemas.limits import SMALL_LIST
+from schemas.limits import MAP_ENTRIES, SMALL_LIST
 from streams.entities import JOBS, NODES, Kind
 from streams.rules.registry import RuleEngine
 from streams.state.bounds import clip
@@ -91,6 +91,8 @@ def node_status(node: Node) -> NodeStatusPayload:
         "gpus": node.gpu_count if node.gpu_count is not None else node.facts.gpu_count,
         "gpu_model": node.facts.gpu_model,
         "partitions": node.facts.partitions[:SHOWN_MAX],
+        "features": node.facts.features[:SHOWN_MAX],
+        "labels": dict(list(node.facts.labels.items())[:MAP_ENTRIES]),
         "jobs": jobs[:SHOWN_MAX],
         "jobs_running": len(jobs),
         "episodes": node.episodes,
