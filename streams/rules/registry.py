@@ -146,6 +146,11 @@ class BoundRule:
         return self.config if scope is None else scope.config
 
     @property
+    def kinds(self) -> frozenset[str]:
+        """The kinds of subject it decides about: `nodes`, `jobs`, `node_sets`."""
+        return subject_kinds(self.spec)
+
+    @property
     def configs(self) -> tuple[RuleConfig, ...]:
         """The rule's own config and its scopes'."""
         return (self.config, *(s.config for s in self.scopes))
@@ -331,7 +336,7 @@ def _bound(spec: RuleSpec, given: Mapping[str, Any]) -> BoundRule:
         raise RuleConfigError(f"rule {spec.name!r}: scopes: {_SCOPE}")
     scopes = tuple(_scope(spec, own, i, raw) for i, raw in enumerate(listed))
     for (i, a), (j, b) in itertools.combinations(enumerate(scopes), 2):
-        if clash(a.match, b.match, _kinds(spec)):
+        if clash(a.match, b.match, subject_kinds(spec)):
             raise RuleConfigError(
                 f"rule {spec.name!r}: scopes.{i} ({a.match.said()}) and scopes.{j} "
                 f"({b.match.said()}) can select the same subject with the same specificity, so "
@@ -352,10 +357,10 @@ def _scope(spec: RuleSpec, own: Mapping[str, Any], i: int, raw: Any) -> Scope:
     match = _validated(spec, Match, raw["match"], f"{where}.match")
     if match.specificity == 0:
         raise RuleConfigError(f"rule {spec.name!r}: {where}.match: selects by nothing; {_SCOPE}")
-    if not match.kinds & _kinds(spec):
+    if not match.kinds & subject_kinds(spec):
         raise RuleConfigError(
             f"rule {spec.name!r}: {where}.match ({match.said()}): selects no subject the rule "
-            f"decides about ({', '.join(sorted(_kinds(spec)))}): {_APPLY}"
+            f"decides about ({', '.join(sorted(subject_kinds(spec)))}): {_APPLY}"
         )
     overrides = {k: v for k, v in raw.items() if k != "match"}
     return Scope(match, _validated(spec, spec.config_model, {**own, **overrides}, where), overrides)
@@ -364,7 +369,7 @@ def _scope(spec: RuleSpec, own: Mapping[str, Any], i: int, raw: Any) -> Scope:
 _APPLY = "node, gpu_model, feature and label select nodes; job_name, user and min_nodes jobs"
 
 
-def _kinds(spec: RuleSpec) -> frozenset[str]:
+def subject_kinds(spec: RuleSpec) -> frozenset[str]:
     """The kinds of subject the rule decides about (the tables of its events)."""
     return frozenset(k.table for k in map(kind_of_type, spec.on) if k is not None)
 
