@@ -70,7 +70,9 @@ def test_with_the_fleet_unread_rules_are_listed_and_it_says_so_in_one_line(
 ) -> None:
     rules(json=True)
     out, err = capsys.readouterr()
-    assert err.splitlines() == [
+    # (aiokafka's own log lines may come too, where an earlier test set up logging)
+    said = [line for line in err.splitlines() if "fleet" in line]
+    assert said == [
         "fleet not read, scopes' nodes not counted: Kafka at 127.0.0.1:1 is unreachable"
     ]
     rows = {r["rule"]: r for r in orjson.loads(out)}
