@@ -3,7 +3,8 @@
 A guard returns why the action must not run now, or None. A cluster's fleet size is
 `CENTRALITY_ACTIONS_FLEET_SIZE` where configured, else the nodes observed heartbeating (see
 `actions.fleet`), never what the scheduler says: a breaker must still hold when the scheduler is
-what misbehaves. A cluster with no node seen is never quarantined.
+what misbehaves. A cluster with no node seen is never quarantined. A node group's size
+(`CENTRALITY_ACTIONS_QUARANTINE_GROUPS`) is its nodes the streams app knows, by their facts.
 """
 
 from __future__ import annotations
@@ -56,6 +57,32 @@ def quarantine_share(
             f"quarantining {len(wanted)} of {fleet} nodes ({counted}) exceeds "
             f"{settings.quarantine_max_share:.0%} within {settings.quarantine_window_s:g}s"
         )
+    return None
+
+
+def quarantine_group_share(
+    trigger: QuarantineNodes,
+    history: History,
+    settings: ActionsSettings,
+    now: datetime,
+    fleets: FleetSizes,
+) -> str | None:
+    """Each node group the drain touches keeps its own cap, whatever its cluster's allows."""
+    asked = set(trigger.payload.nodes)
+    for group in settings.quarantine_groups:
+        members = fleets.group(trigger.cluster, group.match)
+        if not asked & members:
+            continue
+        window_s = group.quarantine_window_s or settings.quarantine_window_s
+        since = now - timedelta(seconds=window_s)
+        out = {n for n, at in history.drained(trigger.cluster).items() if at >= since}
+        wanted = (out | asked) & members
+        if len(wanted) > group.quarantine_max_share * len(members):
+            return (
+                f"quarantining {len(wanted)} of the {len(members)} nodes of group "
+                f"{group.match.said()} exceeds {group.quarantine_max_share:.0%} within "
+                f"{window_s:g}s"
+            )
     return None
 
 

@@ -50,6 +50,7 @@ from actions.webhook import Webhook, make_webhook
 from schemas import tracing
 from schemas.envelope import Event, utcnow
 from schemas.events import ActionFailed, ActionStarted, ActionSucceeded, BenchmarkCompleted, Trigger
+from schemas.fleet import FleetReader
 from schemas.metrics.catalog import ACTIONS, BREAKER_REFUSALS
 
 log = structlog.get_logger("actions")
@@ -76,6 +77,7 @@ class Dispatcher:
         silences: Silences | None = None,
         webhook: Webhook | None = None,
         baselines: BaselineSource = no_history,
+        statuses: FleetReader | None = None,
     ) -> None:
         self.settings = settings
         self.adapter = adapter
@@ -85,8 +87,11 @@ class Dispatcher:
         self.clock = clock
         # Without a watcher (tests, one-off runs) only configured fleet sizes count.
         self.fleets = FleetSizes(
-            settings.fleet_size, fleet or ObservedFleet(settings.fleet_window_s)
+            settings.fleet_size,
+            fleet or ObservedFleet(settings.fleet_window_s),
+            statuses.fleet if statuses is not None else None,
         )
+        self.statuses = statuses
         self.notifications = notifications or BackgroundNotifier(notifier)
         self.silences = silences or Silences({})
         self.webhook = webhook or make_webhook()
@@ -159,6 +164,12 @@ class Dispatcher:
         def check() -> str | None:
             history = self.ledger.history(planned=self.settings.dry_run)
             return guard(trigger, history, self.settings, self.clock(), self.fleets)
+
+        if self.statuses is not None:  # node groups: their nodes as the streams app knows now
+            try:
+                await self.statuses.refresh()
+            except Exception as exc:  # unread, the groups keep the nodes known so far
+                log.warning("statuses_refresh_failed", error=f"{type(exc).__name__}: {exc}")
 
         tripped = check()
         if tripped is not None:

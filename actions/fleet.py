@@ -1,4 +1,5 @@
-"""The fleet a circuit breaker measures against: configured, or observed from heartbeats.
+"""The fleet a circuit breaker measures against: configured, or observed from heartbeats; and
+its node groups, from the streams app's `status` topic (what `centrality nodes` shows).
 
 Without `CENTRALITY_ACTIONS_FLEET_SIZE` for a cluster, its fleet is the nodes that sent a
 `NodeHeartbeat` within `fleet_window_s`. The worker watches the `nodes` topic for that with a
@@ -21,6 +22,8 @@ from schemas import kafka_clients
 from schemas.codec import DecodeError, decode
 from schemas.envelope import utcnow
 from schemas.events import NodeHeartbeat
+from schemas.fleet import Fleet
+from schemas.groups import Match
 from schemas.outages import OUTAGES
 from schemas.settings import KafkaSettings
 from schemas.topics import partition_count, topic_name
@@ -53,11 +56,23 @@ class ObservedFleet:
 
 
 class FleetSizes:
-    """What a breaker asks: the configured size of a cluster, else the observed one."""
+    """What a breaker asks: the configured size of a cluster, else the observed one; the nodes
+    of a node group (`known`: the status topic, read by the worker when groups are set)."""
 
-    def __init__(self, configured: Mapping[str, int], observed: ObservedFleet) -> None:
+    def __init__(
+        self, configured: Mapping[str, int], observed: ObservedFleet, known: Fleet | None = None
+    ) -> None:
         self.configured = configured
         self.observed = observed
+        self.known = known or Fleet()
+
+    def group(self, cluster: str, match: Match) -> set[str]:
+        """The nodes of `cluster` the streams app knows that `match` selects."""
+        return {
+            status.subject
+            for status in self.known.nodes.values()
+            if status.cluster == cluster and match.selects(status.group_facts)
+        }
 
     def size(self, cluster: str, now: datetime) -> tuple[int, str]:
         """The size and where it comes from, in words for a refusal."""

@@ -1,9 +1,32 @@
 """Settings of the action worker (`CENTRALITY_ACTIONS_*`)."""
 
-from pydantic import Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from schemas.groups import NODES, Match
+
 ALL_CLUSTERS = "*"
+
+
+class QuarantineGroup(BaseModel):
+    """A node group's own quarantine cap, within its cluster's."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    match: Match = Field(description="The nodes of the group, as rule scopes select them.")
+    quarantine_max_share: float = Field(
+        ge=0, le=1, description="Never more than this share of the group's nodes drained."
+    )
+    quarantine_window_s: float | None = Field(
+        default=None, gt=0, description="The window it counts drains in; None: the cluster's."
+    )
+
+    @field_validator("match")
+    @classmethod
+    def _nodes(cls, value: Match) -> Match:
+        if NODES not in value.kinds:
+            raise ValueError(f"{value.said()} selects no node")
+        return value
 
 
 class ActionsSettings(BaseSettings):
@@ -43,6 +66,15 @@ class ActionsSettings(BaseSettings):
     )
     quarantine_window_s: float = Field(
         default=3600.0, gt=0, description="The window `quarantine_max_share` counts drains in."
+    )
+    quarantine_groups: list[QuarantineGroup] = Field(
+        default_factory=list,
+        description='JSON: caps per node group beside the cluster\'s, e.g. [{"match": '
+        '{"gpu_model": "NVIDIA A100*"}, "quarantine_max_share": 0.1}]: never more than that '
+        "share of the group's nodes (those of the status topic its `match` selects: cluster, "
+        "node, gpu_model, partition, feature, label, as in docs/rules.md) drained within "
+        "its `quarantine_window_s` (default: `quarantine_window_s`). Every group a drain "
+        "touches must allow it; `--force` passes them, recorded.",
     )
     restart_max_per_window: int = Field(
         default=3, ge=0, description="Circuit breaker: restarts of one job within the window."

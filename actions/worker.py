@@ -41,6 +41,7 @@ from schemas.codec import DecodeError, decode
 from schemas.deadletter import DeadLetter
 from schemas.emitter import Emitter
 from schemas.events import Trigger
+from schemas.fleet import FleetReader
 from schemas.metrics.catalog import EVENTS_IN, PROCESSING_SECONDS, labelled
 from schemas.metrics.kafka import sampling_lag
 from schemas.metrics.server import READINESS, watch_kafka
@@ -120,6 +121,13 @@ class ActionWorker:
             await silences.load()
         except Exception as exc:
             log.warning("silences_unread", error=f"{type(exc).__name__}: {exc}")
+        # Node groups' caps count the nodes of each group: their facts, as the streams app knows.
+        statuses = FleetReader(self.kafka, "statuses") if self.settings.quarantine_groups else None
+        if statuses is not None:
+            try:  # read again before each guarded action anyway
+                await statuses.load()
+            except Exception as exc:
+                log.warning("statuses_unread", error=f"{type(exc).__name__}: {exc}")
         await ledger.start()
         await emitter.start()
         started = False
@@ -133,6 +141,7 @@ class ActionWorker:
                 fleet=observed,
                 silences=silences,
                 baselines=self.baselines,
+                statuses=statuses,
             )
             try:
                 await consumer.start()
@@ -155,6 +164,8 @@ class ActionWorker:
                 await emitter.stop(drain_timeout_s=_EMITTER_DRAIN_S)
                 await ledger.stop()
                 await silences.stop()
+                if statuses is not None:
+                    await statuses.stop()
 
     async def _consume(
         self,

@@ -1,85 +1,17 @@
-"""The fleet as the streams app sees it now: its `status` topic read back whole.
-
-One status per node and job (the latest record of each key; a subject lives on one partition,
-so offset order is its order), exactly what the streams app's tables hold, as people read it.
-"""
+"""Selecting from the fleet as the streams app sees it (`schemas.fleet`): what `centrality
+nodes`, `jobs` and `silence` take as NAMES."""
 
 from __future__ import annotations
 
 import fnmatch
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 
 import hostlist
 
-from schemas.codec import DecodeError, decode
 from schemas.events import JobStatusChanged, NodeStatusChanged
-from schemas.settings import KafkaSettings
-from schemas.topic_reader import Records, TopicReader
-from schemas.topics import topic_name
-
-STATUSES = (NodeStatusChanged, JobStatusChanged)
-
-
-@dataclass(repr=False)
-class Fleet:
-    nodes: dict[str, NodeStatusChanged] = field(default_factory=dict)
-    jobs: dict[str, JobStatusChanged] = field(default_factory=dict)
-    unreadable: int = 0  # records no reader of this version can decode (a newer writer's)
-    changed: bool = False  # since `reset_changed`: what `--watch` redraws on
-
-    def __repr__(self) -> str:
-        # Cheap on purpose: asyncio.run reprs the task that returned it when it restores the
-        # SIGINT handler (Python 3.11), and 10,000 statuses took 1.7 s to repr.
-        return f"Fleet({len(self.nodes)} nodes, {len(self.jobs)} jobs)"
-
-    def take(self, records: Records) -> None:
-        # Only each key's last record is decoded: a topic not compacted yet holds several.
-        last = {record.key: record.value for record in records}
-        for value in last.values():
-            try:
-                events = decode(value or b"", STATUSES)
-            except DecodeError:
-                self.unreadable += 1
-                continue
-            for event in events:
-                if isinstance(event, NodeStatusChanged):
-                    self.nodes[event.subject] = event
-                elif isinstance(event, JobStatusChanged):
-                    self.jobs[event.subject] = event
-                self.changed = True
-
-
-class FleetReader:
-    """Reads the status topic whole on `load`, then what changed on each `refresh`."""
-
-    def __init__(self, kafka: KafkaSettings) -> None:
-        self.fleet = Fleet()
-        self._reader = TopicReader(
-            kafka,
-            topic_name("status", kafka),
-            self.fleet.take,
-            client_id=f"{kafka.client_id}-fleet",
-        )
-
-    async def load(self) -> Fleet:
-        await self._reader.load()
-        return self.fleet
-
-    async def refresh(self) -> Fleet:
-        await self._reader.refresh()
-        return self.fleet
-
-    async def stop(self) -> None:
-        await self._reader.stop()
-
-
-async def read_fleet(kafka: KafkaSettings) -> Fleet:
-    reader = FleetReader(kafka)
-    try:
-        return await reader.load()
-    finally:
-        await reader.stop()
+from schemas.fleet import Fleet as Fleet
+from schemas.fleet import FleetReader as FleetReader
+from schemas.fleet import read_fleet as read_fleet
 
 
 def matcher(pattern: str | None) -> set[str] | str | None:

@@ -17,15 +17,23 @@ _MODE = {"live": "[green]live[/]", "shadow": "[yellow]shadow[/]", "off": "[dim]o
 def rules(json: bool = JSON) -> None:
     """Every rule of the loaded modules (the built-ins and CENTRALITY_RULES): its module, the
     events it reacts to, its mode (live, shadow, or off), its config
-    (CENTRALITY_STREAMS_RULE_CONFIG over its defaults) and its scopes (node groups: what each
-    selects, what it sets, and its mode there). A rule set the worker would refuse is the same
-    one-line error here."""
+    (CENTRALITY_STREAMS_RULE_CONFIG over its defaults) and its scopes (node groups and job
+    classes: what each selects, what it sets, its mode there, and how many of the nodes the
+    streams app knows it selects: a node-group scope selecting none is marked). A rule set the
+    worker would refuse is the same one-line error here."""
+    from centrality.scope_nodes import read_known_nodes
     from streams.rules.registry import RuleEngine
     from streams.settings import BUILTIN_RULES, StreamsSettings
 
     settings = StreamsSettings()
     engine = RuleEngine.load(settings.rule_modules, settings.rule_config)
     loaded = sorted([*engine.rules, *engine.off], key=lambda b: (b.spec.module, b.spec.name))
+    known = read_known_nodes()
+    if known.facts is None:
+        Console(stderr=True).print(
+            escape(f"fleet not read, scopes' nodes not counted: {known.unread}"), soft_wrap=True
+        )
+    counts = {b.spec.name: known.counts(b) for b in loaded}
     rows: list[dict[str, Any]] = [
         {
             "rule": b.spec.name,
@@ -40,8 +48,9 @@ def rules(json: bool = JSON) -> None:
                     "match": s.match.model_dump(mode="json", exclude_defaults=True),
                     "set": dict(s.overrides),
                     "mode": s.config.mode if s.config.enabled else "off",
+                    "nodes": count,
                 }
-                for s in b.scopes
+                for s, count in zip(b.scopes, counts[b.spec.name], strict=True)
             ],
         }
         for b in loaded
@@ -58,11 +67,19 @@ def rules(json: bool = JSON) -> None:
             _MODE[row["mode"]],
             _set(bound.config),
             "\n".join(
-                escape(f"{s.match.said()}: {orjson.dumps(s.overrides).decode()}")
-                for s in bound.scopes
+                escape(f"{s.match.said()}: {orjson.dumps(s.overrides).decode()}") + _nodes(count)
+                for s, count in zip(bound.scopes, counts[bound.spec.name], strict=True)
             ),
         )
     Console().print(table)
+
+
+def _nodes(count: int | None) -> str:
+    if count is None:
+        return ""
+    if count == 0:
+        return " [red]· no known node[/]"
+    return f" [dim]· {count} node{'s' if count != 1 else ''}[/]"
 
 
 def _set(config: Any) -> str:

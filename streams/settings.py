@@ -60,8 +60,9 @@ class StreamsSettings(BaseSettings):
         description='JSON: config per rule name, e.g. {"restart_incomplete_exit": '
         '{"max_restarts": 5}, "fatal_xid": {"enabled": false}, "my_rule": {"mode": "shadow"}}. '
         "Every rule takes enabled, mode (live or shadow), severity, for_s and cooldown_s, and "
-        'scopes: its fields per node group, e.g. [{"match": {"gpu_model": "NVIDIA A100*"}, '
-        '"threshold": 5}] (docs/rules.md); `centrality rules` shows each rule\'s.',
+        "scopes: its fields per node group or job class, e.g. "
+        '[{"match": {"gpu_model": "NVIDIA A100*"}, "threshold": 5}] (docs/rules.md); '
+        "`centrality rules` shows each rule's.",
     )
     session_timeout_s: float = Field(default=10.0, description="Consumer group session timeout.")
     heartbeat_interval_s: float = Field(default=1.0, description="Consumer group heartbeat.")

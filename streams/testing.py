@@ -32,6 +32,7 @@ from schemas.events import (
     GpuXidObserved,
     JobExited,
     JobStateChanged,
+    JobSubmitted,
     LogSignalDetected,
     NodeFactsObserved,
     NodeHealthChecked,
@@ -60,6 +61,12 @@ def envelope(subject: str = JOB, at_s: float = 0.0) -> dict[str, Any]:
         "subject": subject,
         "occurred_at": T0 + timedelta(seconds=at_s),
     }
+
+
+def submitted(job: str = JOB, at_s: float = 0.0, **asked: Any) -> JobSubmitted:
+    """A job as its scheduler took it (`name`, `user`, `queue`, `nodes_requested`...): what job
+    classes (rule scopes) select by."""
+    return JobSubmitted(**envelope(job, at_s), payload=asked)
 
 
 def running(

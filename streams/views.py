@@ -19,7 +19,7 @@ from schemas.events.status import (
     NodeStatusChanged,
     NodeStatusPayload,
 )
-from schemas.limits import SMALL_LIST
+from schemas.limits import MAP_ENTRIES, SMALL_LIST
 from streams.entities import JOBS, NODES, Kind
 from streams.rules.registry import RuleEngine
 from streams.state.bounds import clip
@@ -91,6 +91,8 @@ def node_status(node: Node) -> NodeStatusPayload:
         "gpus": node.gpu_count if node.gpu_count is not None else node.facts.gpu_count,
         "gpu_model": node.facts.gpu_model,
         "partitions": node.facts.partitions[:SHOWN_MAX],
+        "features": node.facts.features[:SHOWN_MAX],
+        "labels": dict(list(node.facts.labels.items())[:MAP_ENTRIES]),
         "jobs": jobs[:SHOWN_MAX],
         "jobs_running": len(jobs),
         "episodes": node.episodes,
@@ -139,12 +141,14 @@ def _ladder(story: Story) -> dict[str, Any]:
     }
 
 
-def restart_budget(engine: RuleEngine) -> int | None:
-    """How many restarts the restart rule allows a job; None when it is not loaded, or only
-    in shadow (then it restarts nothing)."""
+def restart_budget(engine: RuleEngine, job: TrainingJob) -> int | None:
+    """How many restarts the restart rule allows `job` (its job class's scope, else the rule's
+    own); None when it is not loaded, or off or only in shadow there (it restarts nothing)."""
     for bound in engine.rules:
-        if bound.spec.name == RESTART_RULE and bound.config.mode == "live":
-            return int(getattr(bound.config, "max_restarts", 0))
+        if bound.spec.name == RESTART_RULE:
+            config = bound.config_for(job)
+            if config.enabled and config.mode == "live":
+                return int(getattr(config, "max_restarts", 0))
     return None
 
 
@@ -184,10 +188,12 @@ class Views:
     """The views of the kinds people read, bound to what they need of the rules' config."""
 
     def __init__(self, engine: RuleEngine) -> None:
-        budget = restart_budget(engine)
         self._views: dict[str, tuple[Callable[[Any], Payload], type[Event]]] = {
             NODES.table: (node_status, NodeStatusChanged),
-            JOBS.table: (lambda job: job_status(job, budget), JobStatusChanged),
+            JOBS.table: (
+                lambda job: job_status(job, restart_budget(engine, job)),
+                JobStatusChanged,
+            ),
         }
 
     def status_change(self, kind: Kind, before: Any, after: Any, cause: Event) -> Event | None:

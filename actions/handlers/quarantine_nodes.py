@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from actions.breaker import quarantine_share
+from actions.breaker import all_of, quarantine_group_share, quarantine_share
 from actions.context import ActionContext
 from actions.registry import handles
 from schemas.events import QuarantineNodes
@@ -14,7 +14,7 @@ from schemas.events.nodes import DRAIN_REASON_PREFIX
 @handles(
     QuarantineNodes,
     name="quarantine_nodes",
-    guard=quarantine_share,
+    guard=all_of(quarantine_share, quarantine_group_share),
     done="Drained {nodes}",
     not_done="{nodes} not drained",
 )

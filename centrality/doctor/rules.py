@@ -1,10 +1,12 @@
-"""The rules the streams worker would load here: they load, and what runs live or in shadow."""
+"""The rules the streams worker would load here: they load, what runs live or in shadow, and
+whether each node-group scope selects any node the streams app knows."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
 from centrality.doctor import Finding, check
+from centrality.scope_nodes import read_known_nodes
 from streams.rules.registry import RuleConfigError, RuleEngine
 from streams.settings import StreamsSettings
 
@@ -26,4 +28,17 @@ def rules() -> Iterator[Finding]:
         detail += f"; in shadow: {', '.join(shadow)}"
     if off:
         detail += f"; off: {', '.join(off)}"
+    known = read_known_nodes()
+    if known.facts is None:
+        detail += f"; scopes not checked against the fleet: {known.unread}"
+    empty = known.empty_scopes([*engine.rules, *engine.off])
+    if empty:
+        yield Finding(
+            "rules",
+            "warn",
+            f"{detail}; scopes selecting no known node: {'; '.join(empty)}",
+            "compare their match with the facts `centrality nodes --json` shows (GPU model, "
+            "partitions, features, labels); a group not in this fleet needs no scope",
+        )
+        return
     yield Finding("rules", "ok", detail + " (`centrality rules` lists them)")

@@ -15,14 +15,17 @@ from pydantic import Field, StringConstraints
 from schemas.envelope import Event, Payload
 from schemas.events.jobs import JobState
 from schemas.events.nodes import NodeEvent
+from schemas.groups import NODES, Facts
 from schemas.limits import (
     GPUS_PER_NODE,
     INT64_MAX,
+    MAP_ENTRIES,
     NAME,
     SMALL_LIST,
     SUBJECT,
     TEXT,
     UINT32_MAX,
+    Key,
     Str,
     Timestamp,
 )
@@ -82,6 +85,12 @@ class NodeStatusPayload(Payload):
     gpus: int | None = Field(default=None, ge=0, le=GPUS_PER_NODE)
     gpu_model: str | None = Field(default=None, max_length=NAME)
     partitions: tuple[Name, ...] = Field(default=(), max_length=SHOWN_MAX)
+    features: tuple[Name, ...] = Field(
+        default=(), max_length=SHOWN_MAX, description="Active Slurm features."
+    )
+    labels: dict[Key, Str] = Field(
+        default_factory=dict, max_length=MAP_ENTRIES, description="Kubernetes node labels."
+    )
     jobs: tuple[str, ...] = Field(default=(), max_length=SHOWN_MAX)
     jobs_running: int = Field(default=0, ge=0, le=UINT32_MAX)
     episodes: int = Field(default=0, ge=0, le=UINT32_MAX, description="Stories that ended.")
@@ -93,6 +102,20 @@ class NodeStatusPayload(Payload):
 class NodeStatusChanged(NodeEvent):
     type: Literal["NodeStatusChanged"] = "NodeStatusChanged"
     payload: NodeStatusPayload
+
+    @property
+    def group_facts(self) -> Facts:
+        """What node groups select the node by, as the streams app last knew it."""
+        p = self.payload
+        return Facts(
+            NODES,
+            self.cluster,
+            node=self.subject,
+            gpu_model=p.gpu_model,
+            partitions=p.partitions,
+            features=p.features,
+            labels=p.labels,
+        )
 
 
 class JobStatusPayload(Payload):

@@ -21,8 +21,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from schemas.events import EscalateNodes, RebootNodes, ResetGpus, RunBenchmark, Trigger
 from schemas.events.triggers import Rung
+from schemas.groups import NODES, Match, node_selected, node_selector
 from schemas.limits import SMALL_LIST
-from streams.rules.scopes import Match, node_selected, node_selector
 from streams.state.node import Node, XidSeen
 from streams.state.story import Story
 
@@ -71,6 +71,13 @@ class LadderConfig(BaseModel):
     def _selector(cls, value: str) -> str:
         return node_selector(value)
 
+    @field_validator("match")
+    @classmethod
+    def _nodes(cls, value: Match | None) -> Match | None:
+        if value is not None and NODES not in value.kinds:
+            raise ValueError(f"{value.said()} selects jobs, not nodes")
+        return value
+
     @field_validator("rungs")
     @classmethod
     def _defaults(cls, value: dict[FaultClass, tuple[Rung, ...]]) -> dict[Any, Any]:
@@ -79,7 +86,7 @@ class LadderConfig(BaseModel):
     def covers(self, node: Node) -> bool:
         if not node_selected(node.node_id, self.nodes):
             return False
-        return self.match is None or self.match.selects(node)
+        return self.match is None or self.match.selects(node.group_facts)
 
 
 def story_xids(node: Node, story: Story) -> list[XidSeen]:

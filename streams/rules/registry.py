@@ -4,7 +4,8 @@ Loading is where a rule set that cannot work is refused, with one line naming wh
 module that does not import, configuration for a rule nobody registered (with the nearest
 names), a config value a rule does not take, a rule on events no table routes (it would load
 and never run), a scope that selects by an unknown key or overrides a field the rule does not
-have, two scopes that would tie on a node (`streams.rules.scopes`).
+have, a scope on keys no subject of the rule has, two scopes that would tie on a subject
+(`streams.rules.scopes`).
 """
 
 from __future__ import annotations
@@ -24,10 +25,11 @@ from schemas import tracing
 from schemas.envelope import Event
 from schemas.events import Trigger
 from schemas.events.triggers import Severity as Severity  # rules import it from here
+from schemas.groups import Match
 from schemas.limits import TEXT
-from streams.entities import KINDS, NODES, kind_of_type
+from streams.entities import KINDS, kind_of_type
 from streams.rules.invalid import decision_invalid
-from streams.rules.scopes import Match, Scope, chosen, clash
+from streams.rules.scopes import Scope, chosen, clash
 from streams.rules.signals import KEEP_SIGNALS_MAX, Signals
 from streams.state.memo import FIRED_IDS_KEPT, Fired, RuleMemo, Signal
 
@@ -136,12 +138,17 @@ class BoundRule:
     def scope_for(self, state: Any) -> Scope | None:
         """The scope that decides for `state` (the most specific that selects it); None: the
         rule's own config does."""
-        return chosen(self.scopes, state) if self.scopes else None
+        return chosen(self.scopes, state.group_facts) if self.scopes else None
 
     def config_for(self, state: Any) -> RuleConfig:
         """The config that decides for `state`: its scope's, else the rule's own."""
         scope = self.scope_for(state)
         return self.config if scope is None else scope.config
+
+    @property
+    def kinds(self) -> frozenset[str]:
+        """The kinds of subject it decides about: `nodes`, `jobs`, `node_sets`."""
+        return subject_kinds(self.spec)
 
     @property
     def configs(self) -> tuple[RuleConfig, ...]:
@@ -329,16 +336,17 @@ def _bound(spec: RuleSpec, given: Mapping[str, Any]) -> BoundRule:
         raise RuleConfigError(f"rule {spec.name!r}: scopes: {_SCOPE}")
     scopes = tuple(_scope(spec, own, i, raw) for i, raw in enumerate(listed))
     for (i, a), (j, b) in itertools.combinations(enumerate(scopes), 2):
-        if clash(a.match, b.match):
+        if clash(a.match, b.match, subject_kinds(spec)):
             raise RuleConfigError(
                 f"rule {spec.name!r}: scopes.{i} ({a.match.said()}) and scopes.{j} "
-                f"({b.match.said()}) can select the same node with the same specificity, so "
+                f"({b.match.said()}) can select the same subject with the same specificity, so "
                 "which decides would be arbitrary: make one more specific, or merge them"
             )
     return BoundRule(spec, config, scopes)
 
 
-_SCOPE = "a list of scopes, each {match: {cluster, node, gpu_model, partition, feature, label}, "
+_SCOPE = "a list of scopes, each {match: {cluster, node, gpu_model, partition, feature, label, "
+_SCOPE += "job_name, user, min_nodes}, "
 _SCOPE += "and the rule's fields it sets there}"
 
 
@@ -349,17 +357,21 @@ def _scope(spec: RuleSpec, own: Mapping[str, Any], i: int, raw: Any) -> Scope:
     match = _validated(spec, Match, raw["match"], f"{where}.match")
     if match.specificity == 0:
         raise RuleConfigError(f"rule {spec.name!r}: {where}.match: selects by nothing; {_SCOPE}")
-    if (match.on_facts or match.node is not None) and not _on_nodes(spec):
+    if not match.kinds & subject_kinds(spec):
         raise RuleConfigError(
-            f"rule {spec.name!r}: {where}.match ({match.said()}): the rule decides about "
-            "subjects that are not nodes, which have no node facts; its scopes select by cluster"
+            f"rule {spec.name!r}: {where}.match ({match.said()}): selects no subject the rule "
+            f"decides about ({', '.join(sorted(subject_kinds(spec)))}): {_APPLY}"
         )
     overrides = {k: v for k, v in raw.items() if k != "match"}
     return Scope(match, _validated(spec, spec.config_model, {**own, **overrides}, where), overrides)
 
 
-def _on_nodes(spec: RuleSpec) -> bool:
-    return any(kind_of_type(cls) is NODES for cls in spec.on)
+_APPLY = "node, gpu_model, feature and label select nodes; job_name, user and min_nodes jobs"
+
+
+def subject_kinds(spec: RuleSpec) -> frozenset[str]:
+    """The kinds of subject the rule decides about (the tables of its events)."""
+    return frozenset(k.table for k in map(kind_of_type, spec.on) if k is not None)
 
 
 M = TypeVar("M", bound=BaseModel)

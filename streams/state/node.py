@@ -29,6 +29,7 @@ from schemas.events import (
 )
 from schemas.events.actions import BenchmarkCompletedPayload
 from schemas.events.nodes import DRAIN_REASON_PREFIX, NodeStateObservedPayload
+from schemas.groups import NODES, Facts
 from schemas.xids import XidResolution, resolution_of
 from streams.dispatch import by_type
 from streams.state.bounds import (
@@ -211,6 +212,20 @@ class Node(Entity):
     @property
     def key(self) -> str:
         return self.node_id
+
+    @property
+    def group_facts(self) -> Facts:
+        """What node groups (rule scopes, ladders) select it by."""
+        f = self.facts
+        return Facts(
+            NODES,
+            self.cluster,
+            node=self.node_id,
+            gpu_model=f.gpu_model,
+            partitions=f.partitions,
+            features=f.features,
+            labels=f.labels,
+        )
 
     @property
     def episode(self) -> str:

@@ -9,6 +9,7 @@ from pydantic import ConfigDict
 
 from schemas.envelope import Event
 from schemas.events import QuarantineNodes
+from schemas.groups import NODE_SETS, Facts
 from streams.dispatch import by_type
 from streams.state.bounds import NODE_SET_NODES_KEPT, NODES_BYTES_KEPT, node_ids
 from streams.state.internal import NodeSetFailed
@@ -29,6 +30,10 @@ class NodeSet(Entity):
     @classmethod
     def new(cls, event: Event) -> NodeSet:
         return cls(key=event.subject, cluster=event.cluster)
+
+    @property
+    def group_facts(self) -> Facts:
+        return Facts(NODE_SETS, self.cluster)
 
 
 def apply(state: NodeSet | None, event: Event) -> NodeSet:

@@ -27,6 +27,7 @@ from schemas.events import (
     RestartJob,
 )
 from schemas.events.jobs import is_failure
+from schemas.groups import JOBS, Facts
 from streams.dispatch import by_type
 from streams.state.bounds import (
     ATTEMPT_NODES_BYTES_KEPT,
@@ -100,6 +101,10 @@ class TrainingJob(Entity):
 
     job_id: str
     cluster: str
+    name: str | None = None  # as submitted: what job classes (rule scopes) select by
+    user: str | None = None
+    queue: str | None = None  # Slurm partition, Kubernetes namespace, Ray cluster
+    nodes_requested: int | None = None
     state: JobState | None = None
     attempt: int = 0
     nodes: tuple[str, ...] = ()
@@ -135,6 +140,19 @@ class TrainingJob(Entity):
     @property
     def key(self) -> str:
         return self.job_id
+
+    @property
+    def group_facts(self) -> Facts:
+        """What job classes (rule scopes) select it by; its size is as it asked, else the nodes
+        it ran on last."""
+        return Facts(
+            JOBS,
+            self.cluster,
+            partitions=(self.queue,) if self.queue else (),
+            job_name=self.name,
+            user=self.user,
+            nodes=self.nodes_requested or len(self.nodes) or None,
+        )
 
     @property
     def running(self) -> bool:
@@ -214,6 +232,10 @@ def _(event: JobSubmitted, state: TrainingJob) -> TrainingJob:
             "state": state.state or JobState.PENDING,
             "hooks": event.payload.hooks or state.hooks,
             "gpus": event.payload.gpus_requested or state.gpus,
+            "name": event.payload.name or state.name,
+            "user": event.payload.user or state.user,
+            "queue": event.payload.queue or state.queue,
+            "nodes_requested": event.payload.nodes_requested or state.nodes_requested,
         }
     )
 

@@ -14,7 +14,8 @@ from actions.fleet import FleetWatcher, ObservedFleet
 from centrality.slack_stub import SlackStub
 from schemas.codec import encode
 from schemas.emitter import Emitter
-from schemas.events import NodeHealthChecked, NodeHeartbeat, QuarantineNodes
+from schemas.envelope import Event
+from schemas.events import NodeHealthChecked, NodeHeartbeat, NodeStatusChanged, QuarantineNodes
 from schemas.events.actions import ActionFailed, ActionSucceeded
 from schemas.settings import KafkaSettings
 from schemas.topics import topic_name
@@ -115,3 +116,57 @@ async def test_a_worker_with_no_fleet_configured_counts_the_nodes_it_saw(
     assert isinstance(nobody, ActionFailed)
     assert "no fleet known for cluster 'nobody'" in nobody.payload.error
     assert isinstance(within, QuarantineNodes)
+
+
+async def tell_status(kafka: KafkaSettings, cluster: str, nodes: range, **facts: str) -> None:
+    """What the streams app publishes about each node (its facts among it)."""
+    async with Emitter(kafka) as emitter:
+        for i in nodes:
+            await emitter.emit(
+                NodeStatusChanged(
+                    source="streams",
+                    cluster=cluster,
+                    subject=f"g{i}",
+                    occurred_at=datetime.now(UTC),
+                    payload={"state": "in_service", **facts},
+                )
+            )
+
+
+async def test_a_node_groups_cap_counts_the_nodes_of_the_status_topic(
+    kafka_settings: KafkaSettings, slack: SlackStub
+) -> None:
+    await tell_status(kafka_settings, "grp", range(10), gpu_model="NVIDIA A100-SXM4-80GB")
+    await tell_status(kafka_settings, "grp", range(10, 20), gpu_model="NVIDIA H100 80GB HBM3")
+    adapter = InMemoryAdapter()
+    groups = [{"match": {"gpu_model": "NVIDIA A100*"}, "quarantine_max_share": 0.1}]
+    first, second, later = (
+        quarantine((f"g{i}",), window=f"w{i}", cluster="grp") for i in (1, 2, 3)
+    )
+
+    async def result(trigger: QuarantineNodes) -> ActionSucceeded | ActionFailed:
+        def ended(events: list[Event]) -> list[ActionSucceeded | ActionFailed]:
+            return [
+                e
+                for e in events
+                if isinstance(e, ActionSucceeded | ActionFailed)
+                and e.payload.trigger_id == trigger.event_id
+            ]
+
+        await send(kafka_settings, trigger)
+        [found] = ended(await wait_for(kafka_settings, lambda s: bool(ended(s))))
+        return found
+
+    settings = {"fleet_size": {"grp": 20}, "quarantine_max_share": 0.5, "quarantine_groups": groups}
+    async with worker(kafka_settings, adapter, slack, **settings):
+        assert isinstance(await result(first), ActionSucceeded)  # 1 of 10 A100s
+        refused = await result(second)  # 2 of 10: within the cluster's 50%, not the group's 10%
+        assert isinstance(refused, ActionFailed) and refused.payload.refused
+        assert refused.payload.error == (
+            "circuit breaker: quarantining 2 of the 10 nodes of group gpu_model=NVIDIA A100* "
+            "exceeds 10% within 3600s"
+        )
+        # H100s become A100s (as the streams app now says): 2 of 20 fits, read before acting.
+        await tell_status(kafka_settings, "grp", range(10, 20), gpu_model="NVIDIA A100-PCIE-40GB")
+        assert isinstance(await result(later), ActionSucceeded)
+    assert set(adapter.drained) == {"g1", "g3"}

@@ -53,7 +53,10 @@ def test_rules_lists_ones_own_beside_the_built_ins_with_their_modes(tmp_path: Pa
     )  # fmt: skip
     assert own["mode"] == "shadow" and own["config"]["times"] == 3
     assert own["config"]["cooldown_s"] == 0.0  # every setting, defaults included
-    assert own["scopes"] == [{"match": {"cluster": "b"}, "set": {"times": 4}, "mode": "shadow"}]
+    # A job rule's scope selects jobs: the nodes it selects are not counted.
+    assert own["scopes"] == [
+        {"match": {"cluster": "b"}, "set": {"times": 4}, "mode": "shadow", "nodes": None}
+    ]
     assert rows["fatal_xid"]["scopes"] == []
     assert rows["fatal_xid"]["mode"] == "live" and rows["fatal_xid"]["builtin"]
     assert rows["idle_allocation"]["mode"] == "off"  # switched off, still listed
@@ -102,6 +105,7 @@ def test_doctor_says_which_rules_run_in_shadow_and_which_are_off(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.delenv("CENTRALITY_RULES", raising=False)
+    monkeypatch.setenv("CENTRALITY_KAFKA_BOOTSTRAP", "127.0.0.1:1")  # the fleet: unread
     monkeypatch.setenv(
         "CENTRALITY_STREAMS_RULE_CONFIG",
         '{"fatal_xid": {"mode": "shadow"}, "idle_allocation": {"enabled": false}}',

@@ -34,14 +34,17 @@ NODES, JOBS = 60, 8
 
 
 def views_of_the_tables(app_id: str, kafka: KafkaSettings) -> tuple[dict[str, Any], dict[str, Any]]:
-    budget = restart_budget(RuleEngine.load(StreamsSettings().rule_modules, {}))
+    engine = RuleEngine.load(StreamsSettings().rule_modules, {})
     nodes = {
         k: node_status(Node.model_validate(v))
         for k, v in table_contents(app_id, "nodes", kafka).items()
     }
     jobs = {
-        k: job_status(TrainingJob.model_validate(v), budget)
-        for k, v in table_contents(app_id, "jobs", kafka).items()
+        k: job_status(job, restart_budget(engine, job))
+        for k, job in (
+            (k, TrainingJob.model_validate(v))
+            for k, v in table_contents(app_id, "jobs", kafka).items()
+        )
     }
     return nodes, jobs
 

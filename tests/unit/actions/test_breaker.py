@@ -6,11 +6,15 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from actions.breaker import quarantine_share, restart_rate
+import pytest
+from pydantic import ValidationError
+
+from actions.breaker import quarantine_group_share, quarantine_share, restart_rate
 from actions.fleet import FleetSizes, ObservedFleet
-from actions.ledger import History, LedgerEntry
+from actions.ledger import DRAIN, History, LedgerEntry
 from actions.settings import ActionsSettings
-from schemas.events import NodeHeartbeat
+from schemas.events import NodeHeartbeat, NodeStatusChanged
+from schemas.fleet import Fleet
 from tests.support.triggers import quarantine, restart
 
 NOW = datetime(2026, 1, 1, 12, tzinfo=UTC)
@@ -115,3 +119,76 @@ def test_allowlist_per_cluster() -> None:
     assert not s.allows("prod", "quarantine_nodes")
     assert s.allows("dev", "notify") and not s.allows("dev", "restart_job")
     assert ActionsSettings().allows("any", "quarantine_nodes")
+
+
+def status(node: str, cluster: str = "test", **facts: Any) -> NodeStatusChanged:
+    return NodeStatusChanged(
+        source="t",
+        cluster=cluster,
+        subject=node,
+        occurred_at=NOW,
+        payload={"state": "in_service", **facts},
+    )
+
+
+A100 = {"gpu_model": "NVIDIA A100-SXM4-80GB"}
+GROUPS = ActionsSettings(
+    fleet_size={"test": 100},
+    quarantine_max_share=0.5,
+    quarantine_groups=[
+        {"match": {"gpu_model": "NVIDIA A100*"}, "quarantine_max_share": 0.1},
+        {
+            "match": {"label": {"pool": "inference"}},
+            "quarantine_max_share": 0.25,
+            "quarantine_window_s": 60,
+        },
+    ],
+)
+
+
+def known(*statuses: NodeStatusChanged) -> FleetSizes:
+    fleet = Fleet()
+    fleet.nodes = {s.subject: s for s in statuses}
+    return FleetSizes(GROUPS.fleet_size, ObservedFleet(900), fleet)
+
+
+def group_share(nodes: tuple[str, ...], history: History, fleets: FleetSizes) -> str | None:
+    return quarantine_group_share(quarantine(nodes), history, GROUPS, NOW, fleets)
+
+
+def test_a_node_group_keeps_its_own_cap_within_the_clusters() -> None:
+    a100s = [status(f"a{i}", **A100) for i in range(20)]
+    others = [status(f"h{i}", gpu_model="NVIDIA H100 80GB HBM3") for i in range(20)]
+    fleets = known(*a100s, *others, status("a-elsewhere", cluster="b", **A100))
+    # Two of 20 A100s are 10%: allowed; a third is not, though the cluster's 50% allows it.
+    assert group_share(("a0", "a1"), NONE, fleets) is None
+    drained = of(entry(DRAIN, 60, nodes=("a0", "h1", "h2", "h3")))
+    assert group_share(("a1",), drained, fleets) is None
+    twice = of(entry(DRAIN, 60, nodes=("a0", "a1", "h1")))
+    assert group_share(("a2",), twice, fleets) == (
+        "quarantining 3 of the 20 nodes of group gpu_model=NVIDIA A100* exceeds 10% within 3600s"
+    )
+    # Drains outside the group, or only of other groups' nodes, leave it alone.
+    assert group_share(("h4", "h5", "h6"), twice, fleets) is None
+    # Drains older than the window do not count.
+    assert group_share(("a2",), of(entry(DRAIN, 4000, nodes=("a0", "a1"))), fleets) is None
+
+
+def test_each_group_a_drain_touches_must_allow_it_in_its_own_window() -> None:
+    pool = [status(f"i{i}", labels={"pool": "inference"}) for i in range(4)]
+    fleets = known(*pool, status("a0", labels={"pool": "inference"}, **A100), status("a1", **A100))
+    old = of(entry(DRAIN, 120, nodes=("i0",)))  # outside the pool's 60 s window
+    assert group_share(("i1",), old, fleets) is None
+    why = group_share(("i1",), of(entry(DRAIN, 30, nodes=("i0",))), fleets)
+    assert why == (
+        "quarantining 2 of the 5 nodes of group label.pool=inference exceeds 25% within 60s"
+    )
+    # a0 is in both groups: the A100s' (1 of 2 > 10%) refuses first.
+    assert "group gpu_model=NVIDIA A100*" in str(group_share(("a0",), NONE, fleets))
+    # A node whose facts are not known is in no group.
+    assert group_share(("unknown",), NONE, fleets) is None
+
+
+def test_a_group_that_selects_jobs_is_refused() -> None:
+    with pytest.raises(ValidationError, match="user=ana selects no node"):
+        ActionsSettings(quarantine_groups=[{"match": {"user": "ana"}, "quarantine_max_share": 0.1}])

@@ -9,15 +9,17 @@ from typing import Any
 
 import pytest
 
+from schemas.groups import ALL, JOBS, Match
 from streams.rules.ladder import LadderConfig, plan
 from streams.rules.registry import RuleConfigError, RuleEngine
-from streams.rules.scopes import Match, clash
+from streams.rules.scopes import clash
 from streams.settings import BUILTIN_RULES
 from streams.state.node import Node, NodeFacts
 from streams.state.story import Stage
 from streams.state.story import Story as NodeStory
 from streams.state.training_job import TrainingJob
-from streams.testing import T0, Story, facts, health
+from streams.testing import JOB, T0, Story, ended, facts, health, running, submitted
+from streams.views import restart_budget
 from tests.support.docs_examples import examples
 
 A100 = {"gpu_model": "NVIDIA A100-SXM4-80GB"}
@@ -41,7 +43,7 @@ def bound(engine: RuleEngine, name: str = RULE) -> Any:
 def test_each_key_selects_by_its_fact() -> None:
     gpu = node(
         partitions=("debug", "gpu"), features=("a100", "ib"), labels={"zone": "eu-1a"}, **A100
-    )
+    ).group_facts
     assert Match(gpu_model="NVIDIA A100*").selects(gpu)
     assert not Match(gpu_model="NVIDIA H100*").selects(gpu)
     assert Match(partition="gpu").selects(gpu) and not Match(partition="long").selects(gpu)
@@ -50,13 +52,25 @@ def test_each_key_selects_by_its_fact() -> None:
     assert not Match(label={"zone": "eu-*", "pool": "*"}).selects(gpu)  # no such label
     assert Match(cluster="a", node="gpu-[01-04]").selects(gpu)
     assert not Match(cluster="b").selects(gpu) and not Match(node="gpu-1*").selects(gpu)
-    assert not Match(gpu_model="*").selects(node())  # a model not reported matches no glob
+    assert not Match(gpu_model="*").selects(node().group_facts)  # a model not reported
+    assert not Match(job_name="*").selects(gpu) and not Match(min_nodes=1).selects(gpu)
 
 
-def test_a_job_has_no_node_facts_and_matches_by_cluster_only() -> None:
-    job = TrainingJob.model_construct(job_id="slurm/a/1", cluster="a")
-    assert Match(cluster="a").selects(job)
-    assert not Match(cluster="a", gpu_model="*").selects(job)
+def test_a_job_is_selected_by_what_it_was_submitted_with() -> None:
+    story = Story()
+    story.tell(submitted(name="llama-70b", user="ana", queue="preemptible", nodes_requested=64))
+    seen = story.jobs[JOB].group_facts
+    assert Match(cluster="test", partition="preempt*").selects(seen)
+    assert Match(job_name="llama-*", user="ana").selects(seen)
+    assert Match(min_nodes=64).selects(seen) and not Match(min_nodes=65).selects(seen)
+    assert not Match(partition="gpu").selects(seen) and not Match(user="bo").selects(seen)
+    # Node keys never match a job, whatever its other keys say.
+    assert not Match(cluster="test", gpu_model="*").selects(seen)
+    assert not Match(partition="preemptible", feature="*").selects(seen)
+    # Its size is as it asked, else the nodes it ran on; unknown matches no min_nodes.
+    ran = TrainingJob(job_id="k8s/ns/j", cluster="a", nodes=("n1", "n2"))
+    assert Match(min_nodes=2).selects(ran.group_facts)
+    assert not Match(min_nodes=1).selects(TrainingJob(job_id="x", cluster="a").group_facts)
 
 
 def test_the_most_specific_scope_decides_else_the_rules_own() -> None:
@@ -149,9 +163,13 @@ def test_a_scope_that_cannot_work_is_one_line_at_load(
     assert message.startswith(f"rule {RULE!r}: ") and said in message and "\n" not in message
 
 
-def test_a_job_rule_scoped_by_node_facts_is_refused() -> None:
-    with pytest.raises(RuleConfigError, match="not nodes, which have no node facts"):
+def test_a_scope_on_keys_of_another_kind_is_refused() -> None:
+    with pytest.raises(RuleConfigError, match=r"selects no subject the rule decides about \(jobs"):
         load({"checkpoint_stall": {"scopes": [{"match": {"gpu_model": "x"}, "limit_s": 60}]}})
+    with pytest.raises(RuleConfigError, match=r"\(gpu_model=x, user=ana\): selects no subject"):
+        load({"checkpoint_stall": {"scopes": [{"match": {"gpu_model": "x", "user": "ana"}}]}})
+    with pytest.raises(RuleConfigError, match=r"decides about \(nodes\)"):
+        load({RULE: {"scopes": [{"match": {"job_name": "x"}, "threshold": 5}]}})
     load({"checkpoint_stall": {"scopes": [{"match": {"cluster": "b"}, "limit_s": 60}]}})
 
 
@@ -172,7 +190,22 @@ def test_a_job_rule_scoped_by_node_facts_is_refused() -> None:
     ],
 )
 def test_ties_are_found_where_provable(a: Match, b: Match, tie: bool) -> None:
-    assert clash(a, b) is tie and clash(b, a) is tie
+    assert clash(a, b, ALL) is tie and clash(b, a, ALL) is tie
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "tie"),
+    [
+        (Match(partition="preemptible"), Match(partition="gpu"), False),  # a job has one queue
+        (Match(partition="gpu*"), Match(partition="gpu-long"), True),
+        (Match(user="ana"), Match(job_name="llama-*"), True),  # ana may run a llama
+        (Match(user="ana"), Match(user="bo"), False),
+        (Match(min_nodes=64), Match(min_nodes=512), True),  # a job of 600 nodes is both
+        (Match(min_nodes=64), Match(gpu_model="x"), False),  # no subject is both
+    ],
+)
+def test_ties_between_job_classes(a: Match, b: Match, tie: bool) -> None:
+    assert clash(a, b, frozenset({JOBS})) is tie and clash(b, a, frozenset({JOBS})) is tie
 
 
 def test_a_ladder_for_a_node_group() -> None:
@@ -185,6 +218,8 @@ def test_a_ladder_for_a_node_group() -> None:
     h100 = node(**H100).model_copy(update={"story": story})
     assert plan(a100, ladders) == ("reboot",)
     assert plan(h100, ladders) == ("validate", "reboot")
+    with pytest.raises(ValueError, match="user=ana selects jobs, not nodes"):
+        LadderConfig(match=Match(user="ana"))
 
 
 def test_the_rules_page_node_groups_load_and_decide() -> None:
@@ -197,3 +232,52 @@ def test_the_rules_page_node_groups_load_and_decide() -> None:
         bound(load(config), "idle_allocation").config_for(node(partitions=("interactive",))).idle_s
         == 900
     )
+
+
+def test_restart_budgets_per_job_class() -> None:
+    config = {
+        "restart_incomplete_exit": {
+            "max_restarts": 1,
+            "scopes": [
+                {"match": {"partition": "preemptible"}, "max_restarts": 3},
+                {"match": {"partition": "preemptible", "min_nodes": 512}, "max_restarts": 0},
+            ],
+        }
+    }
+
+    def restarts(**asked: Any) -> list[str]:
+        story = Story(config=config)
+        story.tell(submitted(**asked))
+        said = []
+        for attempt in (1, 2, 3, 4):
+            story.tell(running(attempt=attempt, at_s=100 * attempt))
+            decided = story.tell(ended(attempt=attempt, at_s=100 * attempt + 50))
+            said += [t.payload.reason for t in decided if t.type == "RestartJob"]
+        return said
+
+    assert len(restarts(queue="gpu")) == 1  # the rule's own budget
+    preemptible = restarts(queue="preemptible", nodes_requested=8)
+    assert len(preemptible) == 3
+    assert all(r.endswith("(scope partition=preemptible)") for r in preemptible)
+    assert restarts(queue="preemptible", nodes_requested=600) == []  # big ones: a person's
+
+
+def test_the_rules_page_job_classes_load_and_decide() -> None:
+    config = json.loads(examples("docs/rules.md")["job_classes.json"])
+    engine = load(config)
+    rule = bound(engine, "restart_incomplete_exit")
+
+    def job(**known: Any) -> TrainingJob:
+        return TrainingJob(job_id="slurm/a/1", cluster="a", **known)
+
+    assert rule.config_for(job(queue="gpu")).max_restarts == 3
+    assert rule.config_for(job(queue="preemptible")).max_restarts == 10
+    big = rule.config_for(job(queue="preemptible", nodes_requested=600))
+    assert (big.max_restarts, big.backoff_s) == (1, 600)
+    # What `centrality jobs` shows a job has left is its class's budget.
+    assert restart_budget(engine, job(queue="preemptible")) == 10
+    assert restart_budget(engine, job(queue="gpu")) == 3
+    shadow = load(
+        {"restart_incomplete_exit": {"scopes": [{"match": {"user": "x"}, "mode": "shadow"}]}}
+    )
+    assert restart_budget(shadow, job(user="x")) is None
