@@ -90,7 +90,7 @@ demo: install ## Run the main job: the walking skeleton on the local stack, narr
 	$(BIN)/centrality demo
 
 test: install tools ## Run the whole test suite (starts its own Kafka and ClickHouse)
-	$(BIN)/pytest
+	$(BIN)/pytest -n 2 --dist loadgroup
 
 test-unit: install ## The hermetic layer alone: no process, no service, no tool (tests/unit)
 	$(BIN)/pytest tests/unit -q

@@ -91,7 +91,9 @@ def decode(raw: bytes | None, expect: tuple[type[Event], ...] | None = None) -> 
     return fast if fast is not None else _decode_slow(raw)
 
 
-def _decode_current(raw: bytes, expect: tuple[type[Event], ...] | None) -> list[Event] | None:
+def _decode_current(
+    raw: bytes, expect: tuple[type[Event], ...] | None = None
+) -> list[Event] | None:
     """The common case in one pass of pydantic-core over the bytes: current schema versions, all
     wire fields present. Anything else returns None and takes the slow path, which upcasts old
     versions and says precisely what is wrong."""

@@ -94,6 +94,17 @@ def worker_env(
     }
 
 
+# One worker per session-wide service that is a machine's, not a port's (a Slurm cluster, Ray's
+# head, Kubernetes' API server): `make test` runs two xdist workers with `--dist loadgroup`, and
+# every test needing one of them goes to the same worker, which starts it once.
+_GROUPS = {
+    "slurm_cluster": "slurm",
+    "kube_api": "kube",
+    "kube_workers": "kube",
+    "ray_head": "ray",
+    "secured": "secured",
+}
+
 _LAYER_MARKS = {
     "static": pytest.mark.static,
     "integration": pytest.mark.integration,
@@ -113,3 +124,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             raise pytest.UsageError(f"{item.nodeid}: tests live in {', '.join(_LAYERS)}/")
         if layer in _LAYER_MARKS:
             item.add_marker(_LAYER_MARKS[layer])
+        groups = {_GROUPS[f] for f in getattr(item, "fixturenames", ()) if f in _GROUPS}
+        if groups:
+            item.add_marker(pytest.mark.xdist_group("+".join(sorted(groups))))
