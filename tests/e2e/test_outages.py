@@ -169,7 +169,13 @@ def test_workers_ride_out_kafka_and_clickhouse_outages(own_stack: Stack, tmp_pat
             now = stored(own_stack)
             return all(now.get(t, (0, 0, 0))[2] >= n for t, n in emitted.items())
 
-        wait_until("every event in ClickHouse", all_stored, 180, pipeline.check)
+        try:  # two test workers and a loaded machine: the sink may take minutes to catch up
+            wait_until("every event in ClickHouse", all_stored, 300, pipeline.check)
+        except AssertionError as exc:
+            now = stored(own_stack)
+            short = {t: (now.get(t, (0, 0, 0))[2], n) for t, n in emitted.items()}
+            missing = {t: f"{have} of {n}" for t, (have, n) in short.items() if have < n}
+            raise AssertionError(f"{exc}; stored of emitted: {missing}") from None
 
         def all_acted_on() -> bool:  # a fault just after the outage is still being told
             decided, acted = decisions(own_stack)
