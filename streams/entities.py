@@ -1,6 +1,7 @@
 """The keyed entities of the brain and one pure step over any of them.
 
-An entity kind names its table, how to fold an event into it and which event types it owns.
+An entity kind names its table and how to fold an event into it; the event types it owns are
+those its fold registers (`Kind.owns`), so a new type is routed by registering its fold.
 `step` is the unit both the pure `Brain` and the Faust agents run: fold the events of one key,
 evaluate rules with that key's memo, fold the brain's own decisions back in, and return what
 other keys must hear about.
@@ -9,43 +10,19 @@ other keys must hear about.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
 from schemas.envelope import Event
-from schemas.events import (
-    BenchmarkCompleted,
-    CheckpointSaved,
-    GpuSampled,
-    GpuXidObserved,
-    JobExited,
-    JobStateChanged,
-    JobSubmitted,
-    LogSignalDetected,
-    NodeFactsObserved,
-    NodeHealthChecked,
-    NodeHeartbeat,
-    NodeStateObserved,
-    Trigger,
-)
+from schemas.events import Trigger
 from streams import peers
 from streams.dispatch import by_type
 from streams.forwards import forwards
 from streams.state import node, node_set, training_job
-from streams.state.internal import (
-    JobActionReported,
-    JobNodesImplicated,
-    JobTick,
-    NodeActionReported,
-    NodeDecided,
-    NodeJobObserved,
-    NodePeerNamed,
-    NodeSetFailed,
-    NodeTick,
-)
+from streams.state.internal import JobTick, NodeTick
 
 if TYPE_CHECKING:  # the registry checks rules against these kinds: it imports this module
     from streams.rules.registry import RuleEngine
@@ -53,58 +30,61 @@ if TYPE_CHECKING:  # the registry checks rules against these kinds: it imports t
 
 @dataclass(frozen=True)
 class Kind:
+    """An entity kind: its table, its state's model, `apply` (one event into a state) and `fold`,
+    the singledispatch function `apply` dispatches through.
+
+    What `fold` registers when its module is imported (before the kind is made) is what the kind
+    owns, with its `tick`: the event types routed to its table. The brain's own decisions it
+    registers (a `RestartJob`, a `QuarantineNodes`) are not routed: `step` folds them back into
+    the entity that made them.
+    """
+
     table: str
     model: type[BaseModel]
     apply: Callable[[Any, Event], Any]
-    owns: tuple[type[Event], ...]
+    fold: Callable[..., Any]
     tick: type[Event] | None = None
     # What an event means for others given this entity's state (a job resolving the peer its
     # log line names among its nodes); forwards that the event alone tells are `forwards`'.
     tells: Callable[[Any, Event], list[Event]] | None = None
+    owns: tuple[type[Event], ...] = field(init=False)
+
+    def __post_init__(self) -> None:
+        registered = self.fold.registry  # type: ignore[attr-defined]
+        folded = [c for c in registered if issubclass(c, Event) and not issubclass(c, Trigger)]
+        ticks = [self.tick] if self.tick is not None else []
+        object.__setattr__(self, "owns", tuple(dict.fromkeys([*folded, *ticks])))
+
+
+def routes(kinds: Iterable[Kind]) -> dict[type[Event], Kind]:
+    """The kind that owns each type; a type two kinds own is refused (`TypeError`): an event
+    goes to one table, and what it means for another is a forward (`streams.forwards`)."""
+    found: dict[type[Event], Kind] = {}
+    for kind in kinds:
+        for cls in kind.owns:
+            first = found.setdefault(cls, kind)
+            if first is not kind:
+                raise TypeError(
+                    f"{cls.__name__} is folded by both {first.table} and {kind.table}: fold it "
+                    "in one and forward what it means to the other (`streams.forwards`)"
+                )
+    return found
 
 
 JOBS = Kind(
     "jobs",
     training_job.TrainingJob,
     training_job.apply,
-    (
-        JobSubmitted,
-        JobStateChanged,
-        JobExited,
-        CheckpointSaved,
-        LogSignalDetected,
-        JobActionReported,
-        JobNodesImplicated,
-        JobTick,
-    ),
+    training_job.fold,
     tick=JobTick,
     tells=peers.told,
 )
-NODES = Kind(
-    "nodes",
-    node.Node,
-    node.apply,
-    (
-        NodeHeartbeat,
-        NodeFactsObserved,
-        NodeHealthChecked,
-        GpuSampled,
-        GpuXidObserved,
-        NodeStateObserved,
-        BenchmarkCompleted,
-        NodeJobObserved,
-        NodeDecided,
-        NodeActionReported,
-        NodePeerNamed,
-        NodeTick,
-    ),
-    tick=NodeTick,
-)
-NODE_SETS = Kind("node_sets", node_set.NodeSet, node_set.apply, (NodeSetFailed,))
+NODES = Kind("nodes", node.Node, node.apply, node.fold, tick=NodeTick)
+NODE_SETS = Kind("node_sets", node_set.NodeSet, node_set.apply, node_set.fold)
 KINDS = (JOBS, NODES, NODE_SETS)
 
 _forwards = by_type(forwards)
-_KIND_OF: dict[type[Event], Kind] = {cls: kind for kind in KINDS for cls in kind.owns}
+_KIND_OF = routes(KINDS)
 
 
 def kind_of(event: Event) -> Kind | None:

@@ -274,14 +274,16 @@ def apply(state: Node | None, event: Event) -> Node:
 
 
 @singledispatch
-def _fold(event: Event, state: Node) -> Node:
+def fold(event: Event, state: Node) -> Node:
+    """What an event changes in a node. The types registered here are the ones the `nodes`
+    table owns (`streams.entities.Kind`), decisions aside: registering one routes it."""
     return state
 
 
-_folded = by_type(_fold)
+_folded = by_type(fold)
 
 
-@_fold.register
+@fold.register
 def _(event: NodeHeartbeat, state: Node) -> Node:
     if state.last_heartbeat_at is not None and event.occurred_at <= state.last_heartbeat_at:
         return state
@@ -294,14 +296,14 @@ def _(event: NodeHeartbeat, state: Node) -> Node:
     )
 
 
-@_fold.register
+@fold.register
 def _(event: NodeFactsObserved, state: Node) -> Node:
     reported = event.payload.model_dump(exclude_none=True)
     facts = state.facts.model_copy(update=reported)
     return state if facts == state.facts else state.model_copy(update={"facts": facts})
 
 
-@_fold.register
+@fold.register
 def _(event: NodeHealthChecked, state: Node) -> Node:
     p = event.payload
     update: dict[str, object] = {}
@@ -332,7 +334,7 @@ _COUNTERS = tuple(n for n, f in GpuCounters.model_fields.items() if f.annotation
 _NO_COUNTERS = GpuCounters()
 
 
-@_fold.register
+@fold.register
 def _(event: GpuSampled, state: Node) -> Node:
     p = event.payload
     if p.gpu not in state.gpus and len(state.gpus) >= GPUS_KEPT:
@@ -365,7 +367,7 @@ def _idle_since(
     return seen if seen is not None and seen <= at else at
 
 
-@_fold.register
+@fold.register
 def _(event: GpuXidObserved, state: Node) -> Node:
     if any(x.event_id == event.event_id for x in state.xids):
         return state
@@ -380,7 +382,7 @@ def _(event: GpuXidObserved, state: Node) -> Node:
     return state.model_copy(update={"xids": (*state.xids, seen)[-XIDS_KEPT:], "xid_counts": counts})
 
 
-@_fold.register
+@fold.register
 def _(event: NodeJobObserved, state: Node) -> Node:
     p = event.payload
     jobs = dict(state.jobs)
@@ -400,7 +402,7 @@ def _(event: NodeJobObserved, state: Node) -> Node:
     return state.model_copy(update={"jobs": jobs, "failures": failures})
 
 
-@_fold.register
+@fold.register
 def _(event: NodePeerNamed, state: Node) -> Node:
     if any(n.event_id == event.event_id for n in state.named_as_peer):
         return state
@@ -412,7 +414,7 @@ def _(event: NodePeerNamed, state: Node) -> Node:
     return state.model_copy(update={"named_as_peer": tuple(kept)})
 
 
-@_fold.register
+@fold.register
 def _(event: BenchmarkCompleted, state: Node) -> Node:
     p = event.payload
     judged = judge(p, model_of(p, state.facts.gpu_model))
@@ -457,7 +459,7 @@ def verdict_told(p: BenchmarkCompletedPayload, judged: Judged) -> str:
     return clip(told + (f": {'; '.join(judged.reasons)}" if judged.reasons else ""), 512)
 
 
-@_fold.register
+@fold.register
 def _(event: NodeDecided, state: Node) -> Node:
     p, story, at = event.payload, state.story, event.occurred_at
     if story is not None and story.stage is Stage.HELD:
@@ -492,7 +494,7 @@ def _(event: NodeDecided, state: Node) -> Node:
     return state.model_copy(update={"story": story})
 
 
-@_fold.register
+@fold.register
 def _(event: NodeActionReported, state: Node) -> Node:
     p, story, at = event.payload, state.story, event.occurred_at
     if story is None or p.trigger_id not in story.triggers:
@@ -626,7 +628,7 @@ def _outside_the_story(state: Node, event: NodeActionReported) -> Node:
     return state.model_copy(update={"story": drained})
 
 
-@_fold.register
+@fold.register
 def _(event: NodeStateObserved, state: Node) -> Node:
     p = event.payload
     if state.scheduler is not None and event.occurred_at <= state.scheduler.at:

@@ -42,14 +42,16 @@ def apply(state: NodeSet | None, event: Event) -> NodeSet:
 
 
 @singledispatch
-def _fold(event: Event, state: NodeSet) -> NodeSet:
+def fold(event: Event, state: NodeSet) -> NodeSet:
+    """What an event changes in a node set. The types registered here are the ones the `node_sets`
+    table owns (`streams.entities.Kind`), decisions aside: registering one routes it."""
     return state
 
 
-_folded = by_type(_fold)
+_folded = by_type(fold)
 
 
-@_fold.register
+@fold.register
 def _(event: NodeSetFailed, state: NodeSet) -> NodeSet:
     p = event.payload
     failure = Failure(at=event.occurred_at, job_id=p.job_id, attempt=p.attempt, cause=p.cause)
@@ -61,7 +63,7 @@ def _(event: NodeSetFailed, state: NodeSet) -> NodeSet:
     )
 
 
-@_fold.register
+@fold.register
 def _(event: QuarantineNodes, state: NodeSet) -> NodeSet:
     if state.last_quarantine_at == event.occurred_at:
         return state

@@ -217,14 +217,16 @@ def _seconds(start: datetime | None, end: datetime) -> float:
 
 
 @singledispatch
-def _fold(event: Event, state: TrainingJob) -> TrainingJob:
+def fold(event: Event, state: TrainingJob) -> TrainingJob:
+    """What an event changes in a job. The types registered here are the ones the `jobs`
+    table owns (`streams.entities.Kind`), decisions aside: registering one routes it."""
     return state
 
 
-_folded = by_type(_fold)
+_folded = by_type(fold)
 
 
-@_fold.register
+@fold.register
 def _(event: JobSubmitted, state: TrainingJob) -> TrainingJob:
     return state.model_copy(
         update={
@@ -240,7 +242,7 @@ def _(event: JobSubmitted, state: TrainingJob) -> TrainingJob:
     )
 
 
-@_fold.register
+@fold.register
 def _(event: JobStateChanged, state: TrainingJob) -> TrainingJob:
     p = event.payload
     if p.attempt < state.attempt or any(a.number == p.attempt for a in state.attempts):
@@ -260,7 +262,7 @@ def _(event: JobStateChanged, state: TrainingJob) -> TrainingJob:
     return state.model_copy(update=update)
 
 
-@_fold.register
+@fold.register
 def _(event: CheckpointSaved, state: TrainingJob) -> TrainingJob:
     step = state.last_checkpoint_step
     if step is not None and event.payload.step <= step:
@@ -277,7 +279,7 @@ def _(event: CheckpointSaved, state: TrainingJob) -> TrainingJob:
     return state.model_copy(update=update)
 
 
-@_fold.register
+@fold.register
 def _(event: LogSignalDetected, state: TrainingJob) -> TrainingJob:
     signal, t = str(event.payload.signal), event.occurred_at
     newer = state.last_signal_at is None or t >= state.last_signal_at
@@ -297,7 +299,7 @@ def _(event: LogSignalDetected, state: TrainingJob) -> TrainingJob:
     return state.model_copy(update={"completion_attempt": current})
 
 
-@_fold.register
+@fold.register
 def _(event: JobExited, state: TrainingJob) -> TrainingJob:
     p = event.payload
     numbers = tuple(a.number for a in state.attempts)
@@ -347,7 +349,7 @@ def _(event: JobExited, state: TrainingJob) -> TrainingJob:
     )
 
 
-@_fold.register
+@fold.register
 def _(event: RestartJob, state: TrainingJob) -> TrainingJob:
     numbers = tuple(r.attempt for r in state.restarts)
     if event.payload.attempt in numbers or _forgotten(
@@ -360,7 +362,7 @@ def _(event: RestartJob, state: TrainingJob) -> TrainingJob:
     return state.model_copy(update={"restarts": (*state.restarts, record)[-RESTARTS_KEPT:]})
 
 
-@_fold.register
+@fold.register
 def _(event: JobActionReported, state: TrainingJob) -> TrainingJob:
     p = event.payload
     outcome: Literal["requeued", "failed"] = "requeued" if p.succeeded else "failed"
@@ -375,7 +377,7 @@ def _(event: JobActionReported, state: TrainingJob) -> TrainingJob:
     return state.model_copy(update={"restarts": restarts})
 
 
-@_fold.register
+@fold.register
 def _(event: JobNodesImplicated, state: TrainingJob) -> TrainingJob:
     p = event.payload
     known = {(i.node, i.trigger_id) for i in state.implicated}
