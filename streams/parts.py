@@ -7,21 +7,25 @@ action result, and only its own nodes. Each node then sees the very events and f
 same order, that the whole brain gives it, and decides the same; the triggers of what every part
 folds are reported by the first part alone. A rule that breaks the premise (a node's decision
 naming a node of another part) makes its step raise `NotSplittable`: the parts would decide
-otherwise than the whole, so the caller decides it whole instead.
+otherwise than the whole, so the caller decides it whole instead. `PartBrain` is the brain of
+one part: the plain `Brain`, with what it is handed and what its steps report and forward kept
+to the part.
 """
 
 from __future__ import annotations
 
 import zlib
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from schemas.envelope import Event
 from schemas.events import Trigger
 from schemas.registry import event_types
-from streams.entities import NODES, Kind, kind_of, kind_of_type
+from streams.entities import NODES, Kind, Step, kind_of, kind_of_type
 from streams.forwards import forwards
+from streams.process import Brain
+from streams.rules.registry import RuleEngine
 
 
 class NotSplittable(RuntimeError):
@@ -67,6 +71,26 @@ class Part:
                     f"a node's step forwarded {event.type} to {event.subject!r}, which another "
                     "part (or, a job or a node set, every part) folds"
                 )
+
+
+class PartBrain(Brain):
+    """The brain of one part: it folds what the part folds (`Part.folds`, forwards included),
+    reports what the part reports, and raises `NotSplittable` where a step's forwards would
+    leave the part."""
+
+    def __init__(self, engine: RuleEngine, part: Part) -> None:
+        super().__init__(engine)
+        self.part = part
+
+    # `Brain.x(self, ...)`, not `super().x(...)`: twice a step, where super() would cost a part's
+    # replay a few per cent.
+    def handle(self, event: Event) -> list[Trigger]:
+        return Brain.handle(self, event) if self.part.folds(event) else []
+
+    def _fold(self, kind: Kind, event: Event) -> Step:
+        result = Brain._fold(self, kind, event)
+        self.part.check(kind, result.forwards)
+        return result if self.part.reports(kind) else replace(result, triggers=[])
 
 
 def split_types() -> list[str]:

@@ -15,8 +15,7 @@ from typing import Any
 
 from schemas.envelope import Event
 from schemas.events import Trigger
-from streams.entities import JOBS, KINDS, NODE_SETS, NODES, Kind, forwarded, kind_of, step
-from streams.parts import Part
+from streams.entities import JOBS, KINDS, NODE_SETS, NODES, Kind, Step, forwarded, kind_of, step
 from streams.rules.registry import RuleEngine
 from streams.state.internal import tick
 from streams.state.node import Node
@@ -26,11 +25,10 @@ from streams.timers import Timers
 
 
 class Brain:
-    """All of the streams' state in memory; with `part`, the state of that part of it."""
+    """All of the streams' state in memory (a part of it: `streams.parts.PartBrain`)."""
 
-    def __init__(self, engine: RuleEngine, part: Part | None = None) -> None:
+    def __init__(self, engine: RuleEngine) -> None:
         self.engine = engine
-        self.part = part  # None: the whole brain (see `streams.parts`)
         self.tables: dict[str, dict[str, Any]] = {kind.table: {} for kind in KINDS}
         self.timers = Timers(engine)
 
@@ -48,8 +46,6 @@ class Brain:
 
     def handle(self, event: Event) -> list[Trigger]:
         """Fold one event (and everything it implies for other entities); its triggers."""
-        if self.part is not None and not self.part.folds(event):
-            return []
         kind = kind_of(event)
         if kind is None:  # no table of its own (an action result): only what it means for others
             return [t for derived in forwarded(event) for t in self.handle(derived)]
@@ -67,6 +63,15 @@ class Brain:
         return triggers
 
     def _step(self, kind: Kind, event: Event) -> list[Trigger]:
+        result = self._fold(kind, event)
+        triggers = list(result.triggers)
+        for derived in result.forwards:
+            triggers.extend(self.handle(derived))
+        return triggers
+
+    def _fold(self, kind: Kind, event: Event) -> Step:
+        """`step` one entity, its state kept in its table and its timers: what it decided and
+        what other entities must hear."""
         table = self.tables[kind.table]
         result = step(kind, table.get(event.subject), [event], self.engine)
         table[event.subject] = result.state
@@ -74,14 +79,7 @@ class Brain:
             self.timers.ticked(kind, event.subject, result.state, event.occurred_at)
         elif result.changed:  # most samples change nothing, and so nothing about what is due
             self.timers.changed(kind, event.subject, result.state)
-        triggers = list(result.triggers)
-        if self.part is not None:
-            self.part.check(kind, result.forwards)
-            if not self.part.reports(kind):
-                triggers = []
-        for derived in result.forwards:
-            triggers.extend(self.handle(derived))
-        return triggers
+        return result
 
 
 class Clock:

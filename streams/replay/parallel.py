@@ -27,7 +27,7 @@ import structlog
 from schemas.codec import decode, encode
 from schemas.envelope import Event
 from schemas.events import Trigger
-from streams.parts import NotSplittable, Part, split_types
+from streams.parts import NotSplittable, Part, PartBrain, split_types
 from streams.process import Brain
 from streams.replay.clickhouse_source import ClickHouseSource
 from streams.replay.rerun import current_brain, rerun_stream
@@ -126,7 +126,8 @@ def _rerun(
 ) -> _Done:
     started = time.perf_counter()
     streamed = source.stream(warmup_s, part)
-    brain = Brain(current_brain(settings).engine, part)
+    engine = current_brain(settings).engine
+    brain = Brain(engine) if part is None else PartBrain(engine, part)
     read = _Read(streamed.facts, part, streamed.since, reached)
     dropped: dict[str, datetime] = {}
     decided = rerun_stream(

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import ast
 from collections import Counter
 from collections.abc import Iterable
+from pathlib import Path
 
 import pytest
 
 from schemas.envelope import Event
 from schemas.events import Trigger
-from streams.parts import NotSplittable, Part, split_types
+from streams.parts import NotSplittable, Part, PartBrain, split_types
 from streams.process import Brain
 from streams.replay.rerun import rerun_stream
 from streams.rules.registry import RuleEngine
@@ -50,7 +52,9 @@ def decided_by_parts(facts: list[Event], count: int, rules: RuleEngine) -> list[
     decided: list[Trigger] = []
     for index in range(count):
         part = Part(index, count)
-        decided += rerun_stream([e for e in facts if reads(part, e)], Brain(rules, part), TICK_S)
+        decided += rerun_stream(
+            [e for e in facts if reads(part, e)], PartBrain(rules, part), TICK_S
+        )
     return decided
 
 
@@ -83,3 +87,14 @@ def test_a_part_is_one_of_its_count() -> None:
     with pytest.raises(ValueError, match="does not exist"):
         Part(2, 2)
     assert sum(Part(i, 3).holds("n-0042") for i in range(3)) == 1
+
+
+def test_the_live_path_knows_nothing_of_parts() -> None:
+    """Parts wrap the brain (`PartBrain`): the step, the brain and the live worker are plain."""
+    streams = Path(__file__).resolve().parents[3] / "streams"
+    for name in ("entities.py", "process.py", "app.py"):
+        tree = ast.parse((streams / name).read_text())
+        imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)} | {
+            a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names
+        }
+        assert "streams.parts" not in imported, name
