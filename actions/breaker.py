@@ -48,16 +48,20 @@ def quarantine_share(
             f"no fleet known for cluster {trigger.cluster!r}: no {counted}, and "
             "CENTRALITY_ACTIONS_FLEET_SIZE does not name it"
         )
-    since = now - timedelta(seconds=settings.quarantine_window_s)
-    quarantined = {n for n, at in history.drained(trigger.cluster).items() if at >= since}
-    wanted = quarantined | set(trigger.payload.nodes)
-    limit = settings.quarantine_max_share * fleet
-    if len(wanted) > limit:
+    share, window_s = settings.quarantine_max_share, settings.quarantine_window_s
+    wanted = _out_with(trigger, history, now - timedelta(seconds=window_s))
+    if len(wanted) > share * fleet:
         return (
             f"quarantining {len(wanted)} of {fleet} nodes ({counted}) exceeds "
-            f"{settings.quarantine_max_share:.0%} within {settings.quarantine_window_s:g}s"
+            f"{share:.0%} within {window_s:g}s"
         )
     return None
+
+
+def _out_with(trigger: QuarantineNodes, history: History, since: datetime) -> set[str]:
+    """The nodes of the trigger's cluster drained since `since`, with those it asks for."""
+    drained = history.drained(trigger.cluster).items()
+    return {n for n, at in drained if at >= since} | set(trigger.payload.nodes)
 
 
 def quarantine_group_share(
@@ -74,9 +78,7 @@ def quarantine_group_share(
         if not asked & members:
             continue
         window_s = group.quarantine_window_s or settings.quarantine_window_s
-        since = now - timedelta(seconds=window_s)
-        out = {n for n, at in history.drained(trigger.cluster).items() if at >= since}
-        wanted = (out | asked) & members
+        wanted = _out_with(trigger, history, now - timedelta(seconds=window_s)) & members
         if len(wanted) > group.quarantine_max_share * len(members):
             return (
                 f"quarantining {len(wanted)} of the {len(members)} nodes of group "
