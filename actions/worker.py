@@ -114,7 +114,7 @@ class ActionWorker:
             ObservedFleet(self.settings.fleet_window_s),
             seed_timeout_s=self.settings.fleet_seed_timeout_s,
         )
-        watch_kafka(self.kafka.bootstrap)
+        watch_kafka(self.kafka)
         READINESS.add("partitions_assigned", lambda: bool(consumer.assignment()))
         silences = KafkaSilences(self.kafka, self.operators)
         try:  # read again before each decision anyway: a failure here is not fatal

@@ -37,7 +37,7 @@ async def open_sink(dry_run: bool, *, one_shot: bool = False) -> AsyncIterator[E
     from schemas.settings import KafkaSettings
 
     kafka = KafkaSettings()
-    watch_kafka(kafka.bootstrap)
+    watch_kafka(kafka)
     async with sending(kafka, spool=not one_shot) as emitter:
         yield emitter
 

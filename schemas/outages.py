@@ -5,10 +5,10 @@ outage: they wait, keep what they hold and resume on their own. What an outage m
 flood the log (aiokafka logs every reconnect of every connection: thousands of lines a minute
 per worker) or wear out retry budgets that are meant for one partition's trouble. So a worker
 watches what it depends on (`Outages.watch`; `schemas.metrics.server.serving` probes every
-`probe_interval_s`, a connect or a `/ping`, in a thread, and at once when a client library of a
-dependency that looks up starts to warn, or one that looks away reports news: an outage and its
-end are seen within milliseconds, not after the hundreds of lines a second a client logs while
-it reconnects):
+`probe_interval_s`, a Kafka ApiVersions request or a `/ping`, in a thread, and at once when a
+client library of a dependency that looks up starts to warn, or one that looks away reports
+news: an outage and its end are seen within milliseconds, not after the hundreds of lines a
+second a client logs while it reconnects):
 
 - the first failed probe logs one `dependency_down` line; while it lasts, one
   `dependency_still_down` line every `summary_interval_s` says for how long and how many lines

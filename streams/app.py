@@ -241,7 +241,7 @@ class StreamsApp:
             )
             for kind in KINDS
         }
-        observe.install(app, kafka.bootstrap, self.tables)
+        observe.install(app, kafka, self.tables)
         # Every topic but our internal ones carries contract events.
         self.decoders: dict[str, Callable[[bytes], list[Event]]] = {
             self.forward: _decode_forward,

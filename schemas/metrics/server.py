@@ -29,7 +29,9 @@ from prometheus_client.registry import Collector
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from schemas.kafka_probe import kafka_answers
 from schemas.outages import CLICKHOUSE_LOGGERS, KAFKA_LOGGERS, OUTAGES, Dependency
+from schemas.settings import KafkaSettings
 
 log = structlog.get_logger("metrics")
 
@@ -195,10 +197,11 @@ def http_ok(url: str, timeout_s: float = 1.0) -> Callable[[], bool]:
     return check
 
 
-def watch_kafka(bootstrap: str) -> Dependency:
+def watch_kafka(settings: KafkaSettings) -> Dependency:
     """Kafka watched for outages (`schemas.outages`) and the `kafka` readiness check, from the
-    same probe: some bootstrap server accepts a connection."""
-    kafka = OUTAGES.watch("kafka", bootstrap, tcp_reachable(bootstrap), KAFKA_LOGGERS)
+    same probe: some bootstrap server answers a Kafka request (`schemas.kafka_probe`)."""
+    probe = kafka_answers(settings)
+    kafka = OUTAGES.watch("kafka", settings.bootstrap, probe, KAFKA_LOGGERS)
     READINESS.add("kafka", kafka.reachable)
     return kafka
 

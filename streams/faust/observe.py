@@ -14,14 +14,15 @@ from typing import Any
 
 from schemas.metrics.catalog import CONSUMER_LAG, TABLE_ENTRIES
 from schemas.metrics.server import READINESS, serving, watch_kafka
+from schemas.settings import KafkaSettings
 
 SAMPLE_S = 15.0
 
 
-def install(app: Any, bootstrap: str, tables: dict[str, Any]) -> None:
+def install(app: Any, kafka: KafkaSettings, tables: dict[str, Any]) -> None:
     assigned = asyncio.Event()
     recovery = app.tables.recovery
-    watch_kafka(bootstrap)
+    watch_kafka(kafka)
     READINESS.add("partitions_assigned", assigned.is_set)
     READINESS.add("tables_recovered", lambda: recovery.completed.is_set() and not app.in_recovery)
 

@@ -155,7 +155,7 @@ class HistorySink:
     async def run(self, stop: asyncio.Event | None = None) -> None:
         stop = stop or asyncio.Event()
         plan(self.clickhouse)  # no migrations, or none for the cluster, is no outage to wait out
-        watch_kafka(self.kafka.bootstrap)
+        watch_kafka(self.kafka)
         watch_clickhouse(self.clickhouse.url)
         await self._retrying("migrate", lambda: asyncio.to_thread(migrate, self.clickhouse), stop)
         if stop.is_set():

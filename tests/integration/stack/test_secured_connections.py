@@ -16,6 +16,7 @@ from aiokafka.errors import KafkaError
 from schemas import kafka_clients
 from schemas.admin import ensure_topics
 from schemas.emitter import Emitter
+from schemas.kafka_probe import kafka_answers
 from schemas.settings import KafkaSettings, SaslMechanism, SecurityProtocol
 from schemas.topics import CATALOG, topic_name
 from streams.history.client import connect
@@ -94,6 +95,19 @@ async def test_a_broker_certificate_from_another_ca_is_refused(
 async def test_the_ssl_listener_wants_a_client_certificate(secured: Secured) -> None:
     with pytest.raises(KafkaError):
         await asyncio.wait_for(ensure_topics(secured.kafka("SSL", mutual_tls=False)), 60)
+
+
+@pytest.mark.parametrize("protocol", ["PLAINTEXT", "SASL_PLAINTEXT", "SASL_SSL", "SSL"])
+def test_the_outage_probe_hears_every_listener_only_as_configured(
+    secured: Secured, protocol: SecurityProtocol
+) -> None:
+    """ApiVersions needs no credentials, but TLS where a listener speaks it, from a CA we trust."""
+    settings = secured.kafka(protocol)
+    assert kafka_answers(settings)()
+    plain = settings.model_copy(update={"security_protocol": "PLAINTEXT"})
+    assert kafka_answers(plain)() is not settings.tls  # a TLS listener does not answer plaintext
+    if settings.tls:
+        assert not kafka_answers(settings.model_copy(update={"ssl_cafile": None}))()
 
 
 @pytest.mark.filterwarnings("ignore::urllib3.exceptions.InsecureRequestWarning")

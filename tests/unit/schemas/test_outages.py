@@ -18,7 +18,9 @@ from prometheus_client import REGISTRY
 from schemas.logs import configure_logging
 from schemas.metrics.server import READINESS, watch_kafka
 from schemas.outages import KAFKA_LOGGERS, OUTAGES, Dependency, OutageSettings
+from schemas.settings import KafkaSettings
 from tests.ports import free_port
+from tests.support.fake_broker import api_versions, serve
 
 SUMMARY_S = 60.0
 PER_S = 5  # retries a second, each logged by three libraries and once by us
@@ -125,10 +127,9 @@ def metric(name: str, dependency: str) -> float | None:
 
 
 async def test_readiness_and_metrics_follow_a_real_probe() -> None:
-    """A port that accepts connections, then one that refuses them."""
-    server = await asyncio.start_server(lambda r, w: w.close(), "127.0.0.1", 0)
-    port = server.sockets[0].getsockname()[1]
-    dependency = watch_kafka(f"127.0.0.1:{port}")
+    """A peer answering as a broker does, then a port that refuses connections."""
+    server, address = await serve(api_versions())
+    dependency = watch_kafka(KafkaSettings(bootstrap=address))
     outages_before = metric("centrality_dependency_outages_total", "kafka") or 0.0
     settings = OutageSettings(probe_interval_s=0.05, summary_interval_s=SUMMARY_S)
     async with OUTAGES.probing(settings):
@@ -144,16 +145,16 @@ async def test_readiness_and_metrics_follow_a_real_probe() -> None:
 
 
 def test_watching_again_keeps_the_state_of_the_same_address() -> None:
-    address = f"127.0.0.1:{free_port()}"
-    first = watch_kafka(address)
+    settings = KafkaSettings(bootstrap=f"127.0.0.1:{free_port()}")
+    first = watch_kafka(settings)
     first.observe(False, 0.0, SUMMARY_S)
-    assert watch_kafka(address) is first and first.down
-    assert watch_kafka(f"127.0.0.1:{free_port()}") is not first
+    assert watch_kafka(settings) is first and first.down
+    assert watch_kafka(KafkaSettings(bootstrap=f"127.0.0.1:{free_port()}")) is not first
 
 
 async def test_a_client_warning_while_its_dependency_looks_up_has_it_probed_at_once() -> None:
     configure_logging(json=True)
-    dependency = watch_kafka(f"127.0.0.1:{free_port()}")  # closed
+    dependency = watch_kafka(KafkaSettings(bootstrap=f"127.0.0.1:{free_port()}"))  # closed
     settings = OutageSettings(probe_interval_s=30.0, summary_interval_s=SUMMARY_S)
     async with OUTAGES.probing(settings):
         await asyncio.sleep(0.1)  # the first probe, at start
