@@ -79,6 +79,7 @@ def _(event: JobStateChanged) -> list[Event]:
 def _(event: JobExited) -> list[Event]:
     p = event.payload
     failed = is_failure(p)
+    job_nodes = len(set(p.nodes))  # once: per node it made a big job's exit quadratic
     out: list[Event] = [
         _node_job(
             event,
@@ -87,7 +88,7 @@ def _(event: JobExited) -> list[Event]:
             state=p.state,
             running=False,
             failure=failed,
-            job_nodes=len(set(p.nodes)),
+            job_nodes=job_nodes,
         )
         for n in _nodes(p.nodes)
     ]

@@ -28,7 +28,7 @@ from centrality.bench.hostile_storm import (
     set_path,
 )
 from schemas.signing import SIGNATURE_HEADER, signature
-from schemas.topics import partition_count, spec
+from schemas.topics import spec
 
 LONG = "x" * 3_000_000
 NODES = [f"n{i:05d}" for i in range(50_000)]
@@ -390,7 +390,7 @@ def wrong_partition(storm: Storm, topic: str) -> Hostile:
     default partitioner (CRC32) would put most keys."""
     message = storm.encoded("wrong-partition", topic, storm.fresh(storm.template(topic)))
     assert message.key is not None
-    partitions = partition_count(topic)
+    partitions = storm.partitions[topic]
     wrong = crc32_partition(message.key, partitions)
     if wrong == message.partition:
         wrong = (wrong + 1) % partitions

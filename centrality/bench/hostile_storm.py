@@ -26,6 +26,7 @@ from pydantic import SecretStr
 from centrality.bench.hostile_schema import DocumentFactory, EventSchema, load
 from schemas.codec import DecodeError, decode
 from schemas.placement import partition_for
+from schemas.settings import TopicSettings
 from schemas.signing import SIGNATURE_HEADER, signature
 from schemas.topics import partition_count
 
@@ -97,6 +98,10 @@ class Storm:
     ) -> None:
         self.rng = Random(seed)
         self.key = key
+        # As the deployment creates its topics (read once: a settings read per message was
+        # most of a storm's cost).
+        topics = TopicSettings()
+        self.partitions = {t: partition_count(t, topics) for t in TOPICS}
         known = registered()
         unknown = set(only) - set(known)
         if unknown:
@@ -153,12 +158,12 @@ class Storm:
         commit can be awaited."""
         out = []
         for topic in topics:
-            for partition in range(partition_count(topic)):
+            for partition in range(self.partitions[topic]):
                 doc = self.fresh(self.template(topic))
                 subject = next(
                     f"hostile-marker/{i}"
                     for i in range(10_000)
-                    if _partition(f"hostile-marker/{i}".encode(), partition_count(topic))
+                    if _partition(f"hostile-marker/{i}".encode(), self.partitions[topic])
                     == partition
                 )
                 doc["subject"] = subject
@@ -207,7 +212,7 @@ class Storm:
         """Placed as the Emitter would (murmur2 of the key) unless `partition` says otherwise;
         signed with the workers' key on `triggers`, so most hostile triggers get past the
         signature check and reach the decoder."""
-        partitions = partition_count(topic)
+        partitions = self.partitions[topic]
         if partition is None:
             partition = _partition(key, partitions) if key else self.rng.randrange(partitions)
         if sign and topic == "triggers" and value is not None:

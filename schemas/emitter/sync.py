@@ -20,8 +20,15 @@ class SyncEmitter:
     """`with SyncEmitter() as e: e.emit(event)`; its event loop runs in a daemon thread."""
 
     def __init__(
-        self, settings: KafkaSettings | None = None, options: EmitterSettings | None = None
+        self,
+        settings: KafkaSettings | None = None,
+        options: EmitterSettings | None = None,
+        *,
+        drain_timeout_s: float = 5.0,
     ) -> None:
+        """`drain_timeout_s`: how long closing waits for Kafka to take what is spooled (what it
+        does not take stays on disk for the next run); a script that must exit at once sets 0."""
+        self._drain_timeout_s = drain_timeout_s
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
         self._settings, self._options = settings, options
@@ -58,7 +65,7 @@ class SyncEmitter:
 
     def close(self) -> None:
         if self._emitter is not None:
-            self._run(self._emitter.stop())
+            self._run(self._emitter.stop(self._drain_timeout_s))
             self._emitter = None
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join()

@@ -32,7 +32,7 @@ def storm() -> Storm:
 
 @pytest.fixture(scope="module")
 def messages(storm: Storm) -> list[Hostile]:
-    return list(storm.messages(12_000))
+    return list(storm.messages(4_000))
 
 
 @cache

@@ -8,6 +8,7 @@ from typer.testing import CliRunner
 from centrality.cli import app
 from schemas.codec import decode, encode
 from schemas.jsonschema import JSON_DIR, render, stale
+from schemas.limits import MAX_NODES
 from tests.factories import exited
 
 
@@ -82,7 +83,8 @@ def test_the_files_state_the_limits_other_validators_honour() -> None:
     for field, values in cases.items():
         for value in values:
             assert not validator.is_valid({**base, field: value}), (field, value[:30])
-    huge = {**base, "payload": {**base["payload"], "nodes": [f"n{i}" for i in range(50_000)]}}
+    nodes = [f"n{i}" for i in range(MAX_NODES + 1)]  # one past the limit the file states
+    huge = {**base, "payload": {**base["payload"], "nodes": nodes}}
     assert not validator.is_valid(huge)
     beyond = {**base, "payload": {**base["payload"], "exit_code": 2**63}}
     assert not validator.is_valid(beyond)

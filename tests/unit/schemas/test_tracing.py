@@ -206,7 +206,7 @@ def test_a_sync_emitter_carries_the_callers_trace(
     spans: InMemorySpanExporter, tmp_path: Path
 ) -> None:
     unreachable = KafkaSettings(bootstrap="127.0.0.1:1")  # so the record waits in the spool
-    emitter = SyncEmitter(unreachable, EmitterSettings(spool_dir=tmp_path))
+    emitter = SyncEmitter(unreachable, EmitterSettings(spool_dir=tmp_path), drain_timeout_s=0.0)
     with emitter, tracing.span("training step"):
         emitter.emit(checkpoint(1200))
         [(_, record)] = list(emitter._require().spool.pending())

@@ -33,6 +33,12 @@ def history() -> list[Event]:
     return crossing_day()
 
 
+@pytest.fixture(scope="module")
+def whole(history: list[Event]) -> list[Trigger]:
+    """What the whole brain decides on the history: what every split is held to."""
+    return rerun_stream(history, Brain(engine()), TICK_S)
+
+
 def reads(part: Part, event: Event) -> bool:
     """What the part's query selects (`ClickHouseSource.stream`), decisions of then aside."""
     return event.type not in split_types() or part.holds(event.subject)
@@ -59,11 +65,11 @@ def decided_by_parts(facts: list[Event], count: int, rules: RuleEngine) -> list[
 
 
 @pytest.mark.parametrize("count", [2, 3])
-def test_parts_decide_what_the_whole_brain_decides(history: list[Event], count: int) -> None:
+def test_parts_decide_what_the_whole_brain_decides(
+    history: list[Event], whole: list[Trigger], count: int
+) -> None:
     assert part_of(PAIR[0], count) != part_of(PAIR[1], count)
-    facts = history
-    whole = rerun_stream(facts, Brain(engine()), TICK_S)
-    parts = decided_by_parts(facts, count, engine())
+    parts = decided_by_parts(history, count, engine())
     assert decisions(parts) == decisions(whole)
     # What crosses parts was decided: a node set's quarantine of nodes in two parts, its results
     # reaching both (their benchmarks), and each node's own decisions.
