@@ -93,7 +93,7 @@ test: install tools ## Run the whole test suite (starts its own Kafka and ClickH
 	$(BIN)/pytest -n 2 --dist loadgroup
 
 test-unit: install ## The hermetic layer alone: no process, no service, no tool (tests/unit)
-	$(BIN)/pytest tests/unit -q
+	$(BIN)/pytest tests/unit -q -n auto
 
 lock: install ## Re-resolve constraints.txt: the newest versions within pyproject.toml's ranges
 	PYTHON=$(BIN)/python .ci/lock

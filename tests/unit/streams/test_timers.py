@@ -45,7 +45,7 @@ def engines(config: dict[str, dict[str, Any]]) -> tuple[RuleEngine, RuleEngine]:
     return timed, swept
 
 
-def history(seed: int, nodes: int = 6, jobs: int = 8, hours: float = 3.0) -> list[Event]:
+def history(seed: int, nodes: int = 6, jobs: int = 8, hours: float = 2.0) -> list[Event]:
     """Nodes that heartbeat with gaps (some past the limit), GPUs that idle and wake, jobs that
     run, checkpoint irregularly (some stall) and end."""
     rng = random.Random(seed)
