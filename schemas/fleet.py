@@ -25,6 +25,7 @@ class Fleet:
     jobs: dict[str, JobStatusChanged] = field(default_factory=dict)
     unreadable: int = 0  # records no reader of this version can decode (a newer writer's)
     changed: bool = False  # since `reset_changed`: what `--watch` redraws on
+    _unsettled: dict[bytes | None, bytes | None] = field(default_factory=dict)
 
     def __repr__(self) -> str:
         # Cheap on purpose: asyncio.run reprs the task that returned it when it restores the
@@ -32,9 +33,16 @@ class Fleet:
         return f"Fleet({len(self.nodes)} nodes, {len(self.jobs)} jobs)"
 
     def take(self, records: Records) -> None:
-        # Only each key's last record is decoded: a topic not compacted yet holds several.
-        last = {record.key: record.value for record in records}
-        for value in last.values():
+        """Keeps each key's last record; `settle` decodes them once the read is done."""
+        for record in records:
+            self._unsettled[record.key] = record.value
+
+    def settle(self) -> None:
+        """Decodes what `take` kept: only each key's last record of the whole read, since a
+        topic not compacted yet holds several, across fetches (half of a 10,000-node listing's
+        decoding was of records a later one replaced)."""
+        unsettled, self._unsettled = self._unsettled, {}
+        for value in unsettled.values():
             try:
                 events = decode(value or b"", STATUSES)
             except DecodeError:
@@ -62,10 +70,12 @@ class FleetReader:
 
     async def load(self) -> Fleet:
         await self._reader.load()
+        self.fleet.settle()
         return self.fleet
 
     async def refresh(self) -> Fleet:
         await self._reader.refresh()
+        self.fleet.settle()
         return self.fleet
 
     async def stop(self) -> None:

@@ -25,16 +25,20 @@ def records(*events: Any) -> list[SimpleNamespace]:
 
 def test_the_last_status_of_each_subject_counts_and_garbage_is_counted_not_fatal() -> None:
     fleet = Fleet()
-    fleet.take(records(node("n1", "draining"), node("n2", "in_service")))
+    fleet.take([SimpleNamespace(key=b"n3", value=b"{"), *records(node("n1", "draining"))])
+    fleet.take(records(node("n2", "in_service")))
     fleet.take([*records(node("n1", "quarantined", at_s=1)), SimpleNamespace(key=b"x", value=b"{")])
     job = JobStatusChanged(**envelope("slurm/a/1"), payload={"state": "RUNNING", "attempt": 2})
-    fleet.take(records(job))
+    fleet.take(records(job, node("n3", "in_service")))  # replaces n3's garbage: never decoded
+    assert not fleet.nodes and not fleet.changed  # decoded once the read is done
+    fleet.settle()
     assert {k: s.payload.state for k, s in fleet.nodes.items()} == {
         "n1": "quarantined",
         "n2": "in_service",
+        "n3": "in_service",
     }
     assert fleet.jobs["slurm/a/1"].payload.attempt == 2 and fleet.unreadable == 1
-    assert repr(fleet) == "Fleet(2 nodes, 1 jobs)"
+    assert repr(fleet) == "Fleet(3 nodes, 1 jobs)"
 
 
 def test_what_people_select_by_hostlist_glob_state_and_cluster() -> None:
