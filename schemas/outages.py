@@ -21,6 +21,13 @@ second a client logs while it reconnects):
 - `downtime_s` is how long it has been away in all: budgets that must not run down while the
   whole cluster is away (`streams.failures`, the streams producer's batch lifetime) add it.
 
+Up is not always quiet: with one broker of three away a client logs every reconnect to it, and
+after an outage it logs every partition's commit retry while the group coordinator loads. So
+beyond what an outage holds back, a client library's lines of one template (the message before
+its arguments) are shown `REPEATS_SHOWN` times per `summary_interval_s`; the rest are counted,
+and one `lines_repeated` line per template says how many when the interval ends (`repeats`;
+only while `probe_forever` runs, since its probes end the intervals).
+
 A probe that says "up" while a client still fails (a broker listening but not ready yet) only
 lets the libraries speak again for that moment: their lines are then printed, not lost.
 """
@@ -30,6 +37,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import threading
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -49,6 +57,10 @@ from schemas.metrics.catalog import (
 log = structlog.get_logger("outages")
 
 _WOKEN_PROBE_GAP_S = 0.25
+# Lines of one template shown per summary interval while the dependency is up; templates
+# tracked at once (a library that formats its own messages makes each line a template).
+REPEATS_SHOWN = 3
+_TEMPLATES_MAX = 256
 # The loggers whose warnings and errors an outage of each dependency explains.
 KAFKA_LOGGERS = ("aiokafka", "faust")
 CLICKHOUSE_LOGGERS = ("clickhouse_connect", "urllib3")
@@ -84,6 +96,9 @@ class Dependency:
     _ended_outages_s: float = 0.0
     _said_at: float = 0.0
     _prefixes: tuple[str, ...] = field(init=False)
+    _repeats: dict[tuple[str, str], int] = field(default_factory=dict)
+    _repeats_since: float | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
         self._prefixes = tuple(f"{name}." for name in self.loggers)
@@ -108,6 +123,7 @@ class Dependency:
 
     def observe(self, reachable: bool, now: float, summary_interval_s: float) -> None:
         """One probe's answer: a line when the state changed, a summary now and then."""
+        self._say_repeats(now, summary_interval_s)
         if reachable:
             if self.down_since is not None:
                 log.info(
@@ -141,6 +157,39 @@ class Dependency:
     def hold_back(self) -> None:
         self.held_back += 1
         labelled(DEPENDENCY_LINES_HELD_BACK, self.name).inc()  # thousands a second, in a flood
+
+    def repeats(self, record: logging.LogRecord) -> bool:
+        """True for a client line whose template was shown `REPEATS_SHOWN` times already this
+        interval: counted for the interval's `lines_repeated` line instead."""
+        key = (record.name, str(record.msg))
+        with self._lock:  # Faust's consumer logs from a thread of its own
+            seen = self._repeats.get(key)
+            if seen is None and len(self._repeats) >= _TEMPLATES_MAX:
+                return False
+            self._repeats[key] = seen = (seen or 0) + 1
+        if seen <= REPEATS_SHOWN:
+            return False
+        labelled(DEPENDENCY_LINES_HELD_BACK, self.name).inc()
+        return True
+
+    def _say_repeats(self, now: float, summary_interval_s: float) -> None:
+        if self._repeats_since is None:
+            self._repeats_since = now
+        if now - self._repeats_since < summary_interval_s:
+            return
+        with self._lock:
+            counted, self._repeats = self._repeats, {}
+        for (logger, template), seen in counted.items():
+            if seen > REPEATS_SHOWN:
+                log.info(
+                    "lines_repeated",
+                    dependency=self.name,
+                    from_logger=logger,
+                    template=template[:256],
+                    repeated=seen - REPEATS_SHOWN,
+                    interval_s=round(now - self._repeats_since, 1),
+                )
+        self._repeats_since = now
 
 
 class Outages:
@@ -194,8 +243,13 @@ class Outages:
             warns = record.levelno >= logging.WARNING
             if warns != dependency.down:
                 self._suspect()
-            if dependency.down and warns and record.levelno < logging.CRITICAL:
+            if record.levelno >= logging.CRITICAL:
+                continue
+            if dependency.down and warns:
                 dependency.hold_back()
+                return True
+            # Only while probing: the probes end each interval and say what was counted.
+            if self._wake is not None and dependency.repeats(record):
                 return True
         return False
 

@@ -86,7 +86,7 @@ DEPENDENCY_DOWN_SECONDS = Gauge(
 )
 DEPENDENCY_LINES_HELD_BACK = Counter(
     "centrality_dependency_log_lines_held_back",
-    "Log lines about a failure an outage explains (client retries), counted instead of logged.",
+    "Client log lines counted instead of logged: during an outage, and repeats beyond a few.",
     ["dependency"],
 )
 # The spool depth (`centrality_spool_bytes`), readiness (`centrality_ready`) and the event

@@ -17,7 +17,7 @@ from prometheus_client import REGISTRY
 
 from schemas.logs import configure_logging
 from schemas.metrics.server import READINESS, watch_kafka
-from schemas.outages import KAFKA_LOGGERS, OUTAGES, Dependency, OutageSettings
+from schemas.outages import KAFKA_LOGGERS, OUTAGES, REPEATS_SHOWN, Dependency, OutageSettings
 from schemas.settings import KafkaSettings
 from tests.ports import free_port
 from tests.support.fake_broker import api_versions, serve
@@ -167,3 +167,39 @@ async def test_a_client_warning_while_its_dependency_looks_up_has_it_probed_at_o
             if dependency.down:
                 break
         assert dependency.down  # probed again within milliseconds, not 30 s
+
+
+async def test_while_up_a_template_is_shown_a_few_times_an_interval_and_the_rest_counted(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """One broker of three away: the cluster answers, and aiokafka logs every reconnect."""
+    configure_logging(json=True)
+    kafka([True])
+    held_before = metric("centrality_dependency_log_lines_held_back_total", "kafka") or 0.0
+    coordinator = logging.getLogger("aiokafka.consumer.group_coordinator")
+    for _ in range(REPEATS_SHOWN + 1):  # not probing: nothing counts the repeats, all shown
+        coordinator.info("OffsetCommit failed for group %s, will retry", "g")
+    assert len(lines(capsys)) == REPEATS_SHOWN + 1
+    settings = OutageSettings(probe_interval_s=0.05, summary_interval_s=1.0)
+    async with OUTAGES.probing(settings):
+        await asyncio.sleep(0.1)  # the first probe opens the interval
+        for node in range(100):
+            logging.getLogger("aiokafka").error("Unable connect to node with id %s: %s", node, 1)
+            coordinator.info("OffsetCommit failed for group %s, will retry", "g")
+        logging.getLogger("aiokafka").warning("another template: its own count")
+        logging.getLogger("aiokafka").critical("critical lines always pass")
+        assert len(lines(capsys)) == 2 * REPEATS_SHOWN + 2  # nothing said of the rest yet
+        await asyncio.sleep(1.3)  # the interval ends at a probe
+        for _ in range(REPEATS_SHOWN + 1):  # a new interval: shown again
+            coordinator.info("OffsetCommit failed for group %s, will retry", "g")
+        said = lines(capsys)
+
+    repeated = {line["from_logger"]: line for line in said if line["event"] == "lines_repeated"}
+    assert repeated["aiokafka"]["repeated"] == 100 - REPEATS_SHOWN
+    assert repeated["aiokafka"]["template"] == "Unable connect to node with id %s: %s"
+    assert repeated["aiokafka.consumer.group_coordinator"]["repeated"] == 100 - REPEATS_SHOWN
+    assert [line["event"] for line in said if line["event"] != "lines_repeated"] == [
+        "OffsetCommit failed for group g, will retry"
+    ] * REPEATS_SHOWN
+    held = metric("centrality_dependency_log_lines_held_back_total", "kafka") or 0.0
+    assert held - held_before == 2 * (100 - REPEATS_SHOWN) + 1
