@@ -114,10 +114,6 @@ def job_table(statuses: list[Any], now: datetime) -> Table:
     return table
 
 
-def as_json(statuses: list[Any], key: str) -> list[dict[str, Any]]:
-    return [orjson.loads(_listed(s, key)) for s in statuses]
-
-
 def _listed(status: Any, key: str) -> bytes:
     """One status as `--json` lists it: its subject, cluster and time, then its payload's fields,
     serialized by pydantic-core straight to bytes (a dict per status first made a 10,000-node
@@ -220,7 +216,7 @@ def _detail(kind: str, subject: str, cluster: str | None, json: bool) -> None:
     except Exception as exc:  # the history is a help here, not the answer
         story, missing = [], f"{type(exc).__name__}: {exc}"
     if json:
-        doc = as_json([status], kind)[0] | {
+        doc = orjson.loads(_listed(status, kind)) | {
             "timeline": [e.model_dump(mode="json") for e in story],
             "timeline_error": missing,
         }

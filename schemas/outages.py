@@ -57,7 +57,7 @@ from schemas.metrics.catalog import (
 log = structlog.get_logger("outages")
 
 _WOKEN_PROBE_GAP_S = 0.25
-# Lines of one template shown per summary interval while the dependency is up; templates
+# Lines of one template shown per summary interval beyond what an outage holds back; templates
 # tracked at once (a library that formats its own messages makes each line a template).
 REPEATS_SHOWN = 3
 _TEMPLATES_MAX = 256
