@@ -183,4 +183,7 @@ def configure_logging(
     # aiokafka logs at debug level on every send and fetch; building those records costs ~7% of
     # a busy worker even when nothing prints them.
     logging.getLogger("aiokafka").setLevel(max(number, logging.INFO))
+    # Off first: capturing again is a no-op once logging thinks it captures, even where
+    # `warnings.showwarning` was put back since (every `warnings.catch_warnings` exit does).
+    logging.captureWarnings(False)
     logging.captureWarnings(True)

@@ -93,7 +93,7 @@ def test_python_warnings_are_log_lines_too(capsys: pytest.CaptureFixture[str]) -
     configure_logging(json=True)
     with warnings.catch_warnings():
         warnings.simplefilter("always")
-        logging.captureWarnings(True)  # catch_warnings restored showwarning: as configured
+        configure_logging(json=True)  # again: catch_warnings put the standard showwarning back
         warnings.warn("old API", DeprecationWarning, stacklevel=1)
     [line] = lines(capsys)
     assert line["logger"] == "py.warnings" and "DeprecationWarning: old API" in line["event"]
