@@ -1,5 +1,5 @@
-"""One trigger's way through the worker: ledger → authority → allowlist → silences → breaker →
-handler (or its plan).
+"""One trigger's way through the worker: ledger → authority → allowlist → silences → batch →
+breaker → handler (or its plan).
 
 A decision of a rule in shadow mode (`payload.shadow`) is only ever planned, as in dry-run mode
 whatever this worker's own mode: its results say `shadow` (and `dry_run`, which every consumer
@@ -8,7 +8,8 @@ breaker that would have stopped it says so. Nothing is called, nobody is told.
 
 An operator's command (`payload.operator`) is never held by a silence, and `force` passes the
 breaker (recorded in the result as forced, with what the breaker said). Whatever is refused or
-held is told to people with the reason, whichever the action.
+held is told to people with the reason, whichever the action. A batched drain (a big job's
+suspects) waits for room in its batch (`actions.batches`); a command or a plan never waits.
 
 Kafka-free, so the policy is the same in the worker and in tests: results go to `emit`, records to
 the ledger, notifications to the notifier.
@@ -32,6 +33,7 @@ from tenacity import (
 
 import actions.handlers  # noqa: F401  (registers the built-in handlers)
 from actions.adapters.base import SchedulerAdapter
+from actions.batches import Batches, Park, batch_of, unparked
 from actions.benchmark.baseline import BaselineSource, no_history
 from actions.bounds import bounded_detail, bounded_text
 from actions.context import ActionContext
@@ -78,6 +80,7 @@ class Dispatcher:
         webhook: Webhook | None = None,
         baselines: BaselineSource = no_history,
         statuses: FleetReader | None = None,
+        park: Park = unparked,
     ) -> None:
         self.settings = settings
         self.adapter = adapter
@@ -96,6 +99,14 @@ class Dispatcher:
         self.silences = silences or Silences({})
         self.webhook = webhook or make_webhook()
         self.baselines = baselines
+        self.park = park
+        self.batches = Batches(
+            lambda: self.ledger.history(planned=False),
+            self.ledger.refresh,
+            clock,
+            settings.batch_hold_s,
+            settings.batch_poll_s,
+        )
 
     async def handle(self, trigger: Trigger, *, refusal: str | None = None) -> None:
         """Act on `trigger`, or record why not; `refusal`: the worker found the trigger's author
@@ -137,13 +148,17 @@ class Dispatcher:
             why, silence_id = silence.words(), silence.silence_id
             await self._refuse(spec, trigger, ctx, why, notify=True, held_by=silence_id)
             return
-        if tripped := await self._tripped(spec, trigger):
-            if not trigger.payload.force:
-                BREAKER_REFUSALS.labels(spec.name).inc()
-                await self._refuse(spec, trigger, ctx, f"circuit breaker: {tripped}", notify=True)
-                return
-            ctx.forced = f"circuit breaker passed by force: {tripped}"
-        await self._act(spec, trigger, ctx)
+        if not ctx.dry_run and trigger.payload.operator is None:
+            await self.batches.turn(trigger, self.park)
+        with self.batches.admitted(trigger):
+            if tripped := await self._tripped(spec, trigger):
+                if not trigger.payload.force:
+                    BREAKER_REFUSALS.labels(spec.name).inc()
+                    why = f"circuit breaker: {tripped}"
+                    await self._refuse(spec, trigger, ctx, why, notify=True)
+                    return
+                ctx.forced = f"circuit breaker passed by force: {tripped}"
+            await self._act(spec, trigger, ctx)
 
     async def _silenced(self, spec: HandlerSpec, trigger: Trigger) -> Silence | None:
         """The silence holding a rule's decision now; read again first, since an operator may
@@ -380,6 +395,7 @@ class Dispatcher:
                 error=None if error is None else bounded_text(error),
                 incident=ctx.incident,
                 thread=self.notifier.threads.get(ctx.incident),
+                batch=batch.name if (batch := batch_of(trigger)) is not None else None,
                 recorded_at=self.clock(),
             )
         )

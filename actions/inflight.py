@@ -1,12 +1,16 @@
 """Triggers under way: at most `limit` at once, one subject's in arrival order, and which offsets
-can be committed (every record before them finished too)."""
+can be committed (every record before them finished too).
+
+Work that waits on something outside the worker for long (a drain waiting for its batch,
+`actions.batches`) parks: it stops counting against `limit` and is not waited for when its
+partitions are handed over, so waiting work never starves the rest."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 from collections import deque
-from collections.abc import Collection, Coroutine
+from collections.abc import Callable, Collection, Coroutine, Iterator
 from typing import Any
 
 from aiokafka import TopicPartition
@@ -20,6 +24,8 @@ class Inflight:
         self._tails: dict[str, asyncio.Task[None]] = {}
         self._offsets: dict[TopicPartition, deque[tuple[int, asyncio.Task[None]]]] = {}
         self._running: set[asyncio.Task[None]] = set()
+        self._parked: set[asyncio.Task[None]] = set()
+        self._subjects: dict[asyncio.Task[None], str] = {}
         self._changed = asyncio.Event()
 
     def __len__(self) -> int:
@@ -27,7 +33,21 @@ class Inflight:
 
     @property
     def room(self) -> int:
-        return max(0, self.limit - len(self._running))
+        return max(0, self.limit - len(self._running - self._parked))
+
+    @contextlib.contextmanager
+    def parked(self) -> Iterator[Callable[[], bool]]:
+        """Park the current work while in it; it gives whether work of the same subject was
+        started since, and waits behind it."""
+        task = asyncio.current_task()
+        assert task in self._running, "only work this Inflight runs can park"
+        subject = self._subjects.get(task)
+        self._parked.add(task)
+        self._changed.set()
+        try:
+            yield lambda: subject is not None and self._tails.get(subject) is not task
+        finally:
+            self._parked.discard(task)
 
     def start(self, tp: TopicPartition, offset: int, subject: str | None, work: Work) -> None:
         """Run `work` for the record at `offset`, after the subject's earlier work."""
@@ -35,12 +55,15 @@ class Inflight:
         task = asyncio.create_task(_after(before, work))
         if subject is not None:
             self._tails[subject] = task
+            self._subjects[task] = subject
         self._running.add(task)
         task.add_done_callback(lambda t: self._finished(subject, t))
         self._offsets.setdefault(tp, deque()).append((offset, task))
 
     def _finished(self, subject: str | None, task: asyncio.Task[None]) -> None:
         self._running.discard(task)
+        self._parked.discard(task)
+        self._subjects.pop(task, None)
         if subject is not None and self._tails.get(subject) is task:
             del self._tails[subject]
         self._changed.set()
@@ -71,8 +94,9 @@ class Inflight:
     async def settle(
         self, timeout_s: float, partitions: Collection[TopicPartition] | None = None
     ) -> None:
-        """Wait up to `timeout_s` for the work of these partitions to finish."""
-        tasks = [t for _, t in self._entries(partitions) if not t.done()]
+        """Wait up to `timeout_s` for the work of these partitions to finish (parked work is
+        not waited for)."""
+        tasks = [t for _, t in self._entries(partitions) if not t.done() and t not in self._parked]
         if tasks:
             await asyncio.wait(tasks, timeout=timeout_s)
 

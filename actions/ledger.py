@@ -62,6 +62,7 @@ class LedgerEntry(BaseModel):
     error: str | None = None
     incident: str
     thread: ThreadRef | None = None
+    batch: str | None = Field(default=None, description="The batch of a batched drain.")
     recorded_at: AwareDatetime = Field(default_factory=utcnow)
 
     def to_bytes(self) -> bytes:
@@ -108,6 +109,10 @@ class History:
     def moves(self, cluster: str, node: str) -> list[LedgerEntry]:
         """The node's drains and releases, in the order they were read."""
         return list(self._moves.get((cluster, node), {}).values())
+
+    def standing(self, cluster: str, node: str) -> LedgerEntry | None:
+        """The node's latest drain or release (done, or maybe done, without error)."""
+        return self._standing.get((cluster, node))
 
     def drained(self, cluster: str) -> dict[str, datetime]:
         """Nodes whose latest drain or release (done, or maybe done, without error) is a drain,

@@ -110,6 +110,15 @@ class ActionsSettings(BaseSettings):
         description="A node reset or rebooted longer ago than this, and neither released nor "
         "escalated since, no longer counts as in remediation.",
     )
+    batch_hold_s: float = Field(
+        default=3600.0,
+        gt=0,
+        description="A batched drain (a big job's suspects) keeps its place in the batch until "
+        "the node was benchmarked, escalated or released, this long at most.",
+    )
+    batch_poll_s: float = Field(
+        default=5.0, gt=0, description="How often a drain waiting for its batch reads the ledger."
+    )
     backoff_scale: float = Field(
         default=1.0, ge=0, description="Multiplies every handler's retry backoff."
     )

@@ -142,6 +142,7 @@ class ActionWorker:
                 silences=silences,
                 baselines=self.baselines,
                 statuses=statuses,
+                park=inflight.parked,
             )
             try:
                 await consumer.start()

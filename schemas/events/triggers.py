@@ -135,6 +135,15 @@ class RestartJob(Trigger):
     payload: RestartJobPayload
 
 
+class QuarantineBatch(Payload):
+    """Quarantines drained a few at a time (a big job's suspects): the action workers drain
+    one of them only while fewer than `most_out` of its batch are out and not yet benchmarked;
+    the others wait their turn, their nodes still in service."""
+
+    name: str = Field(min_length=1, max_length=SUBJECT + 32, description="Shared by the batch.")
+    most_out: int = Field(ge=1, le=UINT32_MAX, description="Nodes of the batch out at once.")
+
+
 class QuarantineNodesPayload(TriggerPayload):
     nodes: Nodes = Field(min_length=1)
     drain: bool = Field(default=True, description="Stop new work being scheduled there.")
@@ -146,6 +155,9 @@ class QuarantineNodesPayload(TriggerPayload):
         max_length=SMALL_LIST,
         description="Jobs running on (or failing on) the nodes when this was decided: their "
         "restarts avoid the nodes.",
+    )
+    batch: QuarantineBatch | None = Field(
+        default=None, description="Drained in turn with the rest of its batch; None: at once."
     )
 
 

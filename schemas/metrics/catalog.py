@@ -54,6 +54,10 @@ ACTIONS = Counter(
     "duplicate.",
     ["action", "outcome"],
 )
+BATCH_WAITING = Gauge(
+    "centrality_actions_batch_waiting",
+    "Quarantines waiting for room in their batch (a big job's suspects, drained a few at a time).",
+)
 BREAKER_REFUSALS = Counter(
     "centrality_breaker_refusals",
     "Actions the circuit breaker refused.",

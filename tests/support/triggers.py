@@ -11,6 +11,7 @@ from schemas.events import (
     EscalateNodes,
     JobExited,
     Notify,
+    QuarantineBatch,
     QuarantineNodes,
     RebootNodes,
     ReleaseNodes,
@@ -59,6 +60,15 @@ def quarantine(
         reason="5 failures on the same nodes",
         nodes=nodes,
     )
+
+
+def suspect(node: str, most_out: int, job: str = "slurm/test/42") -> QuarantineNodes:
+    """A big job's suspect, as `repeated_failures_on_node_set` decides it: keyed by its node."""
+    return QuarantineNodes.decide(
+        cause=cause(), subject=node, source="test", rule="repeated_failures_on_node_set",
+        window="0/suspect", reason="suspect", nodes=(node,), jobs=(job,),
+        batch=QuarantineBatch(name=f"suspects of {job}", most_out=most_out),
+    )  # fmt: skip
 
 
 def benchmark(nodes: tuple[str, ...], window: str = "w1") -> RunBenchmark:

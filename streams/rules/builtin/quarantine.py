@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from datetime import timedelta
 
 from schemas.envelope import Event
-from schemas.events import QuarantineNodes
+from schemas.events import QuarantineBatch, QuarantineNodes
 from schemas.limits import SMALL_LIST
 from streams.rules.registry import RuleConfig
 from streams.state.node import Node
@@ -32,6 +32,7 @@ def quarantine(
     config: RuleConfig,
     caused_by: tuple[uuid.UUID, ...] | None = None,
     jobs: Iterable[str] = (),
+    batch: QuarantineBatch | None = None,
 ) -> QuarantineNodes:
     return QuarantineNodes.decide(
         cause=cause,
@@ -43,6 +44,7 @@ def quarantine(
         nodes=nodes,
         caused_by=caused_by or (cause.event_id,),
         jobs=tuple(dict.fromkeys(jobs))[:SMALL_LIST],
+        batch=batch,
     )
 
 

@@ -39,6 +39,12 @@ class RepeatedFailuresConfig(RuleConfig):
         description="A node set larger than this is never drained whole: only its suspects "
         f"are, the nodes its failures' own evidence names ({EVIDENCE}).",
     )
+    suspect_batch_nodes: int = Field(
+        default=4,
+        ge=1,
+        description="A big job's suspects are drained and benchmarked this many at a time; "
+        "the others wait their turn in service.",
+    )
 
 
 @rule(NAME, on=(NodeSetFailed, NodeJobObserved), config=RepeatedFailuresConfig)
@@ -55,6 +61,7 @@ def repeated_failures(
                 config=config,
                 threshold=config.threshold,
                 window=config.window,
+                batch_nodes=config.suspect_batch_nodes,
             )
         return
     assert isinstance(state, NodeSet) and isinstance(event, NodeSetFailed)
@@ -86,7 +93,8 @@ def _decided(
         text = (
             f"{reason}. More than {config.suspects_over_nodes} nodes: the set is not drained. "
             f"Each node whose own evidence ({EVIDENCE}) names it asks for its quarantine and is "
-            "benchmarked (released if it passes); the rest stay in service. No such evidence "
+            f"benchmarked, {config.suspect_batch_nodes} at a time (released if it passes); the "
+            "rest stay in service. No such evidence "
             "anywhere: nothing is drained, and the job's own failure is to be looked at."
         )
     else:

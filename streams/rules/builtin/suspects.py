@@ -7,7 +7,9 @@ each failed attempt that ran on it, and the job's NCCL errors that name it as th
 `streams.peers`): once the job failed `threshold` times within a window on
 it, the node is a suspect when its own evidence in that window says so, and asks for its own
 quarantine (then benchmarked by `quarantine_story`: released if it passes, kept if not). The
-rest stay in service.
+rest stay in service. The job's suspects are one batch: the action workers drain at most
+`batch_nodes` of them at once, the next as each is benchmarked (`actions.batches`), so even a
+fault that implicates many nodes never takes them all out together.
 
 Judged on each node, because a node's evidence lives in the node's state: forwards run from jobs
 and node sets to nodes, never back (`streams.parts`), so no node set can gather it.
@@ -18,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from datetime import datetime
 
-from schemas.events import Trigger
+from schemas.events import QuarantineBatch, Trigger
 from schemas.limits import listed
 from streams.rules.builtin.quarantine import quarantine
 from streams.rules.registry import RuleConfig
@@ -60,6 +62,7 @@ def suspect(
     config: RuleConfig,
     threshold: int,
     window: WindowConfig,
+    batch_nodes: int,
 ) -> Iterator[Trigger]:
     """The node's own quarantine, once the big job failed `threshold` times on it within a
     window and its evidence names it; nothing otherwise."""
@@ -80,10 +83,12 @@ def suspect(
             window=f"{node.episode}/suspect",
             reason=(
                 f"suspect of {len(failed)} failed attempts of {p.job_id} on {p.job_nodes} nodes "
-                f"within {window.window_s:.0f} s: {'; '.join(why)}"
+                f"within {window.window_s:.0f} s: {'; '.join(why)}; drained {batch_nodes} at a "
+                "time with the job's other suspects"
             ),
             config=config,
             caused_by=tuple(f.cause for f in failed),
             jobs=(p.job_id,),
+            batch=QuarantineBatch(name=f"suspects of {p.job_id}", most_out=batch_nodes),
         )
         return

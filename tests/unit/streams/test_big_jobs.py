@@ -9,13 +9,13 @@ import pytest
 from structlog.testing import capture_logs
 
 from schemas.envelope import Event
-from schemas.events import JobExited, Notify, QuarantineNodes, Trigger
+from schemas.events import JobExited, Notify, QuarantineBatch, QuarantineNodes, Trigger
 from schemas.limits import TEXT, listed
 from schemas.registry import event_types
 from streams.replay.rerun import rerun
 from streams.rules.registry import rule
 from streams.state.story import NodeStatus
-from streams.testing import Story, ended, health, log_signal, result, xid
+from streams.testing import JOB, Story, ended, health, log_signal, result, xid
 
 BIG = tuple(f"gpu-{i:04d}.cluster.example.org" for i in range(2000))
 FAULTY, SICK, PEER = BIG[7], BIG[987], BIG[512]  # an XID, a failed health check, a bad link
@@ -81,8 +81,12 @@ def test_a_big_job_failing_five_times_drains_only_its_suspects(
     for q in quarantines:
         (node,) = q.payload.nodes
         assert SUSPECTS[node] in q.payload.reason and "5 failed attempts" in q.payload.reason
+        # One batch: the action workers drain them four at a time, each keyed by its node.
+        assert q.payload.batch == QuarantineBatch(name=f"suspects of {JOB}", most_out=4)
+        assert q.subject == node
     (told,) = [t for t in decided if isinstance(t, Notify)]
     assert "only suspects are drained" in told.payload.title
+    assert "4 at a time" in told.payload.text
     assert len(told.payload.reason) <= TEXT and "more" in told.payload.reason
     out = {n for n, node in story.nodes.items() if node.status is not NodeStatus.IN_SERVICE}
     assert out == set(SUSPECTS)
