@@ -140,6 +140,7 @@ def _decided(trigger: NodeTrigger) -> list[Event]:
                 "reason": trigger.payload.reason,
                 "rule": trigger.payload.rule,
                 "ladder": ladder,
+                "batched": getattr(trigger.payload, "batch", None) is not None,
             },
         )
         for node in _nodes(trigger.payload.nodes)

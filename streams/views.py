@@ -109,7 +109,9 @@ def node_status(node: Node) -> NodeStatusPayload:
             why=story.reason,
             decided_by=story.decided_by,
             stage=story.stage.value,
-            pending=_PENDING.get(story.stage),
+            pending="drain: its turn in a batch"
+            if node.waiting_turn
+            else _PENDING.get(story.stage),
             problem=story.problem,
             held_by=held_by,
             **_ladder(story),

@@ -85,6 +85,7 @@ class NodeDecidedPayload(Payload):
     reason: str
     rule: str = ""  # empty in records written before it was carried
     ladder: tuple[Rung, ...] | None = None  # the rungs left after this step, if on a ladder
+    batched: bool = False  # a drain that waits its turn in a batch (a big job's suspects)
 
 
 class NodeDecided(Event):

@@ -251,10 +251,17 @@ class Node(Entity):
 
     @property
     def may_quarantine(self) -> bool:
-        """A rule may start a quarantine story: none is under way (a failed drain ended one),
-        and nobody else took the node out (what people drained, Centrality never releases)."""
+        """A rule may ask for the node's drain: no story is under way (a failed drain ended one)
+        or only a batched drain that waits its turn, and nobody else took the node out (what
+        people drained, Centrality never releases)."""
         no_story = self.story is None or self.story.stage is Stage.DRAIN_FAILED
-        return no_story and not self.drained_by_others
+        return (no_story or self.waiting_turn) and not self.drained_by_others
+
+    @property
+    def waiting_turn(self) -> bool:
+        """Its drain was asked for in a batch and has not happened yet."""
+        story = self.story
+        return story is not None and story.stage is Stage.DRAIN_REQUESTED and story.batched
 
     @property
     def out_of_service_by_scheduler(self) -> bool:
@@ -465,7 +472,12 @@ def _(event: NodeDecided, state: Node) -> Node:
     if story is not None and story.stage is Stage.HELD:
         return state  # an operator holds it: rules decide nothing about it until released
     if p.trigger_type == "QuarantineNodes":
-        if state.may_quarantine:
+        if story is not None and state.waiting_turn:
+            story = story.asked(p.trigger_id)  # either outcome counts
+            if not p.batched:  # asked for at once: its batch no longer holds it back
+                update = {"reason": clip(p.reason), "decided_by": p.rule or None, "batched": False}
+                story = story.model_copy(update=update)
+        elif state.may_quarantine:
             story = Story(
                 stage=Stage.DRAIN_REQUESTED,
                 reason=clip(p.reason),
@@ -473,6 +485,7 @@ def _(event: NodeDecided, state: Node) -> Node:
                 since=at,
                 triggers=(p.trigger_id,),
                 decided_by=p.rule or None,
+                batched=p.batched,
             )
         elif story is not None and story.stage is Stage.DRAIN_REQUESTED:
             story = story.asked(p.trigger_id)  # another rule asks too: either outcome counts

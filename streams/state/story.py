@@ -112,6 +112,9 @@ class Story(BaseModel):
     ladder: tuple[Rung, ...] | None = None
     rungs: tuple[RungTried, ...] = ()
     went_down: bool = False
+    # The drain asked for waits its turn in a batch (a big job's suspects): a rule that asks
+    # for the drain at once (a fatal XID) may still do so.
+    batched: bool = False
 
     @property
     def status(self) -> NodeStatus:

@@ -16,6 +16,7 @@ from streams.replay.rerun import rerun
 from streams.rules.registry import rule
 from streams.state.story import NodeStatus
 from streams.testing import JOB, Story, ended, health, log_signal, result, xid
+from streams.views import node_status
 
 BIG = tuple(f"gpu-{i:04d}.cluster.example.org" for i in range(2000))
 FAULTY, SICK, PEER = BIG[7], BIG[987], BIG[512]  # an XID, a failed health check, a bad link
@@ -131,3 +132,25 @@ def test_an_invalid_decision_is_told_and_the_fold_goes_on() -> None:
     ]
     assert {"QuarantineNodes", "Notify"} <= {t.type for t in decided}  # the other rules'
     assert story.jobs["slurm/test/42"].state == "FAILED"
+
+
+def test_a_fatal_xid_on_a_suspect_waiting_its_turn_asks_for_its_drain_at_once() -> None:
+    story = Story()
+    (waiting,) = [
+        t for t in story.tell(*failing_five_times(BIG[:20])) if t.type == "QuarantineNodes"
+    ]
+    node = story.nodes[FAULTY]
+    assert node.waiting_turn and node_status(node).pending == "drain: its turn in a batch"
+    # More failures of the job: the suspect was asked for once, nothing new.
+    again = ended(attempt=6, at_s=3350, nodes=BIG[:20])
+    assert [t.type for t in story.tell(again) if t.type == "QuarantineNodes"] == []
+    # A fatal XID does not wait for the batch: asked for at once, the story keeps both.
+    (now,) = [t for t in story.tell(xid(FAULTY, code=79, at_s=3400)) if t.type == "QuarantineNodes"]
+    assert now.payload.batch is None and now.payload.rule == "fatal_xid"
+    node = story.nodes[FAULTY]
+    assert not node.waiting_turn and node.story is not None
+    assert set(node.story.triggers) == {waiting.event_id, now.event_id}
+    assert node_status(node).pending == "drain requested"
+    # Whichever drain is done first moves the story; the other's result changes nothing.
+    assert [t.type for t in story.tell(result(waiting, at_s=3410))] == ["RunBenchmark"]
+    assert story.tell(result(now, at_s=3420)) == []
