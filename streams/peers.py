@@ -1,9 +1,10 @@
-"""A job's log line naming the other end that failed, told to that node.
+"""A job's log line naming the end that failed, told to that node.
 
-NCCL names a broken connection's remote end by host or address (`LogSignalDetected.peer`, read
-at the edge). Only the job knows which nodes it ran on, so the job resolves the peer among its
-nodes and tells the node it names (`NodePeerNamed`): evidence against that node
-(`rules.builtin.suspects`). Like every forward, it runs from a job to a node, never back.
+NCCL names a broken connection's remote end by host or address, a launcher the host of a rank
+that crashed (`LogSignalDetected.peer`, read at the edge: `collectors.logs.peers`). Only the job
+knows which nodes it ran on, so the job resolves the peer among its nodes and tells the node it
+names (`NodePeerNamed`): evidence against that node (`rules.builtin.suspects`). Like every
+forward, it runs from a job to a node, never back.
 
 Resolved, and only where exactly one node matches: the same name; the same first label (a short
 name for a fully qualified node name, or the reverse); for an IPv4 address, the name clouds

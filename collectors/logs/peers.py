@@ -1,12 +1,18 @@
-"""The peer an NCCL error line names as the other end that failed.
+"""The peer an error line names as the end that failed: NCCL's broken connections, and the
+launchers' reports of a crashed rank.
 
 NCCL names the remote end of a broken connection by host or address, followed by its port in
 angle brackets: `Got completion from peer 10.1.3.201<33057> with status=9 …` (NET/IB, and its
 `NET/IBP` and `with error 12` variants), `Connection closed by remote peer node2<42830>`, `Call to
 recv from 10.200.84.247<58355> failed : Broken pipe` (sockets). That peer is evidence against
-its node, since the line comes from the other end. What PyTorch's watchdog prints (`[Rank 12]
-Watchdog caught collective operation timeout`) names the rank that *reports*, never the one
-that failed, so no rank is read as a peer here.
+its node, since the line comes from the other end.
+
+A launcher knows where each rank runs, and says it when one crashes: mpirun's `process rank 0
+with PID 636815 on node fl98 exited on signal 11`, srun's `error: nid04277: task 1: Segmentation
+fault`. That host is the peer (the launcher's own rank → host map, read where it speaks). srun's
+`Exited with exit code`, `Killed` and `Terminated` are not read: they follow the first failure on
+every node. What PyTorch's watchdog prints (`[Rank 12] Watchdog caught collective operation
+timeout`) names the rank that *reports*, never the one that failed, so it names no peer.
 """
 
 from __future__ import annotations
@@ -17,10 +23,14 @@ from schemas.limits import NODE_NAME
 
 _LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?"
 _HOST = rf"(?P<peer>{_LABEL}(?:\.{_LABEL})*)<\d+>"
+_NAME = rf"{_LABEL}(?:\.{_LABEL})*"
+_CRASH = r"Segmentation fault|Bus error|Aborted|Illegal instruction|Floating point exception"
 _PEER = re.compile(
     rf"Got completion from peer {_HOST}"
     rf"|Connection closed by remote peer {_HOST.replace('peer>', 'closed>')}"
     rf"|Call to recv from {_HOST.replace('peer>', 'recv>')} failed"
+    rf"|process rank \d+ with PID \d+ on node (?P<mpirun>{_NAME}) exited on signal"
+    rf"|^srun: error: (?P<srun>{_NAME}): tasks? [\d,-]+: (?:{_CRASH})"
 )
 
 
@@ -30,5 +40,5 @@ def peer_of(body: str) -> str | None:
     m = _PEER.search(body)
     if m is None:
         return None
-    peer: str = m["peer"] or m["closed"] or m["recv"]
+    peer: str = m["peer"] or m["closed"] or m["recv"] or m["mpirun"] or m["srun"]
     return peer if len(peer) <= NODE_NAME else None  # no host name is longer

@@ -55,8 +55,9 @@ class LogSignalDetectedPayload(Payload):
     peer: str | None = Field(
         default=None,
         max_length=NODE_NAME,
-        description="The host or address the line names as the other end that failed (NCCL's "
-        "`Got completion from peer 10.0.0.12<port>`), as written.",
+        description="The host or address the line names as the end that failed (NCCL's "
+        "`Got completion from peer 10.0.0.12<port>`, mpirun's `process rank 0 … on node fl98 "
+        "exited on signal 11`), as written.",
     )
 
 

@@ -29,8 +29,8 @@ from streams.state.node import Node
 from streams.state.windows import WindowConfig, in_window, window_starts
 
 EVIDENCE = (
-    "XIDs, failed health checks, NCCL errors naming the node as the failing peer, other jobs "
-    "failing on the same node"
+    "XIDs, failed health checks, error lines naming the node as the failing end (NCCL's broken "
+    "connections, a launcher's crashed rank), other jobs failing on the same node"
 )
 
 
@@ -47,7 +47,7 @@ def evidence(node: Node, job_id: str, since: datetime) -> list[str]:
     if named:
         by = sorted({n.by for n in named if n.by is not None})
         on = f" on {listed(by, 256)}" if by else ""
-        why.append(f"named as the failing peer by {len(named)} NCCL error(s){on}")
+        why.append(f"named as the failing end by {len(named)} error line(s){on}")
     others = sorted({f.job_id for f in node.failures if f.at >= since and f.job_id != job_id})
     if others:
         why.append(f"other jobs failed here too ({listed(others, 512)})")

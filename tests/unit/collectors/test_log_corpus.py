@@ -37,6 +37,19 @@ def test_signal_and_rank_of_a_real_line(case: dict[str, Any]) -> None:
     assert peer_of(body) == case.get("peer")
 
 
+@pytest.mark.parametrize(
+    "line",
+    # srun's words for tasks that end after the first failure, in the shape of habitat-298's
+    # line (made here: the corpus has no such real line yet).
+    [
+        "srun: error: gpu-3: tasks 8-15: Killed",
+        "srun: error: gpu-3: task 2: Exited with exit code 1",
+    ],
+)
+def test_a_launchers_words_for_what_followed_the_first_failure_name_no_peer(line: str) -> None:
+    assert peer_of(line) is None
+
+
 def test_a_declared_marker_replaces_the_builtin_completion_lines() -> None:
     # A trainer that prints a built-in-looking line per epoch declares its own marker instead.
     marker = "ALL EPOCHS DONE"

@@ -23,7 +23,7 @@ FAULTY, SICK, PEER = BIG[7], BIG[987], BIG[512]  # an XID, a failed health check
 SUSPECTS = {
     FAULTY: "XID 13",
     SICK: "failed health check gpu",
-    PEER: f"named as the failing peer by 1 NCCL error(s) on {BIG[3]}",
+    PEER: f"named as the failing end by 1 error line(s) on {BIG[3]}",
 }
 # NCCL's line (NVIDIA/nccl#1710, tests/fixtures/realworld/logs) as BIG[3]'s rank logs it about
 # its short-named peer; the tailer reads `peer` from it (tests/unit/collectors/test_log_corpus).
@@ -154,3 +154,18 @@ def test_a_fatal_xid_on_a_suspect_waiting_its_turn_asks_for_its_drain_at_once() 
     # Whichever drain is done first moves the story; the other's result changes nothing.
     assert [t.type for t in story.tell(result(waiting, at_s=3410))] == ["RunBenchmark"]
     assert story.tell(result(now, at_s=3420)) == []
+
+
+def test_a_launchers_crashed_rank_names_its_host_as_a_suspect() -> None:
+    # Open MPI's line of fedml-588 (tests/fixtures/realworld/logs), about this job's rank on a
+    # node of its own, as the tailer reads it on the node running mpirun.
+    line = (
+        "mpirun noticed that process rank 336 with PID 636815 on node gpu-0042 exited on signal 11 "
+        "(Segmentation fault)."
+    )
+    crash = log_signal(signal="NATIVE_CRASH", at_s=1290, line=line, node=BIG[0], peer="gpu-0042")
+    events = [ended(attempt=a, at_s=a * 600.0, nodes=BIG[:50]) for a in range(1, 6)]
+    decided = Story().tell(*events[:2], crash, *events[2:])
+    (q,) = [t for t in decided if isinstance(t, QuarantineNodes)]
+    assert q.payload.nodes == (BIG[42],)
+    assert f"named as the failing end by 1 error line(s) on {BIG[0]}" in q.payload.reason
