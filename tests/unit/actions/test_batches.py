@@ -40,6 +40,7 @@ async def until(check: Callable[[], bool], timeout_s: float = 5.0) -> None:
 
 
 def waiting() -> float:
+    """Drains waiting now, in this process (the gauge is global: tests count from theirs)."""
     return BATCH_WAITING._value.get()  # type: ignore[attr-defined, no-any-return]
 
 
@@ -47,8 +48,9 @@ async def test_suspects_go_out_two_at_a_time_each_turn_ending_as_a_node_is_bench
     slack: SlackStub,
 ) -> None:
     rig = Rig(slack, quarantine_max_share=1.0, batch_poll_s=0.01)
+    before = waiting()
     handling = [asyncio.create_task(rig.handle(suspect(n, most_out=2))) for n in NODES]
-    await until(lambda: len(drained(rig)) == 2 and waiting() == 3)
+    await until(lambda: len(drained(rig)) == 2 and waiting() == before + 3)
     await asyncio.sleep(0.1)
     first = drained(rig)
     assert len(first) == 2 and len(rig.of(ActionStarted)) == 2  # the others were not started
@@ -60,10 +62,10 @@ async def test_suspects_go_out_two_at_a_time_each_turn_ending_as_a_node_is_bench
     await rig.handle(release((sorted(first)[1],)))
     await until(lambda: len(drained(rig)) == 4)
     await asyncio.sleep(0.1)
-    assert waiting() == 1 and len(drained(rig)) == 4
+    assert waiting() == before + 1 and len(drained(rig)) == 4
     await rig.handle(benchmark((sorted(drained(rig) - first)[0],), window="w2"))
     await asyncio.wait_for(asyncio.gather(*handling), 5)
-    assert drained(rig) == set(NODES) and waiting() == 0
+    assert drained(rig) == set(NODES) and waiting() == before
     entries = [rig.ledger.get(suspect(n, 2).event_id) for n in NODES]
     assert {e.batch for e in entries if e is not None} == {BATCH}
 
@@ -88,11 +90,12 @@ async def test_work_of_the_same_node_queued_behind_ends_the_wait(slack: SlackStu
     inflight = Inflight(limit=2)
     rig = Rig(slack, quarantine_max_share=1.0, batch_poll_s=0.01)
     rig.dispatcher.park = inflight.parked
+    before = waiting()
     for offset, node in enumerate(NODES[:2]):
         inflight.start(TP, offset, node, rig.handle(suspect(node, most_out=2)))
     await inflight.settle(5)
     inflight.start(TP, 2, NODES[2], rig.handle(suspect(NODES[2], most_out=2)))
-    await until(lambda: waiting() == 1)
+    await until(lambda: waiting() == before + 1)
     assert inflight.room == 2  # parked: the worker takes other triggers meanwhile
     await inflight.settle(0.05)  # and a hand-over does not wait for it
     assert inflight.committable() == {TP: 2}
