@@ -4,6 +4,10 @@ Slurm schedules nothing on a DRAIN node, not even inside a reservation, yet a qu
 exactly where the benchmark must run. So: reserve the nodes for our user (a MAINT reservation
 keeps every other job off), resume them, run, then drain them again with their old reasons and
 drop the reservation.
+
+What people did by hand meanwhile wins: a node someone drained for a reason of their own stays
+drained for theirs. (Resuming a node inside the window, Slurm refuses itself: it is not drained
+there; and a reservation with a job running in it cannot be deleted.)
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 from actions.adapters.slurm_cli import SlurmCli, hostlist_of
+from actions.errors import PermanentError
 from schemas.slurm import WINDOW_PREFIX
 
 DRAINED = frozenset({"drained", "draining", "drain"})
@@ -25,9 +30,7 @@ def maintenance_window(
     cli: SlurmCli, nodes: Sequence[str], duration_s: float
 ) -> Iterator[str | None]:
     """Yields the reservation to submit into, or None when no node is drained."""
-    states = cli.nodes(list(nodes))
-    drained = {node: reason for node, (state, reason) in states.items() if state in DRAINED}
-    if not drained:
+    if not _drained(cli, nodes):
         yield None
         return
     name = f"{WINDOW_PREFIX}{uuid.uuid4().hex[:8]}"
@@ -42,10 +45,38 @@ def maintenance_window(
         "starttime=now",
         f"duration={max(1, math.ceil(duration_s / 60)) + 1}",
     )
+    drained: dict[str, str] = {}
     try:
-        cli.run("scontrol", "update", f"nodename={hostlist_of(list(drained))}", "state=resume")
+        # Read again now that the window holds the nodes: one resumed by someone meanwhile is
+        # theirs, neither resumed nor drained again by us.
+        drained = _drained(cli, nodes)
+        if drained:
+            cli.run("scontrol", "update", f"nodename={hostlist_of(list(drained))}", "state=resume")
         yield name
     finally:
-        for node, reason in drained.items():
-            cli.run("scontrol", "update", f"nodename={node}", "state=drain", f"reason={reason}")
+        _close(cli, name, drained)
+
+
+def _drained(cli: SlurmCli, nodes: Sequence[str]) -> dict[str, str]:
+    """node → the reason it is drained for, of those drained."""
+    states = cli.nodes(list(nodes))
+    return {node: reason for node, (state, reason) in states.items() if state in DRAINED}
+
+
+def _close(cli: SlurmCli, name: str, drained: dict[str, str]) -> None:
+    now = cli.nodes(list(drained)) if drained else {}
+    for node, reason in drained.items():
+        state, said = now[node]
+        if state in DRAINED and said != reason:
+            continue  # drained meanwhile by someone, for a reason of their own
+        cli.run("scontrol", "update", f"nodename={node}", "state=drain", f"reason={reason}")
+    if _exists(cli, name):  # it may have ended by itself, or been deleted once the run was over
         cli.run("scontrol", "delete", f"reservation={name}")
+
+
+def _exists(cli: SlurmCli, name: str) -> bool:
+    try:
+        cli.run("scontrol", "show", f"reservation={name}")
+    except PermanentError:  # `Reservation … not found`
+        return False
+    return True

@@ -1,9 +1,10 @@
 """What people do in Slurm by hand wins, on the real stack and a real slurmctld: the workers, the
 Slurm adapter and `centrality watch slurm` as processes.
 
-- a node Centrality drained for a fatal XID is resumed by hand with `scontrol` while its
-  benchmark runs: its story stops (no release, no second drain), people are told once, and the
-  benchmark's verdict that comes after changes nothing;
+- a node Centrality drained for a fatal XID is resumed by hand with `scontrol` once its
+  benchmark is decided, before the benchmark's window opens (inside it the node is not drained:
+  Slurm refuses a resume): its story stops (no release, no second drain), people are told once,
+  the window leaves the node in service, and the benchmark's verdict changes nothing;
 - a node someone drained for a reason of their own is theirs: a fatal XID on it decides no
   quarantine, and once they resume it, rules decide about it again.
 """
@@ -12,6 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import shutil
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -72,6 +75,23 @@ def until(what: str, check: Callable[[], Any], pipeline: Pipeline, timeout_s: fl
     return found
 
 
+def gated_scontrol(bin_dir: Path, gate: Path) -> None:
+    """An `scontrol` first on the workers' PATH that opens a window (creates a reservation) only
+    once `gate` exists: the person acts before the window, whatever the workers' speed."""
+    real = shutil.which("scontrol")
+    assert real is not None
+    bin_dir.mkdir()
+    wrapper = bin_dir / "scontrol"
+    wrapper.write_text(
+        "#!/bin/sh\n"
+        'if [ "$1" = create ] && [ "$2" = reservation ]; then\n'
+        f"  i=0; while [ ! -e {gate} ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i+1)); done\n"
+        "fi\n"
+        f'exec {real} "$@"\n'
+    )
+    wrapper.chmod(0o755)
+
+
 def history(clickhouse: ClickHouseSettings, node: str) -> list[tuple[str, dict[str, Any]]]:
     return [(r.type, json.loads(r.payload)) for r in rows_for(clickhouse, [node])]
 
@@ -86,8 +106,11 @@ def test_what_people_do_in_slurm_wins(
 ) -> None:
     cluster = slurm_cluster.name
     slow_bench = f'sleep {BENCH_S}; exec {sys.executable} -m actions.benchmark.runner --json "$@"'
+    gate = tmp_path / "window-may-open"
+    gated_scontrol(tmp_path / "bin", gate)
     env = {
         **worker_env,
+        "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}",
         **slurm_cluster.adapter_env(),
         "CENTRALITY_ACTIONS_ADAPTER": "slurm",
         "CENTRALITY_ACTIONS_FLEET_SIZE": json.dumps({cluster: 3}),
@@ -112,6 +135,7 @@ def test_what_people_do_in_slurm_wins(
             )
             assert "DRAIN" in slurm_cluster.node_field("node3", "%T").upper()
             slurm_cluster.scontrol("update", "nodename=node3", "state=resume")
+            gate.touch()
             back = until(
                 "node3 back in service",
                 lambda: (s := status(kafka_settings, "node3")) and s["state"] == "in_service" and s,

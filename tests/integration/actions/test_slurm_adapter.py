@@ -173,3 +173,22 @@ def test_run_on_a_drained_node_runs_there_and_leaves_it_drained(
         assert "No reservations" in slurm_cluster.scontrol("show", "reservation")
     finally:
         slurm.resume(["node2"])
+
+
+def test_a_node_drained_by_someone_during_the_run_stays_drained_for_their_reason(
+    slurm: SlurmAdapter,
+    slurm_cluster: SlurmCluster,
+) -> None:
+    slurm.drain(["node2", "node3"], reason="quarantined by centrality")
+    # The run itself does what a person would do meanwhile: drain node2 for a reason of theirs.
+    person = "scontrol update nodename=node2 state=drain 'reason=PSU swap, ticket 42'"
+    try:
+        result = slurm.run_on_nodes(["node2", "node3"], ["sh", "-c", person], env={}, timeout_s=30)
+        assert result.exit_code == 0, result.stderr
+        assert slurm_cluster.node_field("node2", "%T") == "drained"
+        assert slurm_cluster.node_field("node2", "%E") == "PSU swap, ticket 42"
+        assert slurm_cluster.node_field("node3", "%T") == "drained"
+        assert slurm_cluster.node_field("node3", "%E") == "quarantined by centrality"
+        assert "No reservations" in slurm_cluster.scontrol("show", "reservation")
+    finally:
+        slurm.resume(["node2", "node3"])
