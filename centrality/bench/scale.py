@@ -106,6 +106,7 @@ class Options:
     drain_timeout_s: float
     keep: bool
     streams_workers: int = 1
+    slices: int = 1  # a tick's telemetry leaves in this many parts across the interval
     # Targets
     realtime_ratio_min: float = 0.95
     p99_max_ms: float = 1000.0
@@ -181,7 +182,13 @@ async def measure(
             cpu_before, began = cpu_s(pids), time.monotonic()
             others_before = {**cpu_s(others), SIMULATOR: time.process_time()}
             sim = asyncio.create_task(
-                simulate(opts.sim_config(run.kind), sink, duration_s=opts.duration_s, speed=1.0)
+                simulate(
+                    opts.sim_config(run.kind),
+                    sink,
+                    duration_s=opts.duration_s,
+                    speed=1.0,
+                    slices=opts.slices,
+                )
             )
             next_sample = 0.0
             while not sim.done():
@@ -313,6 +320,7 @@ def report(
         "crash_to_restart_p50_ms": percentile_ms(crash_ok, 0.5),
         "crash_to_restart_p99_ms": percentile_ms(crash_ok, 0.99),
         "streams_workers": opts.streams_workers,
+        "slices": opts.slices,
         "workers": {
             w: {
                 "cpu_percent": round(100 * (cpu_after[w] - cpu_before.get(w, 0.0)) / wall_s, 1),
@@ -405,6 +413,13 @@ def bench_scale(
     streams_workers: int = typer.Option(
         1, min=1, help="Streams workers sharing the fleet (scale-out), each a process."
     ),
+    slices: int = typer.Option(
+        0,
+        min=0,
+        help="A tick's GPU samples and heartbeats leave in this many parts across the interval, "
+        "each node in the same part every tick, as agents on their own clocks send them. 0: one "
+        "part per second of the interval; 1: the whole fleet at the same instant.",
+    ),
     ready_timeout_s: float = typer.Option(180.0, help="Longest wait for the workers to start."),
     drain_timeout_s: float = typer.Option(300.0, help="Longest wait for the workers to drain."),
     keep: bool = typer.Option(False, help="Keep the run's topics, database and logs."),
@@ -427,6 +442,7 @@ def bench_scale(
         crash_jobs=crash_jobs,
         seed=seed,
         streams_workers=streams_workers,
+        slices=slices or max(1, round(interval_s)),
         ready_timeout_s=ready_timeout_s,
         drain_timeout_s=drain_timeout_s,
         keep=keep,

@@ -2,6 +2,12 @@
 
 Each tick's events are grouped per (topic, subject) into one message each, in order; the
 groups of a tick are independent (different keys), so they are sent concurrently.
+
+A paced run may spread a tick's routine telemetry across its interval (`slices`): each node's
+agent samples on its own clock, so a real fleet's samples never arrive all at once, and a
+simulator that sends 80,000 GPU samples in the same instant measures its own burst. Each
+subject keeps its slice from tick to tick; anything not routine (a fault, a state change, a
+job's events) leaves with the tick, as before.
 """
 
 from __future__ import annotations
@@ -9,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -19,6 +26,8 @@ from collectors.sink import EventSink
 from schemas.envelope import Event, utcnow
 
 MAX_IN_FLIGHT = 512
+# What an agent sends every interval whatever happens: spread by `slices`.
+ROUTINE = frozenset({"GpuSampled", "NodeHeartbeat"})
 # Below this share of real time a paced run reports that it fell behind.
 KEPT_UP = 0.95
 
@@ -60,6 +69,23 @@ def group(events: list[Event]) -> list[list[Event]]:
     return list(groups.values())
 
 
+def sliced(batches: list[list[Event]], slices: int) -> list[list[list[Event]]]:
+    """The tick's messages in `slices` parts, sent one after the other across the interval."""
+    parts: list[list[list[Event]]] = [[] for _ in range(slices)]
+    for batch in batches:
+        routine = slices > 1 and all(e.type in ROUTINE for e in batch)
+        at = zlib.crc32(batch[0].subject.encode()) % slices if routine else 0
+        parts[at].append(batch)
+    return parts
+
+
+async def pause(stop: asyncio.Event | None, delay_s: float) -> None:
+    """Waits `delay_s`, or less if `stop` is set meanwhile."""
+    if delay_s > 0:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for((stop or asyncio.Event()).wait(), delay_s)
+
+
 async def simulate(
     config: SimConfig,
     sink: EventSink,
@@ -69,9 +95,11 @@ async def simulate(
     start: datetime | None = None,
     stop: asyncio.Event | None = None,
     on_tick: Callable[[float], None] | None = None,
+    slices: int = 1,
 ) -> SimStats:
     """Simulate `duration_s` of cluster time; `speed` 1 is real time, 60 a minute per second,
-    0 as fast as the sink takes it. `on_tick` hears the simulated seconds done (progress)."""
+    0 as fast as the sink takes it. `on_tick` hears the simulated seconds done (progress).
+    `slices`: paced, a tick's routine telemetry leaves in this many parts across the interval."""
     first = start or utcnow()
     model = ClusterModel(config, first)
     stats = SimStats()
@@ -93,7 +121,12 @@ async def simulate(
             model.start = first + timedelta(seconds=max(0.0, behind_s) * speed)
         events = model.tick(t)
         batches = group(events)
-        await asyncio.gather(*(send(b) for b in batches))
+        parts = sliced(batches, slices if speed > 0 else 1)
+        for k, part in enumerate(parts):
+            if k:  # on the schedule: a late tick catches up
+                at_s = (t + k * config.interval_s / len(parts)) / speed
+                await pause(stop, began + at_s - time.perf_counter())
+            await asyncio.gather(*(send(b) for b in part))
         stats.ticks += 1
         stats.events += len(events)
         stats.messages += len(batches)
@@ -104,9 +137,6 @@ async def simulate(
         t += config.interval_s
         if speed > 0:
             stats.scheduled_s = t / speed  # the ticks sent cover [0, t) of cluster time
-            delay = began + t / speed - time.perf_counter()
-            if delay > 0:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for((stop or asyncio.Event()).wait(), delay)
+            await pause(stop, began + t / speed - time.perf_counter())
     stats.wall_s = time.perf_counter() - began
     return stats

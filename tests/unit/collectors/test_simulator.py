@@ -1,10 +1,12 @@
 import asyncio
+import time
 from collections import Counter
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from collectors.simulate.config import SimConfig
-from collectors.simulate.runner import group, simulate
+from collectors.simulate.model import ClusterModel
+from collectors.simulate.runner import ROUTINE, group, simulate, sliced
 from collectors.sink import RecordingSink
 from schemas.codec import decode, encode_batch
 from schemas.envelope import Event
@@ -136,3 +138,46 @@ async def test_a_paced_run_that_falls_behind_stamps_its_ticks_when_it_sends_them
     last = max(e.occurred_at for e in sink.events if e.type == "GpuSampled")
     # The last tick (40 s of cluster time) was sent behind schedule: stamped that much later.
     assert (last - T0).total_seconds() > 40 + 0.3 * 100
+
+
+class _ClockedSink(RecordingSink):
+    """Records when (since its creation, in seconds of the run) each message left."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.began = time.perf_counter()
+        self.sent: list[tuple[float, tuple[Event, ...]]] = []
+
+    async def emit_batch(self, events: Sequence[Event]) -> None:
+        self.sent.append((time.perf_counter() - self.began, tuple(events)))
+        await super().emit_batch(events)
+
+
+def test_each_nodes_telemetry_keeps_its_part_of_the_interval_and_faults_lead() -> None:
+    """Agents sample on their own clocks: a node's samples take the same part of every tick;
+    anything else (here the XID) leaves with the tick."""
+    config = SimConfig(nodes=40, gpus=1, jobs=2, seed=5, interval_s=10.0, xid_nodes=40)
+    model = ClusterModel(config, T0)
+    seen: dict[str, set[int]] = {}
+    for t in (0.0, 10.0, 20.0):
+        parts = sliced(group(model.tick(t)), 5)
+        assert all(parts)
+        for k, part in enumerate(parts):
+            for batch in part:
+                if all(e.type in ROUTINE for e in batch):
+                    seen.setdefault(f"{batch[0].topic}/{batch[0].subject}", set()).add(k)
+                else:
+                    assert k == 0, [e.type for e in batch]
+    assert seen and all(len(parts) == 1 for parts in seen.values())
+    assert sliced(group(model.tick(30.0)), 1)[0]  # one part: the whole tick at once
+
+
+async def test_a_paced_run_sends_its_parts_across_the_interval() -> None:
+    config = SimConfig(nodes=40, gpus=1, jobs=2, seed=5, interval_s=10.0)
+    tick_s = 10.0 / 10  # at x10
+    spread, at_once = _ClockedSink(), _ClockedSink()
+    stats = await simulate(config, spread, duration_s=20, speed=10, start=T0, slices=5)
+    await simulate(config, at_once, duration_s=20, speed=10, start=T0)
+    assert not stats.fell_behind
+    assert max(at % tick_s for at, _ in spread.sent) > 0.7 * tick_s  # the last part, at 4/5
+    assert max(at % tick_s for at, _ in at_once.sent) < 0.2 * tick_s
