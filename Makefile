@@ -98,8 +98,9 @@ test-unit: install ## The hermetic layer alone: no process, no service, no tool 
 lock: install ## Re-resolve constraints.txt: the newest versions within pyproject.toml's ranges
 	PYTHON=$(BIN)/python .ci/lock
 
-lint: install ## ruff and mypy (strict on our packages)
+lint: install ## ruff (lint and format) and mypy (strict on our packages)
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
 .PHONY: help install tools up down status demo test test-unit lock lint
