@@ -152,6 +152,7 @@ def test_what_people_do_in_slurm_wins(
             )
             time.sleep(3)  # what the verdict could lead to has had time to happen
             assert status(kafka_settings, "node3")["state"] == "in_service"  # type: ignore[index]
+            assert "DRAIN" not in slurm_cluster.node_field("node3", "%T").upper()  # nor the window
 
             # Drained by someone else: theirs.
             slurm_cluster.scontrol(
