@@ -52,6 +52,14 @@ def maintenance_window(
         drained = _drained(cli, nodes)
         if drained:
             cli.run("scontrol", "update", f"nodename={hostlist_of(list(drained))}", "state=resume")
+    except BaseException:
+        _close(cli, name, drained)
+        raise
+    if not drained:  # every node was resumed meanwhile: in service, nothing to hold
+        _close(cli, name, drained)
+        yield None
+        return
+    try:
         yield name
     finally:
         _close(cli, name, drained)

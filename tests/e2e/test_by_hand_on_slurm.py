@@ -65,12 +65,18 @@ def status(kafka: KafkaSettings, node: str) -> dict[str, Any] | None:
     return None if found is None else found.payload.model_dump(mode="json")
 
 
-def until(what: str, check: Callable[[], Any], pipeline: Pipeline, timeout_s: float = 90) -> Any:
+def until(
+    what: str,
+    check: Callable[[], Any],
+    pipeline: Pipeline,
+    timeout_s: float = 90,
+    seen: Callable[[], Any] = lambda: None,
+) -> Any:
     deadline = time.monotonic() + timeout_s
     while not (found := check()):
         pipeline.check()
         if time.monotonic() > deadline:
-            raise TimeoutError(f"{what}: not within {timeout_s:g} s")
+            raise TimeoutError(f"{what}: not within {timeout_s:g} s; seen: {seen()}")
         time.sleep(0.5)
     return found
 
@@ -140,6 +146,11 @@ def test_what_people_do_in_slurm_wins(
                 "node3 back in service",
                 lambda: (s := status(kafka_settings, "node3")) and s["state"] == "in_service" and s,
                 pipeline,
+                seen=lambda: (
+                    status(kafka_settings, "node3"),
+                    slurm_cluster.node_field("node3", "%T|%E"),
+                    slurm_cluster.scontrol("show", "reservation"),
+                ),
             )
             assert back["why"].startswith("resumed after: Xid 79")
             until(

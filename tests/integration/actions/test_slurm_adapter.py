@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
+from actions.adapters import slurm_window
 from actions.adapters.settings import SlurmSettings
 from actions.adapters.slurm import SlurmAdapter
+from actions.adapters.slurm_cli import SlurmCli
 from actions.errors import PermanentError, TemporaryError
 from tests.support.slurm import SlurmCluster
 
@@ -192,3 +195,29 @@ def test_a_node_drained_by_someone_during_the_run_stays_drained_for_their_reason
         assert "No reservations" in slurm_cluster.scontrol("show", "reservation")
     finally:
         slurm.resume(["node2", "node3"])
+
+
+def test_a_node_resumed_by_someone_as_the_window_opens_is_left_in_service(
+    slurm: SlurmAdapter,
+    slurm_cluster: SlurmCluster,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Someone resumes the node between the adapter's first look and its reservation: the run
+    goes ahead outside any window, and the node is not drained again afterwards."""
+    slurm.drain(["node2"], reason="quarantined by centrality")
+    looks: list[Sequence[str]] = []
+
+    def drained(cli: SlurmCli, nodes: Sequence[str]) -> dict[str, str]:
+        looks.append(nodes)
+        if len(looks) == 2:  # the reservation holds the node now; the person was quicker
+            slurm_cluster.scontrol("update", "nodename=node2", "state=resume")
+        return first_look(cli, nodes)
+
+    first_look = slurm_window._drained
+    monkeypatch.setattr(slurm_window, "_drained", drained)
+    result = slurm.run_on_nodes(
+        ["node2"], ["sh", "-c", 'echo "in:${SLURM_JOB_RESERVATION:-}"'], env={}, timeout_s=30
+    )
+    assert (result.exit_code, result.stdout, len(looks)) == (0, "in:\n", 2), result.stderr
+    assert slurm_cluster.node_field("node2", "%T") == "idle"
+    assert "No reservations" in slurm_cluster.scontrol("show", "reservation")
