@@ -17,7 +17,7 @@ import os
 import shutil
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +33,7 @@ from schemas.settings import KafkaSettings
 from streams.history.query import rows_for
 from streams.history.settings import ClickHouseSettings
 from tests.support.slurm import SlurmCluster
+from tests.support.until import until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(420)]
 
@@ -63,22 +64,6 @@ async def emit(kafka: KafkaSettings, event: GpuXidObserved) -> None:
 def status(kafka: KafkaSettings, node: str) -> dict[str, Any] | None:
     found = asyncio.run(read_fleet(kafka)).nodes.get(node)
     return None if found is None else found.payload.model_dump(mode="json")
-
-
-def until(
-    what: str,
-    check: Callable[[], Any],
-    pipeline: Pipeline,
-    timeout_s: float = 90,
-    seen: Callable[[], Any] = lambda: None,
-) -> Any:
-    deadline = time.monotonic() + timeout_s
-    while not (found := check()):
-        pipeline.check()
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"{what}: not within {timeout_s:g} s; seen: {seen()}")
-        time.sleep(0.5)
-    return found
 
 
 def gated_scontrol(bin_dir: Path, gate: Path) -> None:

@@ -15,7 +15,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -32,6 +31,7 @@ from schemas.operators import OperatorKey
 from streams.history.query import rows_for
 from streams.history.settings import ClickHouseSettings
 from tests.support.operators import ALICE, BOB, MALLORY, TRUSTED
+from tests.support.until import until as wait
 
 pytestmark = pytest.mark.e2e
 
@@ -67,22 +67,9 @@ def listing(env: dict[str, str], kind: str, *args: str) -> list[dict[str, Any]]:
     return found
 
 
-def until(
-    what: str,
-    check: Callable[[], Any],
-    pipeline: Pipeline,
-    timeout_s: float = 120,
-    seen: Callable[[], Any] = lambda: None,
-) -> Any:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        found = check()
-        if found:
-            return found
-        pipeline.check()
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"{what}: not within {timeout_s:g} s; seen: {seen()}")
-        time.sleep(1.0)
+def until(what: str, check: Callable[[], Any], pipeline: Pipeline, **more: Any) -> Any:
+    """The stories here are longer: two minutes, polled every second."""
+    return wait(what, check, pipeline, **{"timeout_s": 120, "poll_s": 1.0, **more})
 
 
 def node_now(env: dict[str, str], node: str) -> dict[str, Any]:

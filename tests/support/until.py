@@ -1,0 +1,28 @@
+"""Waiting on the real stack in end-to-end tests: poll until something holds, fail early when a
+worker of the pipeline died, and say what was seen last when it never held."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from centrality.pipeline import Pipeline
+
+
+def until(
+    what: str,
+    check: Callable[[], Any],
+    pipeline: Pipeline,
+    timeout_s: float = 90,
+    seen: Callable[[], Any] = lambda: None,
+    poll_s: float = 0.5,
+) -> Any:
+    """`check()`'s first truthy answer, polled every `poll_s`."""
+    deadline = time.monotonic() + timeout_s
+    while not (found := check()):
+        pipeline.check()
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{what}: not within {timeout_s:g} s; seen: {seen()}")
+        time.sleep(poll_s)
+    return found
