@@ -3,8 +3,10 @@
 
 Agents are thin shells around the pure `streams.entities.step`: decode, step the entity the
 message is about, send the triggers and the derived events, then write the table. Writing last
-(after the triggers are acknowledged) means a stored state never claims a decision that was not
-delivered; a crash before the write re-decides on redelivery, with the same trigger ids.
+(after the outputs are acknowledged) means a stored state never claims a decision that was not
+delivered; a crash before the write re-decides on redelivery, with the same trigger ids. A
+message whose only output is a status leaves its write waiting for it (`streams.write_behind`)
+and the agent goes on.
 
 Topology (every topic has the same partition count, so tables are co-partitioned):
 
@@ -15,8 +17,9 @@ Topology (every topic has the same partition count, so tables are co-partitioned
   or node set; the job-forward topic (`<app id>-job-forward`), what an action result means for
   the job it acted on. Action results have no table of their own: they are only forwarded.
 - Each table has one writer, the agent that reads its forward topic: a fold reads the state,
-  awaits its outputs, then writes, so two agents folding one entity at once would each write
-  what they read and drop the other's change. An event read by the other agent is forwarded.
+  sends its outputs and writes once they are acknowledged, so two agents folding one entity at
+  once would each write what they read and drop the other's change. An event read by the
+  other agent is forwarded.
 - a leader timer sends one tick per partition every `tick_interval_s`; the agent owning the
   partition ticks each of its entities, so rules can see silence (lost heartbeats, stalls).
 
@@ -36,6 +39,7 @@ import gc
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -77,6 +81,7 @@ from streams.state.internal import decode_internal, tick
 from streams.state_cache import StateCache
 from streams.timers import Timers
 from streams.views import Views
+from streams.write_behind import Resend, WriteBehind
 
 log = structlog.get_logger("streams")
 
@@ -221,6 +226,8 @@ class StreamsApp:
             overtaken=self.hold_ticks_for,
         )
         self.cache = StateCache(settings.state_cache_entries)
+        # The producer's flush settles it before every commit (streams.faust.transport, fix 2).
+        self.writes = app.writes = WriteBehind(settings.send_retry_s, lambda: app.should_stop)
         # What is due when, per kind and partition held here: built from the table at the
         # partition's first tick (a sweep of its keys, once), then kept as events are folded, so
         # a tick touches only the entities something is due for. A tick that swept every key held
@@ -378,7 +385,9 @@ class StreamsApp:
             log.exception("processing_failed", at=where, **fields)
 
     def load(self, kind: Kind, key: str) -> Any:
-        state = self.cache.get(kind.table, key)
+        state = self.writes.pending(kind.table, key)
+        if state is None:
+            state = self.cache.get(kind.table, key)
         if state is None:
             stored = self.tables[kind.table].get(key.encode())
             state = kind.model.model_validate_json(stored) if stored is not None else None
@@ -454,13 +463,12 @@ class StreamsApp:
             )
             for t, encoded in triggers
         ]
-        sent += [
-            await self.status_topic.send(key=e.key, value=encoded, headers=trace_headers)
-            for e, encoded in statuses
-        ]
+        shown = [await self._show(e.key, encoded, trace_headers) for e, encoded in statuses]
         # Every output is acknowledged before the state that remembers it is written: a failed
-        # send fails this message (retried, or dead-lettered), never silently loses a forward.
-        await asyncio.gather(*sent)
+        # forward or trigger fails this message (retried, or dead-lettered), never silently lost.
+        # Statuses alone do not hold the agent: the state waits for them (streams.write_behind).
+        if sent:
+            await asyncio.gather(*sent, *(fut for fut, _ in shown))
         self._count_forwarded(result.forwards)
         for e, _ in statuses:
             labelled(EVENTS_OUT, self.status, e.type).inc()
@@ -476,9 +484,27 @@ class StreamsApp:
             labelled(DECISIONS, trigger.payload.rule, trigger.type, mode).inc()
             labelled(EVENTS_OUT, self.triggers, trigger.type).inc()
         if result.changed:  # most GPU samples change nothing: no table write, no changelog record
-            self.tables[kind.table][key.encode()] = value
-            self.cache.put(kind.table, key, result.state)
+            store = partial(self._store, kind, key, value, result.state, faust.current_event())
+            self.writes.write(kind.table, key, result.state, store, shown)
         return result.changed
+
+    def _store(self, kind: Kind, key: str, value: bytes, state: Any, event: Any) -> None:
+        """Write a fold's state. Faust's table takes the changelog partition from the current
+        event, which the fold's context holds by weak reference only: `event` is passed along
+        to keep it alive until a write made later (`streams.write_behind`)."""
+        self.tables[kind.table][key.encode()] = value
+        self.cache.put(kind.table, key, state)
+
+    async def _show(
+        self, key: bytes | None, value: bytes, headers: list[tuple[str, bytes]]
+    ) -> tuple[asyncio.Future[Any], Resend]:
+        """Send a status record; its future, and how to send it again."""
+
+        async def again() -> Any:
+            return await (await self.status_topic.send(key=key, value=value, headers=headers))
+
+        sent = await self.status_topic.send(key=key, value=value, headers=headers)
+        return asyncio.ensure_future(sent), again  # Faust's FutureMessage: the same future
 
     async def forget_states(self, sender: Any, *args: Any, **kwargs: Any) -> None:
         self.cache.clear()
@@ -538,8 +564,9 @@ class StreamsApp:
         """The timers of every entity of `kind` stored in the tick's partition."""
         kept = Timers(self.engine)
         table = self.tables[kind.table]
-        for k in [k for k in table if partition_for(k, self.partitions) == message.partition]:
-            key = k.decode()
+        keys = {k.decode() for k in table} | set(self.writes.pending_keys(kind.table))
+        here = [k for k in keys if partition_for(k.encode(), self.partitions) == message.partition]
+        for key in here:
             try:
                 state = self.load(kind, key)
             except Exception as exc:  # an unreadable state is ticked never, not the others never

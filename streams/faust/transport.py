@@ -14,7 +14,9 @@ scheme `centrality-kafka://host:port` (see `install`).
    handed to aiokafka (that hand-over awaits, e.g. for room in a full aiokafka batch; a flush
    that looked only at the queue committed offsets past that record). Records put meanwhile
    belong to messages after the offsets being committed: waiting for them too (for an empty
-   buffer) held a commit for as long as the table changes outpaced the sender.
+   buffer) held a commit for as long as the table changes outpaced the sender. First of all, the
+   flush makes the table writes still waiting for their status records (`App.writes`,
+   `streams.write_behind`): their changelog records belong to the offsets being committed too.
 
 3. A sender that survives transient errors. The buffer's one sender task ends at the first
    failed send (a broker hiccup while the worker rejoins after a restart, say), and from then on
@@ -135,6 +137,7 @@ from streams.failures import call_retrying
 from streams.faust import batch_lifetime, batches, clean_start, eager
 from streams.faust import canary as faust_canary
 from streams.faust.read_positions import Fetched, commit_past_markers
+from streams.write_behind import WriteBehind
 
 log = structlog.get_logger("streams")
 
@@ -393,6 +396,9 @@ class _Producer(driver.Producer):
         await super().on_stop()
 
     async def flush(self) -> None:
+        writes = getattr(self.app, "writes", None)
+        if writes is not None:  # the table writes waiting for their statuses come first
+            await writes.settle()
         await self.ordered_buffer.drain()
         await super().flush()  # aiokafka's: until every record handed over is answered
         if (refused := self.ordered_buffer.refused()) is not None:  # fix 11: never commit
@@ -400,7 +406,10 @@ class _Producer(driver.Producer):
 
 
 class App(faust.App):
-    """The streams app's base: fix 10."""
+    """The streams app's base: fix 10; `writes` (`streams.write_behind`), set by the app, is
+    settled by every flush (fix 2)."""
+
+    writes: WriteBehind | None = None
 
     async def maybe_start_producer(self) -> Any:
         producer = self.producer

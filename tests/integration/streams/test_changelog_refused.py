@@ -22,7 +22,7 @@ from tests.integration.streams.test_streams_worker import (
 from tests.integration.streams.worker import StreamsWorker
 
 
-async def _set_max_message_bytes(settings: KafkaSettings, topic: str, value: str) -> None:
+async def set_max_message_bytes(settings: KafkaSettings, topic: str, value: str) -> None:
     admin = AIOKafkaAdminClient(bootstrap_servers=settings.bootstrap)
     await admin.start()
     try:
@@ -45,7 +45,7 @@ def test_a_refused_changelog_record_is_never_committed_past(
     try:
         asyncio.run(emit(kafka_settings, before))
         run_until(worker, kafka_settings, expected_before)
-        asyncio.run(_set_max_message_bytes(kafka_settings, changelog, "64"))
+        asyncio.run(set_max_message_bytes(kafka_settings, changelog, "64"))
         asyncio.run(emit(kafka_settings, after))
         deadline = time.monotonic() + 30
         while worker.process.pid() is not None and time.monotonic() < deadline:
@@ -53,7 +53,7 @@ def test_a_refused_changelog_record_is_never_committed_past(
         log = worker.process.log_file.read_text()
         assert worker.process.pid() is None, "the worker went on past a refused changelog record"
         assert "changelog_delivery_failed" in log
-        asyncio.run(_set_max_message_bytes(kafka_settings, changelog, "1048588"))
+        asyncio.run(set_max_message_bytes(kafka_settings, changelog, "1048588"))
         worker.start()
         run_until(worker, kafka_settings, expected)
         tables_match_eventually(brain, app_id, kafka_settings)

@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 import time
+import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -20,12 +21,16 @@ import pytest
 from centrality.fleet import Fleet, read_fleet
 from collectors.simulate.config import SimConfig
 from collectors.simulate.model import ClusterModel
+from schemas.events import NodeFactsObserved
 from schemas.settings import KafkaSettings
+from schemas.topics import topic_name
+from streams.history.lag import group_lag
 from streams.rules.registry import RuleEngine
 from streams.settings import StreamsSettings
 from streams.state.node import Node
 from streams.state.training_job import TrainingJob
 from streams.views import job_status, node_status, restart_budget
+from tests.integration.streams.test_changelog_refused import set_max_message_bytes
 from tests.integration.streams.worker import StreamsWorker, emit, table_contents
 
 pytestmark = pytest.mark.integration
@@ -127,3 +132,63 @@ def test_two_workers_publish_exactly_what_their_tables_hold(
     finally:
         for w in workers:
             w.stop()
+
+
+def committed(kafka: KafkaSettings, app_id: str) -> None:
+    """Until the worker has committed every record of the fleet's topics."""
+    topics = [topic_name(t, kafka) for t in ("nodes", "gpu", "jobs")]
+    deadline = time.monotonic() + 60
+    while sum(t.lag for t in asyncio.run(group_lag(kafka, app_id, topics))) > 0:
+        assert time.monotonic() < deadline, "the worker did not commit what it folded"
+        time.sleep(0.5)
+
+
+def test_a_state_whose_status_the_broker_refuses_is_never_committed_past(
+    kafka_settings: KafkaSettings, worker_env: dict[str, str], tmp_path: Path, unique: str
+) -> None:
+    """Statuses do not hold the agent (streams.write_behind): the state waits for them instead.
+    One refused for good stops the worker before any commit past it and before its state
+    reaches the changelog, so the restarted worker folds that message again and publishes it.
+    New GPU facts change a node's status and nothing else, and nothing later changes it again:
+    were a state written before its status, the restarted worker would fold the facts again to
+    no change, and list the old GPU model for good."""
+    config = SimConfig(nodes=NODES, gpus=2, jobs=JOBS, interval_s=30.0, xid_nodes=3, seed=11)
+    model = ClusterModel(config, datetime.now(UTC) - timedelta(minutes=30))
+    worker = StreamsWorker(worker_env, tmp_path / "run")
+    app_id = worker_env["CENTRALITY_STREAMS_APP_ID"]
+    status = topic_name("status", kafka_settings)
+    first = period(model, 0.0, 300.0)
+    try:
+        worker.start()
+        asyncio.run(emit(kafka_settings, first))
+        settle(kafka_settings, app_id, [worker])
+        committed(kafka_settings, app_id)  # a restart folds none of `first` again
+        asyncio.run(set_max_message_bytes(kafka_settings, status, "64"))
+        later = [
+            e.model_copy(
+                update={
+                    "event_id": uuid.uuid4(),
+                    "occurred_at": e.occurred_at + timedelta(minutes=10),
+                    "payload": e.payload.model_copy(update={"gpu_model": "NVIDIA H200"}),
+                }
+            )
+            for e in first
+            if isinstance(e, NodeFactsObserved)
+        ]
+        assert len(later) == NODES
+        asyncio.run(emit(kafka_settings, later))
+        deadline = time.monotonic() + 60
+        while worker.process.pid() is not None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert worker.process.pid() is None, "the worker went on past a refused status"
+        assert "status_undelivered" in worker.process.log_file.read_text()
+        asyncio.run(set_max_message_bytes(kafka_settings, status, "1048588"))
+        worker.start()
+        deadline, models = time.monotonic() + 120, set()
+        while models != {"NVIDIA H200"} and time.monotonic() < deadline:
+            fleet = settle(kafka_settings, app_id, [worker])  # the listing is the tables' view
+            models = {s.payload.gpu_model for s in fleet.nodes.values()}
+            time.sleep(0.5)
+        assert models == {"NVIDIA H200"}
+    finally:
+        worker.stop()

@@ -1,0 +1,137 @@
+"""streams.write_behind: a fold's state is written only once its statuses are acknowledged, in
+fold order, in the fold's context; the agent reads it meanwhile; a commit waits for it; a status
+that cannot be delivered stops every write after it and fails the commit."""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+from typing import Any
+
+import pytest
+
+from streams.faust import clean_start
+from streams.write_behind import StatusUndelivered, WriteBehind
+
+FOLDING: contextvars.ContextVar[str] = contextvars.ContextVar("folding", default="none")
+
+
+class Table:
+    def __init__(self) -> None:
+        self.written: list[tuple[str, Any, str]] = []  # key, state, the context it was written in
+
+    def store(self, key: str, state: Any) -> Any:
+        return lambda: self.written.append((key, state, FOLDING.get()))
+
+
+def _status() -> asyncio.Future[Any]:
+    return asyncio.get_running_loop().create_future()
+
+
+async def _never_again() -> Any:
+    raise AssertionError("sent again although it was acknowledged")
+
+
+def _writes() -> WriteBehind:
+    return WriteBehind(retry_s=1.0, stopping=lambda: False)
+
+
+async def test_a_state_without_statuses_waiting_is_written_at_once() -> None:
+    writes, table = _writes(), Table()
+    writes.write("nodes", "n1", "s1", table.store("n1", "s1"), [])
+    assert table.written == [("n1", "s1", "none")]
+    assert writes.pending("nodes", "n1") is None
+
+
+async def test_the_state_waits_for_its_status_and_is_read_meanwhile() -> None:
+    writes, table = _writes(), Table()
+    status = _status()
+    writes.write("nodes", "n1", "s1", table.store("n1", "s1"), [(status, _never_again)])
+    assert table.written == []
+    assert writes.pending("nodes", "n1") == "s1"
+    assert writes.pending_keys("nodes") == ["n1"]
+    assert writes.pending("jobs", "n1") is None
+    status.set_result("acknowledged")
+    await asyncio.sleep(0)  # the future's callbacks run on the next loop turn
+    assert table.written == [("n1", "s1", "none")]
+    assert writes.pending("nodes", "n1") is None
+    assert writes.pending_keys("nodes") == []
+
+
+async def test_writes_keep_fold_order_whatever_order_the_acknowledgements_come_in() -> None:
+    writes, table = _writes(), Table()
+    first, second = _status(), _status()
+    writes.write("nodes", "n1", "s1", table.store("n1", "s1"), [(first, _never_again)])
+    writes.write("nodes", "n1", "s2", table.store("n1", "s2"), [(second, _never_again)])
+    # Nothing waits for the third, but it comes after the others: it waits for them.
+    writes.write("nodes", "n2", "t1", table.store("n2", "t1"), [])
+    assert writes.pending("nodes", "n1") == "s2"  # the last folded
+    second.set_result("acknowledged")
+    await asyncio.sleep(0)
+    assert table.written == []
+    first.set_result("acknowledged")
+    await asyncio.sleep(0)
+    assert [(k, s) for k, s, _ in table.written] == [("n1", "s1"), ("n1", "s2"), ("n2", "t1")]
+    assert writes.pending("nodes", "n1") is None
+
+
+async def test_a_write_runs_in_the_context_of_its_fold() -> None:
+    writes, table = _writes(), Table()
+    status = _status()
+    FOLDING.set("message 7")
+    writes.write("nodes", "n1", "s1", table.store("n1", "s1"), [(status, _never_again)])
+    FOLDING.set("message 8")
+    status.set_result("acknowledged")
+    await asyncio.sleep(0)
+    assert table.written == [("n1", "s1", "message 7")]
+
+
+async def test_a_failed_status_is_sent_again_then_its_state_written() -> None:
+    writes, table = _writes(), Table()
+    status, resent = _status(), []
+
+    async def again() -> str:
+        resent.append("n1")
+        return "acknowledged"
+
+    writes.write("nodes", "n1", "s1", table.store("n1", "s1"), [(status, again)])
+    status.set_exception(ConnectionError("broker away"))
+    await writes.settle()
+    assert resent == ["n1"]
+    assert [(k, s) for k, s, _ in table.written] == [("n1", "s1")]
+
+
+async def test_a_status_that_fails_again_stops_every_write_and_fails_the_commit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    distrusted: list[bool] = []
+    monkeypatch.setattr(clean_start, "distrust", lambda: distrusted.append(True))
+    writes, table = _writes(), Table()
+    failing, later = _status(), _status()
+
+    async def refused() -> Any:
+        raise ValueError("record too large")  # deterministic: not retried
+
+    writes.write("nodes", "n1", "s1", table.store("n1", "s1"), [(failing, refused)])
+    writes.write("nodes", "n2", "t1", table.store("n2", "t1"), [(later, _never_again)])
+    later.set_result("acknowledged")
+    failing.set_exception(ValueError("record too large"))
+    with pytest.raises(StatusUndelivered, match="record too large"):
+        await asyncio.wait_for(writes.settle(), 5)
+    assert table.written == []  # the changelog never gets a state whose status was lost
+    assert distrusted == [True]  # the next start restores the tables from the changelog
+    assert writes.pending("nodes", "n2") == "t1"
+
+
+async def test_a_settle_waits_for_the_writes_queued_before_it_only() -> None:
+    writes, table = _writes(), Table()
+    before, after = _status(), _status()
+    writes.write("nodes", "n1", "s1", table.store("n1", "s1"), [(before, _never_again)])
+    settled = asyncio.ensure_future(writes.settle())
+    await asyncio.sleep(0.01)
+    assert not settled.done()
+    writes.write("nodes", "n2", "t1", table.store("n2", "t1"), [(after, _never_again)])
+    before.set_result("acknowledged")
+    await asyncio.wait_for(settled, 5)
+    assert [(k, s) for k, s, _ in table.written] == [("n1", "s1")]
+    assert writes.pending("nodes", "n2") == "t1"
