@@ -4,9 +4,9 @@
 Agents are thin shells around the pure `streams.entities.step`: decode, step the entity the
 message is about, send the triggers and the derived events, then write the table. Writing last
 (after the outputs are acknowledged) means a stored state never claims a decision that was not
-delivered; a crash before the write re-decides on redelivery, with the same trigger ids. A
-message whose only output is a status leaves its write waiting for it (`streams.write_behind`)
-and the agent goes on.
+delivered; a crash before the write re-decides on redelivery, with the same trigger ids. Only
+triggers are awaited in the fold: the write waits for the forwards and statuses
+(`streams.write_behind`) while the agent goes on.
 
 Topology (every topic has the same partition count, so tables are co-partitioned):
 
@@ -24,8 +24,10 @@ Topology (every topic has the same partition count, so tables are co-partitioned
   partition ticks each of its entities, so rules can see silence (lost heartbeats, stalls).
 
 No message stops the worker: whatever fails while decoding, placing, folding, deciding or
-sending for a message is that message's failure. It is dead-lettered with its reason and raw
-bytes, and the worker goes on. Transient failures (broker away) are retried with jittered
+sending a trigger for a message is that message's failure. It is dead-lettered with its reason
+and raw bytes, and the worker goes on. (A forward or status record the broker keeps refusing is
+the app's own failure, as a changelog record's is: the worker stops before committing past it,
+`streams.write_behind`.) Transient failures (broker away) are retried with jittered
 backoff for `send_retry_s` first (`streams.failures`); deterministic ones never are. Before any
 output is sent, a message's outputs are counted (`outputs_per_message_max`) and sized, and the
 new state is sized (`streams.state.bounds`), so nothing too large is ever produced.
@@ -99,6 +101,10 @@ def create_app() -> LanedApp:
     tracing.configure("centrality-streams")
     key = SigningSettings().require("the streams worker")  # no unsigned decisions, ever
     return StreamsApp(KafkaSettings(), StreamsSettings(), key).app
+
+
+def _nothing() -> None:
+    """The write of a fold that changed no state."""
 
 
 def raw() -> Any:
@@ -452,10 +458,15 @@ class StreamsApp:
         # Outputs carry this fold's trace context: the trace goes on where they are consumed.
         # The signature covers the value only, so trace headers never break it.
         trace_headers = tracing.inject_headers()
-        sent = [
-            await self._forward(derived, encoded, trace_headers) for derived, encoded in forwards
+        behind = [
+            await self._send(self._writer(derived), derived.key, encoded, trace_headers)
+            for derived, encoded in forwards
         ]
-        sent += [
+        behind += [
+            await self._send(self.status_topic, e.key, encoded, trace_headers)
+            for e, encoded in statuses
+        ]
+        decided = [
             await self.triggers_topic.send(
                 key=t.key,
                 value=encoded,
@@ -463,12 +474,12 @@ class StreamsApp:
             )
             for t, encoded in triggers
         ]
-        shown = [await self._show(e.key, encoded, trace_headers) for e, encoded in statuses]
-        # Every output is acknowledged before the state that remembers it is written: a failed
-        # forward or trigger fails this message (retried, or dead-lettered), never silently lost.
-        # Statuses alone do not hold the agent: the state waits for them (streams.write_behind).
-        if sent:
-            await asyncio.gather(*sent, *(fut for fut, _ in shown))
+        # Every output is acknowledged before the state that remembers it is written. A failed
+        # trigger fails this message (retried, or dead-lettered), so a decision is awaited here;
+        # forwards and statuses do not hold the agent: the state waits for them
+        # (streams.write_behind).
+        if decided:
+            await asyncio.gather(*decided, *(fut for fut, _ in behind))
         self._count_forwarded(result.forwards)
         for e, _ in statuses:
             labelled(EVENTS_OUT, self.status, e.type).inc()
@@ -485,7 +496,9 @@ class StreamsApp:
             labelled(EVENTS_OUT, self.triggers, trigger.type).inc()
         if result.changed:  # most GPU samples change nothing: no table write, no changelog record
             store = partial(self._store, kind, key, value, result.state, faust.current_event())
-            self.writes.write(kind.table, key, result.state, store, shown)
+            self.writes.write(kind.table, key, result.state, store, behind)
+        elif behind:  # no state to write, but no commit may pass the message before they land
+            self.writes.write(kind.table, key, None, _nothing, behind)
         return result.changed
 
     def _store(self, kind: Kind, key: str, value: bytes, state: Any, event: Any) -> None:
@@ -495,15 +508,15 @@ class StreamsApp:
         self.tables[kind.table][key.encode()] = value
         self.cache.put(kind.table, key, state)
 
-    async def _show(
-        self, key: bytes | None, value: bytes, headers: list[tuple[str, bytes]]
+    async def _send(
+        self, topic: Any, key: bytes | None, value: bytes, headers: list[tuple[str, bytes]]
     ) -> tuple[asyncio.Future[Any], Resend]:
-        """Send a status record; its future, and how to send it again."""
+        """Send a record the state waits for; its future, and how to send it again."""
 
         async def again() -> Any:
-            return await (await self.status_topic.send(key=key, value=value, headers=headers))
+            return await (await topic.send(key=key, value=value, headers=headers))
 
-        sent = await self.status_topic.send(key=key, value=value, headers=headers)
+        sent = await topic.send(key=key, value=value, headers=headers)
         return asyncio.ensure_future(sent), again  # Faust's FutureMessage: the same future
 
     async def forget_states(self, sender: Any, *args: Any, **kwargs: Any) -> None:

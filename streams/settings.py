@@ -87,19 +87,21 @@ class StreamsSettings(BaseSettings):
         default=0.0,
         ge=0,
         description="Producer linger. A message's outputs are acknowledged before its state is "
-        "written, so each message that decides or forwards waits this long and more; records "
-        "still batch while a produce request is in flight. 0 measured best (BENCHMARKS.md).",
+        "written, and a message that decides waits for its triggers: this long and more; "
+        "records still batch while a produce request is in flight. 0 measured best "
+        "(BENCHMARKS.md).",
     )
 
     send_retry_s: float = Field(
         default=60.0,
         gt=0,
         description="How long a message's outputs (and a table change for the changelog) are "
-        "retried while Kafka fails transiently (each send waits a quarter of it); then the "
-        "message is dead-lettered (`send-failed`) and the partitions go on. A table change the "
-        "changelog has not taken within a quarter of it stops the worker before any commit past "
-        "it: restarted, it restores its tables from the changelog and re-decides from the last "
-        "commit. Time the whole cluster is unreachable does not count: an outage is waited out.",
+        "retried while Kafka fails transiently (each send waits a quarter of it); then a message "
+        "whose trigger failed is dead-lettered (`send-failed`) and the partitions go on. A "
+        "forward, status or table change the broker has not taken by then stops the worker "
+        "before any commit past it: restarted, it restores its tables from the changelog and "
+        "re-decides from the last commit. Time the whole cluster is unreachable does not count: "
+        "an outage is waited out.",
     )
     outputs_per_message_max: int = Field(
         default=8192,

@@ -1,22 +1,25 @@
-"""Table writes behind their message's status records, without holding the agent.
+"""Table writes behind their message's forwards and status records, without holding the agent.
 
 A fold's new state is written to its table (and so to the changelog) only once the outputs it
 sent are acknowledged: a stored state never claims a decision, forward or view that was not
-delivered. Forwards and triggers are awaited in the fold, as a failed one fails its message
-(`streams.app`). Status records (what `centrality nodes` reads) changed with nearly every new
-node and job: awaiting each one's acknowledgement before the next message cost a produce round
-trip per message, 6 ms on average at 5,000 nodes on the 2-core VM, 61 s of a 70 s run
-(`bench scale`, BENCHMARKS.md), while the fatal XIDs queued behind waited. So a message whose
-only outputs are statuses goes on at once, and its state waits here:
+delivered. Triggers are awaited in the fold, as a failed decision fails its message
+(`streams.app`). Status records (what `centrality nodes` reads) change with nearly every new
+node and job, and a job's start forwards it to each of its nodes: awaiting each message's
+acknowledgements before the next message cost a produce round trip per message, 6 ms on
+average at 5,000 nodes on the 2-core VM, 61 s of a 70 s run (`bench scale`, BENCHMARKS.md),
+while the fatal XIDs and job failures queued behind waited. So the agent goes on at once, and
+the state waits here:
 
 - the agent reads the state it just folded (`pending`) until it is written;
-- writes happen in fold order, each once every status sent before it is acknowledged, in the
+- writes happen in fold order, each once every record its fold sent is acknowledged, in the
   fold's own context (Faust's table takes the changelog partition from the current event);
-- a status that fails is sent again (`call_retrying`, transient failures, `send_retry_s`); one
-  that still fails is `failed`: nothing after it is written, the local stores are distrusted
-  and the flush before the next commit raises, so the worker stops before committing past it.
-  The next start restores the tables from the changelog, which lacks these states, and folds
-  the uncommitted messages again, with the same status ids;
+- a record that fails is sent again (`call_retrying`: transient failures, for `send_retry_s`);
+  one that still fails is `failed`: nothing after it is written, the local stores are
+  distrusted and the flush before the next commit raises, so the worker stops before
+  committing past it. The next start restores the tables from the changelog, which lacks these
+  states, and folds the uncommitted messages again (same ids). Forwards and statuses are the
+  app's own hand-overs and view, as its changelog records are, and fail the same way
+  (`streams.faust.transport`, fix 11), not as a message's failure;
 - `settle`, called by the producer's flush before every commit, rebalance and stop, returns
   once every write queued before it is done: a commit never covers a message whose state is
   still waiting here.
@@ -41,8 +44,9 @@ log = structlog.get_logger("streams")
 Resend = Callable[[], Awaitable[Any]]  # sends the same record again, until acknowledged
 
 
-class StatusUndelivered(RuntimeError):
-    """A status record still refused after its retries: no commit may pass its message."""
+class OutputUndelivered(RuntimeError):
+    """A forward or status record still refused after its retries: no commit may pass its
+    message."""
 
 
 @dataclass
@@ -84,13 +88,15 @@ class WriteBehind:
         sent: list[tuple[asyncio.Future[Any], Resend]],
     ) -> None:
         """Write `state` with `apply()` (in the caller's context) once every future in `sent`
-        is acknowledged and every write queued before it is done."""
+        is acknowledged and every write queued before it is done. A `state` of None changed
+        nothing: only its outputs are waited for (before a commit), and nobody reads it."""
         if not self._queue and all(_acknowledged(fut) for fut, _ in sent):
             apply()
             return
         entry = _Write(table, key, state, apply, list(sent))
         self._queue.append(entry)
-        self._latest[(table, key)] = entry
+        if state is not None:
+            self._latest[(table, key)] = entry
         self._queued += 1
         for fut, _ in sent:
             fut.add_done_callback(self._advance)
@@ -101,11 +107,11 @@ class WriteBehind:
         target = self._queued
         while self._done < target:
             if self.failed is not None:
-                raise StatusUndelivered(f"a status record was refused: {self.failed!r}")
+                raise OutputUndelivered(f"a record was refused: {self.failed!r}")
             self._progress.clear()
             await self._progress.wait()
         if self.failed is not None:
-            raise StatusUndelivered(f"a status record was refused: {self.failed!r}")
+            raise OutputUndelivered(f"a record was refused: {self.failed!r}")
 
     def _advance(self, _: object = None) -> None:
         while self._queue and self.failed is None:
@@ -135,7 +141,7 @@ class WriteBehind:
                     return False
                 entry.retrying.add(i)
                 retry = asyncio.ensure_future(
-                    call_retrying("status_send", resend, self.retry_s, self.stopping)
+                    call_retrying("output_send", resend, self.retry_s, self.stopping)
                 )
                 retry.add_done_callback(self._advance)
                 entry.sent[i] = (retry, resend)
@@ -144,7 +150,7 @@ class WriteBehind:
 
     def _fail(self, exc: BaseException) -> None:
         if self.failed is None:
-            log.error("status_undelivered", error=repr(exc), waiting=len(self._queue))
+            log.error("output_undelivered", error=repr(exc), waiting=len(self._queue))
             clean_start.distrust()
             self.failed = exc
         self._progress.set()

@@ -181,7 +181,7 @@ def test_a_state_whose_status_the_broker_refuses_is_never_committed_past(
         while worker.process.pid() is not None and time.monotonic() < deadline:
             time.sleep(0.2)
         assert worker.process.pid() is None, "the worker went on past a refused status"
-        assert "status_undelivered" in worker.process.log_file.read_text()
+        assert "output_undelivered" in worker.process.log_file.read_text()
         asyncio.run(set_max_message_bytes(kafka_settings, status, "1048588"))
         worker.start()
         deadline, models = time.monotonic() + 120, set()

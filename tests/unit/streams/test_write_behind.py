@@ -1,6 +1,7 @@
-"""streams.write_behind: a fold's state is written only once its statuses are acknowledged, in
-fold order, in the fold's context; the agent reads it meanwhile; a commit waits for it; a status
-that cannot be delivered stops every write after it and fails the commit."""
+"""streams.write_behind: a fold's state is written only once the records it sent (forwards,
+statuses) are acknowledged, in fold order, in the fold's context; the agent reads it meanwhile;
+a commit waits for it; a record that cannot be delivered stops every write after it and fails
+the commit."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any
 import pytest
 
 from streams.faust import clean_start
-from streams.write_behind import StatusUndelivered, WriteBehind
+from streams.write_behind import OutputUndelivered, WriteBehind
 
 FOLDING: contextvars.ContextVar[str] = contextvars.ContextVar("folding", default="none")
 
@@ -116,11 +117,30 @@ async def test_a_status_that_fails_again_stops_every_write_and_fails_the_commit(
     writes.write("nodes", "n2", "t1", table.store("n2", "t1"), [(later, _never_again)])
     later.set_result("acknowledged")
     failing.set_exception(ValueError("record too large"))
-    with pytest.raises(StatusUndelivered, match="record too large"):
+    with pytest.raises(OutputUndelivered, match="record too large"):
         await asyncio.wait_for(writes.settle(), 5)
     assert table.written == []  # the changelog never gets a state whose status was lost
     assert distrusted == [True]  # the next start restores the tables from the changelog
     assert writes.pending("nodes", "n2") == "t1"
+
+
+async def test_outputs_of_a_fold_that_changed_nothing_are_waited_for_and_never_read() -> None:
+    writes, table = _writes(), Table()
+    forward = _status()
+    writes.write(
+        "jobs",
+        "j1",
+        None,
+        lambda: table.written.append(("j1", None, "")),
+        [(forward, _never_again)],
+    )
+    assert writes.pending("jobs", "j1") is None
+    assert writes.pending_keys("jobs") == []
+    settled = asyncio.ensure_future(writes.settle())
+    await asyncio.sleep(0.01)
+    assert not settled.done()  # no commit passes the message before its forward lands
+    forward.set_result("acknowledged")
+    await asyncio.wait_for(settled, 5)
 
 
 async def test_a_settle_waits_for_the_writes_queued_before_it_only() -> None:
