@@ -103,10 +103,6 @@ def create_app() -> LanedApp:
     return StreamsApp(KafkaSettings(), StreamsSettings(), key).app
 
 
-def _nothing() -> None:
-    """The write of a fold that changed no state."""
-
-
 def raw() -> Any:
     """Bytes in, bytes out: decoding is ours (schemas.codec), done once, dead-lettered on error.
 
@@ -360,7 +356,10 @@ class StreamsApp:
             # No table (an action result: it concerns those it names), or a table another agent
             # writes (never two writers): handed over.
             for other in forwarded(event) if kind is None else [event]:
-                await self._forward(other, encode(other), tracing.inject_headers())
+                handed = await self._send(
+                    self._writer(other), other.key, encode(other), tracing.inject_headers()
+                )
+                self.writes.after([handed])  # no commit passes this message before it lands
                 self._count_forwarded([other])
         for (_, key), (kind, batch) in by_kind.items():
             try:
@@ -419,11 +418,6 @@ class StreamsApp:
         """The forward topic of the agent that writes `event`'s table."""
         kind = kind_of(event)
         return self.forward_topic if kind is None else self.writers[kind.table]
-
-    async def _forward(self, event: Event, value: bytes, headers: list[tuple[str, bytes]]) -> Any:
-        """Hand `event` (encoded: `value`) to the agent that writes its table; the send's
-        future."""
-        return await self._writer(event).send(key=event.key, value=value, headers=headers)
 
     def _count_forwarded(self, events: Sequence[Event]) -> None:
         for event in events:
@@ -494,11 +488,11 @@ class StreamsApp:
             mode = "shadow" if trigger.payload.shadow else "live"
             labelled(DECISIONS, trigger.payload.rule, trigger.type, mode).inc()
             labelled(EVENTS_OUT, self.triggers, trigger.type).inc()
-        if result.changed:  # most GPU samples change nothing: no table write, no changelog record
+        if result.changed:
             store = partial(self._store, kind, key, value, result.state, faust.current_event())
             self.writes.write(kind.table, key, result.state, store, behind)
-        elif behind:  # no state to write, but no commit may pass the message before they land
-            self.writes.write(kind.table, key, None, _nothing, behind)
+        else:  # most GPU samples change nothing: no table write, no changelog record
+            self.writes.after(behind)
         return result.changed
 
     def _store(self, kind: Kind, key: str, value: bytes, state: Any, event: Any) -> None:

@@ -88,8 +88,7 @@ class WriteBehind:
         sent: list[tuple[asyncio.Future[Any], Resend]],
     ) -> None:
         """Write `state` with `apply()` (in the caller's context) once every future in `sent`
-        is acknowledged and every write queued before it is done. A `state` of None changed
-        nothing: only its outputs are waited for (before a commit), and nobody reads it."""
+        is acknowledged and every write queued before it is done."""
         if not self._queue and all(_acknowledged(fut) for fut, _ in sent):
             apply()
             return
@@ -101,6 +100,12 @@ class WriteBehind:
         for fut, _ in sent:
             fut.add_done_callback(self._advance)
         self._advance()
+
+    def after(self, sent: list[tuple[asyncio.Future[Any], Resend]]) -> None:
+        """Records of a message that writes no state here (a fold that changed nothing, an
+        event handed to the other agent): no commit passes the message before they land."""
+        if sent:
+            self.write("", "", None, _nothing, sent)
 
     async def settle(self) -> None:
         """Until every write queued before this call is done; raises if one never can be."""
@@ -154,6 +159,10 @@ class WriteBehind:
             clean_start.distrust()
             self.failed = exc
         self._progress.set()
+
+
+def _nothing() -> None:
+    """The write of a message that changed no state."""
 
 
 def _acknowledged(fut: asyncio.Future[Any]) -> bool:

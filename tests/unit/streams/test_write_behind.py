@@ -124,18 +124,11 @@ async def test_a_status_that_fails_again_stops_every_write_and_fails_the_commit(
     assert writes.pending("nodes", "n2") == "t1"
 
 
-async def test_outputs_of_a_fold_that_changed_nothing_are_waited_for_and_never_read() -> None:
-    writes, table = _writes(), Table()
+async def test_records_of_a_message_that_writes_nothing_are_waited_for_and_never_read() -> None:
+    writes = _writes()
     forward = _status()
-    writes.write(
-        "jobs",
-        "j1",
-        None,
-        lambda: table.written.append(("j1", None, "")),
-        [(forward, _never_again)],
-    )
-    assert writes.pending("jobs", "j1") is None
-    assert writes.pending_keys("jobs") == []
+    writes.after([(forward, _never_again)])
+    assert writes.pending_keys("") == []
     settled = asyncio.ensure_future(writes.settle())
     await asyncio.sleep(0.01)
     assert not settled.done()  # no commit passes the message before its forward lands
