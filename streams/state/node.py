@@ -152,6 +152,10 @@ class NodeFacts(BaseModel):
     partitions: tuple[str, ...] = ()
     features: tuple[str, ...] = ()
     labels: dict[str, str] = Field(default_factory=dict)
+    # Per field above: the event time of the report it holds. The agent and the scheduler's
+    # watcher report different fields, and a report can come late (a spool sent after an
+    # outage, a redelivery): a field only takes a report newer than the one it holds.
+    reported_at: dict[str, datetime] = Field(default_factory=dict)
 
 
 class SchedulerView(BaseModel):
@@ -305,8 +309,16 @@ def _(event: NodeHeartbeat, state: Node) -> Node:
 
 @fold.register
 def _(event: NodeFactsObserved, state: Node) -> Node:
-    reported = event.payload.model_dump(exclude_none=True)
-    facts = state.facts.model_copy(update=reported)
+    t, held = event.occurred_at, state.facts.reported_at
+    reported = {
+        field: value
+        for field, value in event.payload.model_dump(exclude_none=True).items()
+        if field not in held or held[field] <= t
+    }
+    if not reported:
+        return state
+    times = {**held, **dict.fromkeys(reported, t)}
+    facts = state.facts.model_copy(update={**reported, "reported_at": times})
     return state if facts == state.facts else state.model_copy(update={"facts": facts})
 
 

@@ -159,3 +159,21 @@ def test_what_a_node_is_comes_from_its_facts_merged_from_every_source() -> None:
     )  # the scheduler's report left the agent's alone
     view = node_status(b.nodes["n1"])
     assert (view.gpu_model, view.gpus, view.partitions) == ("NVIDIA H200", 8, ("gpu", "long"))
+
+
+def test_a_late_report_of_a_nodes_facts_never_undoes_a_newer_one() -> None:
+    """Node groups select policies by these facts: a spool sent after an outage, or a
+    redelivery, must not move a node back into the group it has left."""
+    b = brain()
+    old = NodeFactsObserved(
+        **envelope("n1", 0), payload={"gpu_model": "NVIDIA H100", "partitions": ["gpu"]}
+    )
+    new = NodeFactsObserved(**envelope("n1", 60), payload={"gpu_model": "NVIDIA H200"})
+    scheduler = NodeFactsObserved(**envelope("n1", 30), payload={"partitions": ["long"]})
+    feed(b, new, scheduler, old)  # the agent's first report comes last
+    facts = b.nodes["n1"].facts
+    # Each field keeps its newest report, whichever source sent it.
+    assert (facts.gpu_model, facts.partitions) == ("NVIDIA H200", ("long",))
+    stored = b.nodes["n1"]
+    feed(b, old)
+    assert b.nodes["n1"] == stored  # the late report changed nothing
