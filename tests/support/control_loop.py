@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -78,6 +79,8 @@ class ControlLoop:
         self._inbox: list[Event] = []
         self._acting: set[asyncio.Task[None]] = set()
         self.reboot: Callable[[str], bool] = lambda node: True  # boot a rebooting node now?
+        # Per node: the reboots it came back from (the cluster is the session's: earlier too).
+        self._booted: dict[str, int] = dict(Counter(cluster.reboots()))
 
     async def _emit(self, event: Event) -> None:
         self._inbox.append(event)
@@ -101,8 +104,12 @@ class ControlLoop:
         await self.watcher.poll_once()
         self._inbox += self.sink.events
         self.sink.events.clear()
+        ran = self.cluster.reboots()
         for node in self.cluster.rebooting():
-            if self.reboot(node):
+            # Back only once its slurmd ran the RebootProgram, which it does a moment after
+            # slurmctld shows the reboot issued: a slurmd restarted before never runs it.
+            if ran.count(node) > self._booted.get(node, 0) and self.reboot(node):
+                self._booted[node] = ran.count(node)
                 self.cluster.boot(node)
         triggers = self.brain.tick(utcnow())
         while self._inbox:
