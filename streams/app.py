@@ -571,9 +571,10 @@ class StreamsApp:
         """The timers of every entity of `kind` stored in the tick's partition."""
         kept = Timers(self.engine)
         table = self.tables[kind.table]
-        keys = {k.decode() for k in table} | set(self.writes.pending_keys(kind.table))
-        here = [k for k in keys if partition_for(k.encode(), self.partitions) == message.partition]
-        for key in here:
+        keys = set(table) | {k.encode() for k in self.writes.pending_keys(kind.table)}
+        for key in [
+            k.decode() for k in keys if partition_for(k, self.partitions) == message.partition
+        ]:
             try:
                 state = self.load(kind, key)
             except Exception as exc:  # an unreadable state is ticked never, not the others never

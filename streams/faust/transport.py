@@ -15,7 +15,7 @@ scheme `centrality-kafka://host:port` (see `install`).
    that looked only at the queue committed offsets past that record). Records put meanwhile
    belong to messages after the offsets being committed: waiting for them too (for an empty
    buffer) held a commit for as long as the table changes outpaced the sender. First of all, the
-   flush makes the table writes still waiting for their status records (`App.writes`,
+   flush makes the table writes still waiting for their forwards and statuses (`App.writes`,
    `streams.write_behind`): their changelog records belong to the offsets being committed too.
 
 3. A sender that survives transient errors. The buffer's one sender task ends at the first
@@ -397,7 +397,7 @@ class _Producer(driver.Producer):
 
     async def flush(self) -> None:
         writes = getattr(self.app, "writes", None)
-        if writes is not None:  # the table writes waiting for their statuses come first
+        if writes is not None:  # the table writes waiting for their forwards and statuses
             await writes.settle()
         await self.ordered_buffer.drain()
         await super().flush()  # aiokafka's: until every record handed over is answered
