@@ -101,6 +101,17 @@ CATALOG: tuple[TopicSpec, ...] = (
         compacted=True,
         segment_ms=3600 * 1000,
     ),
+    # Incidents, each whole each time what people read of it changes: compacted (the current
+    # state of each), forgetting resolved ones after 30 days; ClickHouse keeps every version.
+    TopicSpec(
+        "incidents",
+        "incident id",
+        "triggers",
+        30 * DAY_MS,
+        "Incidents (what shares a cause), opened, updated and resolved; compacted.",
+        compacted=True,
+        segment_ms=3600 * 1000,
+    ),
     TopicSpec(
         "silences",
         "silence id",

@@ -10,6 +10,7 @@ from schemas.events.actions import (
 )
 from schemas.events.checkpoints import CheckpointSaved
 from schemas.events.gpus import GpuSampled, GpuXidObserved, NcclSampled
+from schemas.events.incidents import IncidentOpened, IncidentResolved, IncidentUpdated
 from schemas.events.jobs import (
     CompletionHook,
     JobExited,
@@ -59,6 +60,9 @@ __all__ = [
     "GpuSampled",
     "GpuXidObserved",
     "HealthStatus",
+    "IncidentOpened",
+    "IncidentResolved",
+    "IncidentUpdated",
     "JobExited",
     "JobExitedPayload",
     "JobState",

@@ -37,7 +37,8 @@ from schemas.registry import event
 # resetting, rebooting, releasing: steps of that story (the remediation ladder's rungs among
 # them) · escalated: the ladder is exhausted, drained for hardware service until released ·
 # held: drained by an operator, until an operator releases it · drained / down: out of service
-# per the scheduler, by someone else.
+# per the scheduler, by someone else · unreachable: no heartbeat for longer than its limit (out
+# of service as far as people can tell; back by itself when heartbeats resume).
 NodeCondition = Literal[
     "in_service",
     "draining",
@@ -51,6 +52,7 @@ NodeCondition = Literal[
     "held",
     "drained",
     "down",
+    "unreachable",
 ]
 Name = Annotated[str, StringConstraints(max_length=NAME)]
 SHOWN_MAX = 16  # jobs on a node, nodes of a job: the first ones, and how many in all
@@ -96,6 +98,9 @@ class NodeStatusPayload(Payload):
     episodes: int = Field(default=0, ge=0, le=UINT32_MAX, description="Stories that ended.")
     last_benchmark: str | None = Field(default=None, max_length=NAME)
     last_benchmark_at: Timestamp | None = None
+    incident: str | None = Field(
+        default=None, max_length=NAME, description="The open incident the node belongs to."
+    )
 
 
 @event(topic="status")

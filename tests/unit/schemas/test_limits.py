@@ -27,6 +27,15 @@ TRIGGER = {"rule": "r", "window": "w", "reason": "x", "caused_by": [CAUSE]}
 ACTION = {"trigger_id": CAUSE, "trigger_type": "RestartJob", "action": "restart_job"}
 
 # The smallest valid payload of every event type: the base each case breaks one field of.
+INCIDENT = {
+    "title": "3 nodes stopped sending heartbeats",
+    "kind": "heartbeat_lost",
+    "cause": "no heartbeats",
+    "domain": "cluster a",
+    "opened_at": "2026-01-01T00:00:00Z",
+    "first_fault_at": "2026-01-01T00:00:00Z",
+    "last_fault_at": "2026-01-01T00:00:00Z",
+}
 VALID: dict[str, dict[str, Any]] = {
     "ActionFailed": {**ACTION, "error": "e", "permanent": True},
     "ActionStarted": ACTION,
@@ -55,6 +64,7 @@ VALID: dict[str, dict[str, Any]] = {
     "NodeHeartbeat": {"agent_version": "1", "gpus": 8, "interval_s": 10.0},
     "NodeStateObserved": {"state": "DRAINED", "raw_state": "DRAIN", "scheduler": "slurm"},
     "NodeStatusChanged": {"state": "in_service"},
+    **dict.fromkeys(("IncidentOpened", "IncidentUpdated", "IncidentResolved"), INCIDENT),
     "Notify": {**TRIGGER, "title": "t", "incident": "i"},
     "ReleaseJob": {**TRIGGER, "after": "slurm/c/1"},
     "QuarantineNodes": {**TRIGGER, "nodes": ["n1"]},
@@ -113,7 +123,7 @@ def broken(node: dict[str, Any], name: str, type_name: str) -> Iterator[Any]:
         if "maxItems" in option:
             yield [item] * (option["maxItems"] + 1)
         extra = option.get("additionalProperties")
-        value = {"string": "v", "number": 1.0}.get(
+        value = {"string": "v", "number": 1.0, "integer": 1}.get(
             extra.get("type") if isinstance(extra, dict) else ""
         )
         if "maxProperties" in option:
