@@ -68,7 +68,18 @@ from schemas.settings import KafkaSettings, TopicSettings
 from schemas.signing import SigningSettings, signed_headers
 from schemas.topics import topic_name
 from streams import credentials, topics
-from streams.entities import JOBS, KINDS, NODE_SETS, NODES, Kind, forwarded, kind_of, step
+from streams.entities import (
+    INCIDENT_BOOKS,
+    INCIDENTS,
+    JOBS,
+    KINDS,
+    NODE_SETS,
+    NODES,
+    Kind,
+    forwarded,
+    kind_of,
+    step,
+)
 from streams.failures import call_retrying, transient
 from streams.faust import batches, observe
 from streams.faust import transport as faust_transport
@@ -93,7 +104,7 @@ OUTPUT_BYTES_MAX = 900_000
 DEAD_LETTER_RAW_MAX = 512 * 1024  # base64 in JSON: ~700 KB, under the same limit
 # The tables each agent writes: a table's one writer is the agent reading its forward topic.
 JOB_AGENT = frozenset({JOBS.table})
-NODE_AGENT = frozenset({NODES.table, NODE_SETS.table})
+NODE_AGENT = frozenset({NODES.table, NODE_SETS.table, INCIDENT_BOOKS.table, INCIDENTS.table})
 
 
 def create_app() -> LanedApp:
@@ -132,7 +143,9 @@ class StreamsApp:
         engine: RuleEngine | None = None,
     ) -> None:
         self.kafka, self.settings, self.signing_key = kafka, settings, signing_key
-        self.engine = engine or RuleEngine.load(settings.rule_modules, settings.rule_config)
+        self.engine = engine or RuleEngine.load(
+            settings.rule_modules, settings.rule_config, settings.incident_window_s
+        )
         self.views = Views(self.engine)
         settings.data_dir.mkdir(parents=True, exist_ok=True)  # Faust creates only the last level
         scheme = faust_transport.install(settings.fetch_max_wait_ms, settings.send_retry_s)
@@ -198,6 +211,11 @@ class StreamsApp:
         )
         self.triggers_topic = app.topic(self.triggers, schema=raw())
         self.status_topic = app.topic(self.status, schema=raw())
+        # What people read, by the topic its event type names.
+        self.published = {
+            "status": self.status_topic,
+            "incidents": app.topic(self.catalog("incidents"), schema=raw()),
+        }
         self.deadletter_topic = app.topic(catalog("deadletter"), schema=raw())
         self.forward_topic = app.topic(self.forward, **internal)
         self.job_forward_topic = app.topic(self.job_forward, **internal)
@@ -207,6 +225,8 @@ class StreamsApp:
             JOBS.table: self.job_forward_topic,
             NODES.table: self.forward_topic,
             NODE_SETS.table: self.forward_topic,
+            INCIDENT_BOOKS.table: self.forward_topic,
+            INCIDENTS.table: self.forward_topic,
         }
         self.ticks_topics = {
             JOBS.table: app.topic(job_ticks, **internal),
@@ -457,7 +477,7 @@ class StreamsApp:
             for derived, encoded in forwards
         ]
         behind += [
-            await self._send(self.status_topic, e.key, encoded, trace_headers)
+            await self._send(self.published[e.topic], e.key, encoded, trace_headers)
             for e, encoded in statuses
         ]
         decided = [
@@ -476,7 +496,7 @@ class StreamsApp:
             await asyncio.gather(*decided, *(fut for fut, _ in behind))
         self._count_forwarded(result.forwards)
         for e, _ in statuses:
-            labelled(EVENTS_OUT, self.status, e.type).inc()
+            labelled(EVENTS_OUT, self.catalog(e.topic), e.type).inc()
         for trigger in result.triggers:
             log.info(
                 "trigger",

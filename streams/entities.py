@@ -21,7 +21,7 @@ from schemas.events import Trigger
 from streams import peers
 from streams.dispatch import by_type
 from streams.forwards import forwards
-from streams.state import node, node_set, training_job
+from streams.state import incidents, node, node_incidents, node_set, training_job
 from streams.state.internal import JobTick, NodeTick
 
 if TYPE_CHECKING:  # the registry checks rules against these kinds: it imports this module
@@ -47,6 +47,9 @@ class Kind:
     # What an event means for others given this entity's state (a job resolving the peer its
     # log line names among its nodes); forwards that the event alone tells are `forwards`'.
     tells: Callable[[Any, Event], list[Event]] | None = None
+    # What the entity tells others after an event that changed it, and itself as it remembers
+    # having told it (a node's trouble, told to its incident: `streams.state.node_incidents`).
+    reports: Callable[[Any, Event, float], tuple[Any, list[Event]]] | None = None
     owns: tuple[type[Event], ...] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -79,9 +82,19 @@ JOBS = Kind(
     tick=JobTick,
     tells=peers.told,
 )
-NODES = Kind("nodes", node.Node, node.apply, node.fold, tick=NodeTick)
+NODES = Kind(
+    "nodes", node.Node, node.apply, node.fold, tick=NodeTick, reports=node_incidents.reports
+)
 NODE_SETS = Kind("node_sets", node_set.NodeSet, node_set.apply, node_set.fold)
-KINDS = (JOBS, NODES, NODE_SETS)
+INCIDENT_BOOKS = Kind(
+    "incident_books",
+    incidents.IncidentBook,
+    incidents.apply_book,
+    incidents.fold_book,
+    tells=incidents.assigned,
+)
+INCIDENTS = Kind("incidents", incidents.Incident, incidents.apply, incidents.fold)
+KINDS = (JOBS, NODES, NODE_SETS, INCIDENT_BOOKS, INCIDENTS)
 
 _forwards = by_type(forwards)
 _KIND_OF = routes(KINDS)
@@ -124,6 +137,7 @@ def step(kind: Kind, state: Any, events: Sequence[Event], engine: RuleEngine) ->
     queue = deque(events)
     while queue:
         event = queue.popleft()
+        before = out.state
         out.state = kind.apply(out.state, event)
         decided, memo = engine.run(out.state, event, out.state.rule_memo)
         if memo is not out.state.rule_memo:
@@ -132,7 +146,10 @@ def step(kind: Kind, state: Any, events: Sequence[Event], engine: RuleEngine) ->
         decided = [t for t in decided if not t.payload.shadow]
         for trigger in decided:
             out.state = kind.apply(out.state, trigger)  # feedback: a decision is state too
-        for derived in _derived(kind, out.state, event, decided):
+        told: list[Event] = []
+        if kind.reports is not None and out.state is not before:
+            out.state, told = kind.reports(out.state, event, engine.incident_window_s)
+        for derived in [*_derived(kind, out.state, event, decided), *told]:
             mine = derived.subject == _key(out.state) and kind_of(derived) is kind
             (queue if mine else out.forwards).append(derived)
     out.changed = out.state is not state

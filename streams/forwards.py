@@ -141,6 +141,8 @@ def _decided(trigger: NodeTrigger) -> list[Event]:
                 "rule": trigger.payload.rule,
                 "ladder": ladder,
                 "batched": getattr(trigger.payload, "batch", None) is not None,
+                "fault": trigger.payload.fault,
+                "severity": trigger.payload.severity,
             },
         )
         for node in _nodes(trigger.payload.nodes)

@@ -10,6 +10,11 @@ naming a node of another part) makes its step raise `NotSplittable`: the parts w
 otherwise than the whole, so the caller decides it whole instead. `PartBrain` is the brain of
 one part: the plain `Brain`, with what it is handed and what its steps report and forward kept
 to the part.
+
+Incidents are the exception, and by design: they group faults across nodes, so no part can
+tell them. A part drops what its nodes tell incidents (`INCIDENT_KINDS`); no rule decides on
+incidents, so the parts still decide what the whole does, and only the whole brain (one part)
+reproduces the incidents themselves.
 """
 
 from __future__ import annotations
@@ -22,10 +27,12 @@ from functools import lru_cache
 from schemas.envelope import Event
 from schemas.events import Trigger
 from schemas.registry import event_types
-from streams.entities import NODES, Kind, Step, kind_of, kind_of_type
+from streams.entities import INCIDENT_BOOKS, INCIDENTS, NODES, Kind, Step, kind_of, kind_of_type
 from streams.forwards import forwards
 from streams.process import Brain
 from streams.rules.registry import RuleEngine
+
+INCIDENT_KINDS = (INCIDENT_BOOKS, INCIDENTS)
 
 
 class NotSplittable(RuntimeError):
@@ -52,8 +59,9 @@ class Part:
         return key_hash(subject) % self.count == self.index
 
     def folds(self, event: Event) -> bool:
-        """Any event but a node's of another part."""
-        return kind_of(event) is not NODES or self.holds(event.subject)
+        """Any event but a node's of another part, and what is told to incidents."""
+        kind = kind_of(event)
+        return kind not in INCIDENT_KINDS and (kind is not NODES or self.holds(event.subject))
 
     def reports(self, kind: Kind) -> bool:
         """Whether this part reports the triggers of `kind`: its own nodes', and the first part
@@ -66,7 +74,10 @@ class Part:
         if kind is not NODES:
             return
         for event in derived:
-            if kind_of(event) is not NODES or not self.holds(event.subject):
+            to = kind_of(event)
+            if to in INCIDENT_KINDS:
+                continue
+            if to is not NODES or not self.holds(event.subject):
                 raise NotSplittable(
                     f"a node's step forwarded {event.type} to {event.subject!r}, which another "
                     "part (or, a job or a node set, every part) folds"

@@ -15,13 +15,26 @@ from typing import Any
 
 from schemas.envelope import Event
 from schemas.events import Trigger
-from streams.entities import JOBS, KINDS, NODE_SETS, NODES, Kind, Step, forwarded, kind_of, step
+from schemas.events.incidents import IncidentEvent
+from streams.entities import (
+    INCIDENTS,
+    JOBS,
+    KINDS,
+    NODE_SETS,
+    NODES,
+    Kind,
+    Step,
+    forwarded,
+    kind_of,
+    step,
+)
 from streams.rules.registry import RuleEngine
 from streams.state.internal import tick
 from streams.state.node import Node
 from streams.state.node_set import NodeSet
 from streams.state.training_job import TrainingJob
 from streams.timers import Timers
+from streams.views import Views
 
 
 class Brain:
@@ -31,6 +44,9 @@ class Brain:
         self.engine = engine
         self.tables: dict[str, dict[str, Any]] = {kind.table: {} for kind in KINDS}
         self.timers = Timers(engine)
+        self.views = Views(engine)
+        # Every incident as the live worker last published it (`centrality incidents`).
+        self.incidents: dict[str, IncidentEvent] = {}
 
     @property
     def jobs(self) -> dict[str, TrainingJob]:
@@ -73,8 +89,13 @@ class Brain:
         """`step` one entity, its state kept in its table and its timers: what it decided and
         what other entities must hear."""
         table = self.tables[kind.table]
-        result = step(kind, table.get(event.subject), [event], self.engine)
+        before = table.get(event.subject)
+        result = step(kind, before, [event], self.engine)
         table[event.subject] = result.state
+        if kind is INCIDENTS and result.changed:
+            published = self.views.status_change(kind, before, result.state, event)
+            if isinstance(published, IncidentEvent):
+                self.incidents[published.subject] = published
         if kind.tick is not None and isinstance(event, kind.tick):
             self.timers.ticked(kind, event.subject, result.state, event.occurred_at)
         elif result.changed:  # most samples change nothing, and so nothing about what is due

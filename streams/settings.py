@@ -13,6 +13,8 @@ from typing import Any
 from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from streams.state.incidents import WINDOW_S as INCIDENT_WINDOW_S
+
 
 def _builtin_rules() -> tuple[str, ...]:
     """Every module of `streams.rules.builtin`: a new built-in rule is a new module, no list."""
@@ -71,6 +73,12 @@ class StreamsSettings(BaseSettings):
     )
     tick_interval_s: float = Field(
         default=5.0, gt=0, description="How often the clock ticks rules that watch for silence."
+    )
+    incident_window_s: float = Field(
+        default=INCIDENT_WINDOW_S,
+        gt=0,
+        description="Nodes whose faults of one kind (lost heartbeats, an XID, a failing health "
+        "check) come within this long of one another in a cluster are one incident, told once.",
     )
     fetch_max_wait_ms: int = Field(
         default=20,

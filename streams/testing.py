@@ -40,6 +40,7 @@ from schemas.events import (
     NodeStateObserved,
     Trigger,
 )
+from schemas.events.incidents import IncidentPayload
 from streams.process import Brain, Clock
 from streams.rules.registry import RuleEngine
 from streams.settings import rule_modules
@@ -293,6 +294,11 @@ class Story:
     @property
     def node_sets(self) -> dict[str, NodeSet]:
         return self.brain.node_sets
+
+    @property
+    def incidents(self) -> dict[str, IncidentPayload]:
+        """Every incident as the worker last published it, by id."""
+        return {key: event.payload for key, event in self.brain.incidents.items()}
 
 
 def decide(

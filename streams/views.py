@@ -15,37 +15,23 @@ from schemas.events.status import (
     SHOWN_MAX,
     JobStatusChanged,
     JobStatusPayload,
-    NodeCondition,
     NodeStatusChanged,
     NodeStatusPayload,
 )
 from schemas.limits import MAP_ENTRIES, SMALL_LIST
-from streams.entities import JOBS, NODES, Kind
+from streams.entities import INCIDENTS, JOBS, NODES, Kind
+from streams.incident_view import incident_event_type, incident_view
 from streams.rules.registry import RuleEngine
 from streams.state.bounds import clip
+from streams.state.condition import condition, condition_since
 from streams.state.internal import derived_id
-from streams.state.node import Node
+from streams.state.node import LOST_RULE, Node
 from streams.state.story import Stage, Story
 from streams.state.training_job import TrainingJob
 
 RESTART_RULE = "restart_incomplete_exit"
+EventType = Callable[[Any, Any], type[Event]]  # the event to publish, given before and after
 
-_CONDITION: dict[Stage, NodeCondition] = {
-    Stage.DRAIN_REQUESTED: "draining",
-    Stage.DRAIN_FAILED: "suspect",
-    Stage.BENCHMARKING: "benchmarking",
-    Stage.PASSED: "releasing",
-    Stage.RELEASING: "releasing",
-    Stage.HELD: "held",
-    Stage.RESETTING: "resetting",
-    Stage.RESET: "resetting",
-    Stage.REBOOT_REQUESTED: "rebooting",
-    Stage.REBOOTING: "rebooting",
-    Stage.REBOOTED: "rebooting",
-    Stage.ESCALATING: "escalated",
-    Stage.ESCALATED: "escalated",
-    Stage.ESCALATION_FAILED: "escalated",
-}
 _PENDING = {
     Stage.DRAIN_REQUESTED: "drain requested",
     Stage.DRAINED: "benchmark to be decided",
@@ -86,6 +72,8 @@ def node_status(node: Node) -> NodeStatusPayload:
     story, scheduler = node.story, node.scheduler
     jobs = tuple(node.jobs)
     common: dict[str, Any] = {
+        "state": condition(node),
+        "since": condition_since(node),
         "scheduler_state": scheduler.raw_state if scheduler else None,
         "scheduler_reason": scheduler.reason if scheduler else None,
         "gpus": node.gpu_count if node.gpu_count is not None else node.facts.gpu_count,
@@ -98,14 +86,13 @@ def node_status(node: Node) -> NodeStatusPayload:
         "episodes": node.episodes,
         "last_benchmark": node.last_benchmark_verdict,
         "last_benchmark_at": node.last_benchmark_at,
+        "incident": node.incident,
     }
     if story is not None:
         held_by = None
         if story.stage is Stage.HELD and story.decided_by is not None:
             held_by = story.decided_by.removeprefix("operator/")
         return NodeStatusPayload(
-            state=_CONDITION.get(story.stage, "quarantined"),
-            since=story.since,
             why=story.reason,
             decided_by=story.decided_by,
             stage=story.stage.value,
@@ -118,16 +105,12 @@ def node_status(node: Node) -> NodeStatusPayload:
             **common,
         )
     if node.out_of_service_by_scheduler and scheduler is not None:
-        return NodeStatusPayload(
-            state="down" if scheduler.state.value == "DOWN" else "drained",
-            since=scheduler.at,
-            why=scheduler.reason,
-            decided_by="scheduler",
-            **common,
-        )
+        return NodeStatusPayload(why=scheduler.reason, decided_by="scheduler", **common)
+    if node.lost is not None:
+        return NodeStatusPayload(why=node.lost.why, decided_by=LOST_RULE, **common)
     ended = node.ended
     why = None if ended is None else f"{ended.how} after: {ended.reason}"
-    return NodeStatusPayload(state="in_service", since=node.story_ended_at, why=why, **common)
+    return NodeStatusPayload(why=why, **common)
 
 
 def _ladder(story: Story) -> dict[str, Any]:
@@ -190,25 +173,27 @@ class Views:
     """The views of the kinds people read, bound to what they need of the rules' config."""
 
     def __init__(self, engine: RuleEngine) -> None:
-        self._views: dict[str, tuple[Callable[[Any], Payload], type[Event]]] = {
-            NODES.table: (node_status, NodeStatusChanged),
+        self._views: dict[str, tuple[Callable[[Any], Payload], EventType]] = {
+            NODES.table: (node_status, lambda _b, _a: NodeStatusChanged),
             JOBS.table: (
                 lambda job: job_status(job, restart_budget(engine, job)),
-                JobStatusChanged,
+                lambda _b, _a: JobStatusChanged,
             ),
+            INCIDENTS.table: (incident_view, incident_event_type),
         }
 
     def status_change(self, kind: Kind, before: Any, after: Any, cause: Event) -> Event | None:
-        """The status event to publish after `cause` turned `before` into `after`; None when
-        the kind has no view or the view did not change."""
+        """The event to publish after `cause` turned `before` into `after` (on the topic its
+        type names: `status`, `incidents`); None when the kind has no view or the view did not
+        change."""
         view = self._views.get(kind.table)
         if view is None:
             return None
-        make, cls = view
+        make, event_type = view
         now = make(after)
         if before is not None and make(before) == now:
             return None
-        return cls.model_validate(
+        return event_type(before, after).model_validate(
             {
                 "event_id": derived_id("status", kind.table, after.key, cause.event_id),
                 "source": "streams",

@@ -64,6 +64,12 @@ class NodeFactsObservedPayload(Payload):
     partitions: tuple[Name, ...] | None = Field(default=None, max_length=SMALL_LIST)
     features: tuple[Name, ...] | None = Field(default=None, max_length=SMALL_LIST)
     labels: dict[Key, Str] | None = Field(default=None, max_length=MAP_ENTRIES)
+    switch: str | None = Field(
+        default=None,
+        max_length=NAME,
+        description="The leaf switch the node hangs off (Slurm's topology, or a topology label): "
+        "the failure domain incidents name.",
+    )
 
 
 @event(topic="nodes")

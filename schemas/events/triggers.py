@@ -72,6 +72,12 @@ class TriggerPayload(Payload):
         description="Decided by a rule in shadow mode: recorded, never carried out (action "
         "workers only plan it) and never taken by the streams app as having happened.",
     )
+    fault: str | None = Field(
+        default=None,
+        max_length=NAME,
+        description="What kind of fault the decision is about (`xid:79`, `health:nvlink`), for "
+        "grouping into incidents with other nodes' faults of the same kind; None: the rule's.",
+    )
 
 
 class Trigger(Event):

@@ -31,6 +31,7 @@ from streams.entities import KINDS, kind_of_type
 from streams.rules.invalid import decision_invalid
 from streams.rules.scopes import Scope, chosen, clash
 from streams.rules.signals import KEEP_SIGNALS_MAX, Signals
+from streams.state.incidents import WINDOW_S as INCIDENT_WINDOW_S
 from streams.state.memo import FIRED_IDS_KEPT, Fired, RuleMemo, Signal
 
 S = TypeVar("S")
@@ -171,16 +172,28 @@ class RuleEngine:
     """The enabled rules with validated config, indexed by the event types they react to;
     `off`, the rules of the loaded modules that config switched off."""
 
-    def __init__(self, rules: Iterable[BoundRule], off: Iterable[BoundRule] = ()) -> None:
+    def __init__(
+        self,
+        rules: Iterable[BoundRule],
+        off: Iterable[BoundRule] = (),
+        incident_window_s: float = INCIDENT_WINDOW_S,
+    ) -> None:
         self.rules = tuple(rules)
         self.off = tuple(off)
+        # Faults of one kind within this long of one another are one incident (event time).
+        self.incident_window_s = incident_window_s
         self._by_type: dict[type[Event], list[BoundRule]] = {}
         for bound in self.rules:
             for cls in bound.spec.on:
                 self._by_type.setdefault(cls, []).append(bound)
 
     @classmethod
-    def load(cls, modules: Iterable[str], config: Mapping[str, Mapping[str, Any]]) -> RuleEngine:
+    def load(
+        cls,
+        modules: Iterable[str],
+        config: Mapping[str, Mapping[str, Any]],
+        incident_window_s: float = INCIDENT_WINDOW_S,
+    ) -> RuleEngine:
         """Import rule modules (which register rules) and bind their rules to their config.
 
         Config is validated for every registered rule; only the rules of `modules` are bound.
@@ -201,7 +214,7 @@ class RuleEngine:
                 continue
             _check_routed(spec)
             (bound if one.enabled else off).append(one)
-        return cls(bound, off)
+        return cls(bound, off, incident_window_s)
 
     def on(self, event_type: type[Event]) -> list[BoundRule]:
         """The enabled rules that react to `event_type`."""

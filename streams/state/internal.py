@@ -19,7 +19,7 @@ from pydantic import Field
 
 from schemas.envelope import Event, Payload
 from schemas.events import JobState
-from schemas.events.triggers import Rung
+from schemas.events.triggers import Rung, Severity
 
 _NAMESPACE = uuid.UUID("0d7f3f0e-93c4-4d8e-b0a8-5f2a4c1b7e21")
 NODE_SET_PREFIX = "nodeset:"
@@ -86,6 +86,8 @@ class NodeDecidedPayload(Payload):
     rule: str = ""  # empty in records written before it was carried
     ladder: tuple[Rung, ...] | None = None  # the rungs left after this step, if on a ladder
     batched: bool = False  # a drain that waits its turn in a batch (a big job's suspects)
+    fault: str | None = None  # what kind of fault (incidents group by it); None: the rule's
+    severity: Severity = "warning"
 
 
 class NodeDecided(Event):
@@ -163,6 +165,62 @@ class NodePeerNamed(Event):
     payload: NodePeerNamedPayload
 
 
+# Incidents (streams.state.incidents): a node's fault is told to its cluster's book for that
+# kind of fault, which names the incident it joins; from then on the node tells the incident
+# every change of its state, until it is settled.
+INCIDENT_BOOK_PREFIX = "incidents:"
+
+
+def incident_book_key(cluster: str, fault: str) -> str:
+    return f"{INCIDENT_BOOK_PREFIX}{cluster}:{fault}"
+
+
+class FaultReportedPayload(Payload):
+    node: str
+    fault: str
+    window_s: float  # the correlation window the node's engine was configured with
+
+
+class FaultReported(Event):
+    """A node's trouble began (`subject`: the book of its cluster and kind of fault)."""
+
+    type: Literal["FaultReported"] = "FaultReported"
+    payload: FaultReportedPayload
+
+
+class IncidentAssignedPayload(Payload):
+    incident: str
+    fault: str
+
+
+class IncidentAssigned(Event):
+    """The book named the incident a node's fault belongs to (`subject`: the node id)."""
+
+    type: Literal["IncidentAssigned"] = "IncidentAssigned"
+    payload: IncidentAssignedPayload
+
+
+class IncidentMemberReportedPayload(Payload):
+    node: str
+    fault: str
+    state: str  # the node's state as people read it (NodeCondition)
+    severity: Severity = "warning"
+    reason: str | None = None
+    decided_by: str | None = None
+    problem: str | None = None  # what went wrong or refused it
+    held_by: str | None = None
+    switch: str | None = None
+    partitions: tuple[str, ...] = ()
+    jobs: tuple[str, ...] = ()
+
+
+class IncidentMemberReported(Event):
+    """A member's state as it is now (`subject`: the incident id)."""
+
+    type: Literal["IncidentMemberReported"] = "IncidentMemberReported"
+    payload: IncidentMemberReportedPayload
+
+
 class TickPayload(Payload):
     pass
 
@@ -205,6 +263,9 @@ _INTERNAL: dict[str, type[Event]] = {
         JobActionReported,
         JobNodesImplicated,
         NodePeerNamed,
+        FaultReported,
+        IncidentAssigned,
+        IncidentMemberReported,
         JobTick,
         NodeTick,
     )

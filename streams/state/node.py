@@ -29,6 +29,7 @@ from schemas.events import (
 )
 from schemas.events.actions import BenchmarkCompletedPayload
 from schemas.events.nodes import DRAIN_REASON_PREFIX, NodeStateObservedPayload
+from schemas.events.triggers import Severity
 from schemas.groups import NODES, Facts
 from schemas.xids import XidResolution, resolution_of
 from streams.dispatch import by_type
@@ -64,6 +65,7 @@ from streams.state.story import (
 from streams.state.windows import Failure, record
 
 XIDS_KEPT = 32
+LOST_RULE = "heartbeat_lost"  # the rule whose decision marks a node unreachable
 # A GPU at or below this utilisation does no work (NVML reports whole percents; 1% is noise).
 IDLE_UTILIZATION_PCT = 1.0
 HEALTH_FAILURES_KEPT = 64
@@ -138,6 +140,16 @@ class XidSeen(BaseModel):
         return XidResolution(self.resolution) if self.resolution else resolution_of(self.xid)
 
 
+class Lost(BaseModel):
+    """No heartbeat for longer than the node's limit (rule `heartbeat_lost` decided so)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    since: datetime  # the last heartbeat
+    why: str
+    severity: Severity = "warning"
+
+
 class NodeFacts(BaseModel):
     """What the node is (agent and scheduler reports, merged): node groups select by these."""
 
@@ -152,6 +164,7 @@ class NodeFacts(BaseModel):
     partitions: tuple[str, ...] = ()
     features: tuple[str, ...] = ()
     labels: dict[str, str] = Field(default_factory=dict)
+    switch: str | None = None
     # Per field above: the event time of the report it holds. The agent and the scheduler's
     # watcher report different fields, and a report can come late (a spool sent after an
     # outage, a redelivery): a field only takes a report newer than the one it holds.
@@ -208,6 +221,12 @@ class Node(Entity):
     gpu_idle_since: dict[int, datetime | None] = Field(default_factory=dict)
     failures: tuple[Failure, ...] = ()  # failed attempts that ran here, event time
     named_as_peer: tuple[PeerNamed, ...] = ()  # by jobs' log lines, the latest kept
+    lost: Lost | None = None  # heartbeats stopped: unreachable until one comes again
+    # Incidents (streams.state.incidents): the open incident the node belongs to and its state
+    # as last told to it; a fault told to the book whose incident is not named yet.
+    incident: str | None = None
+    incident_told: str | None = None
+    fault_told: str | None = None
 
     @classmethod
     def new(cls, event: Event) -> Node:
@@ -298,13 +317,14 @@ _folded = by_type(fold)
 def _(event: NodeHeartbeat, state: Node) -> Node:
     if state.last_heartbeat_at is not None and event.occurred_at <= state.last_heartbeat_at:
         return state
-    return state.model_copy(
-        update={
-            "last_heartbeat_at": event.occurred_at,
-            "heartbeat_interval_s": event.payload.interval_s,
-            "gpu_count": event.payload.gpus,
-        }
-    )
+    update: dict[str, object] = {
+        "last_heartbeat_at": event.occurred_at,
+        "heartbeat_interval_s": event.payload.interval_s,
+        "gpu_count": event.payload.gpus,
+    }
+    if state.lost is not None and event.occurred_at > state.lost.since:
+        update["lost"] = None  # reachable again, by itself
+    return state.model_copy(update=update)
 
 
 @fold.register
@@ -498,6 +518,8 @@ def _(event: NodeDecided, state: Node) -> Node:
                 triggers=(p.trigger_id,),
                 decided_by=p.rule or None,
                 batched=p.batched,
+                fault=p.fault or p.rule or None,
+                severity=p.severity,
             )
         elif story is not None and story.stage is Stage.DRAIN_REQUESTED:
             story = story.asked(p.trigger_id)  # another rule asks too: either outcome counts
@@ -530,7 +552,9 @@ def _(event: NodeActionReported, state: Node) -> Node:
             update = {"story": story.to(Stage.DRAINED, at, problem=None)}
         case "QuarantineNodes", False, Stage.DRAIN_REQUESTED:
             update = {
-                "story": story.to(Stage.DRAIN_FAILED, at, problem=p.error and clip(p.error)),
+                "story": story.to(
+                    Stage.DRAIN_FAILED, at, problem=p.error and clip(p.error), held_by=p.held_by
+                ),
                 "episodes": state.episodes + 1,
             }
         case "RunBenchmark", False, Stage.BENCHMARKING:
@@ -634,6 +658,7 @@ def _outside_the_story(state: Node, event: NodeActionReported) -> Node:
             since=at,
             triggers=(p.trigger_id,),
             decided_by=f"operator/{p.operator}",
+            fault=f"operator:{p.operator}",
         )
         # A rule's story is over: the operator holds the node now.
         over = _over(state, at, f"taken over by operator {p.operator}") if story else {}

@@ -35,7 +35,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
 
-from schemas.events.triggers import Rung
+from schemas.events.triggers import Rung, Severity
 
 
 class NodeStatus(StrEnum):
@@ -115,6 +115,11 @@ class Story(BaseModel):
     # The drain asked for waits its turn in a batch (a big job's suspects): a rule that asks
     # for the drain at once (a fatal XID) may still do so.
     batched: bool = False
+    # What kind of fault took the node out, as incidents group it (`xid:79`, a rule's name,
+    # `operator:<name>`).
+    fault: str | None = None
+    held_by: str | None = None  # the silence that held its drain (`problem` says until when)
+    severity: Severity = "warning"  # the decision's
 
     @property
     def status(self) -> NodeStatus:

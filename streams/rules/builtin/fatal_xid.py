@@ -38,4 +38,5 @@ def fatal_xid(node: Node, event: GpuXidObserved, config: FatalXidConfig) -> Iter
         jobs=jobs_on(node, event),
         reason=f"{describe(p.xid)} on GPU {p.gpu}" + (f": {p.message}" if p.message else ""),
         config=config,
+        fault=f"xid:{p.xid}",
     )

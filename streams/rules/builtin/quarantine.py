@@ -33,6 +33,7 @@ def quarantine(
     caused_by: tuple[uuid.UUID, ...] | None = None,
     jobs: Iterable[str] = (),
     batch: QuarantineBatch | None = None,
+    fault: str | None = None,
 ) -> QuarantineNodes:
     return QuarantineNodes.decide(
         cause=cause,
@@ -45,6 +46,7 @@ def quarantine(
         caused_by=caused_by or (cause.event_id,),
         jobs=tuple(dict.fromkeys(jobs))[:SMALL_LIST],
         batch=batch,
+        fault=fault,
     )
 
 

@@ -68,4 +68,5 @@ def repeated_health_failures(
         reason=reason,
         config=config,
         caused_by=tuple(f.event_id for f in failures),
+        fault=f"health:{p.check}",
     )

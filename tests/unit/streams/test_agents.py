@@ -115,7 +115,8 @@ async def test_node_agent_folds_a_gpu_batch_in_one_step(
     assert stored["story"]["stage"] == "drain_requested"
     assert stored["gpus"] == {"3": stored["gpus"]["3"]}  # only GPUs with errors are kept
     assert stored["gpus"]["3"]["ecc_double_bit"] == 1
-    assert forwards.values == []  # its own quarantine was applied inline, not re-keyed
+    # Its own quarantine was applied inline, not re-keyed; its trouble is told to its incident.
+    assert [decode_internal(v).type for v in forwards.values] == ["FaultReported"]
 
 
 def read_on(

@@ -107,7 +107,7 @@ def test_our_own_release_seen_by_the_scheduler_first_is_not_a_hand_made_change()
     assert (node_status(b.nodes["n1"]).why or "").startswith("released after: Xid 79")
 
 
-def test_a_decision_held_by_a_silence_leaves_the_node_suspect_and_rules_decide_afresh() -> None:
+def test_a_decision_held_by_a_silence_leaves_the_node_held_and_rules_decide_afresh() -> None:
     b = brain()
     drain = decided(b)
     held = "held by silence s-1a2b3c until 2026-01-01T02:00:00+00:00 (alice: drivers)"
@@ -116,7 +116,7 @@ def test_a_decision_held_by_a_silence_leaves_the_node_suspect_and_rules_decide_a
         isinstance(told, Notify) and told.payload.title == "Node n1 not quarantined: drain was held"
     )
     view = node_status(b.nodes["n1"])
-    assert (view.state, view.problem) == ("suspect", held)
+    assert (view.state, view.problem) == ("held", held)
     [again] = feed(b, xid("n1", 79, at_s=3))  # after it: a new decision, a new id
     assert isinstance(again, QuarantineNodes) and again.event_id != drain.event_id
 

@@ -1,0 +1,61 @@
+"""A node's state in the one vocabulary people read (`NodeCondition`): in the status views, the
+CLI, the client, incidents and Slack alike, so they cannot disagree."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from schemas.events.status import NodeCondition
+from streams.state.node import Node
+from streams.state.story import Stage
+
+STAGE_CONDITION: dict[Stage, NodeCondition] = {
+    Stage.DRAIN_REQUESTED: "draining",
+    Stage.DRAIN_FAILED: "suspect",
+    Stage.BENCHMARKING: "benchmarking",
+    Stage.PASSED: "releasing",
+    Stage.RELEASING: "releasing",
+    Stage.HELD: "held",
+    Stage.RESETTING: "resetting",
+    Stage.RESET: "resetting",
+    Stage.REBOOT_REQUESTED: "rebooting",
+    Stage.REBOOTING: "rebooting",
+    Stage.REBOOTED: "rebooting",
+    Stage.ESCALATING: "escalated",
+    Stage.ESCALATED: "escalated",
+    Stage.ESCALATION_FAILED: "escalated",
+}
+# Nothing more happens to a node in these without a new fault or a person: an incident whose
+# members are all settled is resolved. A refused drain is settled (the story is over, the
+# refusal told), and so is a held one (rules decide afresh after the silence) and a node people
+# hold.
+SETTLED: frozenset[NodeCondition] = frozenset(
+    {"in_service", "suspect", "held", "escalated", "drained", "down"}
+)
+
+
+def condition(node: Node) -> NodeCondition:
+    """Centrality's story first (it has the node out), then what the scheduler says someone
+    else did, then silence; otherwise in service."""
+    story, scheduler = node.story, node.scheduler
+    if story is not None:
+        if story.stage is Stage.DRAIN_FAILED and story.held_by is not None:
+            return "held"  # a silence holds the decision: rules decide afresh after it
+        return STAGE_CONDITION.get(story.stage, "quarantined")
+    if node.out_of_service_by_scheduler and scheduler is not None:
+        return "down" if scheduler.state.value == "DOWN" else "drained"
+    if node.lost is not None:
+        return "unreachable"
+    return "in_service"
+
+
+def condition_since(node: Node) -> datetime | None:
+    """When the node's current condition began."""
+    story, scheduler = node.story, node.scheduler
+    if story is not None:
+        return story.since
+    if node.out_of_service_by_scheduler and scheduler is not None:
+        return scheduler.at
+    if node.lost is not None:
+        return node.lost.since
+    return node.story_ended_at
