@@ -204,6 +204,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "centrality.config_cli",
     "centrality.doctor_cli",
     "centrality.fleet_cli",
+    "centrality.incidents_cli",
     "centrality.command_cli",
     "centrality.operator_cli",
     "centrality.silence_cli",

@@ -41,6 +41,8 @@ from schemas.events import (
     RunBenchmark,
     Trigger,
 )
+from schemas.events.incidents import IncidentEvent
+from schemas.fleet import read_incidents
 from schemas.operators import OperatorKey, OperatorSettings
 from schemas.settings import KafkaSettings
 from schemas.topics import topic_name
@@ -105,6 +107,25 @@ class Fleet:
         states = (state,) if isinstance(state, str) else tuple(state)
         found = selected(fleet.jobs.values(), cluster=cluster, states=states, names=matcher(names))
         return [s for s in found if isinstance(s, JobStatusChanged)]
+
+    def incidents(
+        self, *, state: Literal["open", "resolved"] | None = None, cluster: str | None = None
+    ) -> list[IncidentEvent]:
+        """Incidents as the streams app last published each (what `centrality incidents`
+        lists), newest first; `state`: only open or only resolved ones."""
+        found = run(read_incidents(self.kafka)).incidents.values()
+        return sorted(
+            (i for i in found if state in (None, i.payload.state) and cluster in (None, i.cluster)),
+            key=lambda i: i.payload.opened_at,
+            reverse=True,
+        )
+
+    def incident(self, incident_id: str) -> IncidentEvent:
+        """One incident; `UnknownSubject` when the streams app published none of that id."""
+        found = run(read_incidents(self.kafka)).incidents.get(incident_id)
+        if found is None:
+            raise UnknownSubject(f"no incident {incident_id!r}")
+        return found
 
     def node(self, name: str, cluster: str | None = None) -> NodeHandle:
         return NodeHandle(self, name, cluster)
