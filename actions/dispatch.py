@@ -51,7 +51,15 @@ from actions.threads import in_thread
 from actions.webhook import Webhook, make_webhook
 from schemas import tracing
 from schemas.envelope import Event, utcnow
-from schemas.events import ActionFailed, ActionStarted, ActionSucceeded, BenchmarkCompleted, Trigger
+from schemas.events import (
+    ActionFailed,
+    ActionHeld,
+    ActionStarted,
+    ActionSucceeded,
+    BenchmarkCompleted,
+    Trigger,
+)
+from schemas.events.incidents import told_by_incident
 from schemas.fleet import FleetReader
 from schemas.metrics.catalog import ACTIONS, BREAKER_REFUSALS
 
@@ -145,8 +153,7 @@ class Dispatcher:
             await self._refuse(spec, trigger, ctx, why, notify=True)
             return
         if (silence := await self._silenced(spec, trigger)) is not None:
-            why, silence_id = silence.words(), silence.silence_id
-            await self._refuse(spec, trigger, ctx, why, notify=True, held_by=silence_id)
+            await self._held(spec, trigger, ctx, silence)
             return
         if not ctx.dry_run and trigger.payload.operator is None:
             await self.batches.turn(trigger, self.park)
@@ -284,7 +291,7 @@ class Dispatcher:
                 done=detail,
                 benchmarks=benchmarks,
             )
-            detail = {**detail, "notified": await self._notify(ctx, message)}
+            detail = {**detail, "notified": await self._notify(ctx, trigger, message)}
         log.info("action_succeeded", action=spec.name, subject=trigger.subject, dry_run=ctx.dry_run)
         tracing.annotate({"centrality.action": spec.name, "centrality.outcome": "succeeded"})
         await self.emit(self._result(ActionSucceeded, spec, trigger, ctx, attempt, detail=detail))
@@ -308,7 +315,7 @@ class Dispatcher:
         message = incident_message(
             trigger, headline=spec.headline(trigger, succeeded=False), error=error
         )
-        notified = await self._notify(ctx, message)
+        notified = await self._notify(ctx, trigger, message)
         await self.emit(
             self._result(
                 ActionFailed, spec, trigger, ctx, attempt, error=error, permanent=permanent
@@ -328,7 +335,6 @@ class Dispatcher:
         *,
         notify: bool,
         outcome: Outcome = "skipped",
-        held_by: str | None = None,
     ) -> None:
         """Not acting is recorded like acting: an ActionFailed with the reason, maybe a message."""
         log.warning("action_refused", action=spec.name, id=str(trigger.event_id), why=why)
@@ -343,29 +349,45 @@ class Dispatcher:
                 headline=spec.headline(trigger, succeeded=False),
                 error=why,
                 refused=refused,
-                held=held_by is not None,
             )
-            detail["notified"] = await self._notify(ctx, message)
+            detail["notified"] = await self._notify(ctx, trigger, message)
         await self.emit(
             self._result(
-                ActionFailed,
-                spec,
-                trigger,
-                ctx,
-                1,
-                error=why,
-                permanent=True,
-                refused=refused,
-                held_by=held_by,
+                ActionFailed, spec, trigger, ctx, 1, error=why, permanent=True, refused=refused
             )
         )
         await self._record(spec, trigger, ctx, outcome, 0, error=why, detail=detail)
-        label = "held" if held_by else "refused" if refused else "in_doubt"
-        ACTIONS.labels(spec.name, label).inc()
+        ACTIONS.labels(spec.name, "refused" if refused else "in_doubt").inc()
 
-    async def _notify(self, ctx: ActionContext, message: Message) -> dict[str, Any]:
+    async def _held(
+        self, spec: HandlerSpec, trigger: Trigger, ctx: ActionContext, silence: Silence
+    ) -> None:
+        """A silence holds a rule's decision: recorded as held (its own result, no failure) and
+        told once; rules decide afresh after the silence."""
+        why = silence.words()
+        log.info(
+            "action_held", action=spec.name, id=str(trigger.event_id), silence=silence.silence_id
+        )
+        tracing.annotate({"centrality.action": spec.name, "centrality.outcome": "held"})
+        message = incident_message(
+            trigger, headline=spec.headline(trigger, succeeded=False), error=why, held=True
+        )
+        detail = {"notified": await self._notify(ctx, trigger, message)}
+        held = {"held_by": silence.silence_id, "until": silence.ends_at, "why": why}
+        await self.emit(self._result(ActionHeld, spec, trigger, ctx, 1, **held))
+        await self._record(
+            spec, trigger, ctx, "held", 0, error=why, detail=detail, held_by=silence.silence_id
+        )
+        ACTIONS.labels(spec.name, "held").inc()
+
+    async def _notify(
+        self, ctx: ActionContext, trigger: Trigger, message: Message
+    ) -> dict[str, Any]:
         """Queued, never awaited: a slow or absent Slack must not hold up an action or its
-        record. In shadow mode the plan records it at once."""
+        record. In shadow mode the plan records it at once. A rule's decision about nodes is
+        told through their incident (the teller), not message by message."""
+        if told_by_incident(trigger):
+            return {"told": "incident"}
         if ctx.dry_run:
             return ctx.notifier.post(ctx.incident, message)
         return self.notifications.submit(ctx.incident, message)
@@ -380,6 +402,7 @@ class Dispatcher:
         *,
         detail: dict[str, Any] | None = None,
         error: str | None = None,
+        held_by: str | None = None,
     ) -> None:
         await self.ledger.record(
             LedgerEntry(
@@ -396,6 +419,7 @@ class Dispatcher:
                 incident=ctx.incident,
                 thread=self.notifier.threads.get(ctx.incident),
                 batch=batch.name if (batch := batch_of(trigger)) is not None else None,
+                held_by=held_by,
                 recorded_at=self.clock(),
             )
         )

@@ -29,7 +29,7 @@ from schemas.topics import topic_name
 
 log = structlog.get_logger("actions.ledger")
 
-Outcome = Literal["started", "succeeded", "failed", "skipped", "dry_run"]
+Outcome = Literal["started", "succeeded", "failed", "skipped", "held", "dry_run"]
 # What may have been done, so what the circuit breakers count: `started` is an action in doubt.
 ACTED: tuple[Outcome, ...] = ("succeeded", "started", "dry_run")
 DRAIN, RELEASE = "quarantine_nodes", "release_nodes"  # the actions that take nodes out and back
@@ -63,6 +63,7 @@ class LedgerEntry(BaseModel):
     incident: str
     thread: ThreadRef | None = None
     batch: str | None = Field(default=None, description="The batch of a batched drain.")
+    held_by: str | None = Field(default=None, description="The silence that held it.")
     recorded_at: AwareDatetime = Field(default_factory=utcnow)
 
     def to_bytes(self) -> bytes:

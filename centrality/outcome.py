@@ -18,7 +18,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from schemas import kafka_clients
 from schemas.codec import DecodeError, decode
 from schemas.deadletter import DeadLetter
-from schemas.events import ActionFailed, ActionSucceeded
+from schemas.events import ActionFailed, ActionHeld, ActionSucceeded
 from schemas.settings import KafkaSettings
 from schemas.topics import topic_name
 
@@ -96,6 +96,8 @@ class OutcomeWatch:
         for event in events:
             if isinstance(event, ActionSucceeded) and event.payload.trigger_id == trigger_id:
                 return Outcome("succeeded", event.payload.action, dict(event.payload.detail))
+            if isinstance(event, ActionHeld) and event.payload.trigger_id == trigger_id:
+                return Outcome("held", event.payload.why, {})
             if isinstance(event, ActionFailed) and event.payload.trigger_id == trigger_id:
                 p = event.payload
                 verdict: Verdict = "held" if p.held_by else "refused" if p.refused else "failed"

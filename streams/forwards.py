@@ -15,6 +15,7 @@ from typing import get_args
 from schemas.envelope import Event
 from schemas.events import (
     ActionFailed,
+    ActionHeld,
     ActionStarted,
     ActionSucceeded,
     EscalateNodes,
@@ -27,7 +28,7 @@ from schemas.events import (
     ResetGpus,
     RunBenchmark,
 )
-from schemas.events.actions import ActionFailedPayload
+from schemas.events.actions import ActionFailedPayload, ActionHeldPayload
 from schemas.events.jobs import is_failure
 from streams.state.bounds import NODE_SET_NODES_KEPT, NODES_BYTES_KEPT, node_ids
 from streams.state.internal import (
@@ -153,7 +154,7 @@ for _trigger in get_args(NodeTrigger):
     forwards.register(_trigger, _decided)
 
 
-def _implicated(result: ActionStarted | ActionSucceeded | ActionFailed) -> list[Event]:
+def _implicated(result: ActionStarted | ActionSucceeded | ActionFailed | ActionHeld) -> list[Event]:
     """A quarantine's results (any of them: the decision implicates, whatever its outcome) tell
     the jobs it named that its nodes are out: their restarts avoid them."""
     p = result.payload
@@ -180,9 +181,10 @@ def _implicated(result: ActionStarted | ActionSucceeded | ActionFailed) -> list[
 forwards.register(ActionStarted, _implicated)
 
 
-def _reported(result: ActionSucceeded | ActionFailed) -> list[Event]:
+def _reported(result: ActionSucceeded | ActionFailed | ActionHeld) -> list[Event]:
     p = result.payload
     failed = p if isinstance(p, ActionFailedPayload) else None
+    held = p if isinstance(p, ActionHeldPayload) else None
     # A dry run did nothing: what was only planned must not move any state.
     if p.dry_run:
         return []
@@ -198,8 +200,8 @@ def _reported(result: ActionSucceeded | ActionFailed) -> list[Event]:
                 payload={
                     "trigger_id": p.trigger_id,
                     "trigger_type": p.trigger_type,
-                    "succeeded": failed is None,
-                    "error": failed.error if failed else None,
+                    "succeeded": failed is None and held is None,
+                    "error": failed.error if failed else held.why if held else None,
                     "cause": result.event_id,
                 },
             )
@@ -218,12 +220,12 @@ def _reported(result: ActionSucceeded | ActionFailed) -> list[Event]:
                 "trigger_type": p.trigger_type,
                 "action": p.action,
                 "succeeded": isinstance(result, ActionSucceeded),
-                "refused": failed is not None and failed.refused,
-                "error": failed.error if failed else None,
+                "refused": held is not None or (failed is not None and failed.refused),
+                "error": failed.error if failed else held.why if held else None,
                 "cause": result.event_id,
                 "operator": p.operator,
                 "reason": p.reason,
-                "held_by": failed.held_by if failed else None,
+                "held_by": held.held_by if held else failed.held_by if failed else None,
             },
         )
         for node in p.nodes
@@ -232,3 +234,4 @@ def _reported(result: ActionSucceeded | ActionFailed) -> list[Event]:
 
 forwards.register(ActionSucceeded, _reported)
 forwards.register(ActionFailed, _reported)
+forwards.register(ActionHeld, _reported)

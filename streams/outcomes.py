@@ -38,6 +38,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from schemas.envelope import Event
 from schemas.events import (
     ActionFailed,
+    ActionHeld,
     ActionSucceeded,
     BenchmarkCompleted,
     JobExited,
@@ -69,6 +70,7 @@ TYPES = (
     "RestartJob",
     "ActionSucceeded",
     "ActionFailed",
+    "ActionHeld",
     "BenchmarkCompleted",
     "NodeStateObserved",
     "JobStateChanged",
@@ -209,9 +211,9 @@ class _Index:
         self.by_id = by_id
         ordered = sorted(by_id.values(), key=lambda e: (e.occurred_at, str(e.event_id)))
         self.triggers = [e for e in ordered if isinstance(e, Trigger)]
-        self.results: dict[str, list[ActionSucceeded | ActionFailed]] = {}
+        self.results: dict[str, list[ActionSucceeded | ActionFailed | ActionHeld]] = {}
         for e in ordered:
-            if isinstance(e, ActionSucceeded | ActionFailed) and not e.payload.dry_run:
+            if isinstance(e, ActionSucceeded | ActionFailed | ActionHeld) and not e.payload.dry_run:
                 self.results.setdefault(str(e.payload.trigger_id), []).append(e)
         self.benchmarks = [e for e in ordered if isinstance(e, BenchmarkCompleted)]
         self.releases: list[tuple[datetime, str]] = [
@@ -242,9 +244,16 @@ class _Index:
         found = self.results.get(str(trigger.event_id), [])
         return next((r for r in found if isinstance(r, ActionSucceeded)), None)
 
-    def failed(self, trigger: Trigger) -> ActionFailed | None:
+    def failed(self, trigger: Trigger) -> tuple[str, str] | None:
+        """How the action was not done (`refused`, `failed`, `held`) and why; None: it was, or
+        nothing was reported."""
         found = self.results.get(str(trigger.event_id), [])
-        return next((r for r in found if isinstance(r, ActionFailed)), None)
+        for r in found:
+            if isinstance(r, ActionHeld):
+                return "held", r.payload.why
+            if isinstance(r, ActionFailed):
+                return ("refused" if r.payload.refused else "failed"), r.payload.error
+        return None
 
     def exits(self, since: datetime, until: datetime) -> list[JobExited]:
         return [
@@ -295,8 +304,8 @@ def _story(
         refused = seen.failed(t)
         if refused is None:
             return story
-        how = "refused" if refused.payload.refused else "failed"
-        return replace(story, outcome="not_drained", why=f"drain {how}: {refused.payload.error}")
+        how, error = refused
+        return replace(story, outcome="not_drained", why=f"drain {how}: {error}")
     bench = next(
         (b for b in seen.benchmarks if b.subject == node and b.occurred_at >= drained.occurred_at),
         None,
@@ -380,7 +389,7 @@ def _restart(t: RestartJob, seen: _Index, observed_until: datetime, s: OutcomeSe
         refused = seen.failed(t)
         if refused is None:
             return restart
-        return replace(restart, outcome="not_requeued", why=refused.payload.error)
+        return replace(restart, outcome="not_requeued", why=refused[1])
     if exit_ is not None and is_failure(exit_.payload):
         ran_min = (exit_.occurred_at - (started or requeued.occurred_at)).total_seconds() / 60
         if ran_min * 60 <= window_s:

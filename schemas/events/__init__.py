@@ -2,6 +2,7 @@
 
 from schemas.events.actions import (
     ActionFailed,
+    ActionHeld,
     ActionStarted,
     ActionSucceeded,
     BenchmarkCompleted,
@@ -48,6 +49,7 @@ from schemas.events.triggers import (
 
 __all__ = [
     "ActionFailed",
+    "ActionHeld",
     "ActionStarted",
     "ActionSucceeded",
     "BenchmarkCompleted",

@@ -20,6 +20,7 @@ from schemas.limits import (
     Details,
     Key,
     Str,
+    Timestamp,
 )
 from schemas.registry import event
 
@@ -73,8 +74,15 @@ class ActionFailedPayload(ActionPayload):
     held_by: str | None = Field(
         default=None,
         max_length=NAME,
-        description="The silence that held this decision (refused, to be decided afresh after it).",
+        description="Records written before `ActionHeld` existed: the silence that held this "
+        "decision. Workers now emit `ActionHeld` for a hold.",
     )
+
+
+class ActionHeldPayload(ActionPayload):
+    held_by: str = Field(min_length=1, max_length=NAME, description="The silence's id.")
+    until: Timestamp = Field(description="When the silence ends: rules decide afresh after it.")
+    why: str = Field(max_length=TEXT, description="The silence's words: who set it and why.")
 
 
 @event(topic="actions")
@@ -93,6 +101,14 @@ class ActionSucceeded(Event):
 class ActionFailed(Event):
     type: Literal["ActionFailed"] = "ActionFailed"
     payload: ActionFailedPayload
+
+
+@event(topic="actions")
+class ActionHeld(Event):
+    """A rule's decision a silence holds: recorded and told, not carried out, and no failure."""
+
+    type: Literal["ActionHeld"] = "ActionHeld"
+    payload: ActionHeldPayload
 
 
 class GpuBenchmark(Payload):

@@ -19,11 +19,34 @@ from typing import Literal
 from pydantic import Field
 
 from schemas.envelope import Event, Payload
-from schemas.events.triggers import Severity
+from schemas.events.triggers import Severity, Trigger
 from schemas.limits import MAP_ENTRIES, NAME, SMALL_LIST, SUBJECT, TEXT, UINT32_MAX, Key, Timestamp
 from schemas.registry import event
 
 INCIDENT_PREFIX = "inc-"
+NODE_THREAD_PREFIX = "node:"
+# A node's story: told through the node's incident (its parent message and notes), never one
+# message per step.
+NODE_STORY = frozenset(
+    {"QuarantineNodes", "RunBenchmark", "ReleaseNodes", "ResetGpus", "RebootNodes", "EscalateNodes"}
+)
+
+
+def node_thread(cluster: str, node: str) -> str:
+    """The thread a rule's Notify about a node's story names: its incident tells it."""
+    return f"{NODE_THREAD_PREFIX}{cluster}/{node}"
+
+
+def told_by_incident(trigger: Trigger) -> bool:
+    """Whether people hear of `trigger` through its nodes' incident rather than a message of
+    its own: a rule's step of a node's story, or a rule's Notify naming a node's thread.
+    Operators' commands are told on their own (they are people's, not a fault's)."""
+    p = trigger.payload
+    if p.operator is not None:
+        return False
+    if trigger.type in NODE_STORY:
+        return True
+    return str(getattr(p, "incident", "")).startswith(NODE_THREAD_PREFIX)
 
 
 class IncidentPayload(Payload):

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from schemas.events import BenchmarkCompleted, Notify, ReleaseNodes, Trigger
+from schemas.events.incidents import node_thread
 from streams.rules import ladder
 from streams.rules.registry import RuleConfig, rule
 from streams.state.node import Node
@@ -55,7 +56,7 @@ def benchmark_verdict(
             text=f"Drained because {story.reason}. Benchmark verdict {verdict}: "
             f"{story.problem} (judged by {story.judged}). It stays drained until someone "
             "releases it.",
-            incident=f"{node.cluster}/{node.node_id}",
+            incident=node_thread(node.cluster, node.node_id),
             nodes=(node.node_id,),
             **common,
         )

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from schemas.events import NodeStateObserved, Notify
+from schemas.events.incidents import node_thread
 from streams.rules.registry import RuleConfig, rule
 from streams.state.node import Node
 
@@ -46,6 +47,6 @@ def story_ended_by_hand(
         severity=config.severity,
         title=f"Node {node.node_id} {headline}",
         text=f"It was out of service because {ended.reason}. {then}",
-        incident=f"{node.cluster}/{node.node_id}",
+        incident=node_thread(node.cluster, node.node_id),
         nodes=(node.node_id,),
     )

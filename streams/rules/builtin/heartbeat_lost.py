@@ -1,5 +1,9 @@
 """No heartbeat from a node for longer than its limit → Notify (node lost), once per silence.
 
+The decision marks the node unreachable (`streams.state.node_incidents`) until a heartbeat comes;
+people hear of it through the node's incident, where a silent fleet is one incident, not a
+message per node.
+
 The limit is `limit_s`, or `missed` of the intervals the node's last heartbeat said to expect
 when that is longer: an agent set to heartbeat every 5 minutes is not lost 2 minutes after each
 beat (it was, every 5 minutes, before the node's own interval counted).
@@ -16,11 +20,12 @@ from datetime import datetime, timedelta
 from pydantic import Field
 
 from schemas.events import Notify
+from schemas.events.incidents import node_thread
 from streams.rules.registry import RuleConfig, rule
 from streams.state.internal import NodeTick
-from streams.state.node import Node
+from streams.state.node import LOST_RULE, Node
 
-NAME = "heartbeat_lost"
+NAME = LOST_RULE
 
 
 class HeartbeatLostConfig(RuleConfig):
@@ -70,6 +75,6 @@ def heartbeat_lost(node: Node, event: NodeTick, config: HeartbeatLostConfig) -> 
         caused_by=(),
         title=f"Node {node.node_id} lost",
         text=f"Last heartbeat at {since}.",
-        incident=f"{NAME}/{node.node_id}/{since}",
+        incident=node_thread(node.cluster, node.node_id),
         nodes=(node.node_id,),
     )

@@ -19,6 +19,7 @@ from typing import Any
 from pydantic import Field
 
 from schemas.events import Notify, RunBenchmark, Trigger
+from schemas.events.incidents import node_thread
 from streams.rules import ladder
 from streams.rules.ladder import LadderConfig
 from streams.rules.registry import RuleConfig, rule
@@ -104,7 +105,7 @@ def quarantine_story(
         reason=problem,
         title=title.format(**words),
         text=text.format(**words),
-        incident=f"{node.cluster}/{node.node_id}",
+        incident=node_thread(node.cluster, node.node_id),
         **common,
     )
 

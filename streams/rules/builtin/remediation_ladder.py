@@ -21,6 +21,7 @@ from pydantic import Field
 
 from schemas.envelope import Event
 from schemas.events import NodeStateObserved, Notify, Trigger
+from schemas.events.incidents import node_thread
 from streams.rules import ladder
 from streams.rules.registry import RuleConfig, Severity, rule
 from streams.state.internal import NodeActionReported, NodeTick
@@ -102,7 +103,7 @@ def _reported(node: Node, event: NodeActionReported, common: dict[str, Any]) -> 
             title=f"Node {node.node_id} stays drained: {step} {how}",
             text=f"Drained because {story.reason}. The {step} {how}: {story.problem}. The "
             "remediation ladder waits for a person: release the node, or repair it.",
-            incident=f"{node.cluster}/{node.node_id}",
+            incident=node_thread(node.cluster, node.node_id),
             nodes=(node.node_id,),
             **common,
         )

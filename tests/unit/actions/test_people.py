@@ -17,6 +17,7 @@ from schemas.codec import encode
 from schemas.envelope import utcnow
 from schemas.events import (
     ActionFailed,
+    ActionHeld,
     ActionSucceeded,
     QuarantineNodes,
     ReleaseNodes,
@@ -59,16 +60,26 @@ async def test_a_silence_holds_a_rules_decision_and_says_so_where_people_read(
 ) -> None:
     added = silence()
     rig = with_silences(Rig(slack), silences(added))
-    await rig.handle(quarantine(("n1",)))
+    await rig.handle(restart())
     assert rig.adapter.calls == []  # not carried out
-    [held] = rig.of(ActionFailed)
-    assert held.payload.refused and held.payload.held_by == added.payload.silence_id
-    assert held.payload.error.startswith(f"held by silence {added.payload.silence_id} until ")
-    assert "alice: driver upgrade" in held.payload.error
-    [post] = slack.posts
+    assert rig.of(ActionFailed) == []  # a hold is no failure
+    [held] = rig.of(ActionHeld)
+    assert held.payload.held_by == added.payload.silence_id
+    assert held.payload.until == added.payload.ends_at
+    assert held.payload.why.startswith(f"held by silence {added.payload.silence_id} until ")
+    assert "alice: driver upgrade" in held.payload.why
+    [post] = slack.posts  # told once, naming the silence and its end
     assert f"held: held by silence {added.payload.silence_id}" in post["text"]
-    entry = rig.ledger.get(quarantine(("n1",)).event_id)
-    assert entry is not None and entry.outcome == "skipped"  # redelivered: not done after it
+    entry = rig.ledger.get(restart().event_id)
+    assert entry is not None and entry.outcome == "held"  # redelivered: not done after it
+    assert entry.held_by == added.payload.silence_id
+
+
+async def test_a_held_step_of_a_nodes_story_is_told_by_its_incident(slack: SlackStub) -> None:
+    rig = with_silences(Rig(slack), silences(silence()))
+    await rig.handle(quarantine(("n1",)))
+    [held] = rig.of(ActionHeld)
+    assert held.payload.nodes == ("n1",) and slack.posts == []
 
 
 async def test_operators_commands_and_notifications_are_never_held(slack: SlackStub) -> None:
@@ -99,7 +110,7 @@ async def test_a_silence_holds_only_what_it_names(
 ) -> None:
     rig = with_silences(Rig(slack, quarantine_max_share=0.5), silences(silence(**scope)))
     await rig.handle(quarantine(("n1", "n9")))  # held whole when the silence covers one
-    assert bool(rig.of(ActionFailed)) is held and bool(rig.adapter.drained) is not held
+    assert bool(rig.of(ActionHeld)) is held and bool(rig.adapter.drained) is not held
 
 
 async def test_a_silence_ends_by_itself_or_by_an_operator_and_elsewhere_holds_nothing(
