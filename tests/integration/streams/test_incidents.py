@@ -29,7 +29,10 @@ STAMP = Stamp(source="it/agent", cluster="it")
 
 
 def wait_for(
-    read: Callable[[], Any], done: Callable[[Any], bool], timeout_s: float, check: Callable[[], None]
+    read: Callable[[], Any],
+    done: Callable[[Any], bool],
+    timeout_s: float,
+    check: Callable[[], None],
 ) -> Any:
     deadline = time.monotonic() + timeout_s
     while True:
