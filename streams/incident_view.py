@@ -84,6 +84,8 @@ def incident_view(incident: Incident) -> IncidentPayload:
         refused=incident.refused,
         held_by=incident.held_by,
         jobs=incident.jobs,
+        notes=incident.notes,
+        notes_count=incident.notes_count,
     )
 
 

@@ -20,7 +20,17 @@ from pydantic import Field
 
 from schemas.envelope import Event, Payload
 from schemas.events.triggers import Severity, Trigger
-from schemas.limits import MAP_ENTRIES, NAME, SMALL_LIST, SUBJECT, TEXT, UINT32_MAX, Key, Timestamp
+from schemas.limits import (
+    MAP_ENTRIES,
+    NAME,
+    SMALL_LIST,
+    SUBJECT,
+    TEXT,
+    UINT32_MAX,
+    Key,
+    Str,
+    Timestamp,
+)
 from schemas.registry import event
 
 INCIDENT_PREFIX = "inc-"
@@ -98,6 +108,14 @@ class IncidentPayload(Payload):
     jobs: tuple[str, ...] = Field(
         default=(), max_length=SMALL_LIST, description="Jobs running on its nodes at the fault."
     )
+    notes: tuple[Str, ...] = Field(
+        default=(),
+        max_length=SMALL_LIST,
+        description="The latest steps people must see, one line each (`gpu-07: kept out: "
+        "benchmark fail: …`, `gpu-09: resumed by hand`): a teller replies with those past "
+        "what it told.",
+    )
+    notes_count: int = Field(default=0, ge=0, le=UINT32_MAX, description="Notes so far, in all.")
 
 
 class IncidentEvent(Event):

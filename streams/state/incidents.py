@@ -44,6 +44,7 @@ WINDOW_S = 60.0  # the default correlation window (CENTRALITY_STREAMS_INCIDENT_W
 MIXED = "\x00"  # a domain the members do not share
 DOMAINS = ("switch", "job", "partition")  # narrowest first; the cluster holds them all
 KEPT = 16  # rules, silences, jobs named
+NOTES_KEPT = 32
 
 
 class IncidentBook(Entity):
@@ -88,6 +89,8 @@ class Incident(Entity):
     refused: str | None = None  # the first refusal's words (the circuit breaker's figures)
     held_by: tuple[str, ...] = ()
     jobs: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()  # the latest NOTES_KEPT steps people must see
+    notes_count: int = 0  # every note so far: a teller tells those past what it told
 
     @classmethod
     def new(cls, event: Event) -> Incident:
@@ -217,6 +220,9 @@ def _told(state: Incident, event: IncidentMemberReported) -> dict[str, object]:
     update: dict[str, object] = {}
     if p.decided_by:
         update["decided_by"] = _kept(state.decided_by, (p.decided_by,))
+    if p.note:
+        update["notes"] = (*state.notes, clip(p.note))[-NOTES_KEPT:]
+        update["notes_count"] = state.notes_count + 1
     if p.held_by:
         update["held_by"] = _kept(state.held_by, (p.held_by,))
     elif p.state == "suspect" and p.problem and state.refused is None:

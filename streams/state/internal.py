@@ -212,6 +212,7 @@ class IncidentMemberReportedPayload(Payload):
     switch: str | None = None
     partitions: tuple[str, ...] = ()
     jobs: tuple[str, ...] = ()
+    note: str | None = None  # a step people must see (kept out, escalated, resumed by hand)
 
 
 class IncidentMemberReported(Event):

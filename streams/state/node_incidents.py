@@ -7,6 +7,8 @@ unreachable until a heartbeat comes.
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from schemas.envelope import Event
 from schemas.events import Notify
 from streams.state.bounds import clip
@@ -19,6 +21,7 @@ from streams.state.internal import (
     incident_book_key,
 )
 from streams.state.node import LOST_RULE, Lost, Node, fold
+from streams.state.story import Stage
 
 JOBS_TOLD = 8
 
@@ -76,6 +79,33 @@ def reports(node: Node, event: Event, window_s: float) -> tuple[Node, list[Event
     return node.model_copy(update=update), [_member(node, node.incident, state, event)]
 
 
+# The steps of a story people must see, in words (`{problem}`: what went wrong).
+_NOTES = {
+    Stage.KEPT: "kept out: benchmark {verdict}: {problem}",
+    Stage.BENCHMARK_FAILED: "benchmark did not run: {problem}",
+    Stage.RELEASE_FAILED: "release failed: {problem}",
+    Stage.RUNG_FAILED: "a repair failed: {problem}",
+    Stage.ESCALATED: "escalated to a person for hardware service",
+    Stage.ESCALATION_FAILED: "escalation failed: {problem}",
+}
+
+
+def note(node: Node, state: str, at: datetime) -> str | None:
+    """What people must hear of this step of the node's story, beyond the counts: a verdict that
+    keeps it out, a step that failed, a hold, what people did by hand."""
+    story, name = node.story, node.node_id
+    if story is not None and story.held_by is not None and state == "held":
+        return clip(f"{name}: {story.problem}")
+    if story is not None and (words := _NOTES.get(story.stage)) is not None:
+        told = words.format(verdict=story.verdict or "-", problem=story.problem or "-")
+        return clip(f"{name}: {told}")
+    ended = node.ended
+    if story is None and ended is not None and ended.at == at and ended.how != "released":
+        by_hand = " by hand" if ended.how in ("resumed", "taken") else ""
+        return clip(f"{name}: {ended.how}{by_hand}")
+    return None
+
+
 def _member(node: Node, incident: str, state: str, event: Event) -> IncidentMemberReported:
     story = node.story
     payload: dict[str, object] = {
@@ -86,6 +116,7 @@ def _member(node: Node, incident: str, state: str, event: Event) -> IncidentMemb
         "partitions": node.facts.partitions[:4],
         "jobs": tuple(node.jobs)[:JOBS_TOLD],
     }
+    payload["note"] = note(node, state, event.occurred_at)
     if story is not None:
         payload |= {"reason": story.reason, "decided_by": story.decided_by}
         payload |= {"severity": story.severity}

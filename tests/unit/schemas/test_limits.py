@@ -38,6 +38,7 @@ INCIDENT = {
 }
 VALID: dict[str, dict[str, Any]] = {
     "ActionFailed": {**ACTION, "error": "e", "permanent": True},
+    "ActionHeld": {**ACTION, "held_by": "s-1", "until": "2026-01-01T00:00:00Z", "why": "w"},
     "ActionStarted": ACTION,
     "ActionSucceeded": ACTION,
     "BenchmarkCompleted": {"node": "n1", "verdict": "pass"},

@@ -4,7 +4,7 @@ resolved once every member is settled."""
 from __future__ import annotations
 
 from schemas.events import QuarantineNodes, RunBenchmark
-from streams.testing import Story, benchmark, facts, heartbeat, result, xid
+from streams.testing import Story, benchmark, facts, heartbeat, result, scheduler_says, xid
 from streams.views import node_status
 
 FLEET = tuple(f"gpu-{i:03d}" for i in range(1, 41))
@@ -99,3 +99,32 @@ def test_faults_of_other_kinds_are_other_incidents() -> None:
     beating(story, FLEET[:2], 0)
     story.tell(xid(FLEET[0], 79, at_s=1), xid(FLEET[1], 48, at_s=2))
     assert sorted(i.kind for i in story.incidents.values()) == ["xid:48", "xid:79"]
+
+
+def test_steps_people_must_see_are_the_incidents_notes() -> None:
+    story = Story()
+    beating(story, FLEET[:2], 0)
+    drains = [t for n in FLEET[:2] for t in story.tell(xid(n, 79, at_s=1))]
+    benches = [t for d in drains for t in story.tell(result(d, 2))]
+    for b in benches:
+        story.tell(result(b, 3))
+    story.tell(benchmark(FLEET[0], "fail", 4, benches[0]))
+    story.tell(scheduler_says(FLEET[1], "AVAILABLE", 5, reason=None))  # resumed by someone
+    [incident] = story.incidents.values()
+    assert incident.notes == (
+        f"{FLEET[0]}: kept out: benchmark fail: slow",
+        f"{FLEET[1]}: resumed by hand",
+    )
+    assert incident.notes_count == 2
+    assert incident.states == {"quarantined": 1, "in_service": 1} and incident.state == "open"
+
+
+def test_a_hold_is_a_note_naming_the_silence() -> None:
+    story = Story()
+    beating(story, FLEET[:1], 0)
+    [drain] = [t for t in story.tell(xid(FLEET[0], 79, at_s=1)) if isinstance(t, QuarantineNodes)]
+    why = "held by silence s-1 until 2026-01-01T02:00:00+00:00 (alice: drivers)"
+    story.tell(result(drain, 2, error=why, refused=True, held_by="s-1"))
+    [incident] = story.incidents.values()
+    assert incident.states == {"held": 1} and incident.held_by == ("s-1",)
+    assert incident.notes == (f"{FLEET[0]}: {why}",) and incident.refused is None
