@@ -16,7 +16,8 @@ _MODE = {"live": "[green]live[/]", "shadow": "[yellow]shadow[/]", "off": "[dim]o
 
 def rules(json: bool = JSON) -> None:
     """Every rule of the loaded modules (the built-ins and CENTRALITY_RULES): its module, the
-    events it reacts to, its mode (live, shadow, or off), its config
+    events it reacts to, its mode (live, shadow, or off), its debounce (how many evaluations in a
+    row, or how long, its condition must hold before it decides), its config
     (CENTRALITY_STREAMS_RULE_CONFIG over its defaults) and its scopes (node groups and job
     classes: what each selects, what it sets, its mode there, and how many of the nodes the
     streams app knows it selects: a node-group scope selecting none is marked). A rule set the
@@ -42,6 +43,7 @@ def rules(json: bool = JSON) -> None:
             "events": [cls.__name__ for cls in b.spec.on],
             "mode": b.config.mode if b.config.enabled else "off",
             "keep_signals": b.spec.keep_signals,
+            "debounce": {"for_s": b.config.for_s, "for_count": b.config.for_count},
             "config": b.config.model_dump(mode="json"),
             "scopes": [
                 {
@@ -58,13 +60,16 @@ def rules(json: bool = JSON) -> None:
     if json:
         print(orjson.dumps(rows).decode())
         return
-    table = Table("rule", "module", "events", "mode", "config (set)", "scopes", title="rules")
+    table = Table(
+        "rule", "module", "events", "mode", "debounce", "config (set)", "scopes", title="rules"
+    )
     for row, bound in zip(rows, loaded, strict=True):
         table.add_row(
             row["rule"],
             row["module"],
             ", ".join(row["events"]),
             _MODE[row["mode"]],
+            debounce(bound.config),
             _set(bound.config),
             "\n".join(
                 escape(f"{s.match.said()}: {orjson.dumps(s.overrides).decode()}") + _nodes(count)
@@ -80,6 +85,16 @@ def _nodes(count: int | None) -> str:
     if count == 0:
         return " [red]· no known node[/]"
     return f" [dim]· {count} node{'s' if count != 1 else ''}[/]"
+
+
+def debounce(config: Any) -> str:
+    """How long, or how many times in a row, a rule's condition must hold before it decides."""
+    said = []
+    if config.for_count > 1:
+        said.append(f"{config.for_count} in a row")
+    if config.for_s > 0:
+        said.append(f"{config.for_s:g} s")
+    return " and ".join(said) or "none"
 
 
 def _set(config: Any) -> str:

@@ -63,6 +63,14 @@ class RuleConfig(BaseModel):
         "fires on the first evaluation at least for_s after the first one that held, provided "
         "no evaluation in between found it false.",
     )
+    for_count: int = Field(
+        default=1,
+        ge=1,
+        le=1000,
+        description="Debounce: the rule's condition must hold on this many evaluations in a row "
+        "(its events and clock ticks) before it fires, as well as for `for_s`; an evaluation "
+        "that finds it false starts the count again. 1: the first time it holds.",
+    )
     cooldown_s: float = Field(
         default=0.0,
         ge=0,
@@ -234,7 +242,12 @@ class RuleEngine:
         triggers: list[Trigger] = []
         # The memo's own dicts until a rule needs them changed: most evaluations decide nothing
         # and leave the memo as it was, and then cost no copy.
-        pending, fired, signals = memo.pending_since, memo.fired, memo.signals
+        pending, counts, fired, signals = (
+            memo.pending_since,
+            memo.pending_count,
+            memo.fired,
+            memo.signals,
+        )
         copied = False
         traced = tracing.enabled()
         for bound in self.on(type(event)):
@@ -259,11 +272,12 @@ class RuleEngine:
             if not decided and key not in pending:
                 continue
             if not copied:
-                pending, fired, copied = dict(pending), dict(fired), True
+                pending, counts, fired, copied = dict(pending), dict(counts), dict(fired), True
             if not decided:
                 del pending[key]
+                counts.pop(key, None)
                 continue
-            fresh, held = _admit(key, cfg, decided, now, pending, fired)
+            fresh, held = _admit(key, cfg, decided, now, pending, counts, fired)
             if scope is not None:
                 fresh = [_told(t, scope) for t in fresh]
             if cfg.mode == "shadow":
@@ -272,9 +286,15 @@ class RuleEngine:
             if started_ns:  # traced: a span for each rule that decided something
                 attributes = _decision(spec.name, event, fresh, held)
                 tracing.record(f"rule {spec.name}", started_ns, attributes)
-        if pending == memo.pending_since and fired == memo.fired and signals is memo.signals:
+        if (
+            pending == memo.pending_since
+            and counts == memo.pending_count
+            and fired == memo.fired
+            and signals is memo.signals
+        ):
             return triggers, memo
-        return triggers, RuleMemo(pending_since=pending, fired=fired, signals=signals)
+        memo = RuleMemo(pending_since=pending, pending_count=counts, fired=fired, signals=signals)
+        return triggers, memo
 
 
 def _told(trigger: Trigger, scope: Scope) -> Trigger:
@@ -422,11 +442,17 @@ def _admit(
     decided: list[Trigger],
     now: datetime,
     pending: dict[str, datetime],
+    counts: dict[str, int],
     fired: dict[str, Fired],
 ) -> tuple[list[Trigger], str | None]:
-    """What a rule decided that goes out now, or why nothing does (`for_s` not yet over, all
-    decided before, cooldown); `pending` and `fired` are updated in place."""
+    """What a rule decided that goes out now, or why nothing does (`for_s` or `for_count` not
+    yet reached, all decided before, cooldown); `pending`, `counts` and `fired` are updated in
+    place."""
     since = pending.setdefault(name, now)
+    if cfg.for_count > 1:  # counted only where asked: most rules' memos stay as they were
+        counts[name] = min(counts.get(name, 0) + 1, cfg.for_count)
+        if counts[name] < cfg.for_count:
+            return [], "for_count"
     if (now - since).total_seconds() < cfg.for_s:
         return [], "for_s"
     last = fired.get(name)

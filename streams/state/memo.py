@@ -36,5 +36,8 @@ class RuleMemo(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     pending_since: dict[str, datetime] = {}
+    # How many evaluations in a row found the condition held (`for_count`); kept beside
+    # `pending_since`, and forgotten with it once an evaluation finds it false.
+    pending_count: dict[str, int] = {}
     fired: dict[str, Fired] = {}
     signals: dict[str, tuple[Signal, ...]] = {}

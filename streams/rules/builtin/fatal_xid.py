@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from schemas.events import GpuXidObserved, Trigger
 from schemas.xids import FATAL_XIDS, describe, is_fatal
@@ -23,6 +23,14 @@ class FatalXidConfig(RuleConfig):
         "a reboot or hands-on service). Xid 154 is judged by the action its message names.",
     )
     severity: Severity = "critical"
+
+    @model_validator(mode="after")
+    def never_waits(self) -> FatalXidConfig:
+        """A fatal XID is no flapping signal: the GPU needs a reset or more, and every step on
+        it meanwhile is lost work. Debouncing it is refused."""
+        if self.for_s != 0 or self.for_count != 1:
+            raise ValueError("a fatal XID never waits: for_s must be 0 and for_count 1")
+        return self
 
 
 @rule(NAME, on=(GpuXidObserved,), config=FatalXidConfig)

@@ -42,7 +42,8 @@ def test_rules_lists_ones_own_beside_the_built_ins_with_their_modes(tmp_path: Pa
         "CENTRALITY_RULES": "cli_own_rules",
         "CENTRALITY_STREAMS_RULE_CONFIG": '{"cli_own_rule": {"mode": "shadow", "times": 3, '
         '"scopes": [{"match": {"cluster": "b"}, "times": 4}]}, '
-        '"idle_allocation": {"enabled": false}}',
+        '"idle_allocation": {"enabled": false}, '
+        '"repeated_health_failures": {"for_count": 3}}',
     }
     listed = run(["rules", "--json"], env, tmp_path)
     assert listed.returncode == 0, listed.stderr
@@ -61,10 +62,13 @@ def test_rules_lists_ones_own_beside_the_built_ins_with_their_modes(tmp_path: Pa
     assert rows["fatal_xid"]["mode"] == "live" and rows["fatal_xid"]["builtin"]
     assert rows["idle_allocation"]["mode"] == "off"  # switched off, still listed
     assert {"quarantine_story", "benchmark_verdict"} <= set(rows)
+    assert rows["repeated_health_failures"]["debounce"] == {"for_s": 0.0, "for_count": 3}
+    assert rows["fatal_xid"]["debounce"] == {"for_s": 0.0, "for_count": 1}
     table = run(["rules"], env, tmp_path)
     assert table.returncode == 0 and "cli_own_rule" in table.stdout and "shadow" in table.stdout
     assert '{"mode":"shadow","times":3}' in table.stdout  # what the config changed
     assert 'cluster=b: {"times":4}' in table.stdout
+    assert "3 in a row" in table.stdout  # each rule's debounce
 
 
 @pytest.mark.parametrize(

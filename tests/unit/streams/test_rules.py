@@ -13,15 +13,17 @@ from schemas.codec import DecodeError, decode, encode
 from schemas.envelope import Event
 from schemas.events import Trigger
 from streams.process import Brain
-from streams.rules.registry import RuleEngine
+from streams.rules.registry import RuleConfigError, RuleEngine
 from streams.settings import StreamsSettings
 from streams.state.story import NodeStatus
 from streams.testing import (
     T0,
+    Story,
     benchmark,
     checkpoint,
     completed,
     ended,
+    health,
     heartbeat,
     result,
     running,
@@ -229,3 +231,21 @@ def test_the_longest_node_name_the_contract_allows_can_be_named_in_every_decisio
     with pytest.raises(DecodeError) as info:
         decode(encode(too_long))
     assert info.value.reason == "limit" and info.value.detail.startswith("subject")
+
+
+def test_a_flapping_check_decides_only_after_for_count_observations_in_a_row() -> None:
+    config = {"repeated_health_failures": {"threshold": 1, "for_count": 3}}
+    story = Story(config=config)
+    story.tell(heartbeat("n1", 0))
+    assert story.tell(health("n1", "nvlink", "CRITICAL", 1)) == []
+    assert story.tell(health("n1", "nvlink", "CRITICAL", 2)) == []
+    assert story.tell(health("n1", "nvlink", "OK", 3)) == []  # it flapped: the count starts again
+    assert story.tell(health("n1", "nvlink", "CRITICAL", 4)) == []
+    assert story.tell(health("n1", "nvlink", "CRITICAL", 5)) == []
+    [drain] = story.tell(health("n1", "nvlink", "CRITICAL", 6))
+    assert drain.type == "QuarantineNodes" and drain.payload.fault == "health:nvlink"
+
+
+def test_a_fatal_xid_never_waits() -> None:
+    with pytest.raises(RuleConfigError, match="a fatal XID never waits"):
+        Story(config={"fatal_xid": {"for_count": 2}})
