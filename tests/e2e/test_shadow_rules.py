@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 from centrality.pipeline import Pipeline
-from centrality.slack_stub import SlackStub
+from centrality.slack_fake import SlackFake
 from schemas.emitter import Emitter
 from schemas.envelope import Event
 from schemas.settings import KafkaSettings
@@ -43,8 +43,8 @@ RULE_CONFIG = {
 
 
 @pytest.fixture
-def slack() -> Iterator[SlackStub]:
-    with SlackStub() as stub:
+def slack() -> Iterator[SlackFake]:
+    with SlackFake() as stub:
         yield stub
 
 
@@ -75,7 +75,7 @@ def test_own_rules_beside_the_built_ins_and_shadow_rules_that_only_record(
     kafka_settings: KafkaSettings,
     clickhouse_settings: ClickHouseSettings,
     worker_env: dict[str, str],
-    slack: SlackStub,
+    slack: SlackFake,
     unique: str,
     tmp_path: Path,
 ) -> None:

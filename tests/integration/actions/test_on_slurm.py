@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from actions.adapters.slurm import SlurmAdapter
-from centrality.slack_stub import SlackStub
+from centrality.slack_fake import SlackFake
 from schemas.events import (
     ActionSucceeded,
     BenchmarkCompleted,
@@ -50,7 +50,7 @@ async def test_triggers_act_on_slurm_once_and_reach_slack(
     kafka_settings: KafkaSettings,
     slurm: SlurmAdapter,
     slurm_cluster: SlurmCluster,
-    slack: SlackStub,
+    slack: SlackFake,
     tmp_path: Path,
 ) -> None:
     script = tmp_path / "train.sh"
@@ -114,7 +114,7 @@ async def test_dry_run_changes_nothing_on_slurm(
     kafka_settings: KafkaSettings,
     slurm: SlurmAdapter,
     slurm_cluster: SlurmCluster,
-    slack: SlackStub,
+    slack: SlackFake,
 ) -> None:
     cluster = slurm_cluster.name
     quarantine = decide(QuarantineNodes, cluster, "dry", nodes=SUSPECTS)
