@@ -41,7 +41,7 @@ from schemas.metrics.catalog import SLACK_MESSAGES, SLACK_WAITING
 
 log = structlog.get_logger("actions.slack")
 
-How = Literal["posted", "updated", "coalesced", "digest", "dropped", "lost"]
+How = Literal["posted", "updated", "digest", "dropped", "lost"]
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,7 @@ class Delivery:
 
     @property
     def told(self) -> bool:
-        return self.how in ("posted", "updated", "coalesced", "digest")
+        return self.how in ("posted", "updated", "digest")
 
 
 class Poster(Protocol):
