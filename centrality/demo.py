@@ -25,7 +25,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import time
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -384,7 +383,7 @@ def _run(
                     still = missing(s, rows_for(clickhouse, s.subjects))
                     raise TimeoutError(f"{exc}; still missing: {still}") from None
             with console.status("the action worker tells Slack, a message a second…"):
-                _told_all(slack, timeout_s)
+                slack.wait_quiet(SLACK_QUIET_S, timeout_s)
         result = DemoResult(
             s,
             rows,
@@ -395,14 +394,6 @@ def _run(
         )
     narrate(console, result, clickhouse)
     return result
-
-
-def _told_all(slack: SlackFake, timeout_s: float) -> None:
-    """Until nothing reached Slack for a while: the worker told all it had (it paces itself, a
-    message a second, so the last ones may come well after the story is in ClickHouse)."""
-    deadline = time.monotonic() + timeout_s
-    while not slack.quiet_for(SLACK_QUIET_S) and time.monotonic() < deadline:
-        time.sleep(0.5)
 
 
 def _clickhouse(stack: Stack, env: dict[str, str]) -> ClickHouseSettings:

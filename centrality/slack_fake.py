@@ -128,6 +128,17 @@ class SlackFake(LocalServer):
         """Whether no call came for `seconds`: whoever posts has told all it had."""
         return self.last_call_at is None or self.clock() - self.last_call_at >= seconds
 
+    def wait_quiet(
+        self, seconds: float, timeout_s: float, check: Callable[[], object] = lambda: None
+    ) -> None:
+        """Until no call came for `seconds` (at most `timeout_s`, real time): a notifier keeping
+        Slack's pace, a message a second, may tell its last ones well after what it told of
+        happened. `check` is called between polls (a caller's way to fail early)."""
+        deadline = time.monotonic() + timeout_s
+        while not self.quiet_for(seconds) and time.monotonic() < deadline:
+            check()
+            time.sleep(0.5)
+
     def threads(self) -> list[tuple[Channel, list[Message]]]:
         """Every thread (a top-level message and its replies), channel by channel, oldest first:
         what people scrolling the channels see now."""

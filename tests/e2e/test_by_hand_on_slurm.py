@@ -177,6 +177,7 @@ def test_what_people_do_in_slurm_wins(
                 ),
                 pipeline,
             )
+            slack.wait_quiet(3.0, 120.0, pipeline.check)  # Slack's pace: a message a second
     finally:  # the cluster is the session's: no node drained, no benchmark or reservation left
         slurm_cluster.tidy()
 

@@ -192,6 +192,7 @@ def test_operators_see_and_steer_the_fleet(
             ),
             pipeline,
         )
+        slack.wait_quiet(3.0, 120.0, pipeline.check)  # it keeps Slack's pace: a message a second
 
     rows = [(r.type, json.loads(r.payload)) for r in rows_for(clickhouse_settings, [target])]
     results = [p for t, p in rows if t in ("ActionSucceeded", "ActionFailed")]

@@ -23,6 +23,7 @@ from tests.factories import exited
 from tests.kafka_helpers import read_events
 from tests.support.action_worker import count, send, wait_for, worker
 from tests.support.slurm import SlurmCluster
+from tests.support.until import until_true
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 
@@ -95,6 +96,8 @@ async def test_triggers_act_on_slurm_once_and_reach_slack(
         assert sorted(r.subject for r in results) == sorted(SUSPECTS)
         assert {r.payload.verdict for r in results} == {"no-gpu"}
 
+        # Told at Slack's pace, a message a second: the benchmark's may come a little later.
+        await until_true(lambda: any("no-gpu" in str(p.get("blocks")) for p in slack.posts))
         posts_before, runs_before = len(slack.posts), count(seen, ActionSucceeded, restart)
         await send(kafka_settings, restart, quarantine, bench, release)  # redelivered + one new
         seen = await wait_for(kafka_settings, lambda s: count(s, ActionSucceeded, release) == 1)
