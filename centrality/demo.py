@@ -337,6 +337,9 @@ def _run(
             "CENTRALITY_SLACK_TOKEN": "xoxb-demo",
             "CENTRALITY_SLACK_BASE_URL": slack.base_url,
             "CENTRALITY_SLACK_CHANNEL": "#gpu-incidents",
+            # The demo plays hours of a cluster's day in a minute: every message is told on its
+            # own at Slack's pace (a message a second), none folded into a digest.
+            "CENTRALITY_SLACK_BACKLOG_MAX": "200",
             "CENTRALITY_WEBHOOK_URL": tickets.url,
             "CENTRALITY_STREAMS_RULE_CONFIG": json.dumps(RULES),
             # Five nodes are drained within the hour: a fifth of the fleet may be.

@@ -54,11 +54,12 @@ def refused_message(incident: str, p: IncidentPayload) -> Message:
 
 def escalated_message(incident: str, p: IncidentPayload, before: int) -> Message:
     now = p.states.get("escalated", 0)
+    more = plural(now - before, "more node" if before else "node")
     said = (
-        f"*{plural(now - before, 'more node')} escalated* for hardware service "
-        f"({now} of {p.nodes_count} in all): the remediation ladder is exhausted for them."
+        f"*{more} escalated* for hardware service ({now} of {p.nodes_count} in all): the "
+        "remediation ladder is exhausted for them."
     )
-    return _reply(incident, p, said, f"{p.title}: {now - before} more escalated")
+    return _reply(incident, p, said, f"{p.title}: {more} escalated")
 
 
 def resolved_message(incident: str, p: IncidentPayload) -> Message:

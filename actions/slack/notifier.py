@@ -6,7 +6,8 @@ the whole lane for Slack's `Retry-After`. What Slack cannot take in time becomes
 a backlog: once `backlog_max` messages wait in a lane, the new ones are folded into one digest
 message that takes the next place in line and grows until its turn (then the next overflow
 starts another). A thread's parent shown again while an earlier showing still waits replaces it
-(latest wins); shown once posted, it is updated in place (`chat.update`).
+(latest wins); shown once posted, it is updated in place (`chat.update`), an edit that waits
+its turn but is never folded into a digest.
 
 Temporary failures (5xx, timeouts, a 429) are retried with jittered backoff for up to
 `give_up_after_s`; a refusal (`invalid_auth`, `channel_not_found`, blocks Slack refuses) is not.
@@ -192,7 +193,7 @@ class Notifier:
             _settle(item, Delivery("dropped", error="notification queue full"))
             log.error("notification_dropped", incident=item.key, queued=lane.waiting())
             return future
-        if len(lane.queue) < self.settings.backlog_max:
+        if len(lane.queue) < self.settings.backlog_max or self._updates(item):
             lane.queue.append(item)
         elif lane.queue[-1].kind == "digest":
             lane.queue[-1].entries.append(item)
@@ -203,6 +204,11 @@ class Notifier:
         if lane.task is None or lane.task.done():
             lane.task = asyncio.create_task(self._run(lane), name=f"slack {lane.channel}")
         return future
+
+    def _updates(self, item: _Item) -> bool:
+        """Whether `item` edits a parent in place: never folded into a digest, and never more
+        than one per incident waits (a later showing replaces it)."""
+        return item.kind == "parent" and item.key in self.threads and item.key not in self.digested
 
     async def _run(self, lane: _Lane) -> None:
         while lane.queue:

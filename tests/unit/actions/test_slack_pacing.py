@@ -132,3 +132,16 @@ async def test_handlers_post_from_their_own_threads(slack: SlackFake) -> None:
     await asyncio.wait_for(notifier.join(), 30)
     assert said == {"queued": True, "incident": "inc-1"}
     assert [p["text"] for p in slack.posts] == ["from a handler"]
+
+
+async def test_an_edit_of_a_parent_waits_its_turn_but_is_never_digested(slack: SlackFake) -> None:
+    notifier = notifier_for(slack, backlog_max=2)
+    await settled(notifier, notifier.show("inc-1", Message("opened")))
+    burst = [notifier.reply(f"inc-{i}", Message(f"step {i}")) for i in range(2, 9)]
+    moved = notifier.show("inc-1", Message("moved"))
+    *_, edited = await settled(notifier, *burst, moved)
+
+    assert edited.how == "updated"
+    parent, *_, digest = slack.channel("gpu-incidents").top()
+    assert [v.text for v in parent.versions] == ["opened", "moved"]
+    assert "moved" not in str(digest.blocks) and digest.text.startswith("5 messages at once")
