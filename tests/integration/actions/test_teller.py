@@ -59,16 +59,22 @@ async def test_a_burst_of_incidents_keeps_slacks_pace_and_ends_in_a_digest(
 ) -> None:
     burst = [incident(f"inc-{i:02d}", title=f"incident {i:02d}") for i in range(30)]
     channel = slack.channel("gpu-incidents")
+
+    def told() -> str:
+        return " ".join(m.text + str(m.blocks) for m in channel.top())
+
     async with worker(kafka_settings, InMemoryAdapter(), slack, slack_settings={"backlog_max": 3}):
         await emit(kafka_settings, *burst)
-        await until_true(lambda: any("told together" in m.text for m in channel.top()), 60)
+        await until_true(lambda: all(f"incident {i:02d}" in told() for i in range(30)), 60)
 
     top = channel.top()
-    *alone, digest = top  # the first few while the backlog built up (the records come in
-    # fetches), then one digest of the rest
-    assert len(alone) <= 6 and digest.text.startswith(f"{30 - len(alone)} messages")
-    told = " ".join(m.text for m in alone) + str(digest.blocks)
-    assert all(f"incident {i:02d}" in told for i in range(30))  # each one, once
+    digests = [m for m in top if "told together" in m.text]
+    # A few parents of their own while the backlog built up (the records come as they are
+    # produced, over a second or two), the rest in digests: never 30 messages.
+    assert digests and top[-1] in digests and len(top) <= 12
+    assert sum(told().count(f"incident {i:02d} (open") for i in range(30)) == len(top) - len(
+        digests
+    )  # each incident once: its own parent, or a line of a digest
     at = [m.versions[0].at for m in top]
     assert all(b - a >= 1.0 for a, b in itertools.pairwise(at))  # Slack's pace, kept
     assert slack.refusals == []  # no 429 at all, let alone one unhandled
