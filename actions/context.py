@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from actions.adapters.base import SchedulerAdapter
 from actions.benchmark.baseline import BaselineSource, no_history
 from actions.settings import ActionsSettings
-from actions.slack.notifier import Notifier
+from actions.slack.notifier import Poster
 from actions.webhook import LogWebhook, Webhook
 from schemas.envelope import Event
 
@@ -16,7 +16,7 @@ from schemas.envelope import Event
 @dataclass
 class ActionContext:
     adapter: SchedulerAdapter
-    notifier: Notifier
+    notifier: Poster
     settings: ActionsSettings
     incident: str
     dry_run: bool = False

@@ -44,9 +44,9 @@ from actions.ledger import Ledger, LedgerEntry, Outcome
 from actions.registry import HandlerSpec, handler_for
 from actions.settings import ActionsSettings
 from actions.silences import Silence, Silences
-from actions.slack.background import BackgroundNotifier
 from actions.slack.blocks import incident_message
-from actions.slack.notifier import Message, Notifier
+from actions.slack.message import Message
+from actions.slack.notifier import Notifier
 from actions.threads import in_thread
 from actions.webhook import Webhook, make_webhook
 from schemas import tracing
@@ -83,7 +83,6 @@ class Dispatcher:
         emit: Emit,
         clock: Callable[[], datetime] = utcnow,
         fleet: ObservedFleet | None = None,
-        notifications: BackgroundNotifier | None = None,
         silences: Silences | None = None,
         webhook: Webhook | None = None,
         baselines: BaselineSource = no_history,
@@ -103,7 +102,6 @@ class Dispatcher:
             statuses.fleet if statuses is not None else None,
         )
         self.statuses = statuses
-        self.notifications = notifications or BackgroundNotifier(notifier)
         self.silences = silences or Silences({})
         self.webhook = webhook or make_webhook()
         self.baselines = baselines
@@ -208,6 +206,7 @@ class Dispatcher:
     def _context(self, trigger: Trigger) -> ActionContext:
         incident = incident_of(trigger)
         if not (self.settings.dry_run or trigger.payload.shadow):
+            self.notifier.bind()  # handlers post from threads of their own
             adapter = tracing.traced(self.adapter, f"adapter {self.adapter.name}")
             return ActionContext(
                 adapter,
@@ -288,6 +287,7 @@ class Dispatcher:
             message = incident_message(
                 trigger,
                 headline=spec.headline(trigger, succeeded=True),
+                line=spec.line(trigger, succeeded=True),
                 done=detail,
                 benchmarks=benchmarks,
             )
@@ -313,7 +313,10 @@ class Dispatcher:
         log.error("action_failed", action=spec.name, error=error, permanent=permanent)
         tracing.annotate({"centrality.action": spec.name, "centrality.outcome": "failed"})
         message = incident_message(
-            trigger, headline=spec.headline(trigger, succeeded=False), error=error
+            trigger,
+            headline=spec.headline(trigger, succeeded=False),
+            line=spec.line(trigger, succeeded=False),
+            error=error,
         )
         notified = await self._notify(ctx, trigger, message)
         await self.emit(
@@ -347,6 +350,7 @@ class Dispatcher:
             message = incident_message(
                 trigger,
                 headline=spec.headline(trigger, succeeded=False),
+                line=spec.line(trigger, succeeded=False),
                 error=why,
                 refused=refused,
             )
@@ -370,7 +374,11 @@ class Dispatcher:
         )
         tracing.annotate({"centrality.action": spec.name, "centrality.outcome": "held"})
         message = incident_message(
-            trigger, headline=spec.headline(trigger, succeeded=False), error=why, held=True
+            trigger,
+            headline=spec.headline(trigger, succeeded=False),
+            line=spec.line(trigger, succeeded=False),
+            error=why,
+            held=True,
         )
         detail = {"notified": await self._notify(ctx, trigger, message)}
         held = {"held_by": silence.silence_id, "until": silence.ends_at, "why": why}
@@ -390,7 +398,7 @@ class Dispatcher:
             return {"told": "incident"}
         if ctx.dry_run:
             return ctx.notifier.post(ctx.incident, message)
-        return self.notifications.submit(ctx.incident, message)
+        return self.notifier.submit(ctx.incident, message)
 
     async def _record(
         self,

@@ -7,7 +7,7 @@ from typing import Any
 
 from actions.adapters.base import RunResult
 from actions.ledger import ThreadRef
-from actions.slack.notifier import Message
+from actions.slack.message import Message
 
 
 class Plan:

@@ -4,7 +4,8 @@ A trigger is acted on at most once. `started` is written before the first adapte
 worker that dies mid-action leaves the trigger *in doubt*: the next worker refuses to guess and
 reports it rather than possibly draining or requeueing twice. `dry_run` entries never block a
 real run later. The ledger also carries the Slack thread of each incident and is the history the
-circuit breakers count, so both survive restarts with it.
+circuit breakers count, so both survive restarts with it; beside the entries, keyed
+`told/<incident>`, it keeps what the incident teller last told of each incident (`Told`).
 """
 
 from __future__ import annotations
@@ -13,11 +14,11 @@ import asyncio
 import uuid
 from collections.abc import Iterable, Iterator
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import structlog
 from aiokafka.errors import KafkaError, KafkaTimeoutError
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, wait_random_exponential
 
 from schemas import kafka_clients
@@ -76,6 +77,34 @@ class LedgerEntry(BaseModel):
     def blocks(self, *, dry_run: bool) -> bool:
         """Whether this entry means a new delivery of its trigger must do nothing."""
         return dry_run or self.outcome != "dry_run"
+
+
+class Told(BaseModel):
+    """What the incident teller last told of an incident: where its thread is, what its parent
+    message showed (a fingerprint), which steps were replied."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: Literal["Told"] = "Told"
+    incident: str
+    thread: ThreadRef | None = None
+    digest: bool = Field(default=False, description="Its parent is a digest message's.")
+    parent: str = Field(default="", description="Fingerprint of the parent as last shown.")
+    refused: bool = False
+    escalated: int = Field(default=0, ge=0, description="Escalated members told so far.")
+    resolved: bool = False
+    told_at: AwareDatetime = Field(default_factory=utcnow)
+
+    @property
+    def key(self) -> str:
+        return f"told/{self.incident}"
+
+    def to_bytes(self) -> bytes:
+        return self.__pydantic_serializer__.to_json(self)
+
+
+Record = Annotated[LedgerEntry | Told, Field(discriminator="kind")]
+_RECORD: TypeAdapter[LedgerEntry | Told] = TypeAdapter(Record)
 
 
 class History:
@@ -178,6 +207,7 @@ class Ledger:
 
     def __init__(self) -> None:
         self._entries: dict[uuid.UUID, LedgerEntry] = {}
+        self._told: dict[str, Told] = {}
         self._histories = {planned: History(planned=planned) for planned in (False, True)}
 
     def get(self, trigger_id: uuid.UUID) -> LedgerEntry | None:
@@ -192,16 +222,26 @@ class Ledger:
         return self._histories[planned]
 
     def threads(self) -> dict[str, ThreadRef]:
-        return {e.incident: e.thread for e in self._entries.values() if e.thread is not None}
+        threads = {e.incident: e.thread for e in self._entries.values() if e.thread is not None}
+        return threads | {i: t.thread for i, t in self._told.items() if t.thread is not None}
+
+    def told(self, incident: str) -> Told | None:
+        return self._told.get(incident)
 
     async def record(self, entry: LedgerEntry) -> None:
         self._apply((entry,))
 
+    async def record_told(self, told: Told) -> None:
+        self._apply((told,))
+
     async def refresh(self) -> None:
         """Catch up with what other workers recorded (nothing to do for one in memory)."""
 
-    def _apply(self, entries: Iterable[LedgerEntry]) -> None:
-        for entry in entries:
+    def _apply(self, records: Iterable[LedgerEntry | Told]) -> None:
+        for entry in records:
+            if isinstance(entry, Told):
+                self._told[entry.incident] = entry
+                continue
             old = self._entries.get(entry.trigger_id)
             self._entries[entry.trigger_id] = entry
             for history in self._histories.values():
@@ -245,6 +285,14 @@ class KafkaLedger(Ledger):
                 )
         await super().record(entry)
 
+    async def record_told(self, told: Told) -> None:
+        async for attempt in retrying_transient("ledger_record"):
+            with attempt:
+                await self._producer.send_and_wait(
+                    self.topic, value=told.to_bytes(), key=told.key.encode()
+                )
+        await super().record_told(told)
+
     async def refresh(self) -> None:
         """Read what was recorded since the last read (reads asked for at once are shared)."""
         await self._reader.refresh()
@@ -261,13 +309,14 @@ class KafkaLedger(Ledger):
         await self._reader.load(since_last=since_last)
 
 
-def _entries(records: Iterable[Any]) -> Iterator[LedgerEntry]:
-    """Entries of the ledger; anything else found on its topic is logged and passed over."""
+def _entries(records: Iterable[Any]) -> Iterator[LedgerEntry | Told]:
+    """Entries of the ledger and what was told; anything else found on its topic is logged and
+    passed over."""
     for r in records:
         if not r.value:
             continue
         try:
-            yield LedgerEntry.from_bytes(r.value)
+            yield _RECORD.validate_json(r.value)
         except ValidationError as exc:
             log.error("ledger_entry_invalid", offset=r.offset, error=str(exc)[:300])
 

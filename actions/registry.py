@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from actions.slack.words import fold
 from schemas.events import Trigger
 
 if TYPE_CHECKING:
@@ -34,9 +35,16 @@ class HandlerSpec:
     not_done: str
 
     def headline(self, trigger: Trigger, *, succeeded: bool) -> str:
-        nodes = ", ".join(getattr(trigger.payload, "nodes", ())) or trigger.subject
+        nodes = named(getattr(trigger.payload, "nodes", ())) or trigger.subject
         words = self.done if succeeded else self.not_done
         return words.format(nodes=nodes, subject=trigger.subject)
+
+    def line(self, trigger: Trigger, *, succeeded: bool) -> str:
+        """The headline as a digest folds it: `{nodes}` left for every message's nodes."""
+        if not getattr(trigger.payload, "nodes", ()):
+            return self.headline(trigger, succeeded=succeeded)
+        words = self.done if succeeded else self.not_done
+        return words.format(nodes="{nodes}", subject=trigger.subject)
 
 
 _HANDLERS: dict[type[Trigger], HandlerSpec] = {}
@@ -77,6 +85,11 @@ def handles(
         return fn
 
     return register
+
+
+def named(nodes: Sequence[str]) -> str:
+    """A few nodes by name, more folded into a hostlist."""
+    return ", ".join(nodes) if len(nodes) <= 3 else fold(nodes)
 
 
 def handler_for(trigger: Trigger) -> HandlerSpec | None:

@@ -18,16 +18,14 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import TypeAlias
 
 import structlog
-from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, ConsumerRecord, TopicPartition
-from aiokafka.errors import KafkaError
+from aiokafka import AIOKafkaConsumer, TopicPartition
 from pydantic import SecretStr
 
 from actions.adapters.base import SchedulerAdapter, make_adapter
 from actions.benchmark.baseline import BaselineSource, no_history
-from actions.bounds import MAX_KEY_BYTES, MAX_RAW_BYTES
+from actions.consuming import Handover, Record, consume, letter, running
 from actions.dispatch import Dispatcher
 from actions.fleet import FleetWatcher, ObservedFleet
 from actions.inflight import Inflight
@@ -35,15 +33,13 @@ from actions.ledger import KafkaLedger
 from actions.settings import ActionsSettings
 from actions.silences import KafkaSilences
 from actions.slack.notifier import Notifier, make_notifier
+from actions.slack.teller import IncidentTeller
 from schemas import kafka_clients, tracing
-from schemas.batches import SkippingFetcher
 from schemas.codec import DecodeError, decode
-from schemas.deadletter import DeadLetter
 from schemas.emitter import Emitter
 from schemas.events import Trigger
 from schemas.fleet import FleetReader
 from schemas.metrics.catalog import EVENTS_IN, PROCESSING_SECONDS, labelled
-from schemas.metrics.kafka import sampling_lag
 from schemas.metrics.server import READINESS, watch_kafka
 from schemas.operators import (
     Operator,
@@ -52,17 +48,13 @@ from schemas.operators import (
     authenticate,
     signed_by_operator,
 )
-from schemas.outages import OUTAGES
 from schemas.settings import KafkaSettings
 from schemas.signing import SigningSettings, verify
 from schemas.topics import topic_name
 
 log = structlog.get_logger("actions")
-Record: TypeAlias = ConsumerRecord[bytes, bytes]
-_ROOM_POLL_S = 0.2
 _NOTIFY_CLOSE_S = 1.0
 _EMITTER_DRAIN_S = 1.0
-_COMMIT_TIMEOUT_S = 2.0
 _TRIGGER_SECONDS = PROCESSING_SECONDS.labels("actions_trigger")
 
 
@@ -107,7 +99,7 @@ class ActionWorker:
         )
         consumer.subscribe(
             [topic_name("triggers", self.kafka)],
-            listener=_Handover(consumer, inflight, self.settings.stop_grace_s),
+            listener=Handover(consumer, inflight, self.settings.stop_grace_s),
         )
         fleet = FleetWatcher(
             self.kafka,
@@ -130,7 +122,9 @@ class ActionWorker:
                 log.warning("statuses_unread", error=f"{type(exc).__name__}: {exc}")
         await ledger.start()
         await emitter.start()
-        started = False
+        self.notifier.bind()
+        teller_stop = asyncio.Event()
+        teller = self._teller(ledger, emitter, teller_stop)
         async with fleet.running() as observed:
             dispatcher = Dispatcher(
                 self.settings,
@@ -145,28 +139,55 @@ class ActionWorker:
                 park=inflight.parked,
             )
             try:
-                await consumer.start()
-                started = True
-                log.info(
-                    "actions_started",
-                    adapter=self.adapter.name,
-                    dry_run=self.settings.dry_run,
-                    operators=sorted(self.operators),
-                )
-                async with sampling_lag(consumer, self.settings.group_id):
+                async with running(
+                    consumer,
+                    inflight,
+                    group_id=self.settings.group_id,
+                    grace_s=self.settings.stop_grace_s,
+                ):
+                    log.info(
+                        "actions_started",
+                        adapter=self.adapter.name,
+                        dry_run=self.settings.dry_run,
+                        operators=sorted(self.operators),
+                        tells_incidents=teller is not None,
+                    )
                     await self._consume(consumer, inflight, ledger, emitter, dispatcher, key, stop)
             finally:
-                await inflight.settle(self.settings.stop_grace_s)
-                if started:
-                    await _commit(consumer, inflight.committable())
-                await inflight.abandon()
-                await dispatcher.notifications.close(_NOTIFY_CLOSE_S)
-                await kafka_clients.stop(consumer)
+                teller_stop.set()
+                if teller is not None:
+                    await teller
+                await self.notifier.close(_NOTIFY_CLOSE_S)
                 await emitter.stop(drain_timeout_s=_EMITTER_DRAIN_S)
                 await ledger.stop()
                 await silences.stop()
                 if statuses is not None:
                     await statuses.stop()
+
+    def _teller(
+        self, ledger: KafkaLedger, emitter: Emitter, stop: asyncio.Event
+    ) -> asyncio.Task[None] | None:
+        """The incident teller beside the triggers, with a Slack token (and unless turned off);
+        a failure of it is logged, never the worker's: actions go on untold."""
+        slack = self.notifier.settings
+        if slack.token is None or not slack.tell_incidents:
+            return None
+        teller = IncidentTeller(
+            self.kafka,
+            slack,
+            self.notifier,
+            ledger,
+            emitter.dead_letter,
+            grace_s=self.settings.stop_grace_s,
+        )
+
+        async def tell() -> None:
+            try:
+                await teller.run(stop)
+            except Exception:
+                log.exception("teller_failed")
+
+        return asyncio.create_task(tell(), name="incident teller")
 
     async def _consume(
         self,
@@ -178,33 +199,19 @@ class ActionWorker:
         key: SecretStr,
         stop: asyncio.Event,
     ) -> None:
-        fetcher = SkippingFetcher(consumer)
-        known: set[TopicPartition] = set()
-        while not stop.is_set():
-            await inflight.wait_for_room(_ROOM_POLL_S)
-            if not inflight.room:
-                await _commit(consumer, inflight.committable())
-                continue
-            fetched, skipped, passed = await fetcher.getmany(
-                timeout_ms=200, max_records=inflight.room
-            )
-            # Partitions new here may hold triggers another worker acted on: read the ledger
-            # again before acting on any of them. (A rebalance listener would race with
-            # fetching, which aiokafka does meanwhile.)
-            assigned = set(consumer.assignment())
-            if assigned - known:
-                await ledger.load_retrying(stop)
-                self.notifier.threads.update(ledger.threads())
-            known = assigned
-            for records in fetched.values():
-                for record in records:
-                    self._start(record, inflight, emitter, dispatcher, key)
-            for batch in skipped:  # after the records before it: offsets queue up in order
-                letter = batch.dead_letter(self.settings.group_id)
-                inflight.start(batch.tp, batch.next_offset - 1, None, emitter.dead_letter(letter))
-            for tp, after in passed.items():  # only markers since: committed past them in turn
-                inflight.start(tp, after - 1, None, _nothing())
-            await _commit(consumer, inflight.committable())
+        async def assigned() -> None:
+            await ledger.load_retrying(stop)
+            self.notifier.threads.update(ledger.threads())
+
+        await consume(
+            consumer,
+            inflight,
+            group_id=self.settings.group_id,
+            start=lambda record: self._start(record, inflight, emitter, dispatcher, key),
+            assigned=assigned,
+            dead_letter=emitter.dead_letter,
+            stop=stop,
+        )
 
     def _start(
         self,
@@ -307,53 +314,4 @@ class ActionWorker:
                 _TRIGGER_SECONDS.observe(time.perf_counter() - started)
 
     async def _dead_letter(self, emitter: Emitter, record: Record, why: Rejected) -> None:
-        raw, key = record.value or b"", record.key
-        detail = why.detail[:1000]
-        if len(raw) > MAX_RAW_BYTES:
-            detail += f" (raw: the first {MAX_RAW_BYTES} of {len(raw)} bytes)"
-        await emitter.dead_letter(
-            DeadLetter(
-                reason=why.reason,
-                detail=detail,
-                consumer=self.settings.group_id,
-                topic=record.topic,
-                partition=record.partition,
-                offset=record.offset,
-                key=None if key is None else key[:MAX_KEY_BYTES],
-                raw=raw[:MAX_RAW_BYTES],
-            )
-        )
-
-
-class _Handover(ConsumerRebalanceListener):  # type: ignore[misc]
-    """Before partitions go to another worker: let their actions finish (a while), commit them,
-    abandon the rest."""
-
-    def __init__(self, consumer: AIOKafkaConsumer, inflight: Inflight, grace_s: float) -> None:
-        self.consumer = consumer
-        self.inflight = inflight
-        self.grace_s = grace_s
-
-    async def on_partitions_revoked(self, revoked: set[TopicPartition]) -> None:
-        await self.inflight.settle(self.grace_s, revoked)
-        await _commit(self.consumer, self.inflight.committable(revoked))
-        await self.inflight.abandon(revoked)
-
-    async def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
-        pass
-
-
-async def _nothing() -> None:
-    pass
-
-
-async def _commit(consumer: AIOKafkaConsumer, offsets: dict[TopicPartition, int]) -> None:
-    """A commit that fails (a rebalance, the broker away) is not fatal: those triggers are
-    delivered again, and the ledger makes a second delivery do nothing."""
-    if not offsets:
-        return
-    try:
-        await asyncio.wait_for(consumer.commit(offsets), _COMMIT_TIMEOUT_S)
-    except (KafkaError, TimeoutError) as exc:
-        if not OUTAGES.explains("kafka"):  # tried again at every fetch: the outage says it
-            log.warning("commit_failed", error=repr(exc), partitions=len(offsets))
+        await emitter.dead_letter(letter(record, self.settings.group_id, why.reason, why.detail))

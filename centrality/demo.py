@@ -3,8 +3,8 @@
 A 32-node cluster of two GPU models (H100s, and eight A100s) heartbeats; five jobs and two nodes
 misbehave in the ways clusters do. The streams worker decides, the action worker acts (scheduler
 adapter `memory`, which records instead of draining, and answers benchmarks as a healthy GPU of
-the node's model would, except for the nodes told to fail), Slack is a local stub, and
-everything is read back from ClickHouse:
+the node's model would, except for the nodes told to fail), Slack is a local fake that answers
+as Slack does, and everything is read back from ClickHouse:
 
 - a crash is restarted from its checkpoint; a finished job is left alone;
 - a preempted job is requeued but never counted as a failure against its nodes;
@@ -39,8 +39,8 @@ from rich.tree import Tree
 from centrality.bench.run import BenchRun
 from centrality.history_cli import print_events, summary
 from centrality.pipeline import Pipeline
-from centrality.slack_render import render_message
-from centrality.slack_stub import SlackStub
+from centrality.slack_fake import Channel, Message, SlackFake
+from centrality.slack_render import render_thread
 from centrality.stack.stack import Stack
 from centrality.webhook_stub import WebhookStub
 from schemas.admin import ensure_topics
@@ -68,6 +68,7 @@ from streams.history.settings import ClickHouseSettings
 from streams.history.timeline import timeline
 
 SOURCE = "demo"
+SLACK_QUIET_S = 5.0  # no call to Slack for this long: the worker told it all
 CLUSTER = "demo"
 FLEET = 32
 GPUS = 8
@@ -278,8 +279,10 @@ def back_from_reboot(node_id: str, why: str) -> list[NodeStateObserved]:
 class DemoResult:
     story: Story
     rows: list[HistoryRow]
-    slack: list[dict[str, Any]]
+    slack: list[dict[str, Any]]  # every message posted, as posted
     tickets: list[dict[str, Any]] = field(default_factory=list)
+    threads: list[tuple[Channel, list[Message]]] = field(default_factory=list)  # as seen now
+    slack_refusals: list[tuple[str, str]] = field(default_factory=list)
 
 
 def run_demo(
@@ -327,13 +330,16 @@ def _run(
     clickhouse = _clickhouse(stack, env)
     s = story(uuid.uuid4().hex[:6], datetime.now(UTC))
     log_dir = log_dir or stack.settings.state_dir / "run" / "demo"
-    with SlackStub() as slack, WebhookStub() as tickets:
+    with SlackFake() as slack, WebhookStub() as tickets:
         workers = {
             **stack.env(),
             **env,
             "CENTRALITY_SLACK_TOKEN": "xoxb-demo",
             "CENTRALITY_SLACK_BASE_URL": slack.base_url,
             "CENTRALITY_SLACK_CHANNEL": "#gpu-incidents",
+            # The demo plays hours of a cluster's day in a minute: every message is told on its
+            # own at Slack's pace (a message a second), none folded into a digest.
+            "CENTRALITY_SLACK_BACKLOG_MAX": "200",
             "CENTRALITY_WEBHOOK_URL": tickets.url,
             "CENTRALITY_STREAMS_RULE_CONFIG": json.dumps(RULES),
             # Five nodes are drained within the hour: a fifth of the fleet may be.
@@ -379,7 +385,16 @@ def _run(
                 except TimeoutError as exc:
                     still = missing(s, rows_for(clickhouse, s.subjects))
                     raise TimeoutError(f"{exc}; still missing: {still}") from None
-        result = DemoResult(s, rows, list(slack.posts), list(tickets.documents))
+            with console.status("the action worker tells Slack, a message a second…"):
+                slack.wait_quiet(SLACK_QUIET_S, timeout_s)
+        result = DemoResult(
+            s,
+            rows,
+            list(slack.posts),
+            list(tickets.documents),
+            slack.threads(),
+            list(slack.refusals),
+        )
     narrate(console, result, clickhouse)
     return result
 
@@ -490,11 +505,8 @@ def narrate(console: Console, r: DemoResult, clickhouse: ClickHouseSettings) -> 
             )
         )
     console.rule("[bold]What Slack was told")
-    for post in r.slack:
-        blocks = post.get("blocks") or []
-        console.print(
-            render_message(str(post.get("channel", "")), blocks, str(post.get("text", "")))
-        )
+    for channel, thread in r.threads:
+        console.print(render_thread(channel.name, thread))
     console.rule("[bold]Timelines, read back from ClickHouse")
     print_events(f"job {j['crash']}", crash, console)
     print_events(f"node {n['broken']}", of("node", n["broken"]), console)

@@ -1,13 +1,15 @@
 """Slack Block Kit in a terminal, as Slack lays it out: the demo shows what people were told.
 
 Covers the blocks Centrality posts (header, section with mrkdwn text or fields, context,
-divider) and mrkdwn's inline marks; an unknown block is shown as its type, never dropped.
+divider) and mrkdwn's inline marks; a date token shows its fallback (the time in UTC); an
+unknown block is shown as its type, never dropped. A thread is its parent as people see it now
+(how many times it was edited) and its replies under it.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from rich.console import Group, RenderableType
@@ -19,7 +21,10 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
+from centrality.slack_fake import Message
+
 _INLINE = (
+    (re.compile(r"<!date\^[^|>]+\|([^>]+)>"), r"\1"),  # its fallback: the time in UTC
     (re.compile(r"`([^`\n]+)`"), r"[bold magenta]\1[/]"),
     (re.compile(r"(?<![\w*])\*([^*\n]+)\*(?![\w*])"), r"[bold]\1[/]"),
     (re.compile(r"(?<![\w_])_([^_\n]+)_(?![\w_])"), r"[italic]\1[/]"),
@@ -76,3 +81,16 @@ def render_message(channel: str, blocks: Iterable[Mapping[str, Any]], text: str)
     """One posted message as a Slack-like card: its blocks, or its fallback text without any."""
     body = [_block(b) for b in blocks] or [mrkdwn(text)]
     return Panel(Group(*body), title=f"Slack {channel}", title_align="left", border_style="cyan")
+
+
+def render_thread(channel: str, thread: Sequence[Message]) -> Panel:
+    """A thread as people see it now: its parent (edited in place, maybe), its replies."""
+    parent, *replies = thread
+    body: list[RenderableType] = [_block(b) for b in parent.blocks] or [mrkdwn(parent.text)]
+    for reply in replies:
+        said = [_block(b) for b in reply.blocks] or [mrkdwn(reply.text)]
+        body.append(Padding(Group(Rule(style="dim"), *said), (0, 0, 0, 4)))
+    edited = f", edited {parent.edits} times" if parent.edits else ""
+    answers = f", {len(replies)} replies" if replies else ""
+    title = f"Slack #{channel}{edited}{answers}"
+    return Panel(Group(*body), title=title, title_align="left", border_style="cyan")

@@ -83,10 +83,11 @@ CATALOG: tuple[TopicSpec, ...] = (
     # worker reads back on start does not grow with every trigger ever decided.
     TopicSpec(
         "action-ledger",
-        "trigger id",
+        "trigger id; told/<incident id>",
         "triggers",
         90 * DAY_MS,
-        "What action workers did per trigger id; compacted, read back on start.",
+        "What action workers did per trigger id, and what was told of each incident in Slack; "
+        "compacted, read back on start.",
         compacted=True,
         carries_events=False,
     ),

@@ -10,7 +10,7 @@ from typing import Any
 
 from actions.context import ActionContext
 from actions.errors import PermanentError, TemporaryError
-from actions.registry import handles
+from actions.registry import handles, named
 from actions.remediation import gpu_inventory
 from actions.remediation.reports import reports_of
 from actions.slack.blocks import incident_message
@@ -49,12 +49,12 @@ def escalate_nodes(trigger: EscalateNodes, ctx: ActionContext) -> dict[str, Any]
     }
     done["webhook"] = ctx.webhook.post(document)  # before Slack: a retry posts it once
     message = incident_message(
-        trigger, headline=f"{', '.join(p.nodes)}: hardware service needed", note=told(p, serials)
+        trigger,
+        headline=f"{named(p.nodes)}: hardware service needed",
+        line="{nodes}: hardware service needed",
+        note=told(p, serials),
     )
-    try:
-        done["slack"] = ctx.notifier.post(ctx.incident, message)
-    except (TemporaryError, PermanentError) as exc:  # the ticket is filed: say, do not redo
-        done["slack"] = {"error": str(exc)}
+    done["slack"] = ctx.notifier.post(ctx.incident, message)  # queued: a retry never redoes it
     return done | {"serials": serials}
 
 

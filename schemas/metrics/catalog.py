@@ -63,6 +63,30 @@ BREAKER_REFUSALS = Counter(
     "Actions the circuit breaker refused.",
     ["action"],
 )
+SLACK_CALLS = Counter(
+    "centrality_slack_calls",
+    "Slack Web API calls, by method and answer: ok, ratelimited (429, waited out), refused "
+    "(Slack's error: a bad token or channel, blocks it refuses), failed (5xx, the connection).",
+    ["method", "outcome"],
+)
+SLACK_MESSAGES = Counter(
+    "centrality_slack_messages",
+    "Messages handed to the Slack notifier, by what became of them: posted, updated (a parent "
+    "edited in place), coalesced (an update overtaken by a later one), digest (folded into a "
+    "digest message), dropped (the channel's queue full), lost (given up or refused).",
+    ["outcome"],
+)
+SLACK_WAITING = Gauge(
+    "centrality_slack_waiting",
+    "Messages waiting for their turn in a Slack channel, digests' included, over all channels.",
+)
+INCIDENTS_TOLD = Counter(
+    "centrality_incidents_told",
+    "Incident records the Slack teller finished, by what people were told: opened (a thread's "
+    "parent posted), updated (its parent edited), replied (a step in its thread), nothing (no "
+    "change people read), superseded (a later record of the incident came first), lost.",
+    ["told"],
+)
 POLLS = Counter(
     "centrality_polls",
     "Polls of a collector (a watcher, the tailer, the checkpoint watcher), by outcome.",

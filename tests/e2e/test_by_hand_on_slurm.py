@@ -25,7 +25,7 @@ import pytest
 
 from centrality.fleet import read_fleet
 from centrality.pipeline import Pipeline
-from centrality.slack_stub import SlackStub
+from centrality.slack_fake import SlackFake
 from schemas.emitter import Emitter
 from schemas.envelope import utcnow
 from schemas.events import GpuXidObserved
@@ -41,8 +41,8 @@ BENCH_S = 20  # the benchmark takes this long: time for a person to act meanwhil
 
 
 @pytest.fixture
-def slack() -> Iterator[SlackStub]:
-    with SlackStub() as stub:
+def slack() -> Iterator[SlackFake]:
+    with SlackFake() as stub:
         yield stub
 
 
@@ -92,7 +92,7 @@ def test_what_people_do_in_slurm_wins(
     clickhouse_settings: ClickHouseSettings,
     worker_env: dict[str, str],
     slurm_cluster: SlurmCluster,
-    slack: SlackStub,
+    slack: SlackFake,
     tmp_path: Path,
 ) -> None:
     cluster = slurm_cluster.name
@@ -177,6 +177,7 @@ def test_what_people_do_in_slurm_wins(
                 ),
                 pipeline,
             )
+            slack.wait_quiet(3.0, 120.0, pipeline.check)  # Slack's pace: a message a second
     finally:  # the cluster is the session's: no node drained, no benchmark or reservation left
         slurm_cluster.tidy()
 

@@ -156,6 +156,10 @@ def test_the_demo_tells_the_whole_story(
                     "6. the remediation ladder", "the ticket", "What Slack was told",
                     "Timelines", "judged against the datasheet"):  # fmt: skip
         assert heading in shown
+    # What Slack was told: every message taken by the fake (its checks, its pace), in words.
+    assert result.slack_refusals == []
+    slack = shown[shown.index("What Slack was told") : shown.index("Timelines, read back")]
+    assert not any(repr_ in slack for repr_ in ("{'", "('", "datetime(", "UUID("))
     assert f"{nodes['xid']}: runner pass → released" in shown
     assert f"{nodes['broken']}: runner pass → kept: benchmark fail: gpu 0: matmul" in shown
     assert json.dumps(jobs["crash"])[1:-1] in shown

@@ -24,7 +24,7 @@ import pytest
 
 from centrality.client import Fleet
 from centrality.pipeline import Pipeline
-from centrality.slack_stub import SlackStub
+from centrality.slack_fake import SlackFake
 from collectors.simulate.config import SimConfig
 from collectors.simulate.model import ClusterModel
 from schemas.operators import OperatorKey
@@ -40,8 +40,8 @@ NODES, XID_NODES, SEED = 40, 2, 5
 
 
 @pytest.fixture
-def slack() -> Iterator[SlackStub]:
-    with SlackStub() as stub:
+def slack() -> Iterator[SlackFake]:
+    with SlackFake() as stub:
         yield stub
 
 
@@ -80,7 +80,7 @@ def node_now(env: dict[str, str], node: str) -> dict[str, Any]:
 def test_operators_see_and_steer_the_fleet(
     clickhouse_settings: ClickHouseSettings,
     worker_env: dict[str, str],
-    slack: SlackStub,
+    slack: SlackFake,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -192,6 +192,7 @@ def test_operators_see_and_steer_the_fleet(
             ),
             pipeline,
         )
+        slack.wait_quiet(3.0, 120.0, pipeline.check)  # it keeps Slack's pace: a message a second
 
     rows = [(r.type, json.loads(r.payload)) for r in rows_for(clickhouse_settings, [target])]
     results = [p for t, p in rows if t in ("ActionSucceeded", "ActionFailed")]

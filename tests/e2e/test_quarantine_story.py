@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from centrality.pipeline import Pipeline
-from centrality.slack_stub import SlackStub
+from centrality.slack_fake import SlackFake
 from collectors.simulate.config import SimConfig
 from collectors.simulate.model import ClusterModel
 from streams.history.query import HistoryRow, rows_for
@@ -30,8 +30,8 @@ NODES, XID_NODES, SEED = int(os.environ.get("CENTRALITY_E2E_SIM_NODES", "200")),
 
 
 @pytest.fixture
-def slack() -> Iterator[SlackStub]:
-    with SlackStub() as stub:
+def slack() -> Iterator[SlackFake]:
+    with SlackFake() as stub:
         yield stub
 
 
@@ -83,7 +83,7 @@ def wait_for_releases(
 def test_fatal_xids_end_drained_benchmarked_and_released_with_no_settings(
     clickhouse_settings: ClickHouseSettings,
     worker_env: dict[str, str],
-    slack: SlackStub,
+    slack: SlackFake,
     tmp_path: Path,
 ) -> None:
     config = SimConfig(nodes=NODES, xid_nodes=XID_NODES, seed=SEED)
@@ -98,6 +98,7 @@ def test_fatal_xids_end_drained_benchmarked_and_released_with_no_settings(
     with Pipeline(env, tmp_path / "logs") as pipeline:
         simulate(env)
         by_node = wait_for_releases(clickhouse_settings, nodes, pipeline, 240.0)
+        slack.wait_quiet(3.0, 120.0, pipeline.check)  # it keeps Slack's pace: a message a second
 
     for node, rows in by_node.items():
         [drain, *_] = of(rows, "QuarantineNodes")

@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 from centrality.pipeline import Pipeline
-from centrality.slack_stub import SlackStub
+from centrality.slack_fake import SlackFake
 from schemas.emitter import Emitter
 from schemas.envelope import Event
 from schemas.settings import KafkaSettings
@@ -43,8 +43,8 @@ RULE_CONFIG = {
 
 
 @pytest.fixture
-def slack() -> Iterator[SlackStub]:
-    with SlackStub() as stub:
+def slack() -> Iterator[SlackFake]:
+    with SlackFake() as stub:
         yield stub
 
 
@@ -75,7 +75,7 @@ def test_own_rules_beside_the_built_ins_and_shadow_rules_that_only_record(
     kafka_settings: KafkaSettings,
     clickhouse_settings: ClickHouseSettings,
     worker_env: dict[str, str],
-    slack: SlackStub,
+    slack: SlackFake,
     unique: str,
     tmp_path: Path,
 ) -> None:
@@ -117,6 +117,7 @@ def test_own_rules_beside_the_built_ins_and_shadow_rules_that_only_record(
     with Pipeline(env, tmp_path / "logs") as pipeline:
         asyncio.run(emit(kafka_settings, events))
         rows = wait_for(clickhouse_settings, [faulty, sick, job], settled, 240.0, pipeline.check)
+        slack.wait_quiet(3.0, 120.0, pipeline.check)  # it keeps Slack's pace: a message a second
         # What the ticks after the decisions could still add for the shadowed node: nothing.
         report = cli(env, "shadow", "report", "--since", "1h")
 

@@ -9,29 +9,32 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer
-from pydantic import SecretStr
 
 from actions.adapters.base import SchedulerAdapter
 from actions.settings import ActionsSettings
-from actions.slack.notifier import SlackNotifier
-from actions.slack.settings import SlackSettings
 from actions.worker import ActionWorker
-from centrality.slack_stub import SlackStub
+from centrality.slack_fake import SlackFake
 from schemas.codec import decode
 from schemas.emitter import Emitter
 from schemas.envelope import Event
 from schemas.events import Trigger
 from schemas.settings import KafkaSettings
 from schemas.topics import topic_name
+from tests.support.slack import notifier_for
 from tests.support.triggers import SIGNING, signature_of
 
 
 @asynccontextmanager
 async def worker(
-    kafka: KafkaSettings, adapter: SchedulerAdapter, slack: SlackStub, **settings: Any
+    kafka: KafkaSettings,
+    adapter: SchedulerAdapter,
+    slack: SlackFake,
+    slack_settings: dict[str, Any] | None = None,
+    **settings: Any,
 ) -> AsyncIterator[None]:
-    """A worker as `centrality actions` runs it, in this process so the adapter can be read."""
-    notifier = SlackNotifier(SlackSettings(token=SecretStr("xoxb-t"), base_url=slack.base_url))
+    """A worker as `centrality actions` runs it, in this process so the adapter can be read;
+    it tells incidents to `slack` too (`slack_settings`: the notifier's and the teller's)."""
+    notifier = notifier_for(slack, **(slack_settings or {}))
     stop = asyncio.Event()
     w = ActionWorker(
         kafka,

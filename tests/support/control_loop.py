@@ -23,7 +23,7 @@ from actions.adapters.slurm import SlurmAdapter
 from actions.dispatch import Dispatcher
 from actions.ledger import Ledger
 from actions.settings import ActionsSettings
-from actions.slack.notifier import LogNotifier
+from actions.slack.notifier import log_notifier
 from actions.webhook import HttpWebhook, WebhookSettings
 from collectors.sink import RecordingSink
 from collectors.watchers.slurm.settings import SlurmWatchSettings
@@ -72,7 +72,7 @@ class ControlLoop:
         )  # fmt: skip
         hook = HttpWebhook(WebhookSettings(url=webhook)) if webhook else None
         self.dispatcher = Dispatcher(
-            settings, self.adapter, LogNotifier(), Ledger(), self._emit, webhook=hook
+            settings, self.adapter, log_notifier(), Ledger(), self._emit, webhook=hook
         )
         self.seen: list[Event] = []  # everything, in the order the brain got it
         self.decided: list[Trigger] = []

@@ -29,7 +29,7 @@ from actions.adapters.memory import InMemoryAdapter
 from actions.dispatch import Dispatcher
 from actions.ledger import Ledger
 from actions.settings import ActionsSettings
-from actions.slack.notifier import LogNotifier
+from actions.slack.notifier import log_notifier
 from actions.worker import ActionWorker
 from schemas import tracing
 from schemas.codec import decode
@@ -122,13 +122,13 @@ async def test_one_trace_from_a_fatal_xid_to_the_drain_and_its_result(
         # The action worker: screens the signed record, acts, emits the result.
         settings = ActionsSettings(fleet_size={"test": 100}, backoff_scale=0.001)
         adapter = InMemoryAdapter()
-        dispatcher = Dispatcher(settings, adapter, LogNotifier(), Ledger(), emitter.emit)
-        worker = ActionWorker(unreachable, settings, adapter, LogNotifier(), SigningSettings())
+        dispatcher = Dispatcher(settings, adapter, log_notifier(), Ledger(), emitter.emit)
+        worker = ActionWorker(unreachable, settings, adapter, log_notifier(), SigningSettings())
         record = trigger_record("centrality.triggers", value, headers)
         decided, refusal = worker._screen(record, streams_app.signing_key)  # the app's key
         assert refusal is None
         await worker._act(emitter, dispatcher, record, decided, refusal)
-        await dispatcher.notifications.close(1.0)
+        await dispatcher.notifier.close(1.0)
         assert adapter.drained == {"n1": adapter.drained["n1"]}
         outputs = spooled(emitter)[1:]
         results = [decode(r.value)[0] for r in outputs]

@@ -4,14 +4,14 @@ import pytest
 
 from actions.adapters.base import make_adapter
 from actions.adapters.slurm import SlurmAdapter
-from centrality.slack_stub import SlackStub
+from centrality.slack_fake import SlackFake
 from tests.support.slurm import SlurmCluster
 
 
 @pytest.fixture
-def slack() -> Iterator[SlackStub]:
+def slack() -> Iterator[SlackFake]:
     """A local Slack Web API that records what was posted."""
-    with SlackStub() as stub:
+    with SlackFake() as stub:
         yield stub
 
 

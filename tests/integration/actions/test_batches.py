@@ -9,7 +9,7 @@ import uuid
 import pytest
 
 from actions.adapters.memory import InMemoryAdapter
-from centrality.slack_stub import SlackStub
+from centrality.slack_fake import SlackFake
 from schemas.envelope import Event
 from schemas.events import ActionStarted, ActionSucceeded
 from schemas.settings import KafkaSettings
@@ -28,7 +28,7 @@ def out(seen: list[Event]) -> set[str]:
 
 
 async def test_suspects_are_drained_two_at_a_time_across_a_restart(
-    kafka_settings: KafkaSettings, slack: SlackStub
+    kafka_settings: KafkaSettings, slack: SlackFake
 ) -> None:
     adapter = InMemoryAdapter()
     settings = {

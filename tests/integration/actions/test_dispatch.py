@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import sys
 
-from centrality.slack_stub import SlackStub
+from centrality.slack_fake import SlackFake
 from schemas.events import (
     BenchmarkCompleted,
 )
@@ -14,7 +14,7 @@ from tests.support.triggers import benchmark
 from tests.unit.actions.test_dispatch import Rig, drained, json_text
 
 
-async def test_real_runner_on_each_node_reaches_slack(slack: SlackStub) -> None:
+async def test_real_runner_on_each_node_reaches_slack(slack: SlackFake) -> None:
     rig = Rig(
         slack,
         benchmark_command=[sys.executable, "-m", "actions.benchmark.runner"],

@@ -11,7 +11,7 @@ from aiokafka import AIOKafkaProducer
 
 from actions.adapters.memory import InMemoryAdapter
 from actions.fleet import FleetWatcher, ObservedFleet
-from centrality.slack_stub import SlackStub
+from centrality.slack_fake import SlackFake
 from schemas.codec import encode
 from schemas.emitter import Emitter
 from schemas.envelope import Event
@@ -91,7 +91,7 @@ async def test_the_fleet_is_seeded_from_the_last_window_then_watched(
 
 
 async def test_a_worker_with_no_fleet_configured_counts_the_nodes_it_saw(
-    kafka_settings: KafkaSettings, slack: SlackStub
+    kafka_settings: KafkaSettings, slack: SlackFake
 ) -> None:
     await beat(kafka_settings, "obs", range(20), prefix="o")
     adapter = InMemoryAdapter()
@@ -134,7 +134,7 @@ async def tell_status(kafka: KafkaSettings, cluster: str, nodes: range, **facts:
 
 
 async def test_a_node_groups_cap_counts_the_nodes_of_the_status_topic(
-    kafka_settings: KafkaSettings, slack: SlackStub
+    kafka_settings: KafkaSettings, slack: SlackFake
 ) -> None:
     await tell_status(kafka_settings, "grp", range(10), gpu_model="NVIDIA A100-SXM4-80GB")
     await tell_status(kafka_settings, "grp", range(10, 20), gpu_model="NVIDIA H100 80GB HBM3")

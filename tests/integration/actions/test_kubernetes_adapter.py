@@ -16,7 +16,7 @@ import pytest
 from actions.adapters.kubernetes import DRAIN_REASON, TAINT_REASON, KubernetesAdapter
 from actions.adapters.settings import KubernetesSettings, project_image
 from actions.errors import PermanentError, TemporaryError
-from centrality.slack_stub import SlackStub
+from centrality.slack_fake import SlackFake
 from schemas.events import ActionFailed, ActionSucceeded, QuarantineNodes
 from schemas.settings import KafkaSettings
 from tests.factories import exited
@@ -226,7 +226,7 @@ async def test_the_action_worker_reports_the_blocked_drain_as_action_failed(
     kube_api: KubeApiServer,
     kube_workers: KubeWorkers,
     kafka_settings: KafkaSettings,
-    slack: SlackStub,
+    slack: SlackFake,
     ns: str,
     guarded: str,
 ) -> None:

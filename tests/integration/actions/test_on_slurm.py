@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from actions.adapters.slurm import SlurmAdapter
-from centrality.slack_stub import SlackStub
+from centrality.slack_fake import SlackFake
 from schemas.events import (
     ActionSucceeded,
     BenchmarkCompleted,
@@ -23,6 +23,7 @@ from tests.factories import exited
 from tests.kafka_helpers import read_events
 from tests.support.action_worker import count, send, wait_for, worker
 from tests.support.slurm import SlurmCluster
+from tests.support.until import until_true
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 
@@ -50,7 +51,7 @@ async def test_triggers_act_on_slurm_once_and_reach_slack(
     kafka_settings: KafkaSettings,
     slurm: SlurmAdapter,
     slurm_cluster: SlurmCluster,
-    slack: SlackStub,
+    slack: SlackFake,
     tmp_path: Path,
 ) -> None:
     script = tmp_path / "train.sh"
@@ -95,6 +96,8 @@ async def test_triggers_act_on_slurm_once_and_reach_slack(
         assert sorted(r.subject for r in results) == sorted(SUSPECTS)
         assert {r.payload.verdict for r in results} == {"no-gpu"}
 
+        # Told at Slack's pace, a message a second: the benchmark's may come a little later.
+        await until_true(lambda: any("no-gpu" in str(p.get("blocks")) for p in slack.posts))
         posts_before, runs_before = len(slack.posts), count(seen, ActionSucceeded, restart)
         await send(kafka_settings, restart, quarantine, bench, release)  # redelivered + one new
         seen = await wait_for(kafka_settings, lambda s: count(s, ActionSucceeded, release) == 1)
@@ -114,7 +117,7 @@ async def test_dry_run_changes_nothing_on_slurm(
     kafka_settings: KafkaSettings,
     slurm: SlurmAdapter,
     slurm_cluster: SlurmCluster,
-    slack: SlackStub,
+    slack: SlackFake,
 ) -> None:
     cluster = slurm_cluster.name
     quarantine = decide(QuarantineNodes, cluster, "dry", nodes=SUSPECTS)

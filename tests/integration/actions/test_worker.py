@@ -6,7 +6,7 @@ import pytest
 
 from actions.adapters.memory import InMemoryAdapter
 from actions.errors import TemporaryError
-from centrality.slack_stub import SlackStub
+from centrality.slack_fake import SlackFake
 from schemas.events import ActionFailed, ActionStarted, ActionSucceeded
 from schemas.settings import KafkaSettings
 from tests.support.action_worker import count, send, wait_for, worker
@@ -16,7 +16,7 @@ pytestmark = pytest.mark.integration
 
 
 async def test_same_trigger_twice_across_a_restart_acts_once(
-    kafka_settings: KafkaSettings, slack: SlackStub
+    kafka_settings: KafkaSettings, slack: SlackFake
 ) -> None:
     adapter = InMemoryAdapter()
     first, again = restart(), restart()
@@ -42,7 +42,7 @@ async def test_same_trigger_twice_across_a_restart_acts_once(
 
 
 async def test_failing_adapter_ends_in_action_failed_and_a_notification(
-    kafka_settings: KafkaSettings, slack: SlackStub
+    kafka_settings: KafkaSettings, slack: SlackFake
 ) -> None:
     adapter = InMemoryAdapter()
     adapter.fail("requeue", *(TemporaryError("slurmctld not responding") for _ in range(4)))

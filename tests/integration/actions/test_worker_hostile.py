@@ -15,7 +15,7 @@ import pytest
 from pydantic import SecretStr
 
 from actions.adapters.memory import InMemoryAdapter
-from centrality.slack_stub import SlackStub
+from centrality.slack_fake import SlackFake
 from schemas.codec import encode
 from schemas.deadletter import DeadLetter
 from schemas.emitter import Emitter
@@ -42,7 +42,7 @@ async def dead_letters(kafka: KafkaSettings, reason: str, n: int) -> list[DeadLe
 
 
 async def test_unsigned_and_wrongly_signed_triggers_are_dead_lettered_not_obeyed(
-    kafka_settings: KafkaSettings, slack: SlackStub
+    kafka_settings: KafkaSettings, slack: SlackFake
 ) -> None:
     adapter = InMemoryAdapter()
     unsigned, forged, sentinel = (
@@ -66,7 +66,7 @@ async def test_unsigned_and_wrongly_signed_triggers_are_dead_lettered_not_obeyed
 
 
 async def test_oversized_trigger_is_dead_lettered_and_the_worker_goes_on(
-    kafka_settings: KafkaSettings, slack: SlackStub
+    kafka_settings: KafkaSettings, slack: SlackFake
 ) -> None:
     """Its results and ledger entry could not fit a message: once this killed the worker, and
     every restart met the same trigger again."""
@@ -113,7 +113,7 @@ class HangingAdapter(InMemoryAdapter):
 
 
 async def test_hung_adapter_call_is_a_temporary_failure_and_others_go_on(
-    kafka_settings: KafkaSettings, slack: SlackStub
+    kafka_settings: KafkaSettings, slack: SlackFake
 ) -> None:
     adapter = HangingAdapter("slurm/test/hung")
     hung = restart("slurm/test/hung")
@@ -141,7 +141,7 @@ async def test_hung_adapter_call_is_a_temporary_failure_and_others_go_on(
 
 
 async def test_slack_down_does_not_delay_drains_and_notifications_follow(
-    kafka_settings: KafkaSettings, slack: SlackStub, monkeypatch: pytest.MonkeyPatch
+    kafka_settings: KafkaSettings, slack: SlackFake, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("CENTRALITY_SLACK_RETRY_INITIAL_S", "0.2")
     monkeypatch.setenv("CENTRALITY_SLACK_RETRY_MAX_S", "1")
@@ -164,7 +164,7 @@ async def test_slack_down_does_not_delay_drains_and_notifications_follow(
 
 
 async def test_signed_triggers_in_every_codec_from_librdkafka_are_acted_on(
-    kafka_settings: KafkaSettings, slack: SlackStub
+    kafka_settings: KafkaSettings, slack: SlackFake
 ) -> None:
     adapter = InMemoryAdapter()
     triggers = {codec: restart(f"slurm/test/{codec}") for codec in foreign.CODECS}
@@ -183,7 +183,7 @@ async def test_signed_triggers_in_every_codec_from_librdkafka_are_acted_on(
 
 
 async def test_trigger_batch_it_cannot_decompress_is_dead_lettered_and_read_past(
-    kafka_settings: KafkaSettings, slack: SlackStub, monkeypatch: pytest.MonkeyPatch
+    kafka_settings: KafkaSettings, slack: SlackFake, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     adapter = InMemoryAdapter()
     unreadable, plain = restart("slurm/test/lz4"), restart("slurm/test/plain")
@@ -198,7 +198,7 @@ async def test_trigger_batch_it_cannot_decompress_is_dead_lettered_and_read_past
 
 
 async def test_an_aborted_transaction_s_trigger_is_not_obeyed(
-    kafka_settings: KafkaSettings, slack: SlackStub
+    kafka_settings: KafkaSettings, slack: SlackFake
 ) -> None:
     """Triggers from a transactional producer (a rule module run with Faust's exactly-once
     guarantee writes them so): an aborted one never happened; the worker commits past the commit

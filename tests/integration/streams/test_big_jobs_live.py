@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from actions.adapters.memory import InMemoryAdapter
 from centrality.cli import app
-from centrality.slack_stub import SlackStub
+from centrality.slack_fake import SlackFake
 from schemas.envelope import Event, utcnow
 from schemas.events import ActionSucceeded, Notify, QuarantineNodes
 from schemas.limits import TEXT
@@ -65,7 +65,7 @@ def test_a_big_job_failing_five_times_drains_only_its_suspects_in_turn_live(
     streams = StreamsWorker(env, tmp_path / "run")
     adapter = InMemoryAdapter()
 
-    async def story(slack: SlackStub) -> list[Event]:
+    async def story(slack: SlackFake) -> list[Event]:
         fleet = {"test": len(BIG)}
         acting = worker(kafka_settings, adapter, slack, fleet_size=fleet, batch_poll_s=0.5)
         async with acting:
@@ -76,7 +76,7 @@ def test_a_big_job_failing_five_times_drains_only_its_suspects_in_turn_live(
 
     streams.start()
     try:
-        with SlackStub() as slack:
+        with SlackFake() as slack:
             seen = asyncio.run(story(slack))
         # Read back through the codec: each one parsed and passed the contract on the way.
         sent = triggers_sent(

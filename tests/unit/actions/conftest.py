@@ -6,10 +6,13 @@ from collections.abc import Iterator
 
 import pytest
 
-from centrality.slack_stub import SlackStub
+from centrality.slack_fake import SlackFake
+from tests.support.slack import FastClock
 
 
 @pytest.fixture
-def slack() -> Iterator[SlackStub]:
-    with SlackStub() as stub:
-        yield stub
+def slack() -> Iterator[SlackFake]:
+    """The Slack fake, on a clock that leaps over the notifier's waits (Slack's pace costs no
+    real time)."""
+    with SlackFake(clock=FastClock()) as fake:
+        yield fake

@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 from actions.batches import out_in_batch
 from actions.inflight import Inflight
 from actions.ledger import History, LedgerEntry
-from centrality.slack_stub import SlackStub
+from centrality.slack_fake import SlackFake
 from schemas.events import ActionStarted, ActionSucceeded
 from schemas.metrics.catalog import BATCH_WAITING
 from tests.support.triggers import benchmark, release, suspect
@@ -45,7 +45,7 @@ def waiting() -> float:
 
 
 async def test_suspects_go_out_two_at_a_time_each_turn_ending_as_a_node_is_benchmarked(
-    slack: SlackStub,
+    slack: SlackFake,
 ) -> None:
     rig = Rig(slack, quarantine_max_share=1.0, batch_poll_s=0.01)
     before = waiting()
@@ -70,7 +70,7 @@ async def test_suspects_go_out_two_at_a_time_each_turn_ending_as_a_node_is_bench
     assert {e.batch for e in entries if e is not None} == {BATCH}
 
 
-async def test_a_plan_or_an_operators_command_never_waits(slack: SlackStub) -> None:
+async def test_a_plan_or_an_operators_command_never_waits(slack: SlackFake) -> None:
     rig = Rig(slack, quarantine_max_share=1.0, batch_poll_s=0.01)
     for node in NODES[:2]:
         await rig.handle(suspect(node, most_out=2))
@@ -86,7 +86,7 @@ async def test_a_plan_or_an_operators_command_never_waits(slack: SlackStub) -> N
     assert len(planning.of(ActionSucceeded)) == len(NODES) and not planning.adapter.drained
 
 
-async def test_work_of_the_same_node_queued_behind_ends_the_wait(slack: SlackStub) -> None:
+async def test_work_of_the_same_node_queued_behind_ends_the_wait(slack: SlackFake) -> None:
     inflight = Inflight(limit=2)
     rig = Rig(slack, quarantine_max_share=1.0, batch_poll_s=0.01)
     rig.dispatcher.park = inflight.parked

@@ -6,17 +6,13 @@ import asyncio
 import json
 from typing import Any
 
-from pydantic import SecretStr
-
 from actions.adapters.memory import InMemoryAdapter
 from actions.dispatch import Dispatcher
 from actions.errors import PermanentError, TemporaryError
 from actions.ledger import Ledger
 from actions.registry import handler_for
 from actions.settings import ActionsSettings
-from actions.slack.notifier import SlackNotifier
-from actions.slack.settings import SlackSettings
-from centrality.slack_stub import SlackStub
+from centrality.slack_fake import SlackFake
 from schemas.envelope import Event
 from schemas.events import (
     ActionFailed,
@@ -26,16 +22,17 @@ from schemas.events import (
     FleetBaseline,
     Trigger,
 )
+from tests.support.slack import notifier_for
 from tests.support.triggers import benchmark, notify, quarantine, release, restart
 
 
 class Rig:
-    def __init__(self, slack: SlackStub, **settings: Any) -> None:
+    def __init__(self, slack: SlackFake, **settings: Any) -> None:
         self.adapter = InMemoryAdapter()
         self.ledger = Ledger()
         self.events: list[Event] = []
         self.settings = ActionsSettings(backoff_scale=0.001, fleet_size={"test": 10}, **settings)
-        notifier = SlackNotifier(SlackSettings(token=SecretStr("xoxb-t"), base_url=slack.base_url))
+        notifier = notifier_for(slack)
         self.dispatcher = Dispatcher(self.settings, self.adapter, notifier, self.ledger, self._emit)
 
     async def _emit(self, event: Event) -> None:
@@ -44,13 +41,13 @@ class Rig:
     async def handle(self, trigger: Trigger) -> None:
         """Handle, then wait for the notifications it queued (they are posted in the background)."""
         await self.dispatcher.handle(trigger)
-        await asyncio.wait_for(self.dispatcher.notifications.join(), 30)
+        await asyncio.wait_for(self.dispatcher.notifier.join(), 30)
 
     def of(self, cls: type[Event]) -> list[Any]:
         return [e for e in self.events if isinstance(e, cls)]
 
 
-async def test_redelivered_trigger_acts_once(slack: SlackStub) -> None:
+async def test_redelivered_trigger_acts_once(slack: SlackFake) -> None:
     rig = Rig(slack)
     for _ in range(3):
         await rig.handle(restart())
@@ -59,7 +56,7 @@ async def test_redelivered_trigger_acts_once(slack: SlackStub) -> None:
     assert rig.ledger.get(restart().event_id).outcome == "succeeded"  # type: ignore[union-attr]
 
 
-async def test_quarantine_drains_and_taints(slack: SlackStub) -> None:
+async def test_quarantine_drains_and_taints(slack: SlackFake) -> None:
     rig = Rig(slack)
     await rig.handle(quarantine(("n1",)))
     assert rig.adapter.drained == {"n1": "centrality: 5 failures on the same nodes"}
@@ -71,14 +68,14 @@ async def test_quarantine_drains_and_taints(slack: SlackStub) -> None:
     assert done.payload.nodes == ("n1",)  # so the streams can tell each node what happened
 
 
-async def test_an_operators_quarantine_is_told_on_its_own(slack: SlackStub) -> None:
+async def test_an_operators_quarantine_is_told_on_its_own(slack: SlackFake) -> None:
     rig = Rig(slack)
     await rig.handle(operators(quarantine(("n1",))))
     [post] = slack.posts
     assert post["text"].startswith("Drained n1: ")
 
 
-async def test_breaker_trips_notifies_and_does_not_act(slack: SlackStub) -> None:
+async def test_breaker_trips_notifies_and_does_not_act(slack: SlackFake) -> None:
     rig = Rig(slack, quarantine_max_share=0.2)  # 2 of 10 nodes
     await rig.handle(quarantine(("n1", "n2"), window="a"))
     await rig.handle(quarantine(("n3",), window="b"))
@@ -91,7 +88,7 @@ async def test_breaker_trips_notifies_and_does_not_act(slack: SlackStub) -> None
     assert rig.ledger.get(quarantine(("n3",), window="b").event_id).outcome == "skipped"  # type: ignore[union-attr]
 
 
-async def test_dry_run_changes_nothing_and_records_the_plan(slack: SlackStub) -> None:
+async def test_dry_run_changes_nothing_and_records_the_plan(slack: SlackFake) -> None:
     rig = Rig(slack, dry_run=True)
     await rig.handle(quarantine(("n1",)))
     await rig.handle(restart())
@@ -110,7 +107,7 @@ async def test_dry_run_changes_nothing_and_records_the_plan(slack: SlackStub) ->
     assert len(rig.adapter.requeued) == 1
 
 
-async def test_a_shadow_rules_decision_is_planned_never_carried_out(slack: SlackStub) -> None:
+async def test_a_shadow_rules_decision_is_planned_never_carried_out(slack: SlackFake) -> None:
     rig = Rig(slack, notify_on_success=frozenset({"quarantine_nodes"}))  # a live worker
     drain, message = quarantine(("n1",)).as_shadow(), notify("i", "w").as_shadow()
     for trigger in (drain, drain, message):  # redelivered too
@@ -126,7 +123,7 @@ async def test_a_shadow_rules_decision_is_planned_never_carried_out(slack: Slack
     assert set(rig.adapter.drained) == {"n1"} and not rig.of(ActionSucceeded)[-1].payload.shadow
 
 
-async def test_failing_adapter_retries_then_fails_and_notifies(slack: SlackStub) -> None:
+async def test_failing_adapter_retries_then_fails_and_notifies(slack: SlackFake) -> None:
     rig = Rig(slack)
     rig.adapter.fail("requeue", *(TemporaryError("slurmctld busy") for _ in range(4)))
     await rig.handle(restart())
@@ -143,7 +140,7 @@ async def test_failing_adapter_retries_then_fails_and_notifies(slack: SlackStub)
     assert len(rig.adapter.calls) == 4
 
 
-async def test_permanent_error_is_not_retried(slack: SlackStub) -> None:
+async def test_permanent_error_is_not_retried(slack: SlackFake) -> None:
     rig = Rig(slack)
     rig.adapter.fail("requeue", PermanentError("job is gone"))
     await rig.handle(restart())
@@ -151,7 +148,7 @@ async def test_permanent_error_is_not_retried(slack: SlackStub) -> None:
     assert rig.of(ActionFailed)[0].payload.permanent
 
 
-async def test_temporary_error_then_success(slack: SlackStub) -> None:
+async def test_temporary_error_then_success(slack: SlackFake) -> None:
     rig = Rig(slack)
     rig.adapter.fail("requeue", TemporaryError("blip"))
     await rig.handle(restart())
@@ -159,14 +156,14 @@ async def test_temporary_error_then_success(slack: SlackStub) -> None:
     assert done.payload.attempt == 2 and len(rig.adapter.requeued) == 1
 
 
-async def test_allowlist_refuses_without_acting(slack: SlackStub) -> None:
+async def test_allowlist_refuses_without_acting(slack: SlackFake) -> None:
     rig = Rig(slack, allow={"test": ["notify"]})
     await rig.handle(restart())
     assert rig.adapter.calls == []
     assert "not enabled on cluster test" in rig.of(ActionFailed)[0].payload.error
 
 
-async def test_action_in_doubt_is_reported_not_repeated(slack: SlackStub) -> None:
+async def test_action_in_doubt_is_reported_not_repeated(slack: SlackFake) -> None:
     rig = Rig(slack)
     trigger = restart()
     spec = handler_for(trigger)
@@ -190,7 +187,7 @@ async def drained(rig: Rig, *nodes: str) -> None:
     assert set(nodes) <= set(rig.adapter.drained)
 
 
-async def test_a_benchmark_never_runs_on_a_node_still_in_service(slack: SlackStub) -> None:
+async def test_a_benchmark_never_runs_on_a_node_still_in_service(slack: SlackFake) -> None:
     rig = Rig(slack, quarantine_max_share=0.5)
     await drained(rig, "n1")
     await rig.handle(benchmark(("n1", "n2")))
@@ -206,7 +203,7 @@ async def test_a_benchmark_never_runs_on_a_node_still_in_service(slack: SlackStu
     assert "run_on_nodes" not in rig.adapter.calls
 
 
-async def test_benchmark_per_node_results_and_slack_table(slack: SlackStub) -> None:
+async def test_benchmark_per_node_results_and_slack_table(slack: SlackFake) -> None:
     rig = Rig(slack, quarantine_max_share=0.5)
     await drained(rig, "n1", "n2")
     rig.adapter.run_stdout = (
@@ -240,7 +237,7 @@ def json_text(post: dict[str, Any]) -> str:
 
 
 async def test_memory_adapter_benchmark_is_a_report_the_runner_parser_accepts(
-    slack: SlackStub,
+    slack: SlackFake,
 ) -> None:
     rig = Rig(slack, quarantine_max_share=0.5)
     await drained(rig, "n1", "n2")
@@ -254,7 +251,7 @@ async def test_memory_adapter_benchmark_is_a_report_the_runner_parser_accepts(
     assert done.payload.detail["verdicts"] == {"n1": "pass", "n2": "fail"}
 
 
-async def test_a_notice_says_its_text_and_claims_no_action(slack: SlackStub) -> None:
+async def test_a_notice_says_its_text_and_claims_no_action(slack: SlackFake) -> None:
     rig = Rig(slack)
     told = notify("test/n1", "w").model_copy(
         update={
@@ -284,7 +281,7 @@ class PeerLedger(Ledger):
 
 
 async def test_a_tripped_guard_reads_what_other_workers_did_before_refusing(
-    slack: SlackStub,
+    slack: SlackFake,
 ) -> None:
     drainer = Rig(slack, quarantine_max_share=0.5)
     await drained(drainer, "n1")  # another worker drained n1: this one has not read it yet

@@ -6,7 +6,7 @@ from actions.adapters.memory import InMemoryAdapter
 from actions.dispatch import Dispatcher
 from actions.ledger import Ledger
 from actions.settings import ActionsSettings
-from actions.slack.notifier import LogNotifier
+from actions.slack.notifier import log_notifier
 from schemas.envelope import Event
 from schemas.events import ActionFailed, ActionSucceeded, CancelJob, JobExited, ReleaseJob
 from tests.factories import exited
@@ -19,7 +19,7 @@ def rig(**settings: object) -> tuple[Dispatcher, InMemoryAdapter, list[Event]]:
         events.append(event)
 
     options = ActionsSettings.model_validate({"fleet_size": {"test": 10}, **settings})
-    return Dispatcher(options, adapter, LogNotifier(), Ledger(), emit), adapter, events
+    return Dispatcher(options, adapter, log_notifier(), Ledger(), emit), adapter, events
 
 
 def cause() -> JobExited:

@@ -5,11 +5,20 @@ from __future__ import annotations
 import random
 import uuid
 from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
 
 import pytest
 from aiokafka.errors import KafkaTimeoutError, MessageSizeTooLargeError, NodeNotReadyError
 
-from actions.ledger import Ledger, LedgerEntry, Outcome, retrying_transient
+from actions.ledger import (
+    Ledger,
+    LedgerEntry,
+    Outcome,
+    ThreadRef,
+    Told,
+    _entries,
+    retrying_transient,
+)
 
 
 def entry(outcome: Outcome, cluster: str = "c", trigger_id: uuid.UUID | None = None) -> LedgerEntry:
@@ -139,3 +148,19 @@ async def test_a_request_that_timed_out_is_tried_again_one_refused_is_not() -> N
         async for attempt in retrying_transient("test"):
             with attempt:
                 raise MessageSizeTooLargeError()
+
+
+async def test_what_was_told_rides_beside_the_entries_and_names_incident_threads() -> None:
+    ledger = Ledger()
+    acted = entry("succeeded").model_copy(update={"thread": ThreadRef(channel="C1", ts="1.1")})
+    told = Told(incident="inc-1", thread=ThreadRef(channel="C1", ts="2.2"), refused=True)
+    await ledger.record(acted)
+    await ledger.record_told(told)
+    # Both kinds of record read back from the topic's bytes, each as itself.
+    records = [SimpleNamespace(value=r.to_bytes(), offset=i) for i, r in enumerate((acted, told))]
+    again = Ledger()
+    again._apply(_entries(records))
+    for read in (ledger, again):
+        assert read.told("inc-1") == told and read.get(acted.trigger_id) == acted
+        assert read.threads() == {"c/n1": acted.thread, "inc-1": told.thread}
+        assert read.history(planned=False).acted("c", "quarantine_nodes") == [acted]

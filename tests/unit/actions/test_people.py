@@ -13,6 +13,7 @@ import pytest
 from actions.silences import Silences
 from actions.worker import ActionWorker, Rejected
 from centrality.commands import command
+from centrality.slack_fake import SlackFake
 from schemas.codec import encode
 from schemas.envelope import utcnow
 from schemas.events import (
@@ -25,7 +26,7 @@ from schemas.events import (
 )
 from tests.support.operators import ALICE, BOB, MALLORY, TRUSTED, expired, signed, silence
 from tests.support.triggers import SIGNING, TRIGGER_KEY, notify, quarantine, restart, signature_of
-from tests.unit.actions.test_dispatch import Rig, SlackStub
+from tests.unit.actions.test_dispatch import Rig
 
 
 def by_alice(cls: Any = QuarantineNodes, cluster: str = "test", **payload: Any) -> Any:
@@ -56,7 +57,7 @@ def with_silences(rig: Rig, known: Silences) -> Rig:
 
 
 async def test_a_silence_holds_a_rules_decision_and_says_so_where_people_read(
-    slack: SlackStub,
+    slack: SlackFake,
 ) -> None:
     added = silence()
     rig = with_silences(Rig(slack), silences(added))
@@ -75,14 +76,14 @@ async def test_a_silence_holds_a_rules_decision_and_says_so_where_people_read(
     assert entry.held_by == added.payload.silence_id
 
 
-async def test_a_held_step_of_a_nodes_story_is_told_by_its_incident(slack: SlackStub) -> None:
+async def test_a_held_step_of_a_nodes_story_is_told_by_its_incident(slack: SlackFake) -> None:
     rig = with_silences(Rig(slack), silences(silence()))
     await rig.handle(quarantine(("n1",)))
     [held] = rig.of(ActionHeld)
     assert held.payload.nodes == ("n1",) and slack.posts == []
 
 
-async def test_operators_commands_and_notifications_are_never_held(slack: SlackStub) -> None:
+async def test_operators_commands_and_notifications_are_never_held(slack: SlackFake) -> None:
     rig = with_silences(Rig(slack), silences(silence()))
     await rig.handle(by_alice())
     await rig.handle(notify("test/n1", "w1"))
@@ -106,7 +107,7 @@ async def test_operators_commands_and_notifications_are_never_held(slack: SlackS
     ],
 )
 async def test_a_silence_holds_only_what_it_names(
-    slack: SlackStub, scope: dict[str, str], held: bool
+    slack: SlackFake, scope: dict[str, str], held: bool
 ) -> None:
     rig = with_silences(Rig(slack, quarantine_max_share=0.5), silences(silence(**scope)))
     await rig.handle(quarantine(("n1", "n9")))  # held whole when the silence covers one
@@ -114,7 +115,7 @@ async def test_a_silence_holds_only_what_it_names(
 
 
 async def test_a_silence_ends_by_itself_or_by_an_operator_and_elsewhere_holds_nothing(
-    slack: SlackStub,
+    slack: SlackFake,
 ) -> None:
     over = silence(starts_at=utcnow() - timedelta(hours=2), duration_s=60)
     later = silence(starts_at=utcnow() + timedelta(hours=1))
@@ -145,7 +146,7 @@ def test_silences_nobody_trusted_may_set_are_ignored() -> None:
 # --- force, allowlist, authority -------------------------------------------------------------
 
 
-async def test_force_passes_the_breaker_and_is_recorded_as_forced(slack: SlackStub) -> None:
+async def test_force_passes_the_breaker_and_is_recorded_as_forced(slack: SlackFake) -> None:
     rig = Rig(slack, quarantine_max_share=0.1)  # 1 of 10 nodes
     await rig.handle(quarantine(("n1",), window="a"))
     await rig.handle(by_alice(nodes=("n2",)))
@@ -159,7 +160,7 @@ async def test_force_passes_the_breaker_and_is_recorded_as_forced(slack: SlackSt
     assert "*forced* past the circuit breakers" in json.dumps(slack.posts[-1]["blocks"])
 
 
-async def test_an_action_not_allowed_is_refused_and_people_are_told(slack: SlackStub) -> None:
+async def test_an_action_not_allowed_is_refused_and_people_are_told(slack: SlackFake) -> None:
     rig = Rig(slack, allow={"test": ["notify"]})
     await rig.handle(restart())
     [refused] = rig.of(ActionFailed)
@@ -168,11 +169,11 @@ async def test_an_action_not_allowed_is_refused_and_people_are_told(slack: Slack
     assert "refused: action restart_job is not enabled on cluster test" in post["text"]
 
 
-async def test_a_refusal_found_by_the_worker_is_recorded_and_told(slack: SlackStub) -> None:
+async def test_a_refusal_found_by_the_worker_is_recorded_and_told(slack: SlackFake) -> None:
     rig = Rig(slack)
     trigger = by_alice(ReleaseNodes)
     await rig.dispatcher.handle(trigger, refusal="operator alice may not command cluster test")
-    await rig.dispatcher.notifications.join()
+    await rig.dispatcher.notifier.join()
     [refused] = rig.of(ActionFailed)
     assert refused.payload.refused and refused.payload.operator == "alice"
     assert rig.adapter.calls == [] and "may not command" in slack.posts[0]["text"]

@@ -15,10 +15,8 @@ from actions.adapters.memory import InMemoryAdapter
 from actions.dispatch import Dispatcher
 from actions.ledger import Ledger
 from actions.settings import ActionsSettings
-from actions.slack.notifier import SlackNotifier
-from actions.slack.settings import SlackSettings
 from actions.webhook import HttpWebhook, WebhookSettings
-from centrality.slack_stub import SlackStub
+from centrality.slack_fake import SlackFake
 from centrality.webhook_stub import WebhookStub
 from schemas.envelope import Event
 from schemas.events import (
@@ -30,6 +28,7 @@ from schemas.events import (
     Trigger,
 )
 from streams.testing import T0
+from tests.support.slack import notifier_for
 from tests.support.triggers import quarantine, release, restart, rung
 
 HARDWARE = "centrality.io/hardware-service"
@@ -38,12 +37,12 @@ HARDWARE = "centrality.io/hardware-service"
 class Rig:
     """A dispatcher on the recording adapter, with a clock the test moves."""
 
-    def __init__(self, slack: SlackStub, webhook: WebhookStub, **settings: Any) -> None:
+    def __init__(self, slack: SlackFake, webhook: WebhookStub, **settings: Any) -> None:
         self.adapter = InMemoryAdapter()
         self.events: list[Event] = []
         self.now = T0
         config = ActionsSettings(backoff_scale=0.001, fleet_size={"test": 10}, **settings)
-        notifier = SlackNotifier(SlackSettings(token=SecretStr("xoxb-t"), base_url=slack.base_url))
+        notifier = notifier_for(slack)
         self.dispatcher = Dispatcher(
             config,
             self.adapter,
@@ -61,7 +60,7 @@ class Rig:
         for trigger in triggers:
             self.now += after
             await self.dispatcher.handle(trigger)
-        await asyncio.wait_for(self.dispatcher.notifications.join(), 30)
+        await asyncio.wait_for(self.dispatcher.notifier.join(), 30)
 
     def outcome(self, trigger: Trigger) -> ActionSucceeded | ActionFailed:
         [done] = [
@@ -77,7 +76,7 @@ def reboot(node: str, window: str) -> Trigger:
     return rung(RebootNodes, (node,), window=window)
 
 
-async def test_a_reset_runs_on_drained_nodes_only(slack: SlackStub) -> None:
+async def test_a_reset_runs_on_drained_nodes_only(slack: SlackFake) -> None:
     with WebhookStub() as hook:
         rig = Rig(slack, hook)
         await rig.handle(quarantine(("n1",)))
@@ -97,7 +96,7 @@ async def test_a_reset_runs_on_drained_nodes_only(slack: SlackStub) -> None:
     )
 
 
-async def test_a_reboot_budget_stops_a_third_reboot_within_its_window(slack: SlackStub) -> None:
+async def test_a_reboot_budget_stops_a_third_reboot_within_its_window(slack: SlackFake) -> None:
     with WebhookStub() as hook:
         rig = Rig(slack, hook)
         await rig.handle(quarantine(("n1",)))
@@ -113,7 +112,7 @@ async def test_a_reboot_budget_stops_a_third_reboot_within_its_window(slack: Sla
     assert rig.adapter.rebooted == ["n1", "n1", "n1"]
 
 
-async def test_at_most_so_many_nodes_are_in_remediation_at_once(slack: SlackStub) -> None:
+async def test_at_most_so_many_nodes_are_in_remediation_at_once(slack: SlackFake) -> None:
     with WebhookStub() as hook:
         rig = Rig(slack, hook, remediation_max_nodes=1, quarantine_max_share=0.5)
         await rig.handle(quarantine(("n1", "n2")))
@@ -131,7 +130,7 @@ async def test_at_most_so_many_nodes_are_in_remediation_at_once(slack: SlackStub
 
 
 async def test_an_escalation_keeps_the_node_drained_marks_it_and_files_a_ticket(
-    slack: SlackStub,
+    slack: SlackFake,
 ) -> None:
     escalate = rung(
         EscalateNodes,
@@ -162,7 +161,7 @@ async def test_an_escalation_keeps_the_node_drained_marks_it_and_files_a_ticket(
     assert rig.adapter.taints["n1"] == set() and "n1" not in rig.adapter.drained
 
 
-async def test_a_webhook_down_fails_the_escalation_for_a_retry(slack: SlackStub) -> None:
+async def test_a_webhook_down_fails_the_escalation_for_a_retry(slack: SlackFake) -> None:
     with WebhookStub(down=True) as hook:
         rig = Rig(slack, hook)
         escalate = rung(EscalateNodes, ("n1",))
@@ -173,7 +172,7 @@ async def test_a_webhook_down_fails_the_escalation_for_a_retry(slack: SlackStub)
     assert not any("hardware service needed" in p["text"] for p in slack.posts)
 
 
-async def test_a_restart_avoids_the_nodes_its_decision_names(slack: SlackStub) -> None:
+async def test_a_restart_avoids_the_nodes_its_decision_names(slack: SlackFake) -> None:
     with WebhookStub() as hook:
         rig = Rig(slack, hook, dry_run=True)
         planned = restart(exclude_nodes=("n2",))
