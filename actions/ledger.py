@@ -91,7 +91,7 @@ class Told(BaseModel):
     digest: bool = Field(default=False, description="Its parent is a digest message's.")
     parent: str = Field(default="", description="Fingerprint of the parent as last shown.")
     refused: bool = False
-    escalated: int = Field(default=0, ge=0, description="Escalated members told so far.")
+    notes: int = Field(default=0, ge=0, description="The incident's notes told so far.")
     resolved: bool = False
     told_at: AwareDatetime = Field(default_factory=utcnow)
 

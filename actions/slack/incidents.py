@@ -1,5 +1,6 @@
 """An incident in Block Kit: its thread's parent (what it is now, updated in place as it moves)
-and the replies for the steps people must see: a refusal, escalations, its resolution."""
+and the replies for the steps people must see: a refusal, its notes (a node kept out, escalated,
+held, resumed by hand), its resolution."""
 
 from __future__ import annotations
 
@@ -52,14 +53,18 @@ def refused_message(incident: str, p: IncidentPayload) -> Message:
     return _reply(incident, p, said, f"{p.title}: refused — {p.refused}")
 
 
-def escalated_message(incident: str, p: IncidentPayload, before: int) -> Message:
-    now = p.states.get("escalated", 0)
-    more = plural(now - before, "more node" if before else "node")
-    said = (
-        f"*{more} escalated* for hardware service ({now} of {p.nodes_count} in all): the "
-        "remediation ladder is exhausted for them."
-    )
-    return _reply(incident, p, said, f"{p.title}: {more} escalated")
+def notes_message(incident: str, p: IncidentPayload, before: int) -> Message:
+    """The incident's notes past the `before` first, in one reply: a kept-out verdict, a step
+    that failed, an escalation, a hold, what people did by hand. Notes the incident no longer
+    keeps (it keeps its latest) are counted, not lost without a word."""
+    new = p.notes_count - before
+    shown = p.notes[-min(new, len(p.notes)) :] if new > 0 else ()
+    lines = [f"• {n}" for n in shown]
+    if new > len(shown):
+        lines.insert(0, f"… and {new - len(shown)} earlier: `centrality incident {incident}`")
+    said = f"*{plural(new, 'step')} to see:*\n" + "\n".join(lines)
+    first = shown[0] if shown else ""
+    return _reply(incident, p, said, f"{p.title}: {first}" + (f" (+{new - 1})" if new > 1 else ""))
 
 
 def resolved_message(incident: str, p: IncidentPayload) -> Message:

@@ -2,9 +2,9 @@
 teller's policy is the same in tests and in the worker.
 
 The parent message is shown when what it shows changed (posted the first time, then updated
-in place); a reply goes out once per step people must see: the refusal (with its figures),
-each rise in escalated members, the resolution. An incident whose parent is a digest's has no
-message of its own to update: only its replies go on, in the digest's thread.
+in place); a reply goes out once per step people must see: the refusal (with its figures), the
+notes new since the last reply (in one), the resolution. An incident whose parent is a
+digest's has no message of its own to update: only its replies go on, in the digest's thread.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Literal
 
 from actions.ledger import ThreadRef, Told
 from actions.slack.incidents import (
-    escalated_message,
+    notes_message,
     parent_message,
     refused_message,
     resolved_message,
@@ -26,7 +26,7 @@ from actions.slack.notifier import Delivery
 from schemas.envelope import utcnow
 from schemas.events.incidents import IncidentPayload
 
-Step = Literal["refused", "escalated", "resolved"]
+Step = Literal["refused", "notes", "resolved"]
 
 
 @dataclass(frozen=True)
@@ -41,7 +41,7 @@ class Telling:
     parent: Message | None  # None: it shows what was last shown, or has no message of its own
     fingerprint: str
     replies: tuple[Reply, ...]
-    escalated: int  # escalated members once told
+    notes: int  # the incident's notes once told
 
     @property
     def empty(self) -> bool:
@@ -56,14 +56,11 @@ def telling(incident: str, p: IncidentPayload, told: Told | None) -> Telling:
     replies: list[Reply] = []
     if p.refused and not told.refused:
         replies.append(Reply("refused", refused_message(incident, p)))
-    escalated = p.states.get("escalated", 0)
-    if escalated > told.escalated:
-        replies.append(Reply("escalated", escalated_message(incident, p, told.escalated)))
+    if p.notes_count > told.notes:
+        replies.append(Reply("notes", notes_message(incident, p, told.notes)))
     if p.state == "resolved" and not told.resolved:
         replies.append(Reply("resolved", resolved_message(incident, p)))
-    return Telling(
-        incident, None if shown else parent, fingerprint, tuple(replies), max(escalated, 0)
-    )
+    return Telling(incident, None if shown else parent, fingerprint, tuple(replies), p.notes_count)
 
 
 def told_after(
@@ -83,7 +80,7 @@ def told_after(
             "digest": digest or told.digest,
             "parent": plan.fingerprint if parent is None or parent.told else told.parent,
             "refused": told.refused or "refused" in done,
-            "escalated": plan.escalated if "escalated" in done else told.escalated,
+            "notes": plan.notes if "notes" in done else told.notes,
             "resolved": told.resolved or "resolved" in done,
             "told_at": utcnow(),
         }

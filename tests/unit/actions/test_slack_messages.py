@@ -15,7 +15,7 @@ import pytest
 from actions.slack.blocks import incident_message
 from actions.slack.digest import digest_message
 from actions.slack.incidents import (
-    escalated_message,
+    notes_message,
     parent_message,
     refused_message,
     resolved_message,
@@ -82,11 +82,13 @@ def incident_messages() -> Iterator[Message]:
         incident(title="t" * 2000, cause="c" * 2000, nodes="gpu-[0001-1000],…").payload,
         incident(cls=IncidentResolved, state="resolved", resolved_at=resolved_at,
                  states={"in_service": 140, "escalated": 3}).payload,
+        incident(notes=tuple(f"gpu-{i:03d}: kept out: benchmark fail: {'x' * 200}"
+                             for i in range(64)), notes_count=90).payload,
     ):  # fmt: skip
         assert isinstance(p, IncidentPayload)
         yield parent_message("inc-7f3a", p)
         yield refused_message("inc-7f3a", p)
-        yield escalated_message("inc-7f3a", p, 0)
+        yield notes_message("inc-7f3a", p, 0)
         yield resolved_message("inc-7f3a", p)
 
 

@@ -50,12 +50,19 @@ def test_a_refusal_is_told_once_with_its_figures() -> None:
     assert again.replies == () and again.parent is not None
 
 
-def test_each_rise_in_escalations_is_told_and_resolution_once() -> None:
+def test_new_notes_are_told_in_one_reply_and_resolution_once() -> None:
     told = after(tell(None))
-    one = tell(told, states={"quarantined": 142, "escalated": 1})
-    assert [r.step for r in one.replies] == ["escalated"]
+    notes = ("gpu-07: kept out: benchmark fail: slow", "gpu-09: resumed by hand")
+    two = tell(told, notes=notes, notes_count=2)
+    assert [r.step for r in two.replies] == ["notes"]
+    assert all(n in str(two.replies[0].message.blocks) for n in notes)
+    told = after(two, told)
+    assert told.notes == 2 and tell(told, notes=notes, notes_count=2).empty
+    third = "gpu-11: escalated to a person for hardware service"
+    one = tell(told, notes=(*notes, third), notes_count=3)
+    told_now = str(one.replies[0].message.blocks)
+    assert third in told_now and notes[0] not in told_now
     told = after(one, told)
-    assert told.escalated == 1 and tell(told, states={"quarantined": 142, "escalated": 1}).empty
     done = telling(
         "inc-1",
         incident(
@@ -63,13 +70,15 @@ def test_each_rise_in_escalations_is_told_and_resolution_once() -> None:
             state="resolved",
             resolved_at=OPENED.replace(hour=23),
             states={"in_service": 141, "escalated": 2},
+            notes=(*notes, third),
+            notes_count=3,
         ).payload,
         told,
     )
-    assert [r.step for r in done.replies] == ["escalated", "resolved"]
+    assert [r.step for r in done.replies] == ["resolved"]
     assert done.parent is not None and done.parent.text.startswith("Resolved: ")
     told = after(done, told)
-    assert told.resolved and told.escalated == 2
+    assert told.resolved and told.notes == 3
 
 
 def test_a_step_not_told_is_tried_again_and_a_digested_parent_is_never_updated() -> None:
