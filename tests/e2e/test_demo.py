@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from centrality.demo import node, run_demo
+from centrality.demo import DemoResult, node, run_demo
+from centrality.slack_fake import Message
 from centrality.stack.stack import Stack
 from schemas.envelope import Event
 from schemas.events import Trigger
@@ -67,6 +68,12 @@ def caused(story: list[Event]) -> None:
     assert bench.payload.caused_by == (drained.event_id,)  # type: ignore[attr-defined]
 
 
+def thread_naming(result: DemoResult, name: str) -> list[Message]:
+    """The one incident thread whose parent names the node `name`."""
+    [found] = [t for _, t in result.threads if name in f"{t[0].text} {t[0].blocks}"]
+    return found
+
+
 def test_the_demo_tells_the_whole_story(
     stack: Stack,
     worker_env: dict[str, str],
@@ -120,11 +127,16 @@ def test_the_demo_tells_the_whole_story(
     assert flagged.payload.job_id == jobs["idle"] and flagged.payload.nodes == (nodes["idle"],)  # type: ignore[attr-defined]
 
     told = [p["text"] for p in result.slack]
-    assert any(t.startswith(f"Drained {nodes['xid']}") for t in told)
-    assert any(f"{nodes['healthy']} back in service" in t for t in told)
-    assert any(f"Node {nodes['broken']} stays quarantined" in t for t in told)
+    # Nodes' stories are told as incidents: one thread each, its parent updated in place.
+    threads = {n: thread_naming(result, nodes[n]) for n in ("xid", "healthy", "broken")}
+    said = {n: " ".join(f"{m.text} {m.blocks}" for m in t) for n, t in threads.items()}
+    assert threads["xid"][0].text.startswith("Resolved: "), said["xid"]
+    assert threads["xid"][0].edits >= 1
+    assert threads["healthy"] is threads["broken"]  # one cause, one incident: their node set
+    assert "back in service 1" in said["healthy"] and "quarantined 1" in said["healthy"]
+    assert f"{nodes['broken']}: kept out: benchmark fail" in said["broken"]
+    assert not threads["broken"][0].text.startswith("Resolved: ")  # one node is still out
     assert any("Idle GPU allocation" in t for t in told)
-    assert not any(f"{nodes['broken']} back in service" in t for t in told)
 
     # The remediation ladder, as `centrality history node` tells it: each rung decided on the
     # previous one's outcome, the reboot done when the scheduler showed the node back.

@@ -117,10 +117,16 @@ def test_fatal_xids_end_drained_benchmarked_and_released_with_no_settings(
         [released] = of(rows, "ActionSucceeded", release["id"])
         assert released["detail"]["resume"]["resumed"] == [node]
 
-    # What Slack was told, per node: drained, benchmarked, back in service — and nothing else.
-    texts = [p["text"] for p in slack.posts]
+    # What Slack was told: the faults as incidents (fatal XIDs at once are one), each a thread
+    # whose parent was updated in place to resolved, with every node back in service, and
+    # nothing else: no message per node and step.
+    threads = [messages for _, messages in slack.threads()]
+    told = " ".join(f"{m.text} {m.blocks}" for thread in threads for m in thread)
+    assert threads and all(t[0].text.startswith("Resolved: ") for t in threads), told
+    assert all(t[0].edits >= 1 for t in threads)  # updated in place as the story moved
+    assert all(t[-1].text.startswith("Resolved: ") for t in threads)  # the resolution reply
     for node in nodes:
-        mine = [t for t in texts if t.startswith(node) or f" {node}" in t.split(":")[0]]
-        heads = [t.split(":")[0] for t in mine]
-        assert heads[:3] == [f"Drained {node}", f"Benchmarked {node}", f"{node} back in service"]
-    assert not [t for t in texts if "stays quarantined" in t or "not drained" in t]
+        assert sum(node in t[0].text or node in str(t[0].blocks) for t in threads) == 1, node
+    assert f"{len(nodes)} back in service" in told or len(threads) > 1
+    assert len(slack.posts) <= 2 * len(threads)  # a parent and its resolution, per incident
+    assert "stays quarantined" not in told and "not drained" not in told
