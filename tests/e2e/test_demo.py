@@ -70,7 +70,11 @@ def caused(story: list[Event]) -> None:
 
 def thread_naming(result: DemoResult, name: str) -> list[Message]:
     """The one incident thread whose parent names the node `name`."""
-    [found] = [t for _, t in result.threads if name in f"{t[0].text} {t[0].blocks}"]
+    [found] = [
+        t
+        for _, t in result.threads
+        if "centrality incident inc-" in str(t[0].blocks) and name in f"{t[0].text} {t[0].blocks}"
+    ]
     return found
 
 

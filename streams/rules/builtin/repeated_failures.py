@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pydantic import Field
 
 from schemas.events import Notify, Trigger
+from schemas.events.incidents import node_thread
 from schemas.limits import listed
 from streams.rules.builtin.quarantine import quarantine
 from streams.rules.builtin.suspects import EVIDENCE, suspect
@@ -120,7 +121,11 @@ def _decided(
         caused_by=caused_by,
         title=title,
         text=text,
-        incident=f"{NAME}/{event.subject}/{window}",
+        # A drain decided is told by the nodes' incident; the big set's notice (nothing drained
+        # but suspects) is told on its own.
+        incident=f"{NAME}/{event.subject}/{window}"
+        if big
+        else node_thread(event.cluster, event.subject),
         nodes=nodes,
         job_id=event.payload.job_id,
     )
