@@ -136,6 +136,7 @@ def streams() -> None:
     """Run the Faust streams worker (tables, rules, triggers); it stops within
     `CENTRALITY_STREAMS_STOP_TIMEOUT_S` of SIGTERM or Ctrl-C, whatever it is doing."""
     from centrality.supervise import run_with_stop_deadline
+    from schemas.admin import catalog_names, require_topics
     from schemas.settings import KafkaSettings
     from schemas.signing import SigningSettings
     from streams.rules.registry import RuleEngine
@@ -146,7 +147,9 @@ def streams() -> None:
     settings = StreamsSettings()
     # The worker would refuse the same rules with a traceback in its log: one line here instead.
     RuleEngine.load(settings.rule_modules, settings.rule_config)
-    asyncio.run(ensure_internal_topics(KafkaSettings(), StreamsSettings()))
+    kafka = KafkaSettings()
+    asyncio.run(require_topics(kafka, catalog_names(kafka)))  # before any topic of its own
+    asyncio.run(ensure_internal_topics(kafka, StreamsSettings()))
     try:
         asyncio.run(check_copartitioned(KafkaSettings(), StreamsSettings()))
     except NotCopartitionedError as exc:
@@ -162,6 +165,7 @@ def streams() -> None:
 def actions() -> None:
     """Run the action worker (triggers → scheduler adapters → action results)."""
     from actions.worker import ActionWorker
+    from schemas.admin import catalog_names
     from schemas.signing import SigningSettings
     from streams.history.baseline import fleet_baseline
     from streams.history.settings import ClickHouseSettings
@@ -169,7 +173,8 @@ def actions() -> None:
     # Without the signing key it refuses (exit 2) before serving or reading anything.
     SigningSettings().require("the action worker")
     worker = ActionWorker(baselines=functools.partial(fleet_baseline, ClickHouseSettings()))
-    run_until_signalled(worker.run, worker="actions")
+    kafka = worker.kafka
+    run_until_signalled(worker.run, worker="actions", kafka=kafka, topics=catalog_names(kafka))
 
 
 @app.command()
@@ -177,7 +182,8 @@ def sink() -> None:
     """Run the history sink (every topic → ClickHouse)."""
     from streams.history.sink import HistorySink
 
-    run_until_signalled(HistorySink().run, worker="sink")
+    sink = HistorySink()
+    run_until_signalled(sink.run, worker="sink", kafka=sink.kafka, topics=sink.topics())
 
 
 @app.command()

@@ -23,6 +23,8 @@ console = Console(stderr=True)
 S = TypeVar("S", bound=BaseSettings)
 
 DRY_RUN = typer.Option(False, "--dry-run", help="Count events instead of sending them to Kafka.")
+# What collectors send to: observations, never a decision, a result or an operator's word.
+COLLECTED = ("jobs", "logs", "nodes", "gpu")
 
 
 @contextlib.asynccontextmanager
@@ -54,13 +56,19 @@ def _serve(
     dry_run: bool,
     make: Callable[[EventSink], Callable[[asyncio.Event], Coroutine[Any, Any, None]]],
 ) -> None:
+    from schemas.settings import KafkaSettings
+    from schemas.topics import topic_name
+
     configure_logging()
 
     async def main(stop: asyncio.Event) -> None:
         async with open_sink(dry_run) as sink:
             await make(sink)(stop)
 
-    run_until_signalled(main, worker=worker)
+    # Kafka away is waited out (events spool meanwhile); Kafka without the topics is not.
+    kafka = None if dry_run else KafkaSettings()
+    topics = [topic_name(name, kafka) for name in COLLECTED] if kafka else []
+    run_until_signalled(main, worker=worker, kafka=kafka, topics=topics)
 
 
 def agent(

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from aiokafka.errors import KafkaConnectionError, KafkaTimeoutError, NoBrokersAvailable
 
-from centrality.errors import START_HINT, UNAVAILABLE, Failure, explains
+from centrality.errors import START_HINT, UNAVAILABLE, USAGE, Failure, explains
 from centrality.oneshot import Undelivered
 from centrality.stack.process import ServiceError
+from schemas.admin import MissingTopicsError
 
 
 def _kafka_address() -> str:
@@ -55,6 +56,17 @@ def _undelivered(exc: Undelivered) -> Failure:
             "names them), or see `centrality doctor`",
         )
     return Failure(UNAVAILABLE, str(exc), START_HINT)
+
+
+@explains(MissingTopicsError)
+def _missing_topics(exc: MissingTopicsError) -> Failure:
+    # A configuration to fix, not an outage to wait out: nothing creates them by itself.
+    return Failure(
+        USAGE,
+        f"Kafka at {exc.bootstrap} has no topic {', '.join(exc.missing)} "
+        f"(CENTRALITY_KAFKA_TOPIC_PREFIX={exc.prefix})",
+        "`centrality up` with the same settings creates them; `centrality doctor` checks them",
+    )
 
 
 @explains(ServiceError)

@@ -12,7 +12,6 @@ import socket
 from pathlib import Path
 from typing import Any
 
-from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 from pydantic_settings import BaseSettings
 
@@ -48,22 +47,21 @@ def _section(cls: type[BaseSettings]) -> str:
     if doc:
         lines += [" ".join(doc.split()), ""]
     lines += ["| variable | default | meaning |", "|---|---|---|"]
+    defaults: dict[str, Any] = {}  # a default may follow an earlier one (the port offset's)
     for name, field in cls.model_fields.items():
         variable, *also = (v.upper() for v in variables(cls, name, field))
         meaning = " ".join((field.description or "").split()).replace("|", "\\|")
         if also:
             meaning += f" (Also read as {', '.join(f'`{v}`' for v in also)}.)"
-        lines.append(f"| `{variable}` | {_default(field)} | {meaning} |")
+        required = field.default is PydanticUndefined and field.default_factory is None
+        if not required:
+            defaults[name] = field.get_default(call_default_factory=True, validated_data=defaults)
+        shown = "required" if required else _default(defaults[name])
+        lines.append(f"| `{variable}` | {shown} | {meaning} |")
     return "\n".join(lines) + "\n"
 
 
-def _default(field: FieldInfo) -> str:
-    if field.default_factory is not None:
-        value: Any = field.default_factory()  # type: ignore[call-arg]
-    elif field.default is PydanticUndefined:
-        return "required"
-    else:
-        value = field.default
+def _default(value: Any) -> str:
     if value is None:
         return "—"
     text = _shown(value)

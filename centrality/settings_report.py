@@ -52,14 +52,17 @@ def settings_classes() -> list[type[BaseSettings]]:
         todo.extend(cls.__subclasses__())
         if cls.__module__.split(".")[0] in PACKAGES:
             found[f"{cls.__module__}.{cls.__qualname__}"] = cls
-    return sorted(found.values(), key=lambda c: str(c.model_config.get("env_prefix", "")))
+    # A class another one extends is shown through it, its settings once (the local stack's).
+    classes = found.values()
+    leaves = [c for c in classes if not any(o is not c and issubclass(o, c) for o in classes)]
+    return sorted(leaves, key=lambda c: str(c.model_config.get("env_prefix", "")))
 
 
 def _defining_modules() -> Iterator[str]:
     for package in PACKAGES:
         for path in sorted((ROOT / package).rglob("*.py")):
             text = path.read_text(encoding="utf-8")
-            if "BaseSettings" in text and _defines_settings(text):
+            if "Settings" in text and _defines_settings(text):
                 yield ".".join(path.relative_to(ROOT).with_suffix("").parts)
 
 
@@ -68,7 +71,7 @@ def _defines_settings(source: str) -> bool:
         if isinstance(node, ast.ClassDef):
             for base in node.bases:
                 name = base.id if isinstance(base, ast.Name) else getattr(base, "attr", "")
-                if name == "BaseSettings":
+                if name.endswith("Settings"):  # BaseSettings, or one of ours it extends
                     return True
     return False
 

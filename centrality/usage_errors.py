@@ -27,6 +27,8 @@ def _invalid(exc: ValidationError) -> Failure:
     settings = _settings_class(exc.title)
     problems = []
     for error in exc.errors():
+        if error["type"] == "default_factory_not_called":
+            continue  # a default that follows a field already said to be wrong (a port offset)
         field = ".".join(str(part) for part in error["loc"])
         where = _env_var(settings, field) if settings else field
         shown = f"{where}={error['input']!r}" if settings and error["type"] != "missing" else where

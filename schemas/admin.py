@@ -4,23 +4,69 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
-from aiokafka.errors import TopicAlreadyExistsError
+from aiokafka.errors import KafkaConnectionError, KafkaTimeoutError, TopicAlreadyExistsError
 
 from schemas import kafka_clients
 from schemas.settings import KafkaSettings, TopicSettings
 from schemas.topics import CATALOG, TopicSpec
 
 _DESCRIBE_SETTLE_S = 10.0
+# A topic created a moment ago may not be listed yet: asked again this long before it is missing.
+_LIST_SETTLE_S = 5.0
+_ANSWER_TIMEOUT_S = 10.0
 
 
 class TopicCatalogError(RuntimeError):
     """The broker refused to create a catalog topic."""
+
+
+class MissingTopicsError(RuntimeError):
+    """Topics a worker reads or writes are not on the broker: the catalog was never created under
+    this prefix (`centrality up` creates it)."""
+
+    def __init__(self, settings: KafkaSettings, missing: list[str]) -> None:
+        super().__init__(f"Kafka at {settings.bootstrap} has no topic {', '.join(missing)}")
+        self.bootstrap = settings.bootstrap
+        self.prefix = settings.topic_prefix
+        self.missing = missing
+
+
+def catalog_names(settings: KafkaSettings) -> list[str]:
+    return [s.full_name(settings) for s in CATALOG]
+
+
+async def require_topics(
+    settings: KafkaSettings, names: Iterable[str], answer_timeout_s: float = _ANSWER_TIMEOUT_S
+) -> None:
+    """Raise `MissingTopicsError` naming those of `names` a broker that answers lacks. A broker
+    that does not answer (within `answer_timeout_s`) is no answer: whoever asks starts and waits
+    it out as it waits out any outage of Kafka."""
+    admin = kafka_clients.admin(settings)
+    try:
+        await asyncio.wait_for(admin.start(), answer_timeout_s)
+        missing = await _unlisted(admin, list(names))
+    except (TimeoutError, KafkaConnectionError, KafkaTimeoutError):
+        return
+    finally:
+        await admin.close()
+    if missing:
+        raise MissingTopicsError(settings, missing)
+
+
+async def _unlisted(admin: AIOKafkaAdminClient, names: list[str]) -> list[str]:
+    deadline = time.monotonic() + _LIST_SETTLE_S
+    while True:
+        existing = set(await admin.list_topics())
+        missing = [n for n in names if n not in existing]
+        if not missing or time.monotonic() > deadline:
+            return missing
+        await asyncio.sleep(0.2)
 
 
 @dataclass

@@ -12,6 +12,8 @@ from typing import Literal, Self, get_args
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from schemas.local_stack import LocalStackSettings
+
 SecurityProtocol = Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"]
 SaslMechanism = Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
 
@@ -22,8 +24,10 @@ class KafkaSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="CENTRALITY_KAFKA_", extra="ignore")
 
     bootstrap: str = Field(
-        default="127.0.0.1:9092",
-        description="Bootstrap servers. Setting it means an existing Kafka: `up` then starts none.",
+        default_factory=lambda: LocalStackSettings().kafka_bootstrap,
+        description="Bootstrap servers; unset, the local stack's (`CENTRALITY_STACK_HOST`, "
+        "`_KAFKA_PORT`, `_PORT_OFFSET`). Set to another address, it names an existing Kafka: "
+        "`up` then starts none.",
     )
     topic_prefix: str = Field(
         default="centrality.",

@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from schemas.local_stack import LocalStackSettings
 from streams.state.incidents import WINDOW_S as INCIDENT_WINDOW_S
 
 
@@ -40,8 +41,9 @@ class StreamsSettings(BaseSettings):
         description="Faust app id: the consumer group and the prefix of table changelog topics.",
     )
     data_dir: Path = Field(
-        default_factory=lambda: Path.home() / ".local" / "share" / "centrality" / "streams",
-        description="Where the worker keeps its RocksDB table stores.",
+        default_factory=lambda: LocalStackSettings().state_dir / "streams",
+        description="Where the worker keeps its RocksDB table stores (in the local stack's state "
+        "dir unless set).",
     )
     store: str = Field(default="rocksdb://", description="Faust table store URL (`memory://` too).")
     standby_replicas: int = Field(

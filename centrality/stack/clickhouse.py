@@ -42,7 +42,8 @@ class LocalClickHouse:
             if port_open(self._settings.host, self._settings.clickhouse_port):
                 raise ServiceError(
                     f"port {self._settings.clickhouse_port} on {self._settings.host} is taken "
-                    "by another process; set CENTRALITY_STACK_CLICKHOUSE_PORT"
+                    "by another process; set CENTRALITY_STACK_PORT_OFFSET (another whole stack) "
+                    "or CENTRALITY_STACK_CLICKHOUSE_PORT"
                 )
             self.data_dir.mkdir(parents=True, exist_ok=True)
             self.process.start(self._argv(), env=self._env())

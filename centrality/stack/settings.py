@@ -1,11 +1,13 @@
-"""Settings of the local stack: where it keeps its state and which loopback ports it serves."""
+"""Settings of the local stack: where it keeps its state and which loopback ports it serves (those
+its clients read too are `schemas.local_stack`'s; this adds what only the servers need)."""
 
 import re
 from pathlib import Path
 from typing import Literal, Self
 
 from pydantic import Field, SecretStr, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from schemas.local_stack import KAFKA_CONTROLLER_PORT, LocalStackSettings
 
 SecureListener = Literal["SSL", "SASL_PLAINTEXT", "SASL_SSL"]
 
@@ -16,22 +18,20 @@ def _home(*parts: str) -> Path:
     return Path.home().joinpath(*parts)
 
 
-class StackSettings(BaseSettings):
-    """`CENTRALITY_STACK_*`: the embedded Kafka broker and ClickHouse server `up` runs."""
+class StackSettings(LocalStackSettings):
+    """`CENTRALITY_STACK_*`: the embedded Kafka broker and ClickHouse server `up` runs. The
+    first five (`schemas.local_stack`) are read by every client and worker too: with
+    `CENTRALITY_STACK_PORT_OFFSET` alone a second stack, its clients and its workers' metrics
+    run beside the first."""
 
-    model_config = SettingsConfigDict(env_prefix="CENTRALITY_STACK_", extra="ignore")
-
-    state_dir: Path = Field(
-        default_factory=lambda: _home(".local", "share", "centrality"),
-        description="Data of the local broker and ClickHouse, pid files, logs; kept.",
-    )
     cache_dir: Path = Field(
         default_factory=lambda: _home(".cache", "centrality"),
         description="Kafka jars fetched by Maven; shared by every state dir on the machine.",
     )
-    host: str = Field(default="127.0.0.1", description="Address both services bind to.")
-    kafka_port: int = Field(default=9092, description="Kafka client listener port.")
-    kafka_controller_port: int = Field(default=9093, description="KRaft controller listener port.")
+    kafka_controller_port: int = Field(
+        default_factory=lambda data: KAFKA_CONTROLLER_PORT + data["port_offset"],
+        description="KRaft controller listener port (9093 + `port_offset` unless set).",
+    )
     kafka_heap_mb: int = Field(default=768, description="JVM heap of the local broker.")
     kafka_secure_listeners: dict[SecureListener, int] = Field(
         default_factory=dict,
@@ -53,9 +53,6 @@ class StackSettings(BaseSettings):
         default_factory=dict,
         description="SASL users of the local broker (PLAIN, SCRAM-SHA-256/512): name -> "
         "password. SCRAM users are stored when the storage is formatted (first start).",
-    )
-    clickhouse_port: int = Field(
-        default=8123, description="HTTP port of the local ClickHouse server."
     )
     clickhouse_password: SecretStr | None = Field(
         default=None,

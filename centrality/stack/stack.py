@@ -1,7 +1,8 @@
 """The local stack: the real Kafka broker and ClickHouse engine, started and stopped together.
 
 Whatever the user pointed us at (`CENTRALITY_KAFKA_BOOTSTRAP`, `CENTRALITY_CLICKHOUSE_URL`) is used
-as it is and never started or stopped here.
+as it is and never started or stopped here, unless it is the local stack's own address: clients
+told where this stack serves still mean this stack.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from dataclasses import dataclass
 
 from centrality.stack.clickhouse import LocalClickHouse
 from centrality.stack.kafka import LocalKafka, wait_ready
+from centrality.stack.process import ServiceError
 from centrality.stack.settings import StackSettings
 from schemas.admin import CatalogReport, ensure_topics
 from schemas.settings import KafkaSettings
@@ -48,24 +50,28 @@ class Stack:
         self.local_clickhouse = LocalClickHouse(self.settings)
         given_kafka = kafka or KafkaSettings()
         given_ch = clickhouse or ClickHouseSettings()
+        self._kafka_managed = (
+            not given_kafka.external or given_kafka.bootstrap == self.local_kafka.bootstrap
+        )
+        self._clickhouse_managed = (
+            not given_ch.external or given_ch.url.rstrip("/") == self.local_clickhouse.url
+        )
         # The effective settings every worker gets: the user's services, or ours.
         self.kafka = (
-            given_kafka
-            if given_kafka.external
-            else given_kafka.model_copy(update={"bootstrap": self.local_kafka.bootstrap})
+            given_kafka.model_copy(update={"bootstrap": self.local_kafka.bootstrap})
+            if self._kafka_managed
+            else given_kafka
         )
         self.clickhouse = (
-            given_ch
-            if given_ch.external
-            else given_ch.model_copy(
+            given_ch.model_copy(
                 update={
                     "url": self.local_clickhouse.url,
                     "password": self.settings.clickhouse_password,
                 }
             )
+            if self._clickhouse_managed
+            else given_ch
         )
-        self._kafka_managed = not given_kafka.external
-        self._clickhouse_managed = not given_ch.external
 
     def up(self, progress: Progress = lambda _: None) -> UpReport:
         if self._kafka_managed:
@@ -73,7 +79,14 @@ class Stack:
             self.local_kafka.start()
         else:
             progress(f"using Kafka at {self.kafka.bootstrap}")
-            asyncio.run(wait_ready(self.kafka, self.settings.start_timeout_s))
+            try:
+                asyncio.run(wait_ready(self.kafka, self.settings.start_timeout_s))
+            except ServiceError as exc:
+                raise ServiceError(
+                    f"{exc}: CENTRALITY_KAFKA_BOOTSTRAP names a Kafka of yours, which `up` never "
+                    f"starts (this stack's is {self.local_kafka.bootstrap}; "
+                    "CENTRALITY_STACK_PORT_OFFSET moves it, its clients and metrics together)"
+                ) from None
         progress("creating the topic catalog")
         catalog = asyncio.run(ensure_topics(self.kafka))
         if self._clickhouse_managed:

@@ -5,13 +5,16 @@ from pathlib import Path
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from schemas.local_stack import LocalStackSettings
+
 
 class EmitterSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="CENTRALITY_EMITTER_", extra="ignore")
 
     spool_dir: Path = Field(
-        default_factory=lambda: Path.home() / ".local" / "share" / "centrality" / "spool",
-        description="Where undeliverable messages wait for Kafka; one dir per producing process.",
+        default_factory=lambda: LocalStackSettings().state_dir / "spool",
+        description="Where undeliverable messages wait for Kafka; one dir per producing process "
+        "(in the local stack's state dir unless set: a second stack spools apart).",
     )
     spool_max_bytes: int = Field(
         default=256 * 1024 * 1024, gt=0, description="Beyond this the Emitter refuses events."

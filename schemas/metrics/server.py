@@ -30,6 +30,7 @@ from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from schemas.kafka_probe import kafka_answers
+from schemas.local_stack import LocalStackSettings
 from schemas.outages import CLICKHOUSE_LOGGERS, KAFKA_LOGGERS, OUTAGES, Dependency
 from schemas.settings import KafkaSettings
 
@@ -50,6 +51,12 @@ DEFAULT_PORTS: dict[str, int] = {
 }
 
 
+def _default_ports() -> dict[str, int]:
+    """One stack's workers beside another's: each stack's ports moved by its offset."""
+    offset = LocalStackSettings().port_offset
+    return {worker: port + offset for worker, port in DEFAULT_PORTS.items()}
+
+
 class MetricsSettings(BaseSettings):
     """`CENTRALITY_METRICS_*`: where each process serves its metrics and health."""
 
@@ -62,8 +69,9 @@ class MetricsSettings(BaseSettings):
     )
     host: str = Field(default="127.0.0.1", description="Address bound when `addr` is unset.")
     ports: dict[str, int] = Field(
-        default_factory=lambda: dict(DEFAULT_PORTS),
-        description="Port per process (merged over the defaults); 0 serves nothing.",
+        default_factory=lambda: _default_ports(),
+        description="Port per process (merged over the defaults, which a local stack's "
+        "`CENTRALITY_STACK_PORT_OFFSET` moves); 0 serves nothing.",
     )
     stall_s: float = Field(
         default=30.0, gt=0, description="`/healthz` fails once the event loop is stuck this long."
@@ -72,7 +80,7 @@ class MetricsSettings(BaseSettings):
     @field_validator("ports")
     @classmethod
     def _over_defaults(cls, ports: dict[str, int]) -> dict[str, int]:
-        return {**DEFAULT_PORTS, **ports}
+        return {**_default_ports(), **ports}
 
     def address(self, worker: str) -> tuple[str, int] | None:
         """Where `worker` serves, or None when it serves nothing."""

@@ -6,6 +6,8 @@ from urllib.parse import urlsplit
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from schemas.local_stack import LocalStackSettings
+
 # Package data, so a wheel carries them as the source tree does.
 DDL_DIR = Path(__file__).resolve().parent / "ddl"
 
@@ -14,8 +16,10 @@ class ClickHouseSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="CENTRALITY_CLICKHOUSE_", extra="ignore")
 
     url: str = Field(
-        default="http://127.0.0.1:8123",
-        description="ClickHouse HTTP URL. Setting it means an existing one: `up` starts none.",
+        default_factory=lambda: LocalStackSettings().clickhouse_url,
+        description="ClickHouse HTTP URL; unset, the local stack's (`CENTRALITY_STACK_HOST`, "
+        "`_CLICKHOUSE_PORT`, `_PORT_OFFSET`). Set to another address, it names an existing one: "
+        "`up` then starts none.",
     )
     user: str = Field(default="default", description="ClickHouse user.")
     password: SecretStr | None = Field(default=None, description="ClickHouse password.")

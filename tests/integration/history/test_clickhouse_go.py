@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 import subprocess
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,8 @@ from streams.history.client import connect
 from streams.history.settings import ClickHouseSettings
 from tests.grafana_macros import expand, panel_queries, variable_queries
 from tests.integration.history.conftest import DashboardHistory
+
+MINUTE = timedelta(minutes=1)  # the panels' interval
 
 GO_MODULE = Path(__file__).resolve().parents[2] / "go" / "clickhouse"
 COMPRESSIONS = ("none", "lz4", "zstd", "gzip", "br")
@@ -74,11 +77,11 @@ def test_clickhouse_go_reads_every_dashboard_query_and_inserts(
 ) -> None:
     h = dashboard_history
     variables = [
-        (f"{board} ${name}", name, expand(sql, h.start, h.end, 60, h.variables))
+        (f"{board} ${name}", name, expand(sql, h.start, h.end, MINUTE, h.variables))
         for board, name, sql in variable_queries()
     ]
     panels = [
-        (f"{q.dashboard} / {q.panel}", expand(q.sql, h.start, h.end, 60, h.variables))
+        (f"{q.dashboard} / {q.panel}", expand(q.sql, h.start, h.end, MINUTE, h.variables))
         for q in panel_queries()
     ]
     assert len(variables) >= 5 and len(panels) >= 20

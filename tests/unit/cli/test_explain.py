@@ -8,6 +8,8 @@ from aiokafka.errors import KafkaConnectionError
 
 from centrality.entry import CentralityGroup  # noqa: F401  (registers every explainer)
 from centrality.errors import UNAVAILABLE, USAGE, UserError, explain
+from schemas.admin import MissingTopicsError
+from schemas.settings import KafkaSettings
 
 
 def test_a_cause_explains_what_was_raised_from_it() -> None:
@@ -50,3 +52,14 @@ def test_what_was_being_handled_does_not_explain_a_new_error() -> None:
             raise ZeroDivisionError("a bug while handling it")  # noqa: B904
     except ZeroDivisionError as bug:
         assert explain(bug) is None  # reported as unexpected, with --debug for the traceback
+
+
+def test_missing_topics_are_named_with_what_creates_them_and_exit_2() -> None:
+    kafka = KafkaSettings(bootstrap="127.0.0.1:19092", topic_prefix="blue.")
+    failure = explain(MissingTopicsError(kafka, ["blue.jobs", "blue.nodes"]))
+    assert failure is not None and failure.code == USAGE
+    assert failure.line == (
+        "Kafka at 127.0.0.1:19092 has no topic blue.jobs, blue.nodes "
+        "(CENTRALITY_KAFKA_TOPIC_PREFIX=blue.); `centrality up` with the same settings creates "
+        "them; `centrality doctor` checks them"
+    )
