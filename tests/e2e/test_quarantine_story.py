@@ -4,6 +4,7 @@ Slack is told exactly that. The fleet the breaker counts is the one seen heartbe
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -14,12 +15,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import hostlist
 import pytest
 
 from centrality.pipeline import Pipeline
 from centrality.slack_fake import SlackFake
 from collectors.simulate.config import SimConfig
 from collectors.simulate.model import ClusterModel
+from schemas.fleet import read_incidents
+from schemas.settings import KafkaSettings
 from streams.history.query import HistoryRow, rows_for
 from streams.history.settings import ClickHouseSettings
 
@@ -81,6 +85,7 @@ def wait_for_releases(
 
 
 def test_fatal_xids_end_drained_benchmarked_and_released_with_no_settings(
+    kafka_settings: KafkaSettings,
     clickhouse_settings: ClickHouseSettings,
     worker_env: dict[str, str],
     slack: SlackFake,
@@ -125,8 +130,14 @@ def test_fatal_xids_end_drained_benchmarked_and_released_with_no_settings(
     assert threads and all(t[0].text.startswith("Resolved: ") for t in threads), told
     assert all(t[0].edits >= 1 for t in threads)  # updated in place as the story moved
     assert all(t[-1].text.startswith("Resolved: ") for t in threads)  # the resolution reply
-    for node in nodes:
-        assert sum(node in t[0].text or node in str(t[0].blocks) for t in threads) == 1, node
-    assert f"{len(nodes)} back in service" in told or len(threads) > 1
+    incidents = asyncio.run(read_incidents(kafka_settings)).incidents
+    members = {i: set(hostlist.expand_hostlist(e.payload.nodes)) for i, e in incidents.items()}
+    for node in nodes:  # each node in one incident, resolved with it back in service
+        assert sum(node in m for m in members.values()) == 1, (node, members)
+    assert {e.payload.state for e in incidents.values()} == {"resolved"}
+    assert {s for e in incidents.values() for s in e.payload.states} == {"in_service"}
+    for incident in incidents:  # each incident told in one thread
+        assert sum(f"incident `{incident}`" in str(t[0].blocks) for t in threads) == 1, told
+    assert len(threads) == len(incidents)
     assert len(slack.posts) <= 2 * len(threads)  # a parent and its resolution, per incident
     assert "stays quarantined" not in told and "not drained" not in told
