@@ -132,8 +132,9 @@ def test_fatal_xids_end_drained_benchmarked_and_released_with_no_settings(
     assert all(t[-1].text.startswith("Resolved: ") for t in threads)  # the resolution reply
     incidents = asyncio.run(read_incidents(kafka_settings)).incidents
     members = {i: set(hostlist.expand_hostlist(e.payload.nodes)) for i, e in incidents.items()}
-    for node in nodes:  # each node in one incident, resolved with it back in service
-        assert sum(node in m for m in members.values()) == 1, (node, members)
+    # Each node is in an incident (one per fault: a node whose XID came again after its release
+    # is in a second), every incident resolved with its nodes back in service.
+    assert all(any(node in m for m in members.values()) for node in nodes), members
     assert {e.payload.state for e in incidents.values()} == {"resolved"}
     assert {s for e in incidents.values() for s in e.payload.states} == {"in_service"}
     for incident in incidents:  # each incident told in one thread
