@@ -224,6 +224,42 @@ COMMAND_MODULES: tuple[str, ...] = (
 for _module in COMMAND_MODULES:
     importlib.import_module(_module).register(app)
 
+# `--help` lists the commands by what people do with them; the names stay as they are.
+HELP_PANELS: dict[str, tuple[str, ...]] = {
+    "Operate: the fleet now, and steering it": (
+        "nodes", "jobs", "node", "job", "incidents", "incident", "quarantine", "release",
+        "benchmark", "requeue", "cancel", "silence", "console",
+    ),
+    "Inspect: history, decisions and their price": (
+        "history", "replay", "report", "whatif", "shadow", "rules", "deadletters", "doctor",
+        "config", "status",
+    ),
+    "Run: the local stack, the workers and collectors": (
+        "up", "down", "streams", "actions", "sink", "agent", "tail", "checkpoints", "watch",
+        "spool",
+    ),
+    "Develop: events, simulations and benchmarks": (
+        "demo", "simulate", "emit", "nccl", "schemas", "operator", "bench",
+    ),
+}  # fmt: skip
+
+
+def _panels() -> None:
+    """Each command in its panel, panels in HELP_PANELS' order (rich lists a panel where its
+    first command comes)."""
+    panel_of = {name: panel for panel, names in HELP_PANELS.items() for name in names}
+    order = {panel: i for i, panel in enumerate(HELP_PANELS)}
+    for command in app.registered_commands:
+        name = command.name or (command.callback.__name__ if command.callback else "")
+        command.rich_help_panel = panel_of.get(name, command.rich_help_panel)
+    for group in app.registered_groups:
+        group.rich_help_panel = panel_of.get(group.name or "", group.rich_help_panel)
+    app.registered_commands.sort(key=lambda c: order.get(c.rich_help_panel or "", len(order)))
+    app.registered_groups.sort(key=lambda g: order.get(g.rich_help_panel or "", len(order)))
+
+
+_panels()
+
 
 def main() -> None:
     app()
