@@ -156,7 +156,10 @@ def test_what_people_do_in_slurm_wins(
             )
             until(
                 "node2 drained by someone else",
-                lambda: (status(kafka_settings, "node2") or {}).get("state") == "drained",
+                lambda: (
+                    [(s := status(kafka_settings, "node2") or {}).get("state"), s.get("by")]
+                    == ["quarantined", "scheduler"]  # theirs: who took it out is `by`
+                ),
                 pipeline,
             )
             asyncio.run(emit(kafka_settings, xid(cluster, "node2")))
