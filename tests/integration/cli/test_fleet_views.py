@@ -20,7 +20,7 @@ import pytest
 from aiokafka import AIOKafkaProducer
 
 from centrality.bench.history_data import insert_events
-from centrality.client import Fleet
+from centrality.client import Fleet, WaitTimeout
 from centrality.commands import command
 from schemas.emitter import Emitter
 from schemas.envelope import Event
@@ -155,6 +155,9 @@ def test_one_vocabulary_whole_lines_and_names_that_match_nothing(env: dict[str, 
     # The Python client reads the same: an operator's quarantine is quarantined.
     names = [s.subject for s in Fleet().nodes(state="quarantined")]
     assert names == ["gpu-node-1", "gpu-node-3"]
+    with pytest.raises(WaitTimeout, match="node gpu-node-2 is in_service, not quarantined") as late:
+        Fleet().node("gpu-node-2").wait("quarantined", timeout_s=1, poll_s=0.2)
+    assert late.value.state == "in_service"
 
     tsv = cli(env, "nodes", "--out-of-service", "--tsv")
     assert tsv.returncode == 0, tsv.stderr
