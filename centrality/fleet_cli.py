@@ -130,8 +130,7 @@ def show(listing: Listing, json: bool, tsv_: bool, watch: bool) -> None:
     listing.named_known(fleet)
     found = listing.pick(fleet)
     if json:
-        key = listing.kind.encode()
-        body = b",".join(fleet_detail.listed(s, key.decode()) for s in found)
+        body = b",".join(fleet_detail.listed(s, listing.kind) for s in found)
         sys.stdout.buffer.write(b"[" + body + b"]\n")
     elif tsv_:
         clock = fleet_tables.Clock(utcnow(), plain=True)
