@@ -10,7 +10,7 @@ from datetime import datetime
 
 from centrality.output import said, when
 from schemas.envelope import Event
-from schemas.events import ActionFailed, ActionStarted, Trigger
+from schemas.events import ActionFailed, ActionHeld, ActionStarted, Trigger
 from schemas.events.actions import ActionPayload
 
 
@@ -22,6 +22,8 @@ def decided_by(trigger: Trigger) -> str:
 def result_said(result: Event) -> str:
     """`succeeded: drained=n1, scheduler=slurm`, `refused: circuit breaker …`, `held: …`."""
     p = result.payload
+    if isinstance(result, ActionHeld):
+        return f"held by silence {p.held_by} until {when(p.until)} ({p.why})"
     if isinstance(result, ActionFailed):
         how = "held" if p.held_by else "refused" if p.refused else "failed"
         return p.error if p.error.startswith(how) else f"{how}: {p.error}"

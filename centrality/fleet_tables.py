@@ -20,6 +20,7 @@ _STYLE = {
     "in_service": "green",
     "draining": "yellow",
     "suspect": "yellow",
+    "held": "yellow",
     "quarantined": "red",
     "benchmarking": "magenta",
     "resetting": "magenta",

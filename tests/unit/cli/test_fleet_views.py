@@ -19,6 +19,7 @@ from centrality.history_cli import print_events, summary
 from centrality.output import console, said, when
 from schemas.events import (
     ActionFailed,
+    ActionHeld,
     ActionStarted,
     ActionSucceeded,
     GpuSampled,
@@ -150,6 +151,18 @@ def test_each_action_is_one_row_with_its_result_said_whole() -> None:
         },
     )
     assert actions_view.result_said(held) == "held by silence s-1 until …"
+    silenced = ActionHeld(
+        **envelope("n1", 3),
+        payload={
+            **done.payload.model_dump(exclude={"detail"}),
+            "held_by": "s-2",
+            "until": T0 + timedelta(hours=2),
+            "why": "alice: drivers",
+        },
+    )
+    assert actions_view.result_said(silenced) == (
+        "held by silence s-2 until 2026-01-01T02:00:00Z (alice: drivers)"
+    )
 
 
 def test_a_timeline_tells_each_action_once_whole_with_zoned_times() -> None:
