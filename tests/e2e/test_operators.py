@@ -183,12 +183,12 @@ def test_operators_see_and_steer_the_fleet(
         xid = ["emit", "GpuXidObserved", "--cluster", "sim", "--subject", target, "--gpu", "1",
                "--xid", "79"]  # fmt: skip
         assert cli(env, *xid).returncode == 0
-        suspect = until(
+        held_now = until(
             "held by the silence",
-            lambda: (n := node_now(env, target))["state"] == "suspect" and n,
+            lambda: (n := node_now(env, target))["state"] == "held" and n,
             pipeline,
-        )
-        assert suspect["problem"].startswith(f"held by silence {silence_id} until ")
+        )  # `held` is a silence's hold alone: the node still takes work
+        assert held_now["problem"].startswith(f"held by silence {silence_id} until ")
         assert cli(env, "silence", "expire", silence_id, "--reason", "done").returncode == 0
         assert cli(env, *xid).returncode == 0
         until(
@@ -204,15 +204,17 @@ def test_operators_see_and_steer_the_fleet(
         slack.wait_quiet(3.0, 120.0, pipeline.check)  # it keeps Slack's pace: a message a second
 
     rows = [(r.type, json.loads(r.payload)) for r in rows_for(clickhouse_settings, [target])]
-    results = [p for t, p in rows if t in ("ActionSucceeded", "ActionFailed")]
-    by_alice = [p for p in results if p.get("operator") == "alice" and "error" not in p]
+    results = [p for t, p in rows if t in ("ActionSucceeded", "ActionFailed", "ActionHeld")]
+    by_alice = [
+        p for p in results if p.get("operator") == "alice" and "error" not in p and "why" not in p
+    ]
     assert [p["trigger_type"] for p in by_alice] == [
         "QuarantineNodes",
         "RunBenchmark",
         "ReleaseNodes",
     ]
     [held_result] = [p for p in results if p.get("held_by") == silence_id]
-    assert held_result["trigger_type"] == "QuarantineNodes" and held_result["refused"]
+    assert held_result["trigger_type"] == "QuarantineNodes" and "until" in held_result
     assert not [p for p in results if p.get("operator") in ("mallory", "bob") and "error" not in p]
     story = [e for e in client.timeline() if e.topic == "triggers"]
     assert [(e.type, e.payload.operator) for e in story][:2] == [  # type: ignore[attr-defined]
