@@ -137,7 +137,8 @@ def test_what_people_do_in_slurm_wins(
                     slurm_cluster.scontrol("show", "reservation"),
                 ),
             )
-            assert back["why"].startswith("resumed after: Xid 79")
+            assert back["why"].startswith("resumed (out for: fatal_xid: Xid 79")
+            assert back["by"] == "scheduler"  # who returned it: someone, by hand there
             until(
                 "the benchmark's verdict",
                 lambda: any(
