@@ -3,7 +3,8 @@
     from centrality.client import Fleet
 
     fleet = Fleet()                       # CENTRALITY_KAFKA_*, CENTRALITY_OPERATOR_KEY_FILE
-    fleet.nodes(state="quarantined")      # what `centrality nodes` lists
+    fleet.nodes(state="quarantined")      # what `centrality nodes --state quarantined` lists
+    fleet.nodes(out_of_service=True, by="operator/*")
     job = fleet.job("slurm/a/4242")
     job.status().payload.attempt
     job.requeue("bad checkpoint", from_scratch=True)
@@ -11,9 +12,11 @@
     fleet.node("gpu-node-06").release("GPU replaced").ok
 
 Statuses are the streams app's own (`NodeStatusChanged`/`JobStatusChanged`: `.payload.state`,
-`.payload.why`, …); commands are signed with the operator's key and return their `Outcome`
-(what the action worker did, or why not). Every call is synchronous, in a script or a notebook
-alike (a notebook's running loop is left alone: the call runs on a loop of its own).
+`.payload.by`, `.payload.why`, …); states are theirs too, one name each: an unknown one raises
+ValueError naming the valid ones (`wait` too, at once). Commands are signed with the operator's
+key and return their `Outcome` (what the action worker did, or why not); one without a reason
+raises ValueError. Every call is synchronous, in a script or a notebook alike (a notebook's
+running loop is left alone: the call runs on a loop of its own).
 """
 
 from __future__ import annotations
@@ -22,11 +25,21 @@ import asyncio
 import concurrent.futures
 import time
 from collections.abc import Coroutine, Iterable
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any, Literal, TypeVar
 
-from centrality.commands import command
-from centrality.fleet import FleetReader, matcher, read_fleet, selected
+from centrality.commands import checked_reason, command
+from centrality.fleet import (
+    FleetReader,
+    Kind,
+    checked_states,
+    did_you_mean,
+    matcher,
+    out_of_service_states,
+    read_fleet,
+    selected,
+)
 from centrality.outcome import Outcome, OutcomeWatch
 from schemas import kafka_clients
 from schemas.codec import encode
@@ -60,6 +73,14 @@ class NoOutcome(TimeoutError):
     """A command was sent, and nothing answered it in time (is an action worker running?)."""
 
 
+class WaitTimeout(TimeoutError):
+    """`wait` ran out of time; `state` is the state reached (None: the subject is not known)."""
+
+    def __init__(self, message: str, state: str | None) -> None:
+        super().__init__(message)
+        self.state = state
+
+
 def run(coro: Coroutine[Any, Any, T]) -> T:
     try:
         asyncio.get_running_loop()
@@ -90,10 +111,21 @@ class Fleet:
         state: str | Iterable[str] = (),
         cluster: str | None = None,
         names: str | None = None,
+        out_of_service: bool = False,
+        by: str | None = None,
+        why: str | None = None,
     ) -> list[NodeStatusChanged]:
+        """The nodes in any of `state` (or, `out_of_service`, in any state that takes no
+        work), taken out `by` whom (a glob: `fatal_xid`, `operator/*`, `scheduler`), with
+        `why` in their why or problem; ValueError for a state no node has."""
+        states = checked_states("node", state) | (
+            out_of_service_states() if out_of_service else frozenset()
+        )
+        names_ = matcher(names)  # a bad hostlist is refused before anything is read
         fleet = run(read_fleet(self.kafka))
-        states = (state,) if isinstance(state, str) else tuple(state)
-        found = selected(fleet.nodes.values(), cluster=cluster, states=states, names=matcher(names))
+        found = selected(
+            fleet.nodes.values(), cluster=cluster, states=states, names=names_, by=by, why=why
+        )
         return [s for s in found if isinstance(s, NodeStatusChanged)]
 
     def jobs(
@@ -102,10 +134,13 @@ class Fleet:
         state: str | Iterable[str] = (),
         cluster: str | None = None,
         names: str | None = None,
+        why: str | None = None,
     ) -> list[JobStatusChanged]:
+        """The jobs in any of `state` (`RUNNING`, `FAILED`...; ValueError for another)."""
+        states = checked_states("job", state)
+        names_ = matcher(names)
         fleet = run(read_fleet(self.kafka))
-        states = (state,) if isinstance(state, str) else tuple(state)
-        found = selected(fleet.jobs.values(), cluster=cluster, states=states, names=matcher(names))
+        found = selected(fleet.jobs.values(), cluster=cluster, states=states, names=names_, why=why)
         return [s for s in found if isinstance(s, JobStatusChanged)]
 
     def incidents(
@@ -159,6 +194,7 @@ class Fleet:
         cluster: str | None = None,
         **kw: Any,
     ) -> Outcome:
+        reason = checked_reason(reason)
         status = self._known_job(job_id, cluster)
         p = status.payload
         return self.send(
@@ -177,6 +213,7 @@ class Fleet:
         )
 
     def cancel(self, job_id: str, reason: str, *, cluster: str | None = None, **kw: Any) -> Outcome:
+        reason = checked_reason(reason)
         status = self._known_job(job_id, cluster)
         return self.send(
             command(
@@ -226,10 +263,20 @@ class Fleet:
         force: bool = False,
         wait_s: float = WAIT_S,
     ) -> Outcome:
-        clusters = {s.cluster for s in self._known_nodes(nodes, cluster)}
+        reason = checked_reason(reason)
+        known = self._known_nodes(nodes, cluster)
+        clusters = {s.cluster for s in known}
         if len(clusters) > 1:
             raise UnknownSubject(f"those nodes are in clusters {sorted(clusters)}: name one")
         [where] = clusters
+        serving = [s.subject for s in known if s.payload.state == "in_service"]
+        said = ""
+        if cls is ReleaseNodes and serving and not force:
+            # Nothing to release there: "done" would tell people they had been out.
+            nodes = tuple(n for n in nodes if n not in serving)
+            said = f"{', '.join(serving)} {'was' if len(serving) == 1 else 'were'} in service"
+            if not nodes:
+                return Outcome("unchanged", f"{said}: nothing to release", {"in_service": serving})
         # Several nodes are one decision, keyed as the streams app keys a node set.
         subject = nodes[0] if len(nodes) == 1 else node_set_key(nodes)
         trigger = command(
@@ -241,7 +288,10 @@ class Fleet:
             force=force,
             nodes=nodes,
         )
-        return self.send(trigger, wait_s=wait_s)
+        outcome = self.send(trigger, wait_s=wait_s)
+        return (
+            replace(outcome, words=f"{outcome.words} ({said}: not released)") if said else outcome
+        )
 
     def _known_nodes(self, nodes: tuple[str, ...], cluster: str | None) -> list[NodeStatusChanged]:
         if not nodes:
@@ -255,19 +305,21 @@ class Fleet:
         ]
         if missing:
             where = f" in cluster {cluster}" if cluster else ""
-            raise UnknownSubject(f"unknown node(s){where}: {', '.join(missing)}")
+            hint = did_you_mean(missing[0], fleet.nodes) if len(missing) == 1 else ""
+            raise UnknownSubject(f"unknown node(s){where}: {', '.join(missing)}{hint}")
         return [s for s in found if s is not None]
 
     def _known_job(self, job_id: str, cluster: str | None) -> JobStatusChanged:
-        status = run(read_fleet(self.kafka)).jobs.get(job_id)
+        jobs = run(read_fleet(self.kafka)).jobs
+        status = jobs.get(job_id)
         if status is None or cluster not in (None, status.cluster):
             where = f" in cluster {cluster}" if cluster else ""
-            raise UnknownSubject(f"unknown job{where}: {job_id}")
+            raise UnknownSubject(f"unknown job{where}: {job_id}{did_you_mean(job_id, jobs)}")
         return status
 
 
 class _Handle:
-    kind = "node"
+    kind: Kind = "node"
 
     def __init__(self, fleet: Fleet, subject: str, cluster: str | None) -> None:
         self.fleet, self.subject, self.cluster = fleet, subject, cluster
@@ -280,11 +332,15 @@ class _Handle:
         return status
 
     def wait(self, states: str | Iterable[str], timeout_s: float, poll_s: float = 1.0) -> Any:
-        """The status once its state is one of `states`; TimeoutError after `timeout_s`."""
-        wanted = {states} if isinstance(states, str) else set(states)
-        return run(self._wait({s.lower() for s in wanted}, timeout_s, poll_s))
+        """The status once its state is one of `states`. ValueError at once for a state no
+        status has (a job `SUCCEEDED`, not Slurm's `COMPLETED`); `WaitTimeout`, naming the
+        state reached, after `timeout_s`."""
+        wanted = checked_states(self.kind, states)
+        if not wanted:
+            raise ValueError(f"name the {self.kind} state(s) to wait for")
+        return run(self._wait(wanted, timeout_s, poll_s))
 
-    async def _wait(self, wanted: set[str], timeout_s: float, poll_s: float) -> Any:
+    async def _wait(self, wanted: frozenset[str], timeout_s: float, poll_s: float) -> Any:
         reader = FleetReader(self.fleet.kafka)
         deadline = time.monotonic() + timeout_s
         try:
@@ -292,13 +348,15 @@ class _Handle:
             while True:
                 table = fleet.nodes if self.kind == "node" else fleet.jobs
                 status = table.get(self.subject)
-                if status is not None and str(status.payload.state).lower() in wanted:
+                seen = None if status is None else status.payload.state
+                if seen is not None and str(seen) in wanted:
                     return status
                 if time.monotonic() > deadline:
-                    seen = status.payload.state if status else "unknown"
-                    raise TimeoutError(
-                        f"{self.kind} {self.subject} is {seen}, not {sorted(wanted)}, "
-                        f"after {timeout_s:g} s"
+                    reached = "not known" if status is None else f"{seen}"
+                    raise WaitTimeout(
+                        f"{self.kind} {self.subject} is {reached}, not "
+                        f"{' or '.join(sorted(wanted))}, after {timeout_s:g} s",
+                        None if seen is None else str(seen),
                     )
                 await asyncio.sleep(poll_s)
                 fleet = await reader.refresh()

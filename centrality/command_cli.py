@@ -2,8 +2,9 @@
 
 Each is signed with the operator's key (`CENTRALITY_OPERATOR_KEY_FILE`), goes through the
 action worker like a rule's decision (ledger, breakers, results, Slack), and waits for what the
-worker did. Exit 0 when it was done, 1 when it was refused, failed or not answered, 2 when
-nothing was sent (an unknown node or job, a missing reason or key).
+worker did, on stdout. Exit 0 when it was done (or nothing was to be done: a release of nodes
+in service says so), 1 when it was refused, failed or not answered, 2 when nothing was sent (an
+unknown node or job, a missing or blank reason, no key).
 """
 
 from __future__ import annotations
@@ -14,13 +15,25 @@ from typing import Annotated
 import orjson
 import typer
 from rich.console import Console
+from rich.text import Text
 
 from centrality.client import WAIT_S, Fleet, NoOutcome, UnknownSubject
+from centrality.commands import checked_reason
 from centrality.contract_cli import signing_operator
 from centrality.errors import UserError
 from centrality.outcome import Outcome
 
-REASON = typer.Option(..., "--reason", help="Why (required): recorded, and shown to people.")
+
+def _reason(text: str) -> str:
+    try:
+        return checked_reason(text)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from None
+
+
+REASON = typer.Option(
+    ..., "--reason", callback=_reason, help="Why (required): recorded, and shown to people."
+)
 CLUSTER = typer.Option(None, "--cluster", help="The cluster (needed when a name is ambiguous).")
 FORCE = typer.Option(
     False, "--force", help="Pass the circuit breakers (recorded as forced in the audit)."
@@ -30,6 +43,7 @@ JSON = typer.Option(False, "--json", help="Print the outcome as one JSON line.")
 NODES = Annotated[list[str], typer.Argument(help="The nodes.", metavar="NODE...")]
 JOB = Annotated[str, typer.Argument(help="The job id, e.g. slurm/a/4242.")]
 err = Console(stderr=True)
+out = Console(soft_wrap=True, highlight=False)
 
 
 def register(app: typer.Typer) -> None:
@@ -49,10 +63,10 @@ def _run(what: str, send: Callable[[Fleet], Outcome], json: bool) -> None:
     if json:
         doc = {"command": what, "verdict": outcome.verdict, "words": outcome.words}
         print(orjson.dumps(doc | {"detail": outcome.detail}).decode())
-    elif outcome.ok:
-        err.print(f"[green]{what}: done[/] ({outcome.words})")
     else:
-        err.print(f"[red]{what}: {outcome.verdict}[/]: {outcome.words}", soft_wrap=True)
+        done = {"succeeded": "done"}.get(outcome.verdict, outcome.verdict)
+        style = "green" if outcome.ok else "red"
+        out.print(Text.assemble((f"{what}: {done}", style), f" ({outcome.words})"))
     if not outcome.ok:
         raise typer.Exit(1)
 

@@ -3,7 +3,7 @@
 An operator's trigger has a fresh id (a person may ask twice), the rule `operator`, no causes,
 and is signed with the operator's key (`schemas.operators`): the action worker carries it out
 through the same ledger, breakers and results as a rule's decision, and refuses it when the
-operator may not command the trigger's cluster.
+operator may not command the trigger's cluster. A command without a reason is never made.
 """
 
 from __future__ import annotations
@@ -16,6 +16,13 @@ from schemas.events import Trigger, trigger_id
 
 OPERATOR_RULE = "operator"
 T = TypeVar("T", bound=Trigger)
+
+
+def checked_reason(reason: str) -> str:
+    """The reason people will read, stripped; ValueError when there is none to read."""
+    if not reason or not reason.strip():
+        raise ValueError("a command needs a reason people can read: it is recorded and shown")
+    return reason.strip()
 
 
 def command(
@@ -40,7 +47,7 @@ def command(
             "payload": {
                 "rule": OPERATOR_RULE,
                 "window": window,
-                "reason": reason,
+                "reason": checked_reason(reason),
                 "caused_by": (),
                 "operator": operator,
                 "force": force,

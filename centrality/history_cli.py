@@ -13,12 +13,16 @@ import orjson
 import typer
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 from rich.tree import Tree
 
+from centrality import output
+from centrality.actions_view import decided_by, result_said
 from centrality.errors import UserError
+from centrality.output import said, when
 from centrality.progress import tracking, wanted
 from schemas.envelope import Event
-from schemas.events import Trigger
+from schemas.events import ActionStarted, Trigger
 from schemas.events.actions import ActionPayload
 
 if TYPE_CHECKING:
@@ -68,35 +72,47 @@ UNTIL = typer.Option(
 JSON = typer.Option(False, "--json", help="Print JSON instead of a table.")
 
 
-def summary(event: Event, width: int = 100) -> str:
-    """One line a person can read: a trigger's reason, otherwise the payload's set fields."""
+def summary(event: Event) -> str:
+    """One line a person can read: a trigger's reason, an action's result in words, otherwise
+    the payload's set fields as `key=value` (whole: a table wraps it, a pipe keeps it)."""
     if isinstance(event, Trigger):
         shadow = " (shadow: not carried out)" if event.payload.shadow else ""
-        return f"{event.payload.rule}{shadow}: {event.payload.reason}"
+        return f"{decided_by(event)}{shadow}: {event.payload.reason}"
     if isinstance(event.payload, ActionPayload):
         p = event.payload
-        outcome = getattr(p, "error", None) or orjson.dumps(getattr(p, "detail", {})).decode()
-        return f"{p.action} on {p.trigger_type} {str(p.trigger_id)[:8]}: {outcome}"[:width]
-    fields = event.payload.model_dump(mode="json", exclude_none=True, exclude_defaults=True)
-    text = orjson.dumps(fields).decode()
-    return text if len(text) <= width else text[: width - 1] + "…"
+        done = "started" if isinstance(event, ActionStarted) else result_said(event)
+        return f"{p.action} on {p.trigger_type} {str(p.trigger_id)[:8]}: {done}"
+    return said(event.payload.model_dump(mode="json", exclude_none=True, exclude_defaults=True))
 
 
 def _event_json(event: Event) -> dict[str, Any]:
     return event.model_dump(mode="json")
 
 
+def _one_row_per_action(events: list[Event]) -> list[Event]:
+    """An action's start is told by its result's row when the result is there too."""
+    ended = {
+        e.payload.trigger_id
+        for e in events
+        if isinstance(e.payload, ActionPayload) and not isinstance(e, ActionStarted)
+    }
+    return [
+        e for e in events if not (isinstance(e, ActionStarted) and e.payload.trigger_id in ended)
+    ]
+
+
 def print_events(title: str, events: list[Event], console: Console | None = None) -> None:
-    table = Table("occurred at (UTC)", "type", "subject", "what", title=title)
-    for e in events:
+    rows = _one_row_per_action(events)
+    table = Table("occurred at", "type", "subject", "what", title=title)
+    for e in rows:
         style = "bold red" if isinstance(e, Trigger) else "cyan" if e.topic == "actions" else ""
         table.add_row(
-            e.occurred_at.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3],
-            f"[{style}]{e.type}[/]" if style else e.type,
-            e.subject,
-            summary(e),
+            when(e.occurred_at, "milliseconds"),
+            Text(e.type, style=style),
+            Text(e.subject),
+            Text(summary(e)),
         )
-    (console or Console()).print(table)
+    (console or output.console()).print(table)
 
 
 def _timeline(
@@ -109,8 +125,7 @@ def _timeline(
     events = timeline(ClickHouseSettings(), kind, subject, start, end, noisy)
     if not events:
         raise UserError(
-            f"no events for {kind} {subject!r} from {start:%Y-%m-%d %H:%M} to {end:%Y-%m-%d %H:%M} "
-            "UTC",
+            f"no events for {kind} {subject!r} from {when(start)} to {when(end)}",
             "check the id (job ids are scheduler-qualified, e.g. slurm/<cluster>/<id>) "
             "or widen --since" + ("" if noisy else ", or add --all for telemetry"),
         )
@@ -467,7 +482,7 @@ def _print_explanation(found: Any, json: bool) -> None:
     def add(node: Tree, cause: Any) -> None:
         e = cause.event
         label = (
-            f"{e.occurred_at:%Y-%m-%d %H:%M:%S} {e.type} {e.subject} — {summary(e)}"
+            f"{when(e.occurred_at)} {e.type} {e.subject} — {summary(e)}"
             if e
             else f"{cause.event_id} (not in history)"
         )
@@ -479,7 +494,7 @@ def _print_explanation(found: Any, json: bool) -> None:
         add(causes, c)
     results = tree.add("actions")
     for r in found.results:
-        results.add(f"{r.occurred_at:%Y-%m-%d %H:%M:%S} {r.type} — {summary(r)}")
+        results.add(f"{when(r.occurred_at)} {r.type} — {summary(r)}")
     Console().print(tree)
 
 

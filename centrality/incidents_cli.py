@@ -9,11 +9,15 @@ from typing import Annotated, Literal
 
 import orjson
 import typer
-from rich.console import Console, Group
+from rich.console import Group
 from rich.table import Table
+from rich.text import Text
 
+from centrality import fleet_tables
 from centrality.errors import UserError
-from centrality.fleet_cli import CLUSTER, JSON, _age, _state, node_table
+from centrality.fleet import selected
+from centrality.fleet_cli import CLUSTER, JSON
+from centrality.output import age, console, said
 from schemas.envelope import utcnow
 from schemas.events.incidents import IncidentEvent
 from schemas.fleet import read_fleet, read_incidents
@@ -39,10 +43,10 @@ def incident_table(found: list[IncidentEvent], now: datetime) -> Table:
         table.add_row(
             i.subject,
             i.cluster,
-            _state(p.state),
-            _age(p.opened_at, now),
+            Text(p.state, style="red" if p.state == "open" else "green"),
+            age(p.opened_at, now),
             str(p.nodes_count),
-            p.title,
+            Text(p.title),
             counts(p.states),
         )
     table.caption = f"{len(found)} incidents, {sum(i.payload.state == 'open' for i in found)} open"
@@ -72,7 +76,7 @@ def incidents(
     if json:
         sys.stdout.buffer.write(orjson.dumps([_document(i) for i in found]) + b"\n")
         return
-    Console().print(incident_table(found, utcnow()))
+    console().print(incident_table(found, utcnow()))
 
 
 def incident(
@@ -88,10 +92,7 @@ def incident(
             f"no incident {incident_id!r}", f"`centrality incidents` lists the {len(known)} known"
         )
     fleet = asyncio.run(read_fleet(kafka))
-    members = sorted(
-        (s for s in fleet.nodes.values() if s.payload.incident == incident_id),
-        key=lambda s: s.subject,
-    )
+    members = selected(s for s in fleet.nodes.values() if s.payload.incident == incident_id)
     if json:
         doc = _document(found) | {"nodes_now": [s.subject for s in members]}
         sys.stdout.buffer.write(orjson.dumps(doc) + b"\n")
@@ -101,18 +102,9 @@ def incident(
     for name, value in found.payload.model_dump(exclude_none=True, exclude={"title"}).items():
         if value not in ((), {}, ""):
             shown = counts(value) if name == "states" else value
-            fields.add_row(f"[bold]{name}[/]", _words(shown))
-    console = Console()
-    console.print(Group(f"[bold]{found.payload.title}[/] ({incident_id})", fields))
+            fields.add_row(Text(name, style="bold"), Text(said(shown)))
+    out = console()
+    out.print(Group(Text.assemble((found.payload.title, "bold"), f" ({incident_id})"), fields))
     if members:
-        console.print(node_table(members, now))
-    console.print("[dim]a node's story: `centrality node NAME`[/]")
-
-
-def _words(value: object) -> str:
-    """A field as people read it: times with their zone, lists as lists."""
-    if isinstance(value, datetime):
-        return value.isoformat()
-    if isinstance(value, tuple | list):
-        return ", ".join(str(v) for v in value)
-    return str(value)
+        out.print(fleet_tables.table("node", members, now))
+    out.print("[dim]a node's story: `centrality node NAME`[/]")

@@ -59,7 +59,7 @@ def trust_cmd(
     except ValueError as exc:
         raise UserError(f"invalid public key: {exc}", "copy it from `operator keygen`") from None
     trust(settings.operators_file, name, operator)
-    err.print(f"{name} trusted in {settings.operators_file.expanduser()} (restart the workers)")
+    print(f"{name} trusted in {settings.operators_file.expanduser()} (restart the workers)")
 
 
 @operator_app.command("whoami")

@@ -22,7 +22,8 @@ from schemas.events import ActionFailed, ActionHeld, ActionSucceeded
 from schemas.settings import KafkaSettings
 from schemas.topics import topic_name
 
-Verdict = Literal["succeeded", "failed", "refused", "held", "dead-lettered"]
+# `unchanged`: nothing was sent, as nothing was to be done (a release of nodes in service).
+Verdict = Literal["succeeded", "unchanged", "failed", "refused", "held", "dead-lettered"]
 
 
 @dataclass(frozen=True)
@@ -33,7 +34,7 @@ class Outcome:
 
     @property
     def ok(self) -> bool:
-        return self.verdict == "succeeded"
+        return self.verdict in ("succeeded", "unchanged")
 
 
 class OutcomeWatch:

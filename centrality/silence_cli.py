@@ -18,10 +18,12 @@ import orjson
 import typer
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from centrality.contract_cli import signing_operator
 from centrality.errors import UserError
 from centrality.fleet import matcher
+from centrality.output import console, when
 from schemas import kafka_clients
 from schemas.codec import DecodeError, decode, encode
 from schemas.envelope import Event, utcnow
@@ -76,6 +78,13 @@ def _must_be(value: str, known: list[str], what: str) -> None:
         raise UserError(f"unknown {what} {value!r}", hint)
 
 
+def _reason(text: str | None) -> str | None:
+    """A reason people will read: a blank one is refused, not recorded."""
+    if text is not None and not text.strip():
+        raise typer.BadParameter("a reason people can read (it is recorded and shown)")
+    return None if text is None else text.strip()
+
+
 async def _send(kafka: KafkaSettings, event: Event, headers: list[tuple[str, bytes]]) -> None:
     producer = kafka_clients.producer(kafka, client_id=f"{kafka.client_id}-silence")
     await producer.start()
@@ -90,7 +99,7 @@ async def _send(kafka: KafkaSettings, event: Event, headers: list[tuple[str, byt
 @silence_app.command("add")
 def add(
     cluster: Annotated[str, typer.Option("--cluster", help="The cluster it holds decisions on.")],
-    reason: Annotated[str, typer.Option("--reason", help="Why (required).")],
+    reason: Annotated[str, typer.Option("--reason", callback=_reason, help="Why (required).")],
     nodes: Annotated[str | None, typer.Option("--nodes", help="Only these (hostlist).")] = None,
     rule: Annotated[str | None, typer.Option("--rule", help="Only this rule's.")] = None,
     action: Annotated[
@@ -138,8 +147,10 @@ def add(
     if json:
         print(orjson.dumps(_row(event, None, True)).decode())
         return
-    ends = event.payload.ends_at
-    err.print(f"[green]{silence_id}[/] holds rules' decisions on {cluster} until {ends:%c} UTC")
+    err.print(
+        f"[green]{silence_id}[/] holds rules' decisions on {cluster} until "
+        f"{when(event.payload.ends_at)}"
+    )
     print(silence_id)
 
 
@@ -230,15 +241,17 @@ def list_cmd(
     for r in rows:
         scope = ", ".join(f"{k} {r[k]}" for k in ("nodes", "rule", "action") if r[k]) or "all"
         by = r["operator"] + ("" if r["verified"] is not False else " [red](not trusted)[/]")
-        until = r["ends_at"][:19] + ("" if r["active"] else " (ended)")
-        table.add_row(r["id"], r["cluster"], scope, until, by, r["reason"])
-    Console().print(table)
+        until = when(datetime.fromisoformat(r["ends_at"])) + ("" if r["active"] else " (ended)")
+        table.add_row(r["id"], r["cluster"], Text(scope), until, by, Text(r["reason"]))
+    console().print(table)
 
 
 @silence_app.command("expire")
 def expire(
     silence_id: Annotated[str, typer.Argument(help="The silence's id (from `silence list`).")],
-    reason: Annotated[str | None, typer.Option("--reason", help="Why it ends early.")] = None,
+    reason: Annotated[
+        str | None, typer.Option("--reason", callback=_reason, help="Why it ends early.")
+    ] = None,
 ) -> None:
     """End a silence now: rules' next decisions are carried out again."""
     kafka = KafkaSettings()
@@ -255,4 +268,4 @@ def expire(
         payload={"silence_id": silence_id, "operator": operator.name, "reason": reason},
     )
     asyncio.run(_send(kafka, event, operator.headers(encode(event))))
-    err.print(f"{silence_id} ended: rules' decisions on {found[0].cluster} are carried out again")
+    print(f"{silence_id} ended: rules' decisions on {found[0].cluster} are carried out again")

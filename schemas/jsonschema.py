@@ -46,6 +46,11 @@ def event_schema(cls: type[Event]) -> dict[str, Any]:
         "maximum": cls.current_version,
         "title": "Schema Version",
     }
+    if cls.current_version > 1:
+        # The file describes the current payload: a document in it says so (an older one is
+        # upcast on decode, and would be read as that older version without it).
+        schema["properties"]["schema_version"]["minimum"] = cls.current_version
+        schema["required"] = sorted({*schema["required"], "schema_version"})
     _tighten(schema)
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["$id"] = _id(schema["title"])

@@ -43,3 +43,19 @@ def upcast(cls: type[Event], doc: Doc) -> Doc:
         version += 1
         doc = {**doc, "schema_version": version}
     return doc
+
+
+@upcaster("NodeStatusChanged", 1)
+def node_states_one_vocabulary(doc: Doc) -> Doc:
+    """v1 named who took a node out in its state (`held`: an operator, `drained`: someone in
+    the scheduler) beside `decided_by`/`held_by`; v2 says `quarantined`, and who in `by`. A v1
+    `held` by a silence (a rule's drain it holds, no operator) stays `held`."""
+    payload = dict(doc.get("payload") or {})
+    operator = payload.pop("held_by", None)
+    by = payload.pop("decided_by", None) or (f"operator/{operator}" if operator else None)
+    state = payload.get("state")
+    if state == "drained" or (state == "held" and str(by or "").startswith("operator/")):
+        payload["state"] = "quarantined"
+    if by is not None:
+        payload["by"] = by
+    return {**doc, "payload": payload}

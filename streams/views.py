@@ -26,7 +26,7 @@ from streams.state.bounds import clip
 from streams.state.condition import condition, condition_since
 from streams.state.internal import derived_id
 from streams.state.node import LOST_RULE, Node
-from streams.state.story import Stage, Story
+from streams.state.story import Stage, Story, StoryEnd
 from streams.state.training_job import TrainingJob
 
 RESTART_RULE = "restart_incomplete_exit"
@@ -89,28 +89,33 @@ def node_status(node: Node) -> NodeStatusPayload:
         "incident": node.incident,
     }
     if story is not None:
-        held_by = None
-        if story.stage is Stage.HELD and story.decided_by is not None:
-            held_by = story.decided_by.removeprefix("operator/")
         return NodeStatusPayload(
-            why=story.reason,
-            decided_by=story.decided_by,
+            why=clip(story.why),
+            by=story.decided_by,
             stage=story.stage.value,
             pending="drain: its turn in a batch"
             if node.waiting_turn
             else _PENDING.get(story.stage),
             problem=story.problem,
-            held_by=held_by,
             **_ladder(story),
             **common,
         )
     if node.out_of_service_by_scheduler and scheduler is not None:
-        return NodeStatusPayload(why=scheduler.reason, decided_by="scheduler", **common)
+        return NodeStatusPayload(why=scheduler.reason, by="scheduler", **common)
     if node.lost is not None:
-        return NodeStatusPayload(why=node.lost.why, decided_by=LOST_RULE, **common)
+        return NodeStatusPayload(why=node.lost.why, by=LOST_RULE, **common)
     ended = node.ended
-    why = None if ended is None else f"{ended.how} after: {ended.reason}"
-    return NodeStatusPayload(why=why, **common)
+    return NodeStatusPayload(
+        why=None if ended is None else clip(_back(ended)),
+        by=None if ended is None else ended.by,
+        **common,
+    )
+
+
+def _back(ended: StoryEnd) -> str:
+    """How a node came back, in whose words, and why it had been out."""
+    words = ended.words or ended.scheduler_reason
+    return f"{ended.how}{f': {words}' if words else ''} (out for: {ended.reason})"
 
 
 def _ladder(story: Story) -> dict[str, Any]:
@@ -145,16 +150,17 @@ def job_status(job: TrainingJob, max_restarts: int | None) -> JobStatusPayload:
         why = f"restart after attempt {last.attempt}: {last.outcome}" + (
             f" ({last.error})" if last.error else ""
         )
-    left = None
-    if max_restarts is not None:
-        left = max(0, max_restarts - max(job.attempt, 1) + 1)
+    # The restart rule's budget counts attempts: each attempt after the first spent a restart,
+    # and so did a requeue whose attempt has not been seen yet.
+    used = max(job.attempt - 1, 0) + (pending is not None)
     return JobStatusPayload(
         state=job.state,
         since=job.running_since or job.ended_at or job.submitted_at,
         attempt=job.attempt,
-        restarts_used=sum(r.outcome == "requeued" for r in job.restarts),
-        restarts_left=left,
+        restarts_used=used,
+        restarts_left=None if max_restarts is None else max(0, max_restarts - used),
         pending=pending,
+        pending_since=last.at if pending is not None and last is not None else None,
         why=why,
         checkpoint_step=job.last_checkpoint_step,
         checkpoint_uri=job.last_checkpoint_uri,

@@ -8,7 +8,7 @@ the rules decide on, never a second derivation of it.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal, get_args
 
 from pydantic import Field, StringConstraints
 
@@ -24,6 +24,7 @@ from schemas.limits import (
     SMALL_LIST,
     SUBJECT,
     TEXT,
+    UINT16_MAX,
     UINT32_MAX,
     Key,
     Str,
@@ -32,28 +33,34 @@ from schemas.limits import (
 from schemas.limits import Nodes as NodeList
 from schemas.registry import event
 
+# One name per state, whoever took the node out (`by` says who: a rule, `operator/<name>`, or
+# `scheduler` for someone who drained it there by hand).
 # in_service: takes work · draining: a drain was asked for · suspect: a drain was decided but
-# refused, held or failed (still takes work) · quarantined: drained by Centrality · benchmarking,
-# resetting, rebooting, releasing: steps of that story (the remediation ladder's rungs among
-# them) · escalated: the ladder is exhausted, drained for hardware service until released ·
-# held: drained by an operator, until an operator releases it · drained / down: out of service
-# per the scheduler, by someone else · unreachable: no heartbeat for longer than its limit (out
-# of service as far as people can tell; back by itself when heartbeats resume).
+# refused or failed (still takes work) · held: a drain was decided and a silence holds it (still
+# takes work; rules decide afresh after the silence) · quarantined: drained, takes no work until
+# released (by a rule, an operator, or by hand in the scheduler) · benchmarking, resetting,
+# rebooting, releasing: steps of Centrality's story (the remediation ladder's rungs among them) ·
+# escalated: the ladder is exhausted, drained for hardware service until released · down: down
+# per the scheduler · unreachable: no heartbeat for longer than its limit (out of service as far
+# as people can tell; back by itself when heartbeats resume).
 NodeCondition = Literal[
     "in_service",
     "draining",
     "suspect",
+    "held",
     "quarantined",
     "benchmarking",
     "resetting",
     "rebooting",
     "releasing",
     "escalated",
-    "held",
-    "drained",
     "down",
     "unreachable",
 ]
+NODE_STATES: tuple[str, ...] = get_args(NodeCondition)
+# Takes no work: what `centrality nodes --out-of-service` selects (draining, suspect and held
+# nodes still take work: their drain has not happened).
+OUT_OF_SERVICE = frozenset(NODE_STATES) - {"in_service", "draining", "suspect", "held"}
 Name = Annotated[str, StringConstraints(max_length=NAME)]
 SHOWN_MAX = 16  # jobs on a node, nodes of a job: the first ones, and how many in all
 
@@ -61,16 +68,23 @@ SHOWN_MAX = 16  # jobs on a node, nodes of a job: the first ones, and how many i
 class NodeStatusPayload(Payload):
     state: NodeCondition
     since: Timestamp | None = Field(default=None, description="When the state began.")
-    why: str | None = Field(default=None, max_length=TEXT, description="The decision's reason.")
-    decided_by: str | None = Field(
-        default=None, max_length=NAME, description="The rule, or `operator/<name>`."
+    why: str | None = Field(
+        default=None,
+        max_length=TEXT,
+        description="Why it is in this state, in the words of whoever put it there (in service: "
+        "how it came back, and why it had been out).",
+    )
+    by: str | None = Field(
+        default=None,
+        max_length=NAME,
+        description="Who took the node out (the rule, `operator/<name>`, or `scheduler`: by "
+        "hand there), or, in service, who returned it.",
     )
     stage: str | None = Field(default=None, max_length=NAME, description="The story's step.")
     pending: str | None = Field(default=None, max_length=NAME, description="What is awaited.")
     problem: str | None = Field(
         default=None, max_length=TEXT, description="What went wrong or held it (a silence)."
     )
-    held_by: str | None = Field(default=None, max_length=NAME, description="The operator.")
     rung: str | None = Field(
         default=None,
         max_length=NAME,
@@ -105,7 +119,12 @@ class NodeStatusPayload(Payload):
 
 @event(topic="status")
 class NodeStatusChanged(NodeEvent):
+    """v2: an operator's `held` and a scheduler's `drained` are `quarantined`, who took the node
+    out is `by` (once `decided_by`, `held_by`); `held` is a silence's hold alone."""
+
+    current_version: ClassVar[int] = 2
     type: Literal["NodeStatusChanged"] = "NodeStatusChanged"
+    schema_version: int = Field(default=2, ge=1, le=UINT16_MAX)
     payload: NodeStatusPayload
 
     @property
@@ -127,11 +146,24 @@ class JobStatusPayload(Payload):
     state: JobState | None = None
     since: Timestamp | None = None
     attempt: int = Field(default=0, ge=0, le=UINT32_MAX)
-    restarts_used: int = Field(default=0, ge=0, le=UINT32_MAX)
+    restarts_used: int = Field(
+        default=0,
+        ge=0,
+        le=UINT32_MAX,
+        description="Restarts of its budget spent: attempts after the first, and a requeue asked "
+        "for that has no attempt yet.",
+    )
     restarts_left: int | None = Field(
-        default=None, ge=0, le=UINT32_MAX, description="None: no restart rule loaded."
+        default=None,
+        ge=0,
+        le=UINT32_MAX,
+        description="Restarts still allowed (with `restarts_used`, the restart rule's budget); "
+        "None: no restart rule loaded.",
     )
     pending: str | None = Field(default=None, max_length=NAME)
+    pending_since: Timestamp | None = Field(
+        default=None, description="Since when it is awaited (a requeue: when it was asked for)."
+    )
     why: str | None = Field(default=None, max_length=TEXT)
     checkpoint_step: int | None = Field(default=None, ge=0, le=INT64_MAX)
     checkpoint_uri: str | None = Field(default=None, max_length=TEXT)

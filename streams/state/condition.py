@@ -15,7 +15,6 @@ STAGE_CONDITION: dict[Stage, NodeCondition] = {
     Stage.BENCHMARKING: "benchmarking",
     Stage.PASSED: "releasing",
     Stage.RELEASING: "releasing",
-    Stage.HELD: "held",
     Stage.RESETTING: "resetting",
     Stage.RESET: "resetting",
     Stage.REBOOT_REQUESTED: "rebooting",
@@ -27,10 +26,11 @@ STAGE_CONDITION: dict[Stage, NodeCondition] = {
 }
 # Nothing more happens to a node in these without a new fault or a person: an incident whose
 # members are all settled is resolved. A refused drain is settled (the story is over, the
-# refusal told), and so is a held one (rules decide afresh after the silence) and a node people
-# hold.
+# refusal told), and so is a held one (rules decide afresh after the silence); a node people
+# quarantined (an operator, or by hand in the scheduler) is too, though its state alone does not
+# say so (`settled`).
 SETTLED: frozenset[NodeCondition] = frozenset(
-    {"in_service", "suspect", "held", "escalated", "drained", "down"}
+    {"in_service", "suspect", "held", "escalated", "down"}
 )
 
 
@@ -43,10 +43,23 @@ def condition(node: Node) -> NodeCondition:
             return "held"  # a silence holds the decision: rules decide afresh after it
         return STAGE_CONDITION.get(story.stage, "quarantined")
     if node.out_of_service_by_scheduler and scheduler is not None:
-        return "down" if scheduler.state.value == "DOWN" else "drained"
+        return "down" if scheduler.state.value == "DOWN" else "quarantined"
     if node.lost is not None:
         return "unreachable"
     return "in_service"
+
+
+def held_by_people(node: Node) -> bool:
+    """Quarantined by people: an operator's quarantine, or a drain by hand in the scheduler."""
+    story = node.story
+    if story is not None:
+        return story.stage is Stage.HELD
+    return node.out_of_service_by_scheduler and node.scheduler is not None
+
+
+def settled(node: Node) -> bool:
+    """Nothing more happens to it without a new fault or a person (see `SETTLED`)."""
+    return condition(node) in SETTLED or held_by_people(node)
 
 
 def condition_since(node: Node) -> datetime | None:

@@ -83,6 +83,8 @@ class Incident(Entity):
     # node → its state as it last told it; beyond MAX_NODES members are counted, not named.
     members: dict[str, str] = Field(default_factory=dict)
     unsettled: int = 0  # members not settled: none left, the incident is resolved
+    # Members settled though their state does not say so: people quarantined them (`by`).
+    at_rest: tuple[str, ...] = ()
     uncounted: int = 0
     domains: dict[str, str] = Field(default_factory=dict)  # DOMAINS → shared value or MIXED
     decided_by: tuple[str, ...] = ()
@@ -178,10 +180,13 @@ def _(event: IncidentMemberReported, state: Incident) -> Incident:
         return state.model_copy(update={"uncounted": state.uncounted + 1})
     if before == p.state:
         return state  # told again (a redelivery): nothing new
-    was_unsettled = before is not None and before not in SETTLED
-    unsettled = state.unsettled - was_unsettled + (p.state not in SETTLED)
+    was_unsettled = before is not None and before not in SETTLED and p.node not in state.at_rest
+    now_settled = p.state in SETTLED if p.settled is None else p.settled
+    unsettled = state.unsettled - was_unsettled + (not now_settled)
+    at_rest = tuple(n for n in state.at_rest if n != p.node)
     update: dict[str, object] = {
         "members": {**state.members, p.node: p.state},
+        "at_rest": at_rest + ((p.node,) if now_settled and p.state not in SETTLED else ()),
         "unsettled": unsettled,
         "resolved_at": (state.resolved_at or at) if unsettled == 0 else None,
     }

@@ -204,6 +204,9 @@ class IncidentMemberReportedPayload(Payload):
     node: str
     fault: str
     state: str  # the node's state as people read it (NodeCondition)
+    # Nothing more happens to it without a new fault or a person; None (records before it was
+    # told): as its state says (`streams.state.condition.SETTLED`).
+    settled: bool | None = None
     severity: Severity = "warning"
     reason: str | None = None
     decided_by: str | None = None

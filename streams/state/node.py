@@ -526,7 +526,7 @@ def _(event: NodeDecided, state: Node) -> Node:
     elif story is None or story.status is not NodeStatus.QUARANTINED:
         return state  # benchmark, rungs and release only ever concern a drained node
     elif p.trigger_type == "ReleaseNodes":
-        story = story.asked(p.trigger_id).to(Stage.RELEASING, at)
+        story = story.asked(p.trigger_id).to(Stage.RELEASING, at, release_by=p.rule or None)
     elif story.stage is Stage.RELEASING:
         return state
     elif p.trigger_type == "RunBenchmark":
@@ -561,7 +561,8 @@ def _(event: NodeActionReported, state: Node) -> Node:
             failed = story.to(Stage.BENCHMARK_FAILED, at, problem=p.error and clip(p.error))
             update = {"story": _climbed(failed, p, at)}
         case "ReleaseNodes", True, Stage.RELEASING | Stage.RELEASE_FAILED:
-            update = _over(state, at, "released")  # back in service
+            by = f"operator/{p.operator}" if p.operator else story.release_by
+            update = _over(state, at, "released", by=by, words=p.reason)  # back in service
         case "ReleaseNodes", False, Stage.RELEASING:
             update = {
                 "story": story.to(Stage.RELEASE_FAILED, at, problem=p.error and clip(p.error))
@@ -609,11 +610,25 @@ def _rung(story: Story, p: NodeDecidedPayload, rung: str | None, at: datetime) -
 
 
 def _over(
-    state: Node, at: datetime, how: str, scheduler_reason: str | None = None
+    state: Node,
+    at: datetime,
+    how: str,
+    scheduler_reason: str | None = None,
+    *,
+    by: str | None = None,
+    words: str | None = None,
 ) -> dict[str, object]:
-    """The update that ends the node's story at `at`, `how`: the next one is a new episode."""
+    """The update that ends the node's story at `at`, `how`, `by` whom and in their `words`:
+    the next one is a new episode."""
     assert state.story is not None
-    ended = StoryEnd(how=how, at=at, reason=state.story.reason, scheduler_reason=scheduler_reason)
+    ended = StoryEnd(
+        how=how,
+        at=at,
+        reason=clip(state.story.said),
+        scheduler_reason=scheduler_reason,
+        by=by,
+        words=words and clip(words),
+    )
     return {"story": None, "episodes": state.episodes + 1, "story_ended_at": at, "ended": ended}
 
 
@@ -635,6 +650,16 @@ def _rebooting(story: Story, p: NodeStateObservedPayload, at: datetime) -> Story
     return story
 
 
+def _earlier(state: Node) -> str | None:
+    """Why the node was suspect or out before an operator's drain, with who said so."""
+    if state.story is not None:
+        return clip(state.story.said)
+    scheduler = state.scheduler
+    if state.out_of_service_by_scheduler and scheduler is not None and scheduler.reason:
+        return clip(f"scheduler: {scheduler.reason}")
+    return None
+
+
 def _outside_the_story(state: Node, event: NodeActionReported) -> Node:
     """What was done to the node outside its story: an operator's command, or a trigger someone
     else decided. The outcome is what counts: a node drained is out, a node released is back.
@@ -644,24 +669,26 @@ def _outside_the_story(state: Node, event: NodeActionReported) -> Node:
     newest = max((t for t in (begun, state.story_ended_at) if t is not None), default=None)
     if not p.succeeded or (newest is not None and at <= newest):
         return state
+    operator = p.operator and f"operator/{p.operator}"
     if p.trigger_type == "ReleaseNodes" and story is not None:
-        by = f"operator {p.operator}" if p.operator else "a release outside its story"
-        return state.model_copy(update=_over(state, at, f"released by {by}"))
+        update = _over(state, at, "released", by=operator, words=p.reason)
+        return state.model_copy(update=update)
     if p.trigger_type != "QuarantineNodes":
         return state
     reason = clip(p.reason or f"drained by {p.action}")
-    if p.operator is not None:
+    if operator is not None:
         held = Story(
             stage=Stage.HELD,
             reason=reason,
             decided_at=at,
             since=at,
             triggers=(p.trigger_id,),
-            decided_by=f"operator/{p.operator}",
+            decided_by=operator,
             fault=f"operator:{p.operator}",
+            earlier=_earlier(state),  # why it was out already is kept
         )
         # A rule's story is over: the operator holds the node now.
-        over = _over(state, at, f"taken over by operator {p.operator}") if story else {}
+        over = _over(state, at, f"taken over by {operator}", by=operator) if story else {}
         return state.model_copy(update={**over, "story": held})
     if story is not None and story.stage is Stage.DRAIN_REQUESTED:
         # Another decision's drain of the node succeeded while this story waits for its own (a
@@ -704,5 +731,5 @@ def _(event: NodeStateObserved, state: Node) -> Node:
         how = "resumed"  # someone returned the node to service after our drain
     else:
         return state.model_copy(update=update)
-    update |= _over(state, at, how, view.reason)
+    update |= _over(state, at, how, view.reason, by="scheduler")
     return state.model_copy(update=update)

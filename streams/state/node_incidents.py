@@ -12,7 +12,7 @@ from datetime import datetime
 from schemas.envelope import Event
 from schemas.events import Notify
 from streams.state.bounds import clip
-from streams.state.condition import SETTLED, condition
+from streams.state.condition import condition, settled
 from streams.state.internal import (
     FaultReported,
     IncidentAssigned,
@@ -47,7 +47,7 @@ def _(event: IncidentAssigned, state: Node) -> Node:
 def fault_of(node: Node) -> str | None:
     """The kind of fault the node is in trouble with; None when it is not (or people took it)."""
     state = condition(node)
-    if state in SETTLED:
+    if settled(node):
         return None
     if node.story is not None:
         return node.story.fault or node.story.decided_by or "quarantine"
@@ -72,9 +72,8 @@ def reports(node: Node, event: Event, window_s: float) -> tuple[Node, list[Event
     state = condition(node)
     if state == node.incident_told:
         return node, []
-    settled = state in SETTLED
     update: dict[str, object] = {"incident_told": state}
-    if settled:  # its part is over: a new fault is a new report
+    if settled(node):  # its part is over: a new fault is a new report
         update |= {"incident": None, "incident_told": None, "fault_told": None}
     return node.model_copy(update=update), [_member(node, node.incident, state, event)]
 
@@ -100,9 +99,13 @@ def note(node: Node, state: str, at: datetime) -> str | None:
         told = words.format(verdict=story.verdict or "-", problem=story.problem or "-")
         return clip(f"{name}: {told}")
     ended = node.ended
-    if story is None and ended is not None and ended.at == at and ended.how != "released":
-        by_hand = " by hand" if ended.how in ("resumed", "taken") else ""
-        return clip(f"{name}: {ended.how}{by_hand}")
+    if story is None and ended is not None and ended.at == at:
+        if ended.how in ("resumed", "taken"):
+            return clip(f"{name}: {ended.how} by hand")
+        if (ended.by or "").startswith("operator/"):  # what people did is told; rules' is not
+            return clip(f"{name}: {ended.how} by {ended.by}")
+        if ended.how != "released":  # records of earlier versions: "released by operator …"
+            return clip(f"{name}: {ended.how}")
     return None
 
 
@@ -112,6 +115,7 @@ def _member(node: Node, incident: str, state: str, event: Event) -> IncidentMemb
         "node": node.node_id,
         "fault": (story.fault if story else None) or fault_of(node) or "",
         "state": state,
+        "settled": settled(node),
         "switch": node.facts.switch,
         "partitions": node.facts.partitions[:4],
         "jobs": tuple(node.jobs)[:JOBS_TOLD],

@@ -9,7 +9,8 @@
     releasing ──release succeeded──▶ in service (next episode) · release failed ──▶ release failed
     quarantined ──the scheduler reports the node available──▶ in service (someone resumed it)
     quarantined ──the scheduler reports it drained for another reason──▶ over (someone took it)
-    any ──an operator's drain succeeded──▶ held (until a release succeeds: no verdict releases it)
+    any ──an operator's drain succeeded──▶ held (until a release succeeds: no verdict releases it;
+        the reason it was already out for is kept, the operator's added)
     any ──a release succeeded, whoever asked──▶ in service (next episode)
 
 With a remediation ladder (docs/remediation.md), a drained node climbs rungs instead of
@@ -120,6 +121,22 @@ class Story(BaseModel):
     fault: str | None = None
     held_by: str | None = None  # the silence that held its drain (`problem` says until when)
     severity: Severity = "warning"  # the decision's
+    # The release asked for (stage RELEASING): who asked, so the node in service says who.
+    release_by: str | None = None
+    # Why the node was already suspect or out when an operator took it over, each reason with
+    # who gave it: a second quarantine adds its reason, it never replaces the first.
+    earlier: str | None = None
+
+    @property
+    def why(self) -> str:
+        """Its reason, with the earlier ones."""
+        return f"{self.reason} (earlier: {self.earlier})" if self.earlier else self.reason
+
+    @property
+    def said(self) -> str:
+        """Its reasons as `who: why` parts, oldest first: what a later story keeps of it."""
+        own = f"{self.decided_by}: {self.reason}" if self.decided_by else self.reason
+        return f"{self.earlier}; {own}" if self.earlier else own
 
     @property
     def status(self) -> NodeStatus:
@@ -156,9 +173,12 @@ class StoryEnd(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    # "released"; "resumed" (available again in the scheduler) or "taken" (drained by someone
-    # else), both by hand; "released by …" or "taken over by …" (an operator's command)
+    # "released" (whoever asked: `by`); "resumed" (available again in the scheduler) or "taken"
+    # (drained by someone else), both by hand; "taken over by …" (an operator's command).
+    # Records of earlier versions say "released by operator …" and carry no `by`.
     how: str
     at: datetime
     reason: str  # the story's reason
     scheduler_reason: str | None = None
+    by: str | None = None  # who ended it: the rule, `operator/<name>`, or `scheduler`
+    words: str | None = None  # the release's own reason

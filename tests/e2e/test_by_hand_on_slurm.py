@@ -137,7 +137,8 @@ def test_what_people_do_in_slurm_wins(
                     slurm_cluster.scontrol("show", "reservation"),
                 ),
             )
-            assert back["why"].startswith("resumed after: Xid 79")
+            assert back["why"].startswith("resumed (out for: fatal_xid: Xid 79")
+            assert back["by"] == "scheduler"  # who returned it: someone, by hand there
             until(
                 "the benchmark's verdict",
                 lambda: any(
@@ -156,7 +157,10 @@ def test_what_people_do_in_slurm_wins(
             )
             until(
                 "node2 drained by someone else",
-                lambda: (status(kafka_settings, "node2") or {}).get("state") == "drained",
+                lambda: (
+                    [(s := status(kafka_settings, "node2") or {}).get("state"), s.get("by")]
+                    == ["quarantined", "scheduler"]  # theirs: who took it out is `by`
+                ),
                 pipeline,
             )
             asyncio.run(emit(kafka_settings, xid(cluster, "node2")))

@@ -130,7 +130,7 @@ def test_operators_see_and_steer_the_fleet(
                 "releasing",
                 "in_service",
             }
-            assert story["decided_by"] == "fatal_xid" or story["why"].startswith("released after")
+            assert story["by"] == "fatal_xid" or story["why"].startswith("released: ")
 
         jobs = listing(env, "jobs")
         assert len(jobs) == 4 and all(j["attempt"] == 1 and j["state"] for j in jobs)
@@ -143,12 +143,16 @@ def test_operators_see_and_steer_the_fleet(
         for key, value in env.items():  # the Python client reads the same settings
             monkeypatch.setenv(key, value)
         client = Fleet(operator=ALICE).node(target)
-        held = client.wait("held", timeout_s=60)
-        assert held.payload.held_by == "alice" == node_now(env, target)["held_by"]
+        held = client.wait("quarantined", timeout_s=60)  # who took it out is `by`, not a state
+        assert held.payload.by == "operator/alice" == node_now(env, target)["by"]
+        assert held.payload.stage == "held"
         bench = cli(env, "benchmark", target, "--reason", "after reseating", "--json")
         assert bench.returncode == 0, bench.stderr
         until("benchmarked", lambda: node_now(env, target)["last_benchmark"] == "pass", pipeline)
-        assert node_now(env, target)["state"] == "held"
+        assert (node_now(env, target)["state"], node_now(env, target)["stage"]) == (
+            "quarantined",
+            "held",
+        )
 
         # 3. Releases nobody may give: refused, and nothing changes.
         forged = cli(as_mallory, "release", target, "--reason", "let me in", "--json")
@@ -158,7 +162,7 @@ def test_operators_see_and_steer_the_fleet(
         barred = cli(as_bob, "release", target, "--reason", "not my cluster", "--json")
         assert barred.returncode == 1
         assert json.loads(barred.stdout)["words"] == "operator bob may not command cluster sim"
-        assert node_now(env, target)["state"] == "held"
+        assert node_now(env, target)["state"] == "quarantined"
         unknown = cli(env, "release", "no-such-node", "--reason", "x")
         assert unknown.returncode == 2 and "unknown node(s): no-such-node" in unknown.stderr
 
@@ -166,6 +170,11 @@ def test_operators_see_and_steer_the_fleet(
         freed = cli(env, "release", target, "--reason", "GPU reseated, benchmark passed")
         assert freed.returncode == 0, freed.stderr
         until("released", lambda: node_now(env, target)["state"] == "in_service", pipeline)
+        back = node_now(env, target)  # who returned it, in their words, and why it was out
+        assert back["by"] == "operator/alice"
+        assert back["why"].startswith("released: GPU reseated, benchmark passed (out for: ")
+        again = cli(env, "release", target, "--reason", "to be sure")
+        assert again.returncode == 0 and f"{target} was in service" in again.stdout
 
         # 5. A silence holds a fatal XID's drain; after it, the next one drains.
         added = cli(env, "silence", "add", "--cluster", "sim", "--for", "2h", "--reason", "test")
@@ -174,12 +183,12 @@ def test_operators_see_and_steer_the_fleet(
         xid = ["emit", "GpuXidObserved", "--cluster", "sim", "--subject", target, "--gpu", "1",
                "--xid", "79"]  # fmt: skip
         assert cli(env, *xid).returncode == 0
-        suspect = until(
+        held_now = until(
             "held by the silence",
-            lambda: (n := node_now(env, target))["state"] == "suspect" and n,
+            lambda: (n := node_now(env, target))["state"] == "held" and n,
             pipeline,
-        )
-        assert suspect["problem"].startswith(f"held by silence {silence_id} until ")
+        )  # `held` is a silence's hold alone: the node still takes work
+        assert held_now["problem"].startswith(f"held by silence {silence_id} until ")
         assert cli(env, "silence", "expire", silence_id, "--reason", "done").returncode == 0
         assert cli(env, *xid).returncode == 0
         until(
@@ -195,15 +204,17 @@ def test_operators_see_and_steer_the_fleet(
         slack.wait_quiet(3.0, 120.0, pipeline.check)  # it keeps Slack's pace: a message a second
 
     rows = [(r.type, json.loads(r.payload)) for r in rows_for(clickhouse_settings, [target])]
-    results = [p for t, p in rows if t in ("ActionSucceeded", "ActionFailed")]
-    by_alice = [p for p in results if p.get("operator") == "alice" and "error" not in p]
+    results = [p for t, p in rows if t in ("ActionSucceeded", "ActionFailed", "ActionHeld")]
+    by_alice = [
+        p for p in results if p.get("operator") == "alice" and "error" not in p and "why" not in p
+    ]
     assert [p["trigger_type"] for p in by_alice] == [
         "QuarantineNodes",
         "RunBenchmark",
         "ReleaseNodes",
     ]
     [held_result] = [p for p in results if p.get("held_by") == silence_id]
-    assert held_result["trigger_type"] == "QuarantineNodes" and held_result["refused"]
+    assert held_result["trigger_type"] == "QuarantineNodes" and "until" in held_result
     assert not [p for p in results if p.get("operator") in ("mallory", "bob") and "error" not in p]
     story = [e for e in client.timeline() if e.topic == "triggers"]
     assert [(e.type, e.payload.operator) for e in story][:2] == [  # type: ignore[attr-defined]

@@ -117,7 +117,7 @@ def test_replay_names_each_decision_it_cannot_reproduce(
         cluster="sim",
         subject="n-08",
         occurred_at=seeded.now - timedelta(hours=3),
-        payload={"state": "held", "episodes": 2, "held_by": "alice"},
+        payload={"state": "quarantined", "episodes": 2, "by": "operator/alice"},
     )
     with connect(clickhouse_settings) as client:
         insert_events(client, [shown])

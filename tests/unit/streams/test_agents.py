@@ -93,7 +93,13 @@ async def test_job_agent_folds_decides_and_forwards(
     assert [e.type for e in published] == ["JobStatusChanged"] * 2
     assert published[0].payload.checkpoint_step == 7 and published[0].payload.state is None
     last = published[-1].payload
-    assert (last.state, last.pending, last.restarts_left) == ("FAILED", "requeue requested", 3)
+    # The restart asked for spent one of the rule's three: used and left add up to them.
+    assert (last.state, last.pending, last.restarts_used, last.restarts_left) == (
+        "FAILED",
+        "requeue requested",
+        1,
+        2,
+    )
 
 
 async def test_node_agent_folds_a_gpu_batch_in_one_step(

@@ -3,6 +3,7 @@ resolved once every member is settled."""
 
 from __future__ import annotations
 
+from centrality.commands import command
 from schemas.events import QuarantineNodes, RunBenchmark
 from streams.testing import Story, benchmark, facts, heartbeat, result, scheduler_says, xid
 from streams.views import node_status
@@ -128,3 +129,23 @@ def test_a_hold_is_a_note_naming_the_silence() -> None:
     [incident] = story.incidents.values()
     assert incident.states == {"held": 1} and incident.held_by == ("s-1",)
     assert incident.notes == (f"{FLEET[0]}: {why}",) and incident.refused is None
+
+
+def test_a_node_people_quarantined_is_settled_though_it_reads_quarantined() -> None:
+    """`held` no longer names an operator's quarantine (its state is `quarantined`, `by` says
+    who): the incident still counts the node as settled, and resolves."""
+    story = Story()
+    beating(story, FLEET[:1], 0)
+    [drain] = [t for t in story.tell(xid(FLEET[0], 79, at_s=1)) if isinstance(t, QuarantineNodes)]
+    story.tell(result(drain, 2))
+    [(key, incident)] = story.incidents.items()
+    assert incident.state == "open" and incident.states == {"benchmarking": 1}
+    hold = command(
+        QuarantineNodes, operator="alice", cluster="test", subject=FLEET[0], reason="RMA",
+        nodes=(FLEET[0],),
+    )  # fmt: skip
+    story.tell(result(hold, 3))
+    view = node_status(story.nodes[FLEET[0]])
+    assert (view.state, view.by) == ("quarantined", "operator/alice")
+    assert story.incidents[key].state == "resolved"
+    assert story.incidents[key].states == {"quarantined": 1}

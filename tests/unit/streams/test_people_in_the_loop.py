@@ -35,16 +35,24 @@ def test_an_operators_drain_holds_the_node_until_an_operator_releases_it() -> No
     hold = by("alice", QuarantineNodes, nodes=("n1",))
     assert feed(b, result(hold, at_s=1)) == []  # nothing of a rule's story follows
     view = node_status(b.nodes["n1"])
-    assert (view.state, view.held_by, view.why) == ("held", "alice", "replaced GPU 3")
-    assert view.decided_by == "operator/alice" and view.gpus == 8
+    # Who took it out is a column, not a state: `nodes --state quarantined` lists it.
+    assert (view.state, view.by, view.why) == ("quarantined", "operator/alice", "replaced GPU 3")
+    assert view.stage == "held" and view.pending == "an operator's release" and view.gpus == 8
     assert feed(b, xid("n1", 79, at_s=2)) == []  # rules decide nothing about a held node
     bench = by("alice", RunBenchmark, nodes=("n1",))
     assert feed(b, result(bench, at_s=3), benchmark(at_s=4, trigger=bench)) == []
     n = b.nodes["n1"]
     assert n.story and n.story.stage is Stage.HELD and n.last_benchmark_verdict == "pass"
-    release = by("alice", ReleaseNodes, nodes=("n1",))
+    release = command(
+        ReleaseNodes, operator="bob", cluster="test", subject="n1", reason="GPU 3 reseated",
+        nodes=("n1",),
+    )  # fmt: skip
     feed(b, result(release, at_s=5))
     assert b.nodes["n1"].status is NodeStatus.IN_SERVICE
+    # In service, the view says who returned it and in their words, and why it was out.
+    back = node_status(b.nodes["n1"])
+    assert (back.state, back.by) == ("in_service", "operator/bob")
+    assert back.why == "released: GPU 3 reseated (out for: operator/alice: replaced GPU 3)"
     [drain] = feed(b, xid("n1", 79, at_s=6))  # in service again: decided like any other
     assert isinstance(drain, QuarantineNodes) and drain.payload.window == "q1/quarantine"
 
@@ -59,12 +67,30 @@ def test_a_release_from_outside_the_story_returns_a_kept_node_to_service() -> No
     outside = by("bob", ReleaseNodes, nodes=("n1",))
     feed(b, result(outside, at_s=4))
     assert b.nodes["n1"].story is None and node_status(b.nodes["n1"]).state == "in_service"
-    assert (node_status(b.nodes["n1"]).why or "").startswith("released by operator bob after: ")
+    view = node_status(b.nodes["n1"])
+    assert view.by == "operator/bob"
+    assert (view.why or "").startswith("released: replaced GPU 3 (out for: fatal_xid: Xid 79")
     [drain] = feed(b, xid("n1", 79, at_s=5))
     assert isinstance(drain, QuarantineNodes)
     # A redelivered old result, once a new story began, changes nothing.
     feed(b, result(outside, at_s=4))
     assert b.nodes["n1"].story and b.nodes["n1"].story.stage is Stage.DRAIN_REQUESTED
+
+
+def test_a_second_quarantine_keeps_the_first_why_and_adds_its_own() -> None:
+    """An operator's quarantine of a node a rule already took out kept only the operator's
+    words: the XID and the benchmark's reason were gone from every view."""
+    b = brain()
+    drained(b)
+    feed(b, result(by("alice", QuarantineNodes, nodes=("n1",)), at_s=3))
+    view = node_status(b.nodes["n1"])
+    assert (view.state, view.by) == ("quarantined", "operator/alice")
+    assert (view.why or "").startswith("replaced GPU 3 (earlier: fatal_xid: Xid 79")
+    feed(b, result(by("bob", QuarantineNodes, nodes=("n1",)), at_s=4))
+    why = node_status(b.nodes["n1"]).why or ""
+    assert why.startswith("replaced GPU 3 (earlier: fatal_xid: Xid 79") and why.endswith(
+        "; operator/alice: replaced GPU 3)"
+    )
 
 
 def test_a_node_resumed_by_hand_mid_story_stops_it_and_people_are_told_once() -> None:
@@ -77,7 +103,8 @@ def test_a_node_resumed_by_hand_mid_story_stops_it_and_people_are_told_once() ->
     assert "Xid 79" in told.payload.text
     n = b.nodes["n1"]
     assert n.story is None and n.ended and n.ended.how == "resumed"
-    assert node_status(n).why == f"resumed after: {n.ended.reason}"
+    assert node_status(n).why == f"resumed (out for: {n.ended.reason})"
+    assert node_status(n).by == "scheduler" and n.ended.reason.startswith("fatal_xid: Xid 79")
     # The benchmark's verdict comes after: no release, nothing at all.
     assert feed(b, benchmark(at_s=4, trigger=bench)) == []
     assert feed(b, scheduler_says("n1", "AVAILABLE", at_s=3, reason=None)) == []  # once
@@ -89,7 +116,7 @@ def test_a_node_drained_by_someone_else_is_theirs_centrality_never_releases_it()
     [told] = feed(b, scheduler_says("n1", "DRAINED", at_s=3, reason="GPU swap, ticket 42"))
     assert isinstance(told, Notify) and "drained by someone else" in told.payload.title
     view = node_status(b.nodes["n1"])
-    assert (view.state, view.why) == ("drained", "GPU swap, ticket 42")
+    assert (view.state, view.by, view.why) == ("quarantined", "scheduler", "GPU swap, ticket 42")
     assert feed(b, xid("n1", 79, at_s=4)) == []  # not ours to drain, benchmark or release
     feed(b, scheduler_says("n1", "AVAILABLE", at_s=5, reason=None))
     [drain] = feed(b, xid("n1", 79, at_s=6))  # theirs no more: decided like any other
@@ -104,7 +131,9 @@ def test_our_own_release_seen_by_the_scheduler_first_is_not_a_hand_made_change()
     assert b.nodes["n1"].ended is None
     feed(b, result(release, at_s=5))
     assert b.nodes["n1"].status is NodeStatus.IN_SERVICE
-    assert (node_status(b.nodes["n1"]).why or "").startswith("released after: Xid 79")
+    view = node_status(b.nodes["n1"])
+    assert (view.why or "").startswith("released: benchmark passed")
+    assert "(out for: fatal_xid: Xid 79" in (view.why or "") and view.by == release.payload.rule
 
 
 def test_a_decision_held_by_a_silence_leaves_the_node_held_and_rules_decide_afresh() -> None:
