@@ -4,10 +4,12 @@ produced it: every job and node must become the same events on both versions."""
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
 import pytest
+import structlog
 from structlog.testing import capture_logs
 
 from collectors.sink import RecordingSink
@@ -356,8 +358,13 @@ async def test_a_switch_is_told_again_only_when_it_changes(tmp_path: Path) -> No
 
 
 async def test_without_a_topology_no_switch_and_said_once_at_debug(tmp_path: Path) -> None:
-    with capture_logs() as logs:
-        events = await replay("22.05", tmp_path)
+    before = structlog.get_config()  # another test may have set the level above debug
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.DEBUG))
+    try:
+        with capture_logs() as logs:
+            events = await replay("22.05", tmp_path)
+    finally:
+        structlog.configure(**before)
     assert not any(e.payload.switch for e in events if isinstance(e, NodeFactsObserved))
     said = [(entry["log_level"], entry["event"]) for entry in logs if "topology" in entry["event"]]
     assert said == [("debug", "slurm_topology_none")]
