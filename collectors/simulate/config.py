@@ -46,3 +46,6 @@ class SimConfig(BaseModel):
     )
     check_resend_s: float = Field(default=300.0, gt=0, description="A failing check's resend.")
     node_prefix: str = Field(default="node-", description="Node names: prefix, then a number.")
+    nodes_per_switch: int = Field(
+        default=32, ge=1, description="Nodes in a row under one leaf switch (`s0`, `s1`...)."
+    )

@@ -40,6 +40,7 @@ from schemas.events.jobs import JobExitedPayload, JobStateChangedPayload, JobSub
 from schemas.events.logs import LogSignal, LogSignalDetectedPayload
 from schemas.events.nodes import (
     HealthStatus,
+    NodeFactsObservedPayload,
     NodeHealthCheckedPayload,
     NodeHeartbeatPayload,
     NodeStateObservedPayload,
@@ -204,7 +205,7 @@ class ClusterModel:
         ]
         if self.now_s == 0.0:  # as an agent says what its GPUs are when it starts
             out.append(
-                self._make(self.stamp_nodes, NodeFactsObserved, node.name, node.backend.facts())
+                self._make(self.stamp_nodes, NodeFactsObserved, node.name, self._facts(node))
             )
         for xid in node.backend.pending_xids():
             out.append(
@@ -234,6 +235,13 @@ class ClusterModel:
             )
             out.append(self._make(self.stamp_nodes, NodeHealthChecked, node.name, check))
         return out
+
+    def _facts(self, node: SimNode) -> NodeFactsObservedPayload:
+        """What its GPUs are, and the leaf switch it hangs off: `nodes_per_switch` nodes in a
+        row (by the number in its name) share one, as a scheduler's topology would say."""
+        number = int(node.name.removeprefix(self.config.node_prefix))
+        switch = f"s{number // self.config.nodes_per_switch}"
+        return node.backend.facts().model_copy(update={"switch": switch})
 
     def _submit(self, fate: Fate, slow: bool) -> list[Event]:
         self._next_job += 1

@@ -2,7 +2,8 @@
 
 One `slurmctld` and one `slurmd -N nodeK` per node run on this host, all on loopback with their
 own ports, under a private state directory; `auth/none` (no munge daemon to manage). Every node
-has fake GPUs (`gres/gpu`, character devices made by mknod), so `--gres=gpu:N` works. The
+has fake GPUs (`gres/gpu`, character devices made by mknod), so `--gres=gpu:N` works, and hangs
+off a leaf switch of a `topology/tree` topology (`leaf_switches`: two nodes a switch). The
 daemons are started in the foreground by the fixture, and `stop()` cancels every job and ends only
 those daemons (and the job steps they spawned). Nothing is installed here: `.ci/run` installs
 `slurmctld slurmd slurm-client munge`.
@@ -36,6 +37,7 @@ from pathlib import Path
 import pytest
 
 from centrality.stack.process import ManagedProcess, ServiceError, port_open
+from schemas.hostnames import collect
 from tests.ports import free_port
 
 _BINARIES = ("slurmctld", "slurmd", "scontrol", "sbatch")
@@ -55,6 +57,10 @@ class SlurmCluster:
     cpus_per_node: int = 2
     start_timeout_s: float = 5.0
     extra_conf: str = ""  # more slurm.conf lines (e.g. accounting, for the capture tool)
+    # topology/tree with a topology.conf: `nodes_per_switch` nodes in a row per leaf switch
+    # (s1: node[1-2], s2: node3), the leaves under one top switch. False: no topology plugin.
+    topology: bool = True
+    nodes_per_switch: int = 2
     _ctld_port: int = field(default_factory=free_port)
     _node_ports: list[int] = field(default_factory=list)
 
@@ -65,6 +71,13 @@ class SlurmCluster:
     @property
     def node_names(self) -> list[str]:
         return [f"node{i}" for i in range(1, self.nodes + 1)]
+
+    @property
+    def leaf_switches(self) -> dict[str, str]:
+        """node → the leaf switch topology.conf puts it under (empty without a topology)."""
+        if not self.topology:
+            return {}
+        return {n: f"s{i // self.nodes_per_switch + 1}" for i, n in enumerate(self.node_names)}
 
     @property
     def output_dir(self) -> Path:
@@ -119,6 +132,8 @@ class SlurmCluster:
         self._reboot_program()
         self.conf.write_text(self._slurm_conf())
         (self.run_dir / "gres.conf").write_text(self._gres_conf())
+        if self.topology:
+            (self.run_dir / "topology.conf").write_text(self._topology_conf())
         self._ctld().start(["slurmctld", "-D", "-i", "-f", str(self.conf)], env=self.env())
         self._ctld().wait_until(lambda: port_open("127.0.0.1", self._ctld_port), 5.0)
         for node, port in zip(self.node_names, self._node_ports, strict=True):
@@ -304,9 +319,18 @@ JobCompLoc={d}/log/jobcomp.txt
 {prologs}
 RebootProgram={d / "prolog" / "reboot.sh"}
 ResumeTimeout=120
+{"TopologyPlugin=topology/tree" if self.topology else ""}
 {nodes}
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 {self.extra_conf}"""
+
+    def _topology_conf(self) -> str:
+        """slurm.conf's directory holds it (topology.conf(5)); a leaf's nodes as a hostlist."""
+        leaves: dict[str, list[str]] = {}
+        for node, switch in self.leaf_switches.items():
+            leaves.setdefault(switch, []).append(node)
+        lines = [f"SwitchName={s} Nodes={collect(nodes)}" for s, nodes in leaves.items()]
+        return "\n".join([*lines, f"SwitchName=top Switches={collect(list(leaves))}", ""])
 
     def _gres_conf(self) -> str:
         last = self.gpus_per_node - 1

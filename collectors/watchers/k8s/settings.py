@@ -41,6 +41,17 @@ class K8sWatchSettings(BaseSettings):
     backoff_max_s: float = Field(
         default=30.0, gt=0, description="Longest pause between API retries (jittered backoff)."
     )
+    switch_label: str = Field(
+        default="network.topology.nvidia.com/leaf",
+        description="The node label naming the leaf switch a node hangs off: its `switch` fact, "
+        "the failure domain incidents name. The default is what NVIDIA Topograph writes for "
+        "the switches directly connected to compute nodes "
+        "(https://docs.nvidia.com/topograph/engines/kubernetes); Topograph 1.x writes "
+        "`fabric.topograph.run/tier-0`, and Kueue's topology-aware scheduling examples label "
+        "racks `cloud.provider.com/topology-rack` "
+        "(https://kueue.sigs.k8s.io/docs/tasks/run/topology_aware_scheduling/): set the label "
+        "of your lowest switch level. A node without it has no switch.",
+    )
     state_file: Path = Field(
         default_factory=lambda: Path.home() / ".local/share/centrality/k8s-watch.json",
         description="What was emitted per job and node, so a restart sends no duplicates.",

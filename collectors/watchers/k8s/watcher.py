@@ -9,7 +9,8 @@ once (a Job must not be told to have ended before its pods are known), and chang
 within `settle_s` of each other are reconciled together (a pod's exit and its Job's failure).
 A reconcile that fails (Kafka away) keeps what it had not sent and is tried again. A kind the
 cluster does not serve (its operator not installed) is empty until it appears. A node's state
-becomes NodeHealthChecked, its labels NodeFactsObserved (node groups select by them).
+becomes NodeHealthChecked, its labels NodeFactsObserved (node groups select by them), with its
+leaf switch from the label `switch_label` names (incidents name it as their failure domain).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from collectors.watchers.lifecycle import JobTracker
 from schemas.envelope import Event
 from schemas.events.jobs import JobSubmittedPayload
 from schemas.events.nodes import HealthStatus, NodeFactsObservedPayload
-from schemas.limits import MAP_ENTRIES, MAP_KEY, TEXT
+from schemas.limits import MAP_ENTRIES, MAP_KEY, NAME, TEXT
 from schemas.metrics.catalog import POLLS
 
 log = structlog.get_logger(__name__)
@@ -281,16 +282,20 @@ class K8sWatcher:
         details = {"unschedulable": cordoned, "taints": taints}
         key = f"node:{name}"
         events, entry = self.tracker.node_state(key, name, NODE_CHECK, status, message, details)
-        facts, entry = self.tracker.node_facts(key, name, _facts(node), entry)
+        facts, entry = self.tracker.node_facts(
+            key, name, _facts(node, self.settings.switch_label), entry
+        )
         return await self.tracker.commit(self.sink, key, [*events, *facts], entry)
 
 
-def _facts(node: Obj) -> NodeFactsObservedPayload:
-    """What Kubernetes says the node is: its labels (node groups select by them). The first
-    MAP_ENTRIES by key where a node has more."""
-    labels = sorted(((node.get("metadata") or {}).get("labels") or {}).items())
+def _facts(node: Obj, switch_label: str) -> NodeFactsObservedPayload:
+    """What Kubernetes says the node is: its labels (node groups select by them), the first
+    MAP_ENTRIES by key where a node has more, and the leaf switch `switch_label` names."""
+    labels = (node.get("metadata") or {}).get("labels") or {}
+    switch = labels.get(switch_label)
     return NodeFactsObservedPayload(
-        labels={k[:MAP_KEY]: str(v)[:TEXT] for k, v in labels[:MAP_ENTRIES]}
+        labels={k[:MAP_KEY]: str(v)[:TEXT] for k, v in sorted(labels.items())[:MAP_ENTRIES]},
+        switch=str(switch)[:NAME] if switch else None,
     )
 
 

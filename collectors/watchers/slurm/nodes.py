@@ -1,7 +1,7 @@
 """Nodes as the Slurm controller sees them: `sinfo --json` (22.05's per-node list or 23.11+'s
 groups) or, on versions without it, `scontrol show node`; and the maintenance windows Centrality
 opened on some of them (`scontrol show reservation -o`). Beside its state, a node's partitions
-and active features: the facts node groups select by."""
+and active features (the facts node groups select by) and its leaf switch (`topology.py`)."""
 
 from __future__ import annotations
 
@@ -28,6 +28,7 @@ class NodeView:
     window: str | None = None  # the Centrality maintenance window (reservation) it is in
     partitions: tuple[str, ...] = ()
     features: tuple[str, ...] = ()  # active ones (a changeable feature not booted into is not)
+    switch: str | None = None  # the leaf switch it hangs off (Slurm's topology), if one is known
 
     @property
     def state(self) -> SchedulerNodeState:

@@ -4,9 +4,10 @@ are completed from Slurm's records (`sacct --json` with slurmdbd, else `sacct -c
 Per job it emits JobSubmitted once, JobStateChanged on every change of raw state or attempt,
 and JobExited once per attempt (an attempt ended by a requeue too). A node whose state as the
 controller sees it (available, draining, drained, down) or whose reason changed becomes
-NodeStateObserved, whoever drained or downed it; one whose partitions or active features
-changed (or first seen) becomes NodeFactsObserved. What was emitted is kept in a ledger on disk
-and event ids derive from it, so a restart neither repeats nor loses events.
+NodeStateObserved, whoever drained or downed it; one whose partitions, active features or leaf
+switch (`scontrol show topology`) changed (or first seen) becomes NodeFactsObserved. What was
+emitted is kept in a ledger on disk and event ids derive from it, so a restart neither repeats
+nor loses events.
 
 Reads Slurm 22.05 and 23.02+ JSON alike (see states.py); hostlists go through python-hostlist.
 """
@@ -33,6 +34,7 @@ from collectors.watchers.slurm.ends import AttemptEnd
 from collectors.watchers.slurm.nodes import NodeView, from_scontrol, from_sinfo, windows_of
 from collectors.watchers.slurm.settings import SlurmWatchSettings
 from collectors.watchers.slurm.states import exit_of, expand, job_state, number
+from collectors.watchers.slurm.topology import leaf_switches
 from schemas.envelope import Event
 from schemas.events import JobExited
 from schemas.events.jobs import JobExitedPayload, JobState, JobSubmittedPayload
@@ -63,10 +65,12 @@ def _reason(job: dict[str, Any]) -> str | None:
 
 
 def _facts(node: NodeView) -> NodeFactsObservedPayload:
-    """What Slurm says the node is: its partitions and active features (node groups)."""
+    """What Slurm says the node is: its partitions and active features (node groups), and the
+    leaf switch it hangs off (the failure domain incidents name)."""
     return NodeFactsObservedPayload(
         partitions=tuple(p[:NAME] for p in node.partitions[:SMALL_LIST]),
         features=tuple(f[:NAME] for f in node.features[:SMALL_LIST]),
+        switch=node.switch[:NAME] if node.switch else None,
     )
 
 
@@ -79,6 +83,7 @@ class SlurmWatcher:
             self.ledger, Stamp(source=settings.source, cluster=settings.cluster)
         )
         self._env = {**os.environ, **({"SLURM_CONF": str(settings.conf)} if settings.conf else {})}
+        self._told_no_topology = False
 
     def job_id(self, job: dict[str, Any]) -> str:
         array_job, task = number(job.get("array_job_id")), number(job.get("array_task_id"))
@@ -230,13 +235,36 @@ class SlurmWatcher:
         """`sinfo --json`, or `scontrol show node` where sinfo has no JSON (before 21.08), each
         node with the Centrality window it is in. Windows are read first: a window opened
         after that read found its nodes still drained, one closed since drained them again."""
-        windows = await self._windows()
+        windows, switches = await self._windows(), await self._switches()
         try:
             views = from_sinfo(await self._json("sinfo", "--json"))
         except (RuntimeError, orjson.JSONDecodeError) as e:
             log.debug("slurm_sinfo_json_unavailable", error=str(e)[:200])
             views = from_scontrol(await self._run("scontrol", "show", "node"))
-        return [replace(v, window=windows.get(v.name)) for v in views]
+        return [
+            replace(v, window=windows.get(v.name), switch=self._switch(v.name, switches))
+            for v in views
+        ]
+
+    async def _switches(self) -> dict[str, str] | None:
+        """node → leaf switch; {} on a cluster without a topology plugin; None: unread."""
+        try:
+            switches = leaf_switches(await self._run("scontrol", "show", "topology"))
+        except (RuntimeError, TimeoutError) as e:
+            log.warning("slurm_topology_unread", error=str(e)[:200])
+            return None
+        if not switches and not self._told_no_topology:
+            log.debug("slurm_topology_none", why="no leaf switch in `scontrol show topology`")
+            self._told_no_topology = True
+        return switches
+
+    def _switch(self, node: str, switches: dict[str, str] | None) -> str | None:
+        """Unread this time, the switch the ledger last told for the node: a failed read is no
+        change of cabling."""
+        if switches is not None:
+            return switches.get(node)
+        facts = (self.ledger.get(f"node:{node}") or {}).get("facts") or {}
+        return facts.get("switch")
 
     async def _windows(self) -> dict[str, str]:
         try:

@@ -451,6 +451,32 @@ async def test_cordoned_and_not_ready_nodes(
     assert labels == [product, {**product, "unrelated": "x"}]
 
 
+TOPOGRAPH_LEAF = "network.topology.nvidia.com/leaf"  # the default CENTRALITY_K8S_WATCH_SWITCH_LABEL
+
+
+@pytest.mark.parametrize("label", [TOPOGRAPH_LEAF, "fabric.topograph.run/tier-0"])
+async def test_a_nodes_leaf_switch_is_a_fact_from_its_topology_label(
+    kube_api: KubeApiServer, kube_workers: KubeWorkers, ns: str, tmp_path: Path, label: str
+) -> None:
+    other = next(o for o in (TOPOGRAPH_LEAF, "fabric.topograph.run/tier-0") if o != label)
+    cabled, unlabelled = f"gpu-5-{ns}", f"gpu-6-{ns}"
+    kube_api.create("api/v1/nodes", {"metadata": {"name": cabled, "labels": {label: "s12"}}})
+    kube_api.create("api/v1/nodes", {"metadata": {"name": unlabelled, "labels": {other: "s9"}}})
+    sink = RecordingSink()
+
+    def switches(node: str) -> list[str | None]:
+        return [e.payload.switch for e in sink.of_type(NodeFactsObserved) if e.subject == node]
+
+    settings = {} if label == TOPOGRAPH_LEAF else {"switch_label": label}
+    async with watching(kube_workers, ns, tmp_path, sink, **settings):
+        await until(lambda: bool(switches(cabled) and switches(unlabelled)), "the nodes seen")
+        kube_api.patch(f"api/v1/nodes/{cabled}", {"metadata": {"labels": {label: "s13"}}})
+        await until(lambda: len(switches(cabled)) == 2, "the node recabled")
+    # Told when first seen and when it changes, as its other facts; no label, no switch.
+    assert switches(cabled) == ["s12", "s13"]
+    assert switches(unlabelled) == [None]
+
+
 async def test_it_lists_in_pages_once_then_watches_from_the_resource_version(
     kube_api: KubeApiServer, kube_workers: KubeWorkers, ns: str, tmp_path: Path
 ) -> None:

@@ -15,8 +15,10 @@ from schemas.emitter import Emitter
 from schemas.envelope import Event
 from schemas.events import JobExited, JobStateChanged, JobSubmitted
 from schemas.events.jobs import JobState
-from schemas.events.nodes import NodeStateObserved, SchedulerNodeState
+from schemas.events.nodes import NodeFactsObserved, NodeStateObserved, SchedulerNodeState
 from schemas.settings import KafkaSettings
+from streams.state.node import Node
+from tests.integration.streams.worker import StreamsWorker, table_contents
 from tests.kafka_helpers import read_events
 from tests.support.slurm import SlurmCluster
 
@@ -193,3 +195,38 @@ async def test_a_job_gone_from_squeue_is_completed_from_the_jobcomp_log(
         end.payload.nodes
         and end.payload.reason == "from Slurm's records (accounting or job completion log)"
     )
+
+
+def test_each_nodes_leaf_switch_reaches_its_facts_in_the_streams_worker(
+    slurm_cluster: SlurmCluster,
+    kafka_settings: KafkaSettings,
+    worker_env: dict[str, str],
+    tmp_path: Path,
+) -> None:
+    """The cluster's topology/tree (topology.conf: s1 node[1-2], s2 node3), read by the watcher
+    from the real `scontrol show topology`, is each node's `switch` in the streams worker's node
+    table: the failure domain its incidents name."""
+
+    async def watch_once() -> list[Event]:
+        async with Emitter(kafka_settings) as emitter:
+            return await SlurmWatcher(watch_settings(slurm_cluster, tmp_path), emitter).poll_once()
+
+    told = {
+        e.subject: e.payload.switch
+        for e in asyncio.run(watch_once())
+        if isinstance(e, NodeFactsObserved)
+    }
+    assert told == slurm_cluster.leaf_switches == {"node1": "s1", "node2": "s1", "node3": "s2"}
+    app_id = worker_env["CENTRALITY_STREAMS_APP_ID"]
+    worker = StreamsWorker(worker_env, tmp_path / "run")
+    worker.start()
+    try:
+        deadline, switches = time.monotonic() + 90, dict[str, str | None]()
+        while switches != told and time.monotonic() < deadline:
+            worker.check()
+            time.sleep(1)
+            nodes = table_contents(app_id, "nodes", kafka_settings).values()
+            switches = {n["node_id"]: Node.model_validate(n).facts.switch for n in nodes}
+    finally:
+        worker.stop()
+    assert switches == told

@@ -4,10 +4,13 @@ produced it: every job and node must become the same events on both versions."""
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
 import pytest
+import structlog
+from structlog.testing import capture_logs
 
 from collectors.sink import RecordingSink
 from collectors.watchers.slurm.nodes import NodeView, from_scontrol, from_sinfo
@@ -28,6 +31,9 @@ _OUTPUTS = {
     ("sacct", "-c"): "sacct-jobcomp.txt",
     ("scontrol", "show", "node"): "scontrol-show-node.txt",
 }
+# The captures ran without a topology plugin; what each version then prints (PROVENANCE.md,
+# "Topology"), or with the tests' topology/tree when a replay asks for it.
+TOPOLOGY = {False: "scontrol-show-topology-none.txt", True: "scontrol-show-topology.txt"}
 RECORDS = ("accounting", "jobcomp")  # where ends of attempts come from: slurmdbd, or jobcomp
 
 
@@ -40,6 +46,7 @@ class Replayed(SlurmWatcher):
         self.step = STEPS[0]
         self.without_sinfo_json = False
         self.without_accounting = False
+        self.with_topology = False
         self.forgotten: set[str] = set()  # job ids squeue no longer lists (after MinJobAge)
 
     async def _json(self, *argv: str) -> dict[str, Any]:
@@ -56,6 +63,8 @@ class Replayed(SlurmWatcher):
         for prefix, name in _OUTPUTS.items():
             if argv[: len(prefix)] == prefix:
                 return (SLURM / self.version / f"{self.step}.{name}").read_text()
+        if argv[:3] == ("scontrol", "show", "topology"):
+            return (SLURM / self.version / TOPOLOGY[self.with_topology]).read_text()
         if argv[:3] == ("scontrol", "show", "reservation"):
             # The captures ran without reservations; what 22.05 prints for none (PROVENANCE.md).
             return (SLURM / "22.05" / "scontrol-show-reservation-none.txt").read_text()
@@ -298,6 +307,67 @@ async def test_node_facts_once_unless_they_change(
     ]
     said = {"partitions": ("debug",), "features": ()}
     assert sorted(facts) == [(node, said) for node in ("node1", "node2", "node3")]
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+async def test_each_nodes_leaf_switch_is_a_fact_once(version: str, tmp_path: Path) -> None:
+    sink = RecordingSink()
+    settings = SlurmWatchSettings(cluster="c", state_file=tmp_path / "ledger.json")
+    watcher = Replayed(version, settings, sink)
+    watcher.with_topology = True
+    for step in STEPS:
+        watcher.step = step
+        await watcher.poll_once()
+    switches = {
+        e.subject: e.payload.switch for e in sink.events if isinstance(e, NodeFactsObserved)
+    }
+    assert switches == {"node1": "s1", "node2": "s1", "node3": "s2"}
+    assert sum(isinstance(e, NodeFactsObserved) for e in sink.events) == 3
+
+
+class Recabled(Replayed):
+    """The watcher, the topology answered by the test (None: scontrol fails)."""
+
+    topology: str | None = ""
+
+    async def _run(self, *argv: str) -> str:
+        if argv[:3] != ("scontrol", "show", "topology"):
+            return await super()._run(*argv)
+        if self.topology is None:
+            raise RuntimeError("scontrol failed (1): Unable to contact slurm controller")
+        return self.topology
+
+
+async def test_a_switch_is_told_again_only_when_it_changes(tmp_path: Path) -> None:
+    sink = RecordingSink()
+    settings = SlurmWatchSettings(cluster="c", state_file=tmp_path / "ledger.json")
+    watcher = Recabled("24.11", settings, sink)
+    captured = (SLURM / "24.11" / TOPOLOGY[True]).read_text()
+    watcher.topology = captured
+    await watcher.poll_once()
+    told = len(sink.events)
+    watcher.topology = None  # unread: no change of cabling, nothing told
+    await watcher.poll_once()
+    assert len(sink.events) == told
+    watcher.topology = captured.replace("Nodes=node[1-2]", "Nodes=node1").replace(
+        "Nodes=node3", "Nodes=node[2-3]"
+    )
+    await watcher.poll_once()
+    [moved] = [e for e in sink.events[told:] if isinstance(e, NodeFactsObserved)]
+    assert (moved.subject, moved.payload.switch) == ("node2", "s2")
+
+
+async def test_without_a_topology_no_switch_and_said_once_at_debug(tmp_path: Path) -> None:
+    before = structlog.get_config()  # another test may have set the level above debug
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.DEBUG))
+    try:
+        with capture_logs() as logs:
+            events = await replay("22.05", tmp_path)
+    finally:
+        structlog.configure(**before)
+    assert not any(e.payload.switch for e in events if isinstance(e, NodeFactsObserved))
+    said = [(entry["log_level"], entry["event"]) for entry in logs if "topology" in entry["event"]]
+    assert said == [("debug", "slurm_topology_none")]
 
 
 @pytest.mark.parametrize("version", VERSIONS)
