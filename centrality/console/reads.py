@@ -1,0 +1,222 @@
+"""What the page reads: the fleet and jobs (the status topic, live), one node or job with its
+timeline (ClickHouse), incidents (the client), silences, the session, and the feed of changes."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+from typing import Any, Literal
+
+import orjson
+import structlog
+from aiohttp import web
+
+from actions.silences import Silence
+from centrality.client import Fleet as Client
+from centrality.console import timelines, views
+from centrality.console.app import GUARD, LIVE, SETTINGS, SIGNER, json_response, refused
+from centrality.fleet_cli import _listed
+from centrality.silence_cli import row as silence_row
+from schemas.envelope import Event, utcnow
+from schemas.events import SilenceAdded
+from schemas.events.incidents import IncidentEvent
+
+log = structlog.get_logger("console")
+PING_S = 2.0  # the feed says it is alive this often; a page that hears nothing for longer
+# than a few pings calls it lost
+NODE_ROWS = views.Rows(views.node_row)
+JOB_ROWS = views.Rows(views.job_row)
+
+
+def routes(app: web.Application) -> None:
+    app.router.add_get("/api/session", session)
+    app.router.add_get("/api/nodes", nodes)
+    app.router.add_get("/api/jobs", jobs)
+    app.router.add_get("/api/node", node)
+    app.router.add_get("/api/job", job)
+    app.router.add_get("/api/incidents", incidents)
+    app.router.add_get("/api/incident", incident)
+    app.router.add_get("/api/silences", silences)
+    app.router.add_get("/api/feed", feed)
+
+
+async def session(request: web.Request) -> web.Response:
+    signer, guard, live = request.app[SIGNER], request.app[GUARD], request.app[LIVE]
+    cookie = request.cookies.get(guard.cookie, "")
+    return json_response(
+        {
+            "operator": signer.operator,
+            "can_act": signer.can_act,
+            "why_read_only": signer.why_read_only,
+            "note": signer.note,
+            "csrf": guard.csrf(cookie),
+            "version": live.version,
+            "problem": live.problem,
+        }
+    )
+
+
+def _listing(request: web.Request, kind: Literal["nodes", "jobs"]) -> web.Response:
+    live = request.app[LIVE]
+    table: dict[str, Any] = live.fleet.nodes if kind == "nodes" else live.fleet.jobs
+    columns = views.NODE_COLUMNS if kind == "nodes" else views.JOB_COLUMNS
+    rows = NODE_ROWS if kind == "nodes" else JOB_ROWS
+    want = views.Selection.of(request.query, request.query.getall("state", []))
+    statuses = list(table.values())
+    try:
+        found = views.choose(statuses, rows, columns, want)
+    except ValueError as exc:
+        return refused(400, f"{exc}: give a hostlist (gpu-[01-04]) or a glob (gpu-*)")
+    doc: dict[str, Any] = {
+        "version": live.version,
+        "total": len(statuses),
+        "columns": columns,
+        "rows": found,
+        "counts": views.counts(statuses),
+    }
+    if kind == "nodes":
+        doc["facets"] = views.node_facets(live.fleet.nodes.values())
+    return json_response(doc)
+
+
+async def nodes(request: web.Request) -> web.Response:
+    return _listing(request, "nodes")
+
+
+async def jobs(request: web.Request) -> web.Response:
+    return _listing(request, "jobs")
+
+
+async def story(request: web.Request, kind: Literal["job", "node"], subject: str) -> dict[str, Any]:
+    """The subject's timeline from ClickHouse, or why there is none."""
+    from streams.history.settings import ClickHouseSettings
+    from streams.history.timeline import timeline
+
+    until = utcnow() + timedelta(minutes=1)
+    since = until - timedelta(days=request.app[SETTINGS].timeline_days)
+    try:
+        events: list[Event] = await asyncio.to_thread(
+            timeline, ClickHouseSettings(), kind, subject, since, until
+        )
+    except Exception as exc:  # the history is a help here, not the answer (as `centrality node`)
+        return {"timeline": [], "timeline_error": f"{type(exc).__name__}: {exc}"}
+    fleet = request.app[LIVE].fleet
+    link = timelines.kind_in(fleet.nodes, fleet.jobs)
+    return {"timeline": timelines.rows(events, link), "timeline_error": None}
+
+
+def _detail(status: Any, kind: str) -> dict[str, Any]:
+    return {kind: orjson.loads(_listed(status, kind))}
+
+
+async def node(request: web.Request) -> web.Response:
+    name = request.query.get("name", "")
+    live = request.app[LIVE]
+    status = live.fleet.nodes.get(name)
+    if status is None:
+        return refused(404, f"no node {name!r}")
+    covering = [
+        silence_row(added, live.book.expired.get(i), verified)
+        for i, (added, verified) in live.book.added.items()
+        if added.cluster == status.cluster and _covers(added, name)
+    ]
+    doc = _detail(status, "node") | {"silences": [s for s in covering if s["active"]]}
+    return json_response(doc | await story(request, "node", name))
+
+
+def _covers(added: SilenceAdded, node: str) -> bool:
+    nodes = Silence.of(added).nodes
+    return nodes is None or node in nodes
+
+
+async def job(request: web.Request) -> web.Response:
+    job_id = request.query.get("id", "")
+    status = request.app[LIVE].fleet.jobs.get(job_id)
+    if status is None:
+        return refused(404, f"no job {job_id!r}")
+    return json_response(_detail(status, "job") | await story(request, "job", job_id))
+
+
+async def silences(request: web.Request) -> web.Response:
+    book = request.app[LIVE].book
+    rows = [
+        silence_row(added, book.expired.get(i), verified)
+        for i, (added, verified) in book.added.items()
+    ]
+    rows.sort(key=lambda r: (not r["active"], r["starts_at"]), reverse=False)
+    return json_response({"version": request.app[LIVE].version, "silences": rows})
+
+
+async def feed(request: web.Request) -> web.StreamResponse:
+    """Server-sent events: `state` (version, and why the feed is lost, if it is) whenever it
+    changes, and a `ping` every PING_S so the page can tell a silent feed from a dead one."""
+    live = request.app[LIVE]
+    response = web.StreamResponse(
+        headers={"Content-Type": "text/event-stream", "X-Accel-Buffering": "no"}
+    )
+    await response.prepare(request)
+    await response.write(b"retry: 1000\n\n")
+    seen: tuple[int, str | None] | None = None
+    while True:
+        now = (live.version, live.problem)
+        if now != seen:
+            state = {"version": now[0], "problem": now[1]}
+            await response.write(b"event: state\ndata: " + orjson.dumps(state) + b"\n\n")
+            seen = now
+        else:
+            await response.write(b"event: ping\ndata: {}\n\n")
+        await live.wait(now, PING_S)
+
+
+class _Incidents:
+    """The incidents as the client reads them, read again once the feed moved on."""
+
+    def __init__(self) -> None:
+        self.version = -1
+        self.found: list[IncidentEvent] = []
+        self._reading = asyncio.Lock()
+
+    async def of(self, request: web.Request) -> list[IncidentEvent]:
+        live = request.app[LIVE]
+        async with self._reading:
+            if self.version != live.version:
+                version = live.version
+                self.found = await asyncio.to_thread(Client(live.kafka).incidents)
+                self.version = version
+        return self.found
+
+
+INCIDENTS = _Incidents()
+
+
+def _incident_doc(event: IncidentEvent) -> dict[str, Any]:
+    return {"id": event.subject, "cluster": event.cluster} | event.payload.model_dump(mode="json")
+
+
+async def incidents(request: web.Request) -> web.Response:
+    found = await INCIDENTS.of(request)
+    return json_response({"incidents": [_incident_doc(i) for i in found]})
+
+
+async def incident(request: web.Request) -> web.Response:
+    incident_id = request.query.get("id", "")
+    found = next((i for i in await INCIDENTS.of(request) if i.subject == incident_id), None)
+    if found is None:
+        return refused(404, f"no incident {incident_id!r}")
+    fleet = request.app[LIVE].fleet
+    members = [
+        {"node": s.subject, "state": s.payload.state, "why": s.payload.problem or s.payload.why}
+        for s in fleet.nodes.values()
+        if s.payload.incident == incident_id
+    ]
+    told = await story(request, "job", incident_id)
+    said = [
+        {"at": row["at"], "what": row["what"]}
+        for row in told["timeline"]
+        if row["type"] == "Notify" or row["event"]["payload"].get("trigger_type") == "Notify"
+    ]
+    doc = {
+        "incident": _incident_doc(found),
+        "members": sorted(members, key=lambda m: str(m["node"])),
+    }
+    return json_response(doc | told | {"told": said})

@@ -1,0 +1,89 @@
+// One node, one job or one incident: what Centrality believes now, the commands that apply,
+// and the story from the history.
+
+import { button, commandButton, openSilence } from "./act.js";
+import { get } from "./api.js";
+import { badge, clear, fields, h, link, when } from "./dom.js";
+import { timeline } from "./timeline.js";
+
+export function nodeView(name) {
+  return detailView(async (root) => {
+    const doc = await get("/api/node", { name });
+    const n = doc.node;
+    clear(
+      root,
+      h("h1", {}, "node ", h("span", { class: "subject" }, n.node), " ", badge(n.state)),
+      h("p", { class: "where" }, `cluster ${n.cluster} · since `, when(n.since), n.incident ? [" · incident ", link("incident", n.incident)] : ""),
+      h(
+        "div",
+        { class: "commands" },
+        ["quarantine", "release", "benchmark"].map((verb) => commandButton(verb, [n.node])),
+        button("Silence", () => openSilence({ cluster: n.cluster, nodes: n.node })),
+      ),
+      fields(n, ["node", "state"]),
+      n.jobs?.length ? h("p", { class: "jobs" }, "jobs: ", n.jobs.flatMap((j, i) => [i ? ", " : "", link("job", j)])) : "",
+      doc.silences.length ? h("p", { class: "warning" }, "silenced: ", doc.silences.map((s) => `${s.id} until ${s.ends_at} (${s.operator}: ${s.reason}) `)) : "",
+      h("h2", {}, "timeline"),
+      timeline(doc),
+    );
+  });
+}
+
+export function jobView(id) {
+  return detailView(async (root) => {
+    const doc = await get("/api/job", { id });
+    const j = doc.job;
+    clear(
+      root,
+      h("h1", {}, "job ", h("span", { class: "subject" }, j.job), " ", badge(j.state)),
+      h("p", { class: "where" }, `cluster ${j.cluster} · attempt ${j.attempt} · restarts ${j.restarts_used}/${j.restarts_left ?? "-"}`),
+      h("div", { class: "commands" }, commandButton("requeue", [j.job]), commandButton("cancel", [j.job])),
+      fields(j, ["job", "state"]),
+      h("p", { class: "nodes" }, "nodes: ", j.nodes.flatMap((n, i) => [i ? ", " : "", link("node", n)])),
+      h("h2", {}, "timeline"),
+      timeline(doc),
+    );
+  });
+}
+
+export function incidentView(id) {
+  return detailView(async (root) => {
+    const doc = await get("/api/incident", { id });
+    const i = doc.incident;
+    const members = doc.members.map((m) =>
+      h("tr", {}, h("td", {}, link("node", m.node)), h("td", {}, badge(m.state)), h("td", {}, m.why ?? "")),
+    );
+    clear(
+      root,
+      h("h1", {}, "incident ", h("span", { class: "subject" }, i.id), " ", badge(i.state)),
+      h("p", { class: "title" }, i.title),
+      h("p", { class: "where" }, `${i.severity} · ${i.kind} · ${i.domain} · opened `, when(i.opened_at)),
+      fields(i, ["id", "title", "state"]),
+      h("h2", {}, `nodes (${doc.members.length})`),
+      h("table", { class: "members" }, h("tbody", {}, members)),
+      h("h2", {}, "what people were told"),
+      told(doc.told),
+      h("h2", {}, "timeline"),
+      timeline(doc),
+    );
+  });
+}
+
+function told(messages) {
+  if (!messages.length) return h("p", { class: "empty" }, "nothing recorded");
+  return h("ul", { class: "told" }, messages.map((m) => h("li", {}, m.at.replace("T", " ").slice(0, 19), " ", m.what)));
+}
+
+function detailView(draw) {
+  const root = h("section", { class: "detail-page" }, "loading…");
+  const refresh = async () => {
+    try {
+      await draw(root);
+      root.dataset.error = "";
+    } catch (error) {
+      clear(root, h("p", { class: "warning" }, String(error.message ?? error)));
+      root.dataset.error = "yes";
+    }
+  };
+  return { root, load: refresh };
+}
