@@ -66,17 +66,28 @@ def _listing(request: web.Request, kind: Literal["nodes", "jobs"]) -> web.Respon
     try:
         found = views.choose(statuses, rows, columns, want)
     except ValueError as exc:
-        return refused(400, f"{exc}: give a hostlist (gpu-[01-04]) or a glob (gpu-*)")
+        return refused(400, str(exc))
     doc: dict[str, Any] = {
         "version": live.version,
         "total": len(statuses),
         "columns": columns,
         "rows": found,
-        "counts": views.counts(statuses),
     }
-    if kind == "nodes":
-        doc["facets"] = views.node_facets(live.fleet.nodes.values())
-    return json_response(doc)
+    return json_response(doc | _summary(kind, live.version, statuses))
+
+
+_SUMMARIES: dict[str, tuple[int, dict[str, Any]]] = {}
+
+
+def _summary(kind: str, version: int, statuses: list[Any]) -> dict[str, Any]:
+    """Counts (and the fleet's choices), made once per version of what the console read."""
+    kept = _SUMMARIES.get(kind)
+    if kept is None or kept[0] != version:
+        summary: dict[str, Any] = {"counts": views.counts(statuses)}
+        if kind == "nodes":
+            summary["facets"] = views.node_facets(statuses)
+        kept = _SUMMARIES[kind] = (version, summary)
+    return kept[1]
 
 
 async def nodes(request: web.Request) -> web.Response:

@@ -92,17 +92,19 @@ def job_row(s: JobStatusChanged) -> tuple[Any, ...]:
 
 @dataclass
 class Rows:
-    """Each subject's row, made again only when its status record is a new one."""
+    """Each subject's row, and its words in lower case for a search, made again only when its
+    status record is a new one."""
 
     make: Callable[[Any], tuple[Any, ...]]
-    _kept: dict[str, tuple[object, tuple[Any, ...]]] = field(default_factory=dict)
+    _kept: dict[str, tuple[object, tuple[Any, ...], str]] = field(default_factory=dict)
 
-    def of(self, status: Any) -> tuple[Any, ...]:
+    def of(self, status: Any) -> tuple[tuple[Any, ...], str]:
         kept = self._kept.get(status.subject)
         if kept is None or kept[0] is not status:
-            kept = (status, self.make(status))
+            row = self.make(status)
+            kept = (status, row, "\x1f".join(_words(v) for v in row).lower())
             self._kept[status.subject] = kept
-        return kept[1]
+        return kept[1], kept[2]
 
 
 @dataclass(frozen=True)
@@ -142,36 +144,42 @@ def _words(value: Any) -> str:
     return "" if value is None else str(value)
 
 
-def _group_holds(group: str, row: Mapping[str, Any]) -> bool:
-    key, _, value = group.partition("=")
-    if key == "gpu_model":
-        return bool(row["gpu_model"] == value)
-    if key == "partition":
-        return value in list(row["partitions"])
-    return False
+def _holds(want: Selection, columns: Sequence[str]) -> Callable[[tuple[Any, ...], str], bool]:
+    """The page's own choices (beyond `selected`'s) as one test of a row and its words."""
+    tests: list[Callable[[tuple[Any, ...], str], bool]] = []
+    if want.group:
+        key, _, value = want.group.partition("=")
+        at = columns.index("partitions" if key == "partition" else "gpu_model")
+        if key == "partition":
+            tests.append(lambda row, _: value in row[at])
+        else:
+            tests.append(lambda row, _: row[at] == value)
+    if want.rule and "decided_by" in columns:
+        rule, at_rule = want.rule, columns.index("decided_by")
+        tests.append(lambda row, _: row[at_rule] == rule)
+    if want.reason:
+        reason, at_why = want.reason.lower(), columns.index("why")
+        tests.append(lambda row, _: reason in _words(row[at_why]).lower())
+    if want.search:
+        search = want.search.lower()
+        tests.append(lambda _, words: search in words)
+    return lambda row, words: all(test(row, words) for test in tests)
 
 
 def choose(
     statuses: Iterable[Any], rows: Rows, columns: Sequence[str], want: Selection
 ) -> list[tuple[Any, ...]]:
     """The rows `want` selects, sorted. ValueError for a NAMES that is neither a hostlist nor a
-    glob."""
+    glob, or a group that is neither `gpu_model=` nor `partition=`."""
+    if want.group and want.group.partition("=")[0] not in ("gpu_model", "partition"):
+        raise ValueError(f"{want.group!r} is not a node group (gpu_model=… or partition=…)")
     found = selected(statuses, cluster=want.cluster, states=want.states, names=matcher(want.names))
+    holds = _holds(want, columns)
     out = []
-    reason = (want.reason or "").lower()
-    search = (want.search or "").lower()
     for status in found:
-        row = rows.of(status)
-        named = dict(zip(columns, row, strict=True))
-        if want.group and not _group_holds(want.group, named):
-            continue
-        if want.rule and named.get("decided_by") != want.rule:
-            continue
-        if reason and reason not in _words(named.get("why")).lower():
-            continue
-        if search and not any(search in _words(v).lower() for v in row):
-            continue
-        out.append(row)
+        row, words = rows.of(status)
+        if holds(row, words):
+            out.append(row)
     return _sorted(out, columns, want.sort)
 
 
