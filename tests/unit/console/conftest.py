@@ -36,29 +36,29 @@ def live_over(nodes: int = NODES) -> Live:
     return live
 
 
-async def serve(signer: Signer) -> TestClient:  # type: ignore[type-arg]
+async def serve(signer: Signer) -> TestClient:
     settings = ConsoleSettings(port=0)
     app = make_app(settings, live_over(), Guard(SecretStr(TOKEN), 0), signer)
-    client: TestClient = TestClient(TestServer(app, host="127.0.0.1"))  # type: ignore[type-arg]
+    client: TestClient = TestClient(TestServer(app, host="127.0.0.1"))
     await client.start_server()
     return client
 
 
 @pytest.fixture
-async def acting() -> AsyncIterator[TestClient]:  # type: ignore[type-arg]
+async def acting() -> AsyncIterator[TestClient]:
     client = await serve(Signer(Client(KafkaSettings(bootstrap="127.0.0.1:9"), ALICE), "alice"))
     yield client
     await client.close()
 
 
 @pytest.fixture
-async def read_only() -> AsyncIterator[TestClient]:  # type: ignore[type-arg]
+async def read_only() -> AsyncIterator[TestClient]:
     client = await serve(Signer(None, "mallory", "read-only: mallory is not trusted here"))
     yield client
     await client.close()
 
 
-async def logged_in(client: TestClient) -> str:  # type: ignore[type-arg]
+async def logged_in(client: TestClient) -> str:
     """Logs the client in with the token; the session's CSRF token."""
     answer = await client.get(f"/?token={TOKEN}", allow_redirects=False)
     assert answer.status == 303 and answer.headers["Location"] == "/"

@@ -8,7 +8,7 @@ from aiohttp.test_utils import TestClient
 
 from tests.unit.console.conftest import TOKEN, logged_in
 
-Client = TestClient  # type: ignore[type-arg]
+Client = TestClient
 ORDER = {"verb": "quarantine", "targets": ["gpu-00001"], "reason": "checking"}
 
 
