@@ -17,6 +17,8 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Self
 
 if TYPE_CHECKING:
+    from playwright.async_api import Browser as AsyncBrowser
+    from playwright.async_api import Playwright as AsyncPlaywright
     from playwright.sync_api import Browser, Playwright
 
 CLI = str(Path(sys.executable).with_name("centrality"))
@@ -27,10 +29,15 @@ def chromium_path() -> str:
     return shutil.which("chromium") or "/usr/bin/chromium"
 
 
-def chromium(playwright: Playwright) -> Browser:
-    return playwright.chromium.launch(
-        executable_path=chromium_path(), args=["--no-sandbox", "--disable-dev-shm-usage"]
-    )
+ARGS = ["--no-sandbox", "--disable-dev-shm-usage"]  # as root, in a container
+
+
+def chromium_sync(playwright: Playwright) -> Browser:
+    return playwright.chromium.launch(executable_path=chromium_path(), args=ARGS)
+
+
+async def chromium(playwright: AsyncPlaywright) -> AsyncBrowser:
+    return await playwright.chromium.launch(executable_path=chromium_path(), args=ARGS)
 
 
 class ConsoleProcess:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from centrality.bench.browser import ConsoleProcess, chromium
+from centrality.bench.browser import ConsoleProcess, chromium_sync
 from centrality.bench.cli import bench_app, report
 from centrality.bench.console_fleet import TROUBLE, fleet, publish
 from centrality.bench.run import BenchRun
@@ -66,7 +66,7 @@ def run_bench(nodes: int, repeat: int) -> dict[str, Any]:
         asyncio.run(publish(run.kafka, fleet(nodes, datetime.now(UTC))))
         env = run.env() | {"CENTRALITY_CONSOLE_PORT": "0"}
         with ConsoleProcess(env, run.dir / "console.log") as console, sync_playwright() as pw:
-            browser = chromium(pw)
+            browser = chromium_sync(pw)
             page = browser.new_page(viewport={"width": 1400, "height": 900})
             page.goto(console.address)  # the login link: the session cookie, then the page
             _shown(page, nodes)
