@@ -53,7 +53,8 @@ class Order:
     from_scratch: bool = False
 
     @classmethod
-    def parse(cls, doc: dict[str, Any]) -> Order:
+    def parse(cls, doc: dict[str, Any], *, reason_required: bool = True) -> Order:
+        """`reason_required`: False for a preview, shown while the reason is being written."""
         verb = doc.get("verb")
         if verb not in get_args(Verb):
             raise Refused(f"unknown command {verb!r}")
@@ -63,7 +64,7 @@ class Order:
             raise Refused("name at least one node or job")
         if verb not in NODE_VERBS and len(targets) != 1:
             raise Refused(f"{verb} takes one job")
-        if not reason:
+        if not reason and reason_required:
             raise Refused("a reason is required: it is recorded, and shown to people")
         force, scratch = bool(doc.get("force")), bool(doc.get("from_scratch"))
         return cls(cast(Verb, verb), targets, reason, force, scratch)

@@ -47,7 +47,7 @@ def _key(request: web.Request) -> OperatorKey:
 
 async def preview_command(request: web.Request) -> web.Response:
     try:
-        order = Order.parse(await _doc(request))
+        order = Order.parse(await _doc(request), reason_required=False)
         said = preview(order, request.app[LIVE].fleet, ActionsSettings())
     except Refused as exc:
         return refused(400, str(exc))

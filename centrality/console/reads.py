@@ -103,8 +103,9 @@ async def story(request: web.Request, kind: Literal["job", "node"], subject: str
     from streams.history.settings import ClickHouseSettings
     from streams.history.timeline import timeline
 
-    until = utcnow() + timedelta(minutes=1)
-    since = until - timedelta(days=request.app[SETTINGS].timeline_days)
+    now = utcnow()
+    since = now - timedelta(days=request.app[SETTINGS].timeline_days)
+    until = now + timedelta(days=1)  # what clocks ahead of this one (a simulator's) stamped
     try:
         events: list[Event] = await asyncio.to_thread(
             timeline, ClickHouseSettings(), kind, subject, since, until

@@ -15,7 +15,7 @@ export function h(tag, attrs = {}, ...children) {
 }
 
 function add(el, children) {
-  for (const child of children.flat()) {
+  for (const child of children.flat(Infinity)) {
     if (child === null || child === undefined || child === false) continue;
     el.append(child instanceof Node ? child : String(child));
   }

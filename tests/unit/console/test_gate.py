@@ -101,3 +101,5 @@ async def test_a_command_without_a_reason_is_not_sent(acting: Client) -> None:
     answer = await acting.post("/api/command", json=ORDER | {"reason": " "}, headers=headers)
     assert answer.status == 400
     assert (await answer.json())["error"].startswith("a reason is required")
+    previewed = await acting.post("/api/preview", json=ORDER | {"reason": ""}, headers=headers)
+    assert (await previewed.json())["what"].startswith("Drain and taint gpu-00001 (c1)")
