@@ -32,11 +32,6 @@ def _tls(settings: ConsoleSettings) -> ssl.SSLContext | None:
     return context
 
 
-def address(settings: ConsoleSettings, port: int) -> str:
-    host = f"[{settings.host}]" if ":" in settings.host else settings.host
-    return f"{'https' if settings.tls else 'http'}://{host}:{port}/"
-
-
 async def serve(settings: ConsoleSettings, kafka: KafkaSettings, stop: asyncio.Event) -> None:
     live = Live(kafka, settings.refresh_s)
     await live.start()
@@ -50,7 +45,7 @@ async def serve(settings: ConsoleSettings, kafka: KafkaSettings, stop: asyncio.E
         site = web.TCPSite(runner, settings.host, settings.port, ssl_context=_tls(settings))
         await site.start()
         port = runner.addresses[0][1]
-        where = address(settings, port)
+        where = settings.address(port)
         log.info("console_serving", address=where, operator=who.operator, can_act=who.can_act)
         # The token goes to the person who started it (stdout), never to a log.
         login = f"{where}?token={token.get_secret_value()}" if made else where

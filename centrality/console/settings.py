@@ -46,6 +46,11 @@ class ConsoleSettings(BaseSettings):
     def tls(self) -> bool:
         return self.tls_cert_file is not None and self.tls_key_file is not None
 
+    def address(self, port: int | None = None) -> str:
+        """Where it listens (on `port` when it chose one itself)."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{'https' if self.tls else 'http'}://{host}:{self.port if port is None else port}/"
+
     def loopback(self) -> bool:
         if self.host in LOOPBACK_NAMES:
             return True

@@ -54,6 +54,8 @@ def test_a_trusted_key_acts_and_one_with_nothing_to_check_against_says_so(tmp_pa
 
 def test_it_listens_beyond_loopback_only_with_tls_and_a_token(tmp_path: Path) -> None:
     assert ConsoleSettings().refusal() is None
+    assert ConsoleSettings().address() == "http://127.0.0.1:8470/"
+    assert ConsoleSettings(host="::1").address(9) == "http://[::1]:9/"
     assert ConsoleSettings(host="::1").refusal() is None
     bare = ConsoleSettings(host="0.0.0.0").refusal()
     assert bare == (
