@@ -4,6 +4,7 @@ timeline (ClickHouse), incidents (the client), silences, the session, and the fe
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from datetime import timedelta
 from typing import Any, Literal
 
@@ -15,6 +16,7 @@ from actions.silences import Silence
 from centrality.client import Fleet as Client
 from centrality.console import timelines, views
 from centrality.console.app import GUARD, LIVE, SETTINGS, SIGNER, json_response, refused
+from centrality.fleet import Fleet, matcher
 from centrality.fleet_cli import _listed
 from centrality.silence_cli import row as silence_row
 from schemas.envelope import Event, utcnow
@@ -210,17 +212,33 @@ async def incidents(request: web.Request) -> web.Response:
     return json_response({"incidents": [_incident_doc(i) for i in found]})
 
 
+def _members(fleet: Fleet, found: IncidentEvent) -> list[dict[str, Any]]:
+    """The nodes whose status names the incident, and those its hostlist names (a resolved
+    incident's nodes have moved on), each as its status says now."""
+    named = {s.subject for s in fleet.nodes.values() if s.payload.incident == found.subject}
+    with contextlib.suppress(ValueError):  # a hostlist cut with `…` to fit: its statuses say
+        listed = matcher(found.payload.nodes)
+        named.update(listed if isinstance(listed, set) else ())
+    members = []
+    for node in sorted(named):
+        status = fleet.nodes.get(node)
+        p = status.payload if status is not None else None
+        members.append(
+            {
+                "node": node,
+                "state": p.state if p else None,
+                "why": (p.problem or p.why) if p else None,
+            }
+        )
+    return members
+
+
 async def incident(request: web.Request) -> web.Response:
     incident_id = request.query.get("id", "")
     found = next((i for i in await INCIDENTS.of(request) if i.subject == incident_id), None)
     if found is None:
         return refused(404, f"no incident {incident_id!r}")
-    fleet = request.app[LIVE].fleet
-    members = [
-        {"node": s.subject, "state": s.payload.state, "why": s.payload.problem or s.payload.why}
-        for s in fleet.nodes.values()
-        if s.payload.incident == incident_id
-    ]
+    members = _members(request.app[LIVE].fleet, found)
     told = await story(request, "job", incident_id)
     said = [
         {"at": row["at"], "what": row["what"]}

@@ -43,7 +43,7 @@ async def browser(playwright: Playwright) -> AsyncIterator[Browser]:
 @pytest.fixture
 async def page(browser: Browser) -> AsyncIterator[Page]:
     """A page whose scripts must not fail, nor open a dialog of the browser's own."""
-    context = await browser.new_context(viewport={"width": 1400, "height": 860})
+    context = await browser.new_context(viewport={"width": 1280, "height": 720})
     opened = await context.new_page()
     failures: list[str] = []
     opened.on("pageerror", lambda exc: failures.append(str(exc)))
@@ -59,6 +59,7 @@ class Shots:
 
     async def take(self, page: Page, name: str) -> Path:
         path = self.folder / f"console-{name}.png"
+        path.parent.mkdir(parents=True, exist_ok=True)
         await page.screenshot(path=str(path))
         return path
 

@@ -174,6 +174,9 @@ async def incident_and_node(
     await page.locator(f"a[href='#/incident/{INCIDENT}']").click()
     await expect(page.locator("p.title")).to_contain_text("fatal XID 79")
     await expect(page.locator("table.fields")).to_contain_text(hostlist.collect_hostlist(xid_nodes))
+    members = page.locator("table.members a")
+    await expect(members).to_have_count(XID_NODES)
+    assert sorted(await members.all_inner_texts()) == sorted(xid_nodes)
     await shots.take(page, "incident")
     node = xid_nodes[0]
     await page.goto(f"{base}#/node/{node}")
