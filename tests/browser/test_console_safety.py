@@ -69,7 +69,7 @@ async def test_hostile_strings_are_shown_as_text_and_run_nothing(
     shots: Shots,
 ) -> None:
     await seed(kafka_settings, hostile_statuses())
-    env = console_env(worker_env, tmp_path, ALICE)
+    env = console_env(worker_env, tmp_path, ALICE, trusted=trusted_on("c0", "c1"))
     with ConsoleProcess(env, tmp_path / "console.log") as console:
         await logged_in(page, console)
         await page.fill("input[name='q']", "onerror")

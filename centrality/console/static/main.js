@@ -71,8 +71,9 @@ function status({ live, why }) {
 
 async function boot() {
   const session = await start();
-  if (session.can_act) clear(who, `signed as ${session.operator}`, session.note ? ` (${session.note})` : "");
+  if (session.can_act) clear(who, `signed as ${session.operator}`, session.note ? " (trust not checked here)" : "");
   else clear(who, h("strong", {}, "read-only"), ": ", session.why_read_only);
+  who.title = session.note ?? "";
   who.dataset.canAct = session.can_act ? "yes" : "no";
   window.addEventListener("hashchange", show);
   show();
