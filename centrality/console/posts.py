@@ -72,6 +72,9 @@ async def command(request: web.Request) -> web.Response:
         return refused(400, str(exc))
     except NoOutcome as exc:
         return json_response({"verdict": "no answer", "words": str(exc), "detail": {}})
+    except Exception as exc:  # Kafka away, a topic missing: said on the page, as the CLI says it
+        log.warning("console_command_not_sent", command=order.said, error=type(exc).__name__)
+        return refused(502, f"not sent: {type(exc).__name__}: {exc}")
     log.info("console_outcome", command=order.said, verdict=outcome.verdict)
     return json_response(
         {"verdict": outcome.verdict, "words": outcome.words, "detail": outcome.detail}
