@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, Literal
 
@@ -26,11 +27,26 @@ from schemas.events.incidents import IncidentEvent
 log = structlog.get_logger("console")
 PING_S = 2.0  # the feed says it is alive this often; a page that hears nothing for longer
 # than a few pings calls it lost
-NODE_ROWS = views.Rows(views.node_row)
-JOB_ROWS = views.Rows(views.job_row)
+ANSWERS_MAX = 64
+
+
+@dataclass
+class Kept:
+    """What one console keeps between requests: rows per status record, counts and listings
+    per version of what it read, the incidents."""
+
+    node_rows: views.Rows = field(default_factory=lambda: views.Rows(views.node_row))
+    job_rows: views.Rows = field(default_factory=lambda: views.Rows(views.job_row))
+    summaries: dict[str, tuple[int, dict[str, Any]]] = field(default_factory=dict)
+    answers: dict[tuple[int, str, str], bytes] = field(default_factory=dict)
+    incidents: _Incidents = field(default_factory=lambda: _Incidents())
+
+
+KEPT: web.AppKey[Kept] = web.AppKey("kept", Kept)
 
 
 def routes(app: web.Application) -> None:
+    app[KEPT] = Kept()
     app.router.add_get("/api/session", session)
     app.router.add_get("/api/nodes", nodes)
     app.router.add_get("/api/jobs", jobs)
@@ -59,10 +75,27 @@ async def session(request: web.Request) -> web.Response:
 
 
 def _listing(request: web.Request, kind: Literal["nodes", "jobs"]) -> web.Response:
+    """A listing, answered again from memory while nothing changed (people open the same views
+    over and over; 10,000 nodes are 1.2 MB of JSON)."""
+    answers = request.app[KEPT].answers
+    key = (request.app[LIVE].version, kind, request.query_string)
+    body = answers.get(key)
+    if body is None:
+        response = _listed_now(request, kind)
+        if response.status != 200 or not isinstance(response.body, bytes):
+            return response
+        if len(answers) >= ANSWERS_MAX or any(v != key[0] for v, _, _ in answers):
+            answers.clear()
+        body = answers[key] = response.body
+    return web.Response(body=body, content_type="application/json")
+
+
+def _listed_now(request: web.Request, kind: Literal["nodes", "jobs"]) -> web.Response:
     live = request.app[LIVE]
     table: dict[str, Any] = live.fleet.nodes if kind == "nodes" else live.fleet.jobs
     columns = views.NODE_COLUMNS if kind == "nodes" else views.JOB_COLUMNS
-    rows = NODE_ROWS if kind == "nodes" else JOB_ROWS
+    kept = request.app[KEPT]
+    rows = kept.node_rows if kind == "nodes" else kept.job_rows
     want = views.Selection.of(request.query, request.query.getall("state", []))
     statuses = list(table.values())
     try:
@@ -75,20 +108,19 @@ def _listing(request: web.Request, kind: Literal["nodes", "jobs"]) -> web.Respon
         "columns": columns,
         "rows": found,
     }
-    return json_response(doc | _summary(kind, live.version, statuses))
+    return json_response(doc | _summary(kept.summaries, kind, live.version, statuses))
 
 
-_SUMMARIES: dict[str, tuple[int, dict[str, Any]]] = {}
-
-
-def _summary(kind: str, version: int, statuses: list[Any]) -> dict[str, Any]:
+def _summary(
+    summaries: dict[str, tuple[int, dict[str, Any]]], kind: str, version: int, statuses: list[Any]
+) -> dict[str, Any]:
     """Counts (and the fleet's choices), made once per version of what the console read."""
-    kept = _SUMMARIES.get(kind)
+    kept = summaries.get(kind)
     if kept is None or kept[0] != version:
         summary: dict[str, Any] = {"counts": views.counts(statuses)}
         if kind == "nodes":
             summary["facets"] = views.node_facets(statuses)
-        kept = _SUMMARIES[kind] = (version, summary)
+        kept = summaries[kind] = (version, summary)
     return kept[1]
 
 
@@ -200,15 +232,12 @@ class _Incidents:
         return self.found
 
 
-INCIDENTS = _Incidents()
-
-
 def _incident_doc(event: IncidentEvent) -> dict[str, Any]:
     return {"id": event.subject, "cluster": event.cluster} | event.payload.model_dump(mode="json")
 
 
 async def incidents(request: web.Request) -> web.Response:
-    found = await INCIDENTS.of(request)
+    found = await request.app[KEPT].incidents.of(request)
     return json_response({"incidents": [_incident_doc(i) for i in found]})
 
 
@@ -235,7 +264,8 @@ def _members(fleet: Fleet, found: IncidentEvent) -> list[dict[str, Any]]:
 
 async def incident(request: web.Request) -> web.Response:
     incident_id = request.query.get("id", "")
-    found = next((i for i in await INCIDENTS.of(request) if i.subject == incident_id), None)
+    known = await request.app[KEPT].incidents.of(request)
+    found = next((i for i in known if i.subject == incident_id), None)
     if found is None:
         return refused(404, f"no incident {incident_id!r}")
     members = _members(request.app[LIVE].fleet, found)
