@@ -44,6 +44,12 @@ async def serve(signer: Signer) -> TestClient:
     return client
 
 
+@pytest.fixture(autouse=True)
+def no_history(monkeypatch: pytest.MonkeyPatch) -> None:
+    """ClickHouse where nothing listens: a timeline says it is unavailable, at once."""
+    monkeypatch.setenv("CENTRALITY_CLICKHOUSE_URL", "http://127.0.0.1:9")
+
+
 @pytest.fixture
 async def acting() -> AsyncIterator[TestClient]:
     client = await serve(Signer(Client(KafkaSettings(bootstrap="127.0.0.1:9"), ALICE), "alice"))
