@@ -14,9 +14,9 @@ import structlog
 from aiohttp import web
 
 from actions.silences import Silence
-from centrality.client import Fleet as Client
 from centrality.console import timelines, views
 from centrality.console.app import GUARD, LIVE, SETTINGS, SIGNER, json_response, refused
+from centrality.console.told import told_of
 from centrality.fleet import Fleet, matcher
 from centrality.fleet_cli import _listed
 from centrality.silence_cli import row as silence_row
@@ -33,13 +33,12 @@ ANSWERS_MAX = 64
 @dataclass
 class Kept:
     """What one console keeps between requests: rows per status record, counts and listings
-    per version of what it read, the incidents."""
+    per version of what it read."""
 
     node_rows: views.Rows = field(default_factory=lambda: views.Rows(views.node_row))
     job_rows: views.Rows = field(default_factory=lambda: views.Rows(views.job_row))
     summaries: dict[str, tuple[int, dict[str, Any]]] = field(default_factory=dict)
     answers: dict[tuple[int, str, str], bytes] = field(default_factory=dict)
-    incidents: _Incidents = field(default_factory=lambda: _Incidents())
 
 
 KEPT: web.AppKey[Kept] = web.AppKey("kept", Kept)
@@ -214,30 +213,16 @@ async def feed(request: web.Request) -> web.StreamResponse:
         await live.wait(now, PING_S)
 
 
-class _Incidents:
-    """The incidents as the client reads them, read again once the feed moved on."""
-
-    def __init__(self) -> None:
-        self.version = -1
-        self.found: list[IncidentEvent] = []
-        self._reading = asyncio.Lock()
-
-    async def of(self, request: web.Request) -> list[IncidentEvent]:
-        live = request.app[LIVE]
-        async with self._reading:
-            if self.version != live.version:
-                version = live.version
-                self.found = await asyncio.to_thread(Client(live.kafka).incidents)
-                self.version = version
-        return self.found
-
-
 def _incident_doc(event: IncidentEvent) -> dict[str, Any]:
     return {"id": event.subject, "cluster": event.cluster} | event.payload.model_dump(mode="json")
 
 
 async def incidents(request: web.Request) -> web.Response:
-    found = await request.app[KEPT].incidents.of(request)
+    """Open ones first, then the newest (what `centrality incidents` reads)."""
+    found = sorted(
+        request.app[LIVE].incidents.values(),
+        key=lambda i: (i.payload.state != "open", -i.payload.opened_at.timestamp()),
+    )
     return json_response({"incidents": [_incident_doc(i) for i in found]})
 
 
@@ -264,19 +249,14 @@ def _members(fleet: Fleet, found: IncidentEvent) -> list[dict[str, Any]]:
 
 async def incident(request: web.Request) -> web.Response:
     incident_id = request.query.get("id", "")
-    known = await request.app[KEPT].incidents.of(request)
-    found = next((i for i in known if i.subject == incident_id), None)
+    live = request.app[LIVE]
+    found = live.incidents.get(incident_id)
     if found is None:
         return refused(404, f"no incident {incident_id!r}")
-    members = _members(request.app[LIVE].fleet, found)
-    told = await story(request, "job", incident_id)
-    said = [
-        {"at": row["at"], "what": row["what"]}
-        for row in told["timeline"]
-        if row["type"] == "Notify" or row["event"]["payload"].get("trigger_type") == "Notify"
-    ]
     doc = {
         "incident": _incident_doc(found),
-        "members": sorted(members, key=lambda m: str(m["node"])),
+        "members": _members(live.fleet, found),
+        "told": told_of(found, live.told.get(incident_id)),
     }
-    return json_response(doc | told | {"told": said})
+    # Its story: every version of it, and what was decided and done about it.
+    return json_response(doc | await story(request, "job", incident_id))

@@ -69,9 +69,15 @@ export function incidentView(id) {
   });
 }
 
-function told(messages) {
-  if (!messages.length) return h("p", { class: "empty" }, "nothing recorded");
-  return h("ul", { class: "told" }, messages.map((m) => h("li", {}, m.at.replace("T", " ").slice(0, 19), " ", m.what)));
+function told(said) {
+  if (!said) return h("p", { class: "empty told" }, "nothing told yet");
+  return h(
+    "div",
+    { class: "told" },
+    h("p", {}, said.where ? `in ${said.where}, ` : "", "last told ", when(said.at)),
+    h("ul", {}, said.steps.map((step) => h("li", {}, step))),
+    h("blockquote", { class: "parent" }, said.parent.map((line) => h("p", {}, line))),
+  );
 }
 
 function detailView(draw) {
