@@ -53,6 +53,7 @@ def routes(app: web.Application) -> None:
     app.router.add_get("/api/job", job)
     app.router.add_get("/api/incidents", incidents)
     app.router.add_get("/api/incident", incident)
+    app.router.add_get("/api/story", story_of)
     app.router.add_get("/api/silences", silences)
     app.router.add_get("/api/feed", feed)
 
@@ -150,6 +151,17 @@ async def story(request: web.Request, kind: Literal["job", "node"], subject: str
     return {"timeline": timelines.rows(events, link), "timeline_error": None}
 
 
+async def story_of(request: web.Request) -> web.Response:
+    """A node's, job's or incident's story, apart from its page: ClickHouse may take a while,
+    and what the status says is shown at once."""
+    kind, subject = request.query.get("kind"), request.query.get("id", "")
+    if kind not in ("node", "job", "incident"):
+        return refused(400, "kind is node, job or incident")
+    # An incident's story is a job's: the events whose subject it is (every version of it),
+    # and what was decided and done about it.
+    return json_response(await story(request, "node" if kind == "node" else "job", subject))
+
+
 def _detail(status: Any, kind: str) -> dict[str, Any]:
     return {kind: orjson.loads(_listed(status, kind))}
 
@@ -165,8 +177,8 @@ async def node(request: web.Request) -> web.Response:
         for i, (added, verified) in live.book.added.items()
         if added.cluster == status.cluster and _covers(added, name)
     ]
-    doc = _detail(status, "node") | {"silences": [s for s in covering if s["active"]]}
-    return json_response(doc | await story(request, "node", name))
+    active = [s for s in covering if s["active"]]
+    return json_response(_detail(status, "node") | {"silences": active})
 
 
 def _covers(added: SilenceAdded, node: str) -> bool:
@@ -179,7 +191,7 @@ async def job(request: web.Request) -> web.Response:
     status = request.app[LIVE].fleet.jobs.get(job_id)
     if status is None:
         return refused(404, f"no job {job_id!r}")
-    return json_response(_detail(status, "job") | await story(request, "job", job_id))
+    return json_response(_detail(status, "job"))
 
 
 async def silences(request: web.Request) -> web.Response:
@@ -258,5 +270,4 @@ async def incident(request: web.Request) -> web.Response:
         "members": _members(live.fleet, found),
         "told": told_of(found, live.told.get(incident_id)),
     }
-    # Its story: every version of it, and what was decided and done about it.
-    return json_response(doc | await story(request, "job", incident_id))
+    return json_response(doc)

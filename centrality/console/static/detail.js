@@ -6,8 +6,10 @@ import { get } from "./api.js";
 import { badge, clear, fields, h, link, when } from "./dom.js";
 import { timeline } from "./timeline.js";
 
+const STORY_EVERY_MS = 3000; // the history is read again at most this often, apart from the status
+
 export function nodeView(name) {
-  return detailView(async (root) => {
+  return detailView({ kind: "node", id: name }, async (root, story) => {
     const doc = await get("/api/node", { name });
     const n = doc.node;
     clear(
@@ -24,13 +26,13 @@ export function nodeView(name) {
       n.jobs?.length ? h("p", { class: "jobs" }, "jobs: ", n.jobs.flatMap((j, i) => [i ? ", " : "", link("job", j)])) : "",
       doc.silences.length ? h("p", { class: "warning" }, "silenced: ", doc.silences.map((s) => `${s.id} until ${s.ends_at} (${s.operator}: ${s.reason}) `)) : "",
       h("h2", {}, "timeline"),
-      timeline(doc),
+      story,
     );
   });
 }
 
 export function jobView(id) {
-  return detailView(async (root) => {
+  return detailView({ kind: "job", id }, async (root, story) => {
     const doc = await get("/api/job", { id });
     const j = doc.job;
     clear(
@@ -41,13 +43,13 @@ export function jobView(id) {
       fields(j, ["job", "state"]),
       h("p", { class: "nodes" }, "nodes: ", j.nodes.flatMap((n, i) => [i ? ", " : "", link("node", n)])),
       h("h2", {}, "timeline"),
-      timeline(doc),
+      story,
     );
   });
 }
 
 export function incidentView(id) {
-  return detailView(async (root) => {
+  return detailView({ kind: "incident", id }, async (root, story) => {
     const doc = await get("/api/incident", { id });
     const i = doc.incident;
     const members = doc.members.map((m) =>
@@ -64,7 +66,7 @@ export function incidentView(id) {
       h("h2", {}, "what people were told"),
       told(doc.told),
       h("h2", {}, "timeline"),
-      timeline(doc),
+      story,
     );
   });
 }
@@ -80,16 +82,32 @@ function told(said) {
   );
 }
 
-function detailView(draw) {
+function detailView(subject, draw) {
   const root = h("section", { class: "detail-page" }, "loading…");
+  const story = h("div", { class: "story" }, "reading the history…");
+  let storyAt = 0;
+  let storyTimer = null;
+  const loadStory = async () => {
+    storyAt = Date.now();
+    try {
+      clear(story, timeline(await get("/api/story", subject)));
+    } catch (error) {
+      clear(story, h("p", { class: "warning" }, String(error.message ?? error)));
+    }
+  };
   const refresh = async () => {
     try {
-      await draw(root);
+      await draw(root, story);
       root.dataset.error = "";
     } catch (error) {
       clear(root, h("p", { class: "warning" }, String(error.message ?? error)));
       root.dataset.error = "yes";
+      return;
     }
+    clearTimeout(storyTimer);
+    const wait = STORY_EVERY_MS - (Date.now() - storyAt);
+    if (wait <= 0) loadStory();
+    else storyTimer = setTimeout(loadStory, wait);
   };
   return { root, load: refresh };
 }

@@ -10,14 +10,11 @@ import { incidentsView } from "./incidents.js";
 import { jobsView } from "./jobs.js";
 import { silencesView } from "./silences.js";
 
-const DETAIL_EVERY_MS = 2000; // a detail page reads the history again at most this often
 const main = document.getElementById("main");
 const feed = document.getElementById("feed");
 const who = document.getElementById("who");
 const kept = {}; // the listings keep their filters while people look elsewhere
 let current = null;
-let lastLoad = 0;
-let pending = null;
 
 function clusters() {
   return [...(kept.fleet?.select_cluster?.options ?? [])].slice(1).map((o) => o.value);
@@ -48,20 +45,11 @@ function show() {
 }
 
 function load() {
-  clearTimeout(pending);
-  lastLoad = Date.now();
   current.load();
 }
 
 function changed() {
-  if (!current) return;
-  const listing = current.kind === "fleet" || current.kind === "jobs";
-  const wait = listing ? 0 : DETAIL_EVERY_MS - (Date.now() - lastLoad);
-  if (wait <= 0) load();
-  else {
-    clearTimeout(pending);
-    pending = setTimeout(load, wait);
-  }
+  if (current) load();
 }
 
 function status({ live, why }) {

@@ -38,7 +38,10 @@ async def test_a_node_page_and_what_is_not_there(acting: TestClient) -> None:
     doc = await node.json()
     assert doc["node"]["state"] == "held" and doc["node"]["held_by"] is None
     assert doc["silences"] == []
-    assert doc["timeline"] == [] and doc["timeline_error"]  # no ClickHouse here: said
+    asked = {"kind": "node", "id": "gpu-00002"}
+    story = await (await acting.get("/api/story", params=asked)).json()
+    assert story["timeline"] == [] and story["timeline_error"]  # no ClickHouse here: said
+    assert (await acting.get("/api/story", params={"kind": "rack", "id": "r1"})).status == 400
     missing = await acting.get("/api/node", params={"name": "<script>"})
     assert missing.status == 404
     assert (await missing.json())["error"] == "no node '<script>'"
