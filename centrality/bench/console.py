@@ -1,7 +1,8 @@
 """`centrality bench console`: the web console over a fleet of 10,000 nodes in Debian's
 chromium: the first paint of the fleet page, a filter by state and a search, each timed from
-the person's action to the rows on screen, `--repeat` times (the slowest is judged). Targets:
-each ≤ 1 s (exit 1 if one is missed).
+the person's action to the rows on screen, `--repeat` times; the slowest is judged. Targets:
+each ≤ 1 s (exit 1 if one is missed). The very first paint, by the login link (a redirect, and
+the browser's first page of the console's origin), is reported beside, not judged.
 
 The fleet's statuses are made up (`console_fleet`) and published on a status topic of the run's
 own, as the streams app publishes them; the console is `centrality console` in its own process,
@@ -68,15 +69,16 @@ def run_bench(nodes: int, repeat: int) -> dict[str, Any]:
         with ConsoleProcess(env, run.dir / "console.log") as console, sync_playwright() as pw:
             browser = chromium_sync(pw)
             page = browser.new_page(viewport={"width": 1400, "height": 900})
-            page.goto(console.address)  # the login link: the session cookie, then the page
-            _shown(page, nodes)
+            # The login link (the session cookie, then the page): the console's first listing,
+            # nothing made yet; later rounds may be answered from what it kept.
+            cold = _timed(lambda: page.goto(console.address), lambda: _shown(page, nodes))
             address = console.address.partition("?")[0]
             rounds = [measure(page, address, nodes) for _ in range(repeat)]
             browser.close()
     finally:
         asyncio.run(run.delete_topics())
         run.discard(keep_logs=False)
-    result: dict[str, Any] = {"nodes": nodes, "repeat": repeat}
+    result: dict[str, Any] = {"nodes": nodes, "repeat": repeat, "first_paint_cold_ms": round(cold)}
     for name in rounds[0]:
         values = [r[name] for r in rounds]
         result[name] = {"median": round(statistics.median(values)), "max": round(max(values))}

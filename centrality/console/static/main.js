@@ -30,12 +30,15 @@ const VIEWS = {
   incident: (id) => incidentView(id),
 };
 
-function show() {
+let sessionRead = null; // the session, asked for beside the first listing
+
+async function show() {
   const path = location.hash.replace(/^#\/?/, "") || "fleet";
   const cut = path.indexOf("/");
   const kind = cut < 0 ? path : path.slice(0, cut);
   const id = cut < 0 ? null : decodeURIComponent(path.slice(cut + 1));
   const make = VIEWS[kind] ?? VIEWS.fleet;
+  if (kind !== "fleet" && kind !== "jobs") await sessionRead; // its buttons say who may act
   current = make(id);
   current.kind = kind;
   document.body.dataset.view = kind;
@@ -58,13 +61,14 @@ function status({ live, why }) {
 }
 
 async function boot() {
-  const session = await start();
+  sessionRead = start();
+  window.addEventListener("hashchange", show);
+  show();
+  const session = await sessionRead;
   if (session.can_act) clear(who, `signed as ${session.operator}`, session.note ? " (trust not checked here)" : "");
   else clear(who, h("strong", {}, "read-only"), ": ", session.why_read_only);
   who.title = session.note ?? "";
   who.dataset.canAct = session.can_act ? "yes" : "no";
-  window.addEventListener("hashchange", show);
-  show();
   follow(changed, status);
 }
 
