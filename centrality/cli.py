@@ -219,6 +219,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "centrality.shadow_cli",
     "centrality.report_cli",
     "centrality.whatif_cli",
+    "centrality.console.cli",
 )
 
 for _module in COMMAND_MODULES:

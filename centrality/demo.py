@@ -37,6 +37,7 @@ from rich.panel import Panel
 from rich.tree import Tree
 
 from centrality.bench.run import BenchRun
+from centrality.console.settings import ConsoleSettings
 from centrality.history_cli import print_events, summary
 from centrality.pipeline import Pipeline
 from centrality.slack_fake import Channel, Message, SlackFake
@@ -515,3 +516,5 @@ def narrate(console: Console, r: DemoResult, clickhouse: ClickHouseSettings) -> 
         "The stack keeps running; `make down` stops it. "
         "`centrality history job|node ID` tells any other story."
     )
+    where = ConsoleSettings().address()
+    console.print(f"The web console: `centrality console`, at {where} (with its login token).")

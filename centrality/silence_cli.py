@@ -29,7 +29,7 @@ from schemas.codec import DecodeError, decode, encode
 from schemas.envelope import Event, utcnow
 from schemas.events import SilenceAdded, SilenceExpired, Trigger
 from schemas.events.silences import DURATION_MAX_S
-from schemas.operators import OperatorSettings, Unauthenticated, authenticate
+from schemas.operators import OperatorKey, OperatorSettings, Unauthenticated, authenticate
 from schemas.registry import event_types
 from schemas.settings import KafkaSettings
 from schemas.topic_reader import Records, TopicReader
@@ -85,7 +85,9 @@ def _reason(text: str | None) -> str | None:
     return None if text is None else text.strip()
 
 
-async def _send(kafka: KafkaSettings, event: Event, headers: list[tuple[str, bytes]]) -> None:
+async def publish(kafka: KafkaSettings, event: Event, operator: OperatorKey) -> None:
+    """Sends a silence (added or expired) signed with `operator`'s key."""
+    headers = operator.headers(encode(event))
     producer = kafka_clients.producer(kafka, client_id=f"{kafka.client_id}-silence")
     await producer.start()
     try:
@@ -110,7 +112,34 @@ def add(
     json: bool = JSON,
 ) -> None:
     """Hold rules' decisions from now until it ends (`--for` or `--until`)."""
+    operator = signing_operator()
+    event = new_silence(operator, cluster, reason, nodes, rule, action, for_, until)
+    asyncio.run(publish(KafkaSettings(), event, operator))
+    if json:
+        print(orjson.dumps(row(event, None, True)).decode())
+        return
+    err.print(
+        f"[green]{event.subject}[/] holds rules' decisions on {cluster} until "
+        f"{when(event.payload.ends_at)}"
+    )
+    print(event.subject)
+
+
+def new_silence(
+    operator: OperatorKey,
+    cluster: str,
+    reason: str,
+    nodes: str | None,
+    rule: str | None,
+    action: str | None,
+    for_: str | None,
+    until: str | None,
+) -> SilenceAdded:
+    """A silence as `silence add` makes it (what the console adds too); UserError says what
+    is wrong with what was asked."""
     now = utcnow()
+    if not reason.strip():
+        raise UserError("a silence needs a reason", "say why: it is shown to people")
     if (for_ is None) == (until is None):
         raise UserError("give --for or --until (one of them)", "e.g. --for 2h")
     try:
@@ -125,9 +154,8 @@ def add(
         _must_be(rule, _rules(), "rule")
     if action:
         _must_be(action, sorted(_actions()), "action")
-    operator = signing_operator()
     silence_id = f"s-{uuid.uuid4().hex[:10]}"
-    event = SilenceAdded(
+    return SilenceAdded(
         source=f"operator/{operator.name}",
         cluster=cluster,
         subject=silence_id,
@@ -143,15 +171,6 @@ def add(
             "operator": operator.name,
         },
     )
-    asyncio.run(_send(KafkaSettings(), event, operator.headers(encode(event))))
-    if json:
-        print(orjson.dumps(_row(event, None, True)).decode())
-        return
-    err.print(
-        f"[green]{silence_id}[/] holds rules' decisions on {cluster} until "
-        f"{when(event.payload.ends_at)}"
-    )
-    print(silence_id)
 
 
 def _until_s(text: str, now: datetime) -> float:
@@ -192,7 +211,7 @@ class Book:
                 self.expired[event.payload.silence_id] = event
 
 
-async def _book(kafka: KafkaSettings) -> Book:
+async def read_book(kafka: KafkaSettings) -> Book:
     book = Book()
     reader = TopicReader(kafka, topic_name("silences", kafka), book.take, client_id="silences")
     try:
@@ -202,7 +221,7 @@ async def _book(kafka: KafkaSettings) -> Book:
     return book
 
 
-def _row(added: SilenceAdded, expired: SilenceExpired | None, verified: bool | None) -> Any:
+def row(added: SilenceAdded, expired: SilenceExpired | None, verified: bool | None) -> Any:
     p = added.payload
     ends = p.ends_at if expired is None else min(p.ends_at, expired.occurred_at)
     return {
@@ -227,9 +246,9 @@ def list_cmd(
     json: bool = JSON,
 ) -> None:
     """The silences in force (with `--all`, those that ended too)."""
-    book = asyncio.run(_book(KafkaSettings()))
+    book = asyncio.run(read_book(KafkaSettings()))
     rows = [
-        _row(a, book.expired.get(i), verified)
+        row(a, book.expired.get(i), verified)
         for i, (a, verified) in book.added.items()
         if cluster in (None, a.cluster)
     ]
@@ -255,17 +274,27 @@ def expire(
 ) -> None:
     """End a silence now: rules' next decisions are carried out again."""
     kafka = KafkaSettings()
-    book = asyncio.run(_book(kafka))
+    book = asyncio.run(read_book(kafka))
     found = book.added.get(silence_id)
     if found is None:
         raise UserError(f"no silence {silence_id!r}", "`centrality silence list --all` shows them")
     operator = signing_operator()
-    event = SilenceExpired(
-        source=f"operator/{operator.name}",
-        cluster=found[0].cluster,
-        subject=silence_id,
-        occurred_at=utcnow(),
-        payload={"silence_id": silence_id, "operator": operator.name, "reason": reason},
-    )
-    asyncio.run(_send(kafka, event, operator.headers(encode(event))))
+    event = silence_expiry(operator, found[0], reason)
+    asyncio.run(publish(kafka, event, operator))
     print(f"{silence_id} ended: rules' decisions on {found[0].cluster} are carried out again")
+
+
+def silence_expiry(
+    operator: OperatorKey, added: SilenceAdded, reason: str | None
+) -> SilenceExpired:
+    return SilenceExpired(
+        source=f"operator/{operator.name}",
+        cluster=added.cluster,
+        subject=added.subject,
+        occurred_at=utcnow(),
+        payload={
+            "silence_id": added.payload.silence_id,
+            "operator": operator.name,
+            "reason": reason,
+        },
+    )

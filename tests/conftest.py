@@ -109,6 +109,7 @@ _LAYER_MARKS = {
     "static": pytest.mark.static,
     "integration": pytest.mark.integration,
     "e2e": pytest.mark.e2e,
+    "browser": pytest.mark.browser,
 }
 _LAYERS = ("unit", *_LAYER_MARKS)
 
@@ -116,7 +117,7 @@ _LAYERS = ("unit", *_LAYER_MARKS)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Every test carries the marker of its layer (unit: hermetic, `make test-unit`; static:
     checks of the project's own files and built artifacts, with the tools that read them); a test
-    outside the four layers is a mistake, not a new layer."""
+    outside the five layers is a mistake, not a new layer."""
     root = Path(__file__).parent
     for item in items:
         layer = item.path.relative_to(root).parts[0] if item.path.is_relative_to(root) else ""

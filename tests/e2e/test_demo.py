@@ -179,3 +179,4 @@ def test_the_demo_tells_the_whole_story(
     assert f"{nodes['xid']}: runner pass → released" in shown
     assert f"{nodes['broken']}: runner pass → kept: benchmark fail: gpu 0: matmul" in shown
     assert json.dumps(jobs["crash"])[1:-1] in shown
+    assert "The web console: `centrality console`, at http://127.0.0.1:" in shown
