@@ -419,6 +419,7 @@ class Dispatcher:
                 action=spec.name,
                 cluster=trigger.cluster,
                 subject=trigger.subject,
+                rule=trigger.payload.rule,
                 nodes=tuple(getattr(trigger.payload, "nodes", ())),
                 outcome="dry_run" if ctx.dry_run else outcome,
                 attempts=attempts,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from datetime import datetime, timedelta
 from typing import Any
@@ -25,6 +26,11 @@ TRUSTED = {
     "alice": Operator(public_key=ALICE.public_key, clusters=("test",)),
     "bob": Operator(public_key=BOB.public_key, clusters=("other",)),
 }
+
+
+def trusted_json() -> str:
+    """`CENTRALITY_OPERATORS` for workers and commands that trust `TRUSTED`."""
+    return json.dumps({name: o.model_dump(mode="json") for name, o in TRUSTED.items()})
 
 
 def signed(event: Event, key: OperatorKey = ALICE) -> tuple[bytes, list[tuple[str, bytes]]]:
@@ -57,11 +63,13 @@ def silence(
     )
 
 
-def expired(added: SilenceAdded, operator: str = "alice") -> SilenceExpired:
+def expired(
+    added: SilenceAdded, operator: str = "alice", reason: str | None = None
+) -> SilenceExpired:
     return SilenceExpired(
         source=f"operator/{operator}",
         cluster=added.cluster,
         subject=added.subject,
         occurred_at=utcnow(),
-        payload={"silence_id": added.payload.silence_id, "operator": operator},
+        payload={"silence_id": added.payload.silence_id, "operator": operator, "reason": reason},
     )
