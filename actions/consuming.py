@@ -113,14 +113,24 @@ async def nothing() -> None:
 
 class Handover(ConsumerRebalanceListener):  # type: ignore[misc]
     """Before partitions go to another worker: let their work finish (a while), commit it,
-    abandon the rest."""
+    abandon the rest. `settle_too`: other work the partitions own (a silence's end being told),
+    let finish alike."""
 
-    def __init__(self, consumer: AIOKafkaConsumer, inflight: Inflight, grace_s: float) -> None:
+    def __init__(
+        self,
+        consumer: AIOKafkaConsumer,
+        inflight: Inflight,
+        grace_s: float,
+        settle_too: Callable[[float], Awaitable[None]] | None = None,
+    ) -> None:
         self.consumer = consumer
         self.inflight = inflight
         self.grace_s = grace_s
+        self.settle_too = settle_too
 
     async def on_partitions_revoked(self, revoked: set[TopicPartition]) -> None:
+        if self.settle_too is not None:
+            await self.settle_too(self.grace_s)
         await self.inflight.settle(self.grace_s, revoked)
         await commit(self.consumer, self.inflight.committable(revoked))
         await self.inflight.abandon(revoked)
