@@ -4,9 +4,10 @@ what it held, and that rules decide afresh now.
 One, across any number of action workers and their restarts: a silence's end is told by the
 worker assigned the triggers-topic partition its id hashes to (Kafka's partitioner), and only
 once the ledger says nobody told it yet; the worker records that it told it (`EndTold`, keyed
-`ended/<silence>`) once Slack took the message. Before its partitions go to another worker, a
-tell under way is let finish and recorded (`settle`, from the consumer's hand-over), so the next
-owner reads it. A message Slack never took is tried again at the next look.
+`ended/<silence>`) once Slack took the message. From the moment its partitions are being handed
+over until its new ones are assigned, it starts no tell, and one under way is let finish and
+recorded first (the consumer's `Handover`), so the next owner reads it. A message Slack never
+took is tried again at the next look.
 
 A silence that ended more than `within_s` ago when a worker first reads it (a new worker reading
 the topic's past, or one down longer than that) is not told: it is old news.
@@ -87,6 +88,7 @@ class SilenceEnds:
         self.poll_s = poll_s
         self.clock = clock
         self._telling = asyncio.Lock()
+        self._handing_over = False  # partitions revoked, the new ones not assigned yet
 
     async def run(self, stop: asyncio.Event) -> None:
         """A look every `poll_s` until `stop`; a look that fails (Kafka away) is logged, the
@@ -101,11 +103,15 @@ class SilenceEnds:
             except Exception as exc:
                 log.warning("silence_ends_unread", error=f"{type(exc).__name__}: {exc}")
 
-    async def settle(self, timeout_s: float) -> None:
-        """Until a tell under way is recorded (at most `timeout_s`): before a hand-over."""
+    async def revoking(self, grace_s: float) -> None:
+        """No tell starts until `assigned`; one under way is let finish (at most `grace_s`)."""
+        self._handing_over = True
         with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(timeout_s), self._telling:
+            async with asyncio.timeout(grace_s), self._telling:
                 pass
+
+    def assigned(self) -> None:
+        self._handing_over = False
 
     async def tell_ended(self) -> int:
         """Tell the ends due now; how many were told."""
@@ -116,10 +122,14 @@ class SilenceEnds:
             await self.ledger.refresh()  # another worker may have told them (a hand-over)
             told = 0
             for silence in self._due():
+                if self._handing_over:  # revoked meanwhile: the next owner tells the rest
+                    break
                 told += await self._tell(silence)
             return told
 
     def _due(self) -> list[Silence]:
+        if self._handing_over:
+            return []
         return ended_untold(
             self.silences.all(), self.clock(), self.ledger.end_told, self.owns, self.within_s
         )

@@ -107,7 +107,7 @@ class ActionWorker:
                 consumer,
                 inflight,
                 self.settings.stop_grace_s,
-                settle_too=ends.settle if ends is not None else None,
+                owned=ends,
             ),
         )
         fleet = FleetWatcher(

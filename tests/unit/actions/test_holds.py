@@ -151,3 +151,14 @@ async def test_a_silence_that_held_nothing_is_told_too_and_one_slack_lost_is_tri
     assert "*It held nothing:*" in json.dumps(post["blocks"]) and "It ran out" in json.dumps(
         post["blocks"]
     )
+
+
+async def test_no_end_is_told_while_the_partitions_are_handed_over(slack: SlackFake) -> None:
+    added = silence(starts_at=utcnow() - timedelta(seconds=5), duration_s=1)
+    ends = SilenceEnds(
+        silences(added), Ledger(), notifier_for(slack), owning(True), within_s=3600, poll_s=1
+    )
+    await ends.revoking(1.0)
+    assert await ends.tell_ended() == 0 and slack.posts == []
+    ends.assigned()
+    assert await ends.tell_ended() == 1 and len(slack.posts) == 1
