@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
-from typing import Any, TypeAlias
+from typing import Any, Protocol, TypeAlias
 
 import structlog
 from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, ConsumerRecord, TopicPartition
@@ -111,22 +111,42 @@ async def nothing() -> None:
     """The work of a record that needs none (it is only committed past, in turn)."""
 
 
+class Owned(Protocol):
+    """Work the consumer's partitions own besides their records (a silence's end to tell)."""
+
+    async def revoking(self, grace_s: float) -> None:
+        """Start none until `assigned`; let what is under way finish (`grace_s` at most)."""
+
+    def assigned(self) -> None:
+        """The consumer's partitions are settled again."""
+
+
 class Handover(ConsumerRebalanceListener):  # type: ignore[misc]
     """Before partitions go to another worker: let their work finish (a while), commit it,
-    abandon the rest."""
+    abandon the rest; `owned`, the other work the partitions own, waits and finishes alike."""
 
-    def __init__(self, consumer: AIOKafkaConsumer, inflight: Inflight, grace_s: float) -> None:
+    def __init__(
+        self,
+        consumer: AIOKafkaConsumer,
+        inflight: Inflight,
+        grace_s: float,
+        owned: Owned | None = None,
+    ) -> None:
         self.consumer = consumer
         self.inflight = inflight
         self.grace_s = grace_s
+        self.owned = owned
 
     async def on_partitions_revoked(self, revoked: set[TopicPartition]) -> None:
+        if self.owned is not None:
+            await self.owned.revoking(self.grace_s)
         await self.inflight.settle(self.grace_s, revoked)
         await commit(self.consumer, self.inflight.committable(revoked))
         await self.inflight.abandon(revoked)
 
     async def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
-        pass
+        if self.owned is not None:
+            self.owned.assigned()
 
 
 async def commit(consumer: AIOKafkaConsumer, offsets: dict[TopicPartition, int]) -> None:

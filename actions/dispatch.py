@@ -381,7 +381,7 @@ class Dispatcher:
             held=True,
         )
         detail = {"notified": await self._notify(ctx, trigger, message)}
-        held = {"held_by": silence.silence_id, "until": silence.ends_at, "why": why}
+        held = {"held_by": silence.silence_id, "until": silence.ends_at, "why": silence.said()}
         await self.emit(self._result(ActionHeld, spec, trigger, ctx, 1, **held))
         await self._record(
             spec, trigger, ctx, "held", 0, error=why, detail=detail, held_by=silence.silence_id
@@ -419,6 +419,7 @@ class Dispatcher:
                 action=spec.name,
                 cluster=trigger.cluster,
                 subject=trigger.subject,
+                rule=trigger.payload.rule,
                 nodes=tuple(getattr(trigger.payload, "nodes", ())),
                 outcome="dry_run" if ctx.dry_run else outcome,
                 attempts=attempts,

@@ -5,14 +5,15 @@ worker that dies mid-action leaves the trigger *in doubt*: the next worker refus
 reports it rather than possibly draining or requeueing twice. `dry_run` entries never block a
 real run later. The ledger also carries the Slack thread of each incident and is the history the
 circuit breakers count, so both survive restarts with it; beside the entries, keyed
-`told/<incident>`, it keeps what the incident teller last told of each incident (`Told`).
+`told/<incident>`, it keeps what the incident teller last told of each incident (`Told`), and
+keyed `ended/<silence>`, that a silence's end was told (`EndTold`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
@@ -56,6 +57,7 @@ class LedgerEntry(BaseModel):
     action: str
     cluster: str
     subject: str
+    rule: str | None = Field(default=None, description="The rule that decided it, if one did.")
     nodes: tuple[str, ...] = Field(default=(), description="Nodes the action targets.")
     outcome: Outcome
     attempts: int = Field(default=0, ge=0)
@@ -103,8 +105,28 @@ class Told(BaseModel):
         return self.__pydantic_serializer__.to_json(self)
 
 
-Record = Annotated[LedgerEntry | Told, Field(discriminator="kind")]
-_RECORD: TypeAdapter[LedgerEntry | Told] = TypeAdapter(Record)
+class EndTold(BaseModel):
+    """A silence's end was told to people (what it held, that rules decide afresh): once, by
+    whichever worker owns the silence, whatever restarts."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: Literal["EndTold"] = "EndTold"
+    silence_id: str
+    thread: ThreadRef | None = None
+    held: int = Field(default=0, ge=0, description="Decisions it held, as told.")
+    told_at: AwareDatetime = Field(default_factory=utcnow)
+
+    @property
+    def key(self) -> str:
+        return f"ended/{self.silence_id}"
+
+    def to_bytes(self) -> bytes:
+        return self.__pydantic_serializer__.to_json(self)
+
+
+Record = Annotated[LedgerEntry | Told | EndTold, Field(discriminator="kind")]
+_RECORD: TypeAdapter[LedgerEntry | Told | EndTold] = TypeAdapter(Record)
 
 
 class History:
@@ -208,6 +230,7 @@ class Ledger:
     def __init__(self) -> None:
         self._entries: dict[uuid.UUID, LedgerEntry] = {}
         self._told: dict[str, Told] = {}
+        self._ended: dict[str, EndTold] = {}
         self._histories = {planned: History(planned=planned) for planned in (False, True)}
 
     def get(self, trigger_id: uuid.UUID) -> LedgerEntry | None:
@@ -228,19 +251,28 @@ class Ledger:
     def told(self, incident: str) -> Told | None:
         return self._told.get(incident)
 
+    def end_told(self, silence_id: str) -> EndTold | None:
+        return self._ended.get(silence_id)
+
     async def record(self, entry: LedgerEntry) -> None:
         self._apply((entry,))
 
     async def record_told(self, told: Told) -> None:
         self._apply((told,))
 
+    async def record_end_told(self, told: EndTold) -> None:
+        self._apply((told,))
+
     async def refresh(self) -> None:
         """Catch up with what other workers recorded (nothing to do for one in memory)."""
 
-    def _apply(self, records: Iterable[LedgerEntry | Told]) -> None:
+    def _apply(self, records: Iterable[LedgerEntry | Told | EndTold]) -> None:
         for entry in records:
             if isinstance(entry, Told):
                 self._told[entry.incident] = entry
+                continue
+            if isinstance(entry, EndTold):
+                self._ended[entry.silence_id] = entry
                 continue
             old = self._entries.get(entry.trigger_id)
             self._entries[entry.trigger_id] = entry
@@ -256,10 +288,9 @@ class KafkaLedger(Ledger):
         self.kafka = kafka
         self.topic = topic_name("action-ledger", kafka)
         self._producer = kafka_clients.producer(kafka, client_id=f"{kafka.client_id}-ledger")
-        self._reader = TopicReader(
+        self._reader = ledger_reader(
             kafka,
-            self.topic,
-            lambda records: self._apply(_entries(records)),
+            self,
             client_id=f"{kafka.client_id}-ledger-load",
             timeout_s=load_timeout_s,
             on_read=lambda count: log.info(
@@ -276,22 +307,23 @@ class KafkaLedger(Ledger):
         await self._producer.stop()
 
     async def record(self, entry: LedgerEntry) -> None:
-        """Durable before it counts; retried while the broker is away (until cancelled), never
-        when the broker refuses the entry itself."""
-        async for attempt in retrying_transient("ledger_record"):
-            with attempt:
-                await self._producer.send_and_wait(
-                    self.topic, value=entry.to_bytes(), key=str(entry.trigger_id).encode()
-                )
+        await self._send(str(entry.trigger_id), entry.to_bytes())
         await super().record(entry)
 
     async def record_told(self, told: Told) -> None:
+        await self._send(told.key, told.to_bytes())
+        await super().record_told(told)
+
+    async def record_end_told(self, told: EndTold) -> None:
+        await self._send(told.key, told.to_bytes())
+        await super().record_end_told(told)
+
+    async def _send(self, key: str, value: bytes) -> None:
+        """Durable before it counts; retried while the broker is away (until cancelled), never
+        when the broker refuses the record itself."""
         async for attempt in retrying_transient("ledger_record"):
             with attempt:
-                await self._producer.send_and_wait(
-                    self.topic, value=told.to_bytes(), key=told.key.encode()
-                )
-        await super().record_told(told)
+                await self._producer.send_and_wait(self.topic, value=value, key=key.encode())
 
     async def refresh(self) -> None:
         """Read what was recorded since the last read (reads asked for at once are shared)."""
@@ -309,7 +341,38 @@ class KafkaLedger(Ledger):
         await self._reader.load(since_last=since_last)
 
 
-def _entries(records: Iterable[Any]) -> Iterator[LedgerEntry | Told]:
+def ledger_reader(
+    kafka: KafkaSettings,
+    ledger: Ledger,
+    *,
+    client_id: str,
+    timeout_s: float = 30.0,
+    on_read: Callable[[int], None] = lambda count: None,
+) -> TopicReader:
+    """A reader of the ledger's topic into `ledger`: its entries and what was told."""
+    return TopicReader(
+        kafka,
+        topic_name("action-ledger", kafka),
+        lambda records: ledger._apply(_entries(records)),
+        client_id=client_id,
+        timeout_s=timeout_s,
+        on_read=on_read,
+    )
+
+
+async def read_ledger(kafka: KafkaSettings, *, timeout_s: float = 30.0) -> Ledger:
+    """The whole ledger as it stands now, read once (what a command shows people)."""
+    ledger = Ledger()
+    client_id = f"{kafka.client_id}-ledger-read"
+    reader = ledger_reader(kafka, ledger, client_id=client_id, timeout_s=timeout_s)
+    try:
+        await reader.load()
+    finally:
+        await reader.stop()
+    return ledger
+
+
+def _entries(records: Iterable[Any]) -> Iterator[LedgerEntry | Told | EndTold]:
     """Entries of the ledger and what was told; anything else found on its topic is logged and
     passed over."""
     for r in records:

@@ -2,8 +2,8 @@
 proven by its operator's signature and authority over its cluster, then matched against what
 rules decide. A silence that no trusted operator may have set is ignored (and logged once).
 
-A decision a silence matches is held: recorded (a refused `ActionFailed` naming the silence, the
-ledger, a message to people) and not carried out. Operators' commands are never held: they are
+A decision a silence matches is held: recorded (an `ActionHeld` naming the silence, the ledger,
+a message to people) and not carried out. Operators' commands are never held: they are
 what people do during the window.
 """
 
@@ -36,6 +36,8 @@ class Silence:
     ends_at: datetime
     reason: str
     operator: str
+    ended_by: str | None = None  # the operator who ended it early, if one did
+    end_reason: str | None = None
 
     @classmethod
     def of(cls, event: SilenceAdded) -> Silence:
@@ -68,6 +70,10 @@ class Silence:
         # A decision about several nodes is held whole when the silence covers one of them.
         named = set(getattr(trigger.payload, "nodes", ())) or {trigger.subject}
         return not self.nodes.isdisjoint(named)
+
+    def said(self) -> str:
+        """Who set it and why, as people wrote it."""
+        return f"{self.operator}: {self.reason}"
 
     def words(self) -> str:
         return (
@@ -120,9 +126,12 @@ class Silences:
             self._by_id[event.payload.silence_id] = Silence.of(event)
             return None
         known = self._by_id.get(event.payload.silence_id)
-        if known is not None and known.cluster == event.cluster:
-            ends_at = min(known.ends_at, event.occurred_at)
-            self._by_id[known.silence_id] = replace(known, ends_at=ends_at)
+        early = known is not None and event.occurred_at < known.ends_at
+        if known is not None and early and known.cluster == event.cluster:
+            p = event.payload
+            self._by_id[known.silence_id] = replace(
+                known, ends_at=event.occurred_at, ended_by=p.operator, end_reason=p.reason
+            )
         return None
 
     def _ignore(self, silence_id: str, why: str) -> None:

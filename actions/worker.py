@@ -17,6 +17,7 @@ committed up to the last record finished with all before it. On stop, actions un
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 
 import structlog
@@ -31,6 +32,7 @@ from actions.fleet import FleetWatcher, ObservedFleet
 from actions.inflight import Inflight
 from actions.ledger import KafkaLedger
 from actions.settings import ActionsSettings
+from actions.silence_ends import SilenceEnds, owner
 from actions.silences import KafkaSilences
 from actions.slack.notifier import Notifier, make_notifier
 from actions.slack.teller import IncidentTeller
@@ -97,9 +99,16 @@ class ActionWorker:
             enable_auto_commit=False,
             auto_offset_reset="earliest",
         )
+        silences = KafkaSilences(self.kafka, self.operators)
+        ends = self._ends(silences, ledger, consumer)
         consumer.subscribe(
             [topic_name("triggers", self.kafka)],
-            listener=Handover(consumer, inflight, self.settings.stop_grace_s),
+            listener=Handover(
+                consumer,
+                inflight,
+                self.settings.stop_grace_s,
+                owned=ends,
+            ),
         )
         fleet = FleetWatcher(
             self.kafka,
@@ -108,7 +117,6 @@ class ActionWorker:
         )
         watch_kafka(self.kafka)
         READINESS.add("partitions_assigned", lambda: bool(consumer.assignment()))
-        silences = KafkaSilences(self.kafka, self.operators)
         try:  # read again before each decision anyway: a failure here is not fatal
             await silences.load()
         except Exception as exc:
@@ -125,6 +133,7 @@ class ActionWorker:
         self.notifier.bind()
         teller_stop = asyncio.Event()
         teller = self._teller(ledger, emitter, teller_stop)
+        telling_ends = None if ends is None else asyncio.create_task(ends.run(teller_stop))
         async with fleet.running() as observed:
             dispatcher = Dispatcher(
                 self.settings,
@@ -157,12 +166,30 @@ class ActionWorker:
                 teller_stop.set()
                 if teller is not None:
                     await teller
+                if telling_ends is not None:  # a tell under way gets the grace, as actions do
+                    await _within(telling_ends, self.settings.stop_grace_s)
                 await self.notifier.close(_NOTIFY_CLOSE_S)
                 await emitter.stop(drain_timeout_s=_EMITTER_DRAIN_S)
                 await ledger.stop()
                 await silences.stop()
                 if statuses is not None:
                     await statuses.stop()
+
+    def _ends(
+        self, silences: KafkaSilences, ledger: KafkaLedger, consumer: AIOKafkaConsumer
+    ) -> SilenceEnds | None:
+        """What tells each silence's end once; a worker in dry-run tells nothing."""
+        if self.settings.dry_run:
+            return None
+        slack = self.notifier.settings
+        return SilenceEnds(
+            silences,
+            ledger,
+            self.notifier,
+            owner(consumer, topic_name("triggers", self.kafka)),
+            within_s=slack.tell_ended_within_s,
+            poll_s=slack.silence_ends_poll_s,
+        )
 
     def _teller(
         self, ledger: KafkaLedger, emitter: Emitter, stop: asyncio.Event
@@ -315,3 +342,12 @@ class ActionWorker:
 
     async def _dead_letter(self, emitter: Emitter, record: Record, why: Rejected) -> None:
         await emitter.dead_letter(letter(record, self.settings.group_id, why.reason, why.detail))
+
+
+async def _within(task: asyncio.Task[None], grace_s: float) -> None:
+    """`task`'s end, waited for `grace_s` at most; then it is cancelled."""
+    _, pending = await asyncio.wait({task}, timeout=grace_s)
+    for late in pending:
+        late.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await late

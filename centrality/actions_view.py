@@ -23,7 +23,7 @@ def result_said(result: Event) -> str:
     """`succeeded: drained=n1, scheduler=slurm`, `refused: circuit breaker …`, `held: …`."""
     p = result.payload
     if isinstance(result, ActionHeld):
-        return f"held by silence {p.held_by} until {when(p.until)} ({p.why})"
+        return result.payload.said
     if isinstance(result, ActionFailed):
         how = "held" if p.held_by else "refused" if p.refused else "failed"
         return p.error if p.error.startswith(how) else f"{how}: {p.error}"

@@ -98,7 +98,7 @@ class OutcomeWatch:
             if isinstance(event, ActionSucceeded) and event.payload.trigger_id == trigger_id:
                 return Outcome("succeeded", event.payload.action, dict(event.payload.detail))
             if isinstance(event, ActionHeld) and event.payload.trigger_id == trigger_id:
-                return Outcome("held", event.payload.why, {})
+                return Outcome("held", event.payload.said, {})
             if isinstance(event, ActionFailed) and event.payload.trigger_id == trigger_id:
                 p = event.payload
                 verdict: Verdict = "held" if p.held_by else "refused" if p.refused else "failed"

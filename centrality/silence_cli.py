@@ -20,6 +20,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from actions.holds import Held, held_by_silence
+from actions.ledger import read_ledger
 from centrality.contract_cli import signing_operator
 from centrality.errors import UserError
 from centrality.fleet import matcher
@@ -221,7 +223,18 @@ async def read_book(kafka: KafkaSettings) -> Book:
     return book
 
 
-def row(added: SilenceAdded, expired: SilenceExpired | None, verified: bool | None) -> Any:
+async def _book_and_holds(kafka: KafkaSettings) -> tuple[Book, dict[str, Held]]:
+    """The silences, and what each one held (from the action ledger)."""
+    book, ledger = await asyncio.gather(read_book(kafka), read_ledger(kafka))
+    return book, held_by_silence(ledger.entries())
+
+
+def row(
+    added: SilenceAdded,
+    expired: SilenceExpired | None,
+    verified: bool | None,
+    held: Held | None = None,
+) -> Any:
     p = added.payload
     ends = p.ends_at if expired is None else min(p.ends_at, expired.occurred_at)
     return {
@@ -236,7 +249,22 @@ def row(added: SilenceAdded, expired: SilenceExpired | None, verified: bool | No
         "operator": p.operator,
         "reason": p.reason,
         "verified": verified,
+        "held": (held or Held(p.silence_id)).document(),
     }
+
+
+def _held_cell(held: dict[str, Any]) -> str:
+    """What a silence held, for a terminal: how many, of which actions and rules, on what."""
+    if not held["decisions"]:
+        return "nothing"
+    actions = ", ".join(f"{a} ({n})" for a, n in held["actions"].items())
+    lines = [f"{held['decisions']}: {actions}"]
+    lines.append("rules " + ", ".join(f"{r} ({n})" for r, n in held["rules"].items()))
+    if held["nodes"]:
+        lines.append(f"nodes {held['nodes']} ({held['nodes_count']})")
+    if held["jobs"]:
+        lines.append("jobs " + ", ".join(held["jobs"]))
+    return "\n".join(lines)
 
 
 @silence_app.command("list")
@@ -245,10 +273,11 @@ def list_cmd(
     all_: Annotated[bool, typer.Option("--all", help="Ended ones too.")] = False,
     json: bool = JSON,
 ) -> None:
-    """The silences in force (with `--all`, those that ended too)."""
-    book = asyncio.run(read_book(KafkaSettings()))
+    """The silences in force (with `--all`, those that ended too), and what each one held:
+    how many decisions, of which actions and rules, on which nodes or jobs."""
+    book, holds = asyncio.run(_book_and_holds(KafkaSettings()))
     rows = [
-        row(a, book.expired.get(i), verified)
+        row(a, book.expired.get(i), verified, holds.get(i))
         for i, (a, verified) in book.added.items()
         if cluster in (None, a.cluster)
     ]
@@ -256,12 +285,13 @@ def list_cmd(
     if json:
         print(orjson.dumps(rows).decode())
         return
-    table = Table("id", "cluster", "scope", "until", "by", "reason", title="silences")
+    table = Table("id", "cluster", "scope", "until", "by", "reason", "held", title="silences")
     for r in rows:
         scope = ", ".join(f"{k} {r[k]}" for k in ("nodes", "rule", "action") if r[k]) or "all"
         by = r["operator"] + ("" if r["verified"] is not False else " [red](not trusted)[/]")
         until = when(datetime.fromisoformat(r["ends_at"])) + ("" if r["active"] else " (ended)")
-        table.add_row(r["id"], r["cluster"], Text(scope), until, by, Text(r["reason"]))
+        held = Text(_held_cell(r["held"]))
+        table.add_row(r["id"], r["cluster"], Text(scope), until, by, Text(r["reason"]), held)
     console().print(table)
 
 

@@ -50,7 +50,9 @@ def node_states_one_vocabulary(doc: Doc) -> Doc:
     """v1 named who took a node out in its state (`held`: an operator, `drained`: someone in
     the scheduler) beside `decided_by`/`held_by`; v2 says `quarantined`, and who in `by`. A v1
     `held` by a silence (a rule's drain it holds, no operator) stays `held`."""
-    payload = dict(doc.get("payload") or {})
+    if not isinstance(doc.get("payload"), dict):
+        return doc  # not a payload at all: validation says so, as for any other document
+    payload = dict(doc["payload"])
     operator = payload.pop("held_by", None)
     by = payload.pop("decided_by", None) or (f"operator/{operator}" if operator else None)
     state = payload.get("state")

@@ -201,7 +201,7 @@ def _reported(result: ActionSucceeded | ActionFailed | ActionHeld) -> list[Event
                     "trigger_id": p.trigger_id,
                     "trigger_type": p.trigger_type,
                     "succeeded": failed is None and held is None,
-                    "error": failed.error if failed else held.why if held else None,
+                    "error": failed.error if failed else held.said if held else None,
                     "cause": result.event_id,
                 },
             )
@@ -221,7 +221,7 @@ def _reported(result: ActionSucceeded | ActionFailed | ActionHeld) -> list[Event
                 "action": p.action,
                 "succeeded": isinstance(result, ActionSucceeded),
                 "refused": held is not None or (failed is not None and failed.refused),
-                "error": failed.error if failed else held.why if held else None,
+                "error": failed.error if failed else held.said if held else None,
                 "cause": result.event_id,
                 "operator": p.operator,
                 "reason": p.reason,

@@ -250,7 +250,7 @@ class _Index:
         found = self.results.get(str(trigger.event_id), [])
         for r in found:
             if isinstance(r, ActionHeld):
-                return "held", r.payload.why
+                return "held", r.payload.said
             if isinstance(r, ActionFailed):
                 return ("refused" if r.payload.refused else "failed"), r.payload.error
         return None

@@ -1,4 +1,5 @@
-"""Settings of the Slack notifier and the incident teller (`CENTRALITY_SLACK_*`)."""
+"""Settings of the Slack notifier, the incident teller and the telling of silences' ends
+(`CENTRALITY_SLACK_*`)."""
 
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -60,4 +61,16 @@ class SlackSettings(BaseSettings):
         ge=1,
         description="Incidents told at once (each one's records in order); a burst beyond "
         "`backlog_max` needs room here to reach its digest.",
+    )
+    silence_ends_poll_s: float = Field(
+        default=5.0,
+        gt=0,
+        description="How often the action worker looks for silences that ended, to tell each "
+        "one's end once (what it held; rules decide afresh).",
+    )
+    tell_ended_within_s: float = Field(
+        default=3600.0,
+        gt=0,
+        description="A silence first read already ended is told only if it ended within this "
+        "long: a worker reading the silences' past stays quiet about old ones.",
     )

@@ -1,6 +1,7 @@
 """Action results: what a worker did about a trigger, so the audit trail is events too."""
 
 import uuid
+from datetime import UTC
 from typing import Annotated, Literal
 
 from pydantic import Field
@@ -83,6 +84,12 @@ class ActionHeldPayload(ActionPayload):
     held_by: str = Field(min_length=1, max_length=NAME, description="The silence's id.")
     until: Timestamp = Field(description="When the silence ends: rules decide afresh after it.")
     why: str = Field(max_length=TEXT, description="The silence's words: who set it and why.")
+
+    @property
+    def said(self) -> str:
+        """The hold in one sentence, as every view says it."""
+        until = self.until.astimezone(UTC).isoformat().replace("+00:00", "Z")
+        return f"held by silence {self.held_by} until {until} ({self.why})"
 
 
 @event(topic="actions")

@@ -5,8 +5,9 @@
 - an operator's quarantine holds a node (a benchmark does not release it) until an operator's
   release; a release by an unknown operator, or by one without authority on the cluster, is
   refused and changes nothing;
-- a silence holds a fatal XID's drain (recorded as held, not carried out); once it is expired,
-  the next fatal XID drains the node.
+- a silence holds a fatal XID's drain (recorded as held, not carried out, never a failure:
+  `silence list` shows what it held, ClickHouse has it `held`); once it is expired, one message
+  says what it held, and the next fatal XID drains the node.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from centrality.slack_fake import SlackFake
 from collectors.simulate.config import SimConfig
 from collectors.simulate.model import ClusterModel
 from schemas.operators import OperatorKey
+from streams.history.client import connect
 from streams.history.query import rows_for
 from streams.history.settings import ClickHouseSettings
 from tests.support.operators import ALICE, BOB, MALLORY, TRUSTED
@@ -72,6 +74,13 @@ def until(what: str, check: Callable[[], Any], pipeline: Pipeline, **more: Any) 
     return wait(what, check, pipeline, **{"timeout_s": 120, "poll_s": 1.0, **more})
 
 
+def silence_list(env: dict[str, str]) -> list[dict[str, Any]]:
+    done = cli(env, "silence", "list", "--all", "--json")
+    assert done.returncode == 0, done.stderr
+    found: list[dict[str, Any]] = json.loads(done.stdout)
+    return found
+
+
 def node_now(env: dict[str, str], node: str) -> dict[str, Any]:
     [found] = listing(env, "nodes", node)
     return found
@@ -92,6 +101,7 @@ def test_operators_see_and_steer_the_fleet(
         "CENTRALITY_OPERATOR_KEY_FILE": key_file(tmp_path, ALICE),
         "CENTRALITY_SLACK_TOKEN": "xoxb-e2e",
         "CENTRALITY_SLACK_BASE_URL": slack.base_url,
+        "CENTRALITY_SLACK_SILENCE_ENDS_POLL_S": "1",
     }
     as_mallory = {**env, "CENTRALITY_OPERATOR_KEY_FILE": key_file(tmp_path, MALLORY)}
     as_bob = {**env, "CENTRALITY_OPERATOR_KEY_FILE": key_file(tmp_path, BOB)}
@@ -189,6 +199,12 @@ def test_operators_see_and_steer_the_fleet(
             pipeline,
         )  # `held` is a silence's hold alone: the node still takes work
         assert held_now["problem"].startswith(f"held by silence {silence_id} until ")
+        listed = until(
+            "the hold in silence list",
+            lambda: [r for r in silence_list(env) if r["held"]["decisions"]],
+            pipeline,
+        )
+        assert [(r["id"], r["held"]["nodes"]) for r in listed] == [(silence_id, target)]
         assert cli(env, "silence", "expire", silence_id, "--reason", "done").returncode == 0
         assert cli(env, *xid).returncode == 0
         until(
@@ -199,6 +215,11 @@ def test_operators_see_and_steer_the_fleet(
                 and json.loads(r.payload)["operator"] is None
                 for r in rows_for(clickhouse_settings, [target])
             ),
+            pipeline,
+        )
+        until(
+            "the silence's end told",
+            lambda: any(p["text"].startswith(f"Silence {silence_id} ") for p in slack.posts),
             pipeline,
         )
         slack.wait_quiet(3.0, 120.0, pipeline.check)  # it keeps Slack's pace: a message a second
@@ -215,6 +236,14 @@ def test_operators_see_and_steer_the_fleet(
     ]
     [held_result] = [p for p in results if p.get("held_by") == silence_id]
     assert held_result["trigger_type"] == "QuarantineNodes" and "until" in held_result
+    # A hold is held, not a failure: its own result, and `held` in ClickHouse.
+    assert not [p for t, p in rows if t == "ActionFailed" and p.get("held_by")]
+    with connect(clickhouse_settings) as ch:
+        outcomes = ch.query(
+            "SELECT outcome FROM action_results FINAL WHERE trigger_id = toUUID({id:String})",
+            parameters={"id": held_result["trigger_id"]},
+        ).result_rows
+    assert outcomes == [("held",)]
     assert not [p for p in results if p.get("operator") in ("mallory", "bob") and "error" not in p]
     story = [e for e in client.timeline() if e.topic == "triggers"]
     assert [(e.type, e.payload.operator) for e in story][:2] == [  # type: ignore[attr-defined]
@@ -223,4 +252,6 @@ def test_operators_see_and_steer_the_fleet(
     ]
     texts = [p["text"] for p in slack.posts]
     assert any(f"held: held by silence {silence_id}" in t for t in texts)
+    [ended] = [t for t in texts if t.startswith(f"Silence {silence_id} ")]  # once
+    assert ended.startswith(f"Silence {silence_id} on sim ended; it held 1 decision ({target})")
     assert any("may not command cluster sim" in t for t in texts)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from datetime import datetime, timedelta
 from typing import Any
@@ -27,6 +28,11 @@ TRUSTED = {
 }
 
 
+def trusted_json() -> str:
+    """`CENTRALITY_OPERATORS` for workers and commands that trust `TRUSTED`."""
+    return json.dumps({name: o.model_dump(mode="json") for name, o in TRUSTED.items()})
+
+
 def signed(event: Event, key: OperatorKey = ALICE) -> tuple[bytes, list[tuple[str, bytes]]]:
     value = encode(event)
     return value, key.headers(value)
@@ -38,9 +44,10 @@ def silence(
     operator: str = "alice",
     starts_at: datetime | None = None,
     duration_s: float = 3600.0,
+    silence_id: str | None = None,
     **scope: Any,
 ) -> SilenceAdded:
-    silence_id = f"s-{uuid.uuid4().hex[:8]}"
+    silence_id = silence_id or f"s-{uuid.uuid4().hex[:8]}"
     return SilenceAdded(
         source=f"operator/{operator}",
         cluster=cluster,
@@ -57,11 +64,13 @@ def silence(
     )
 
 
-def expired(added: SilenceAdded, operator: str = "alice") -> SilenceExpired:
+def expired(
+    added: SilenceAdded, operator: str = "alice", reason: str | None = None
+) -> SilenceExpired:
     return SilenceExpired(
         source=f"operator/{operator}",
         cluster=added.cluster,
         subject=added.subject,
         occurred_at=utcnow(),
-        payload={"silence_id": added.payload.silence_id, "operator": operator},
+        payload={"silence_id": added.payload.silence_id, "operator": operator, "reason": reason},
     )

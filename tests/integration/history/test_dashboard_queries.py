@@ -1,8 +1,11 @@
-"""Every dashboard panel's SQL, macros expanded, returns rows on a seeded history."""
+"""Every dashboard panel's SQL, macros expanded, returns rows on a seeded history; holds are
+held, never failures, and incidents are counted as they are."""
 
 from __future__ import annotations
 
+from collections import Counter
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
@@ -12,6 +15,7 @@ from tests.grafana_macros import expand, panel_queries, variable_queries
 from tests.integration.history.conftest import DashboardHistory
 
 MINUTE = timedelta(minutes=1)  # the panels' interval
+HOUR = timedelta(hours=1)
 
 
 def test_every_panel_returns_rows(
@@ -56,3 +60,34 @@ def test_a_date_filter_picks_the_same_days_whatever_the_servers_time_zone(
     with connect(clickhouse_settings) as client:
         days = client.query(sql, settings={"session_timezone": server_zone}).result_rows[0][0]
     assert days == ["2026-01-01"]
+
+
+def panel_rows(
+    h: DashboardHistory, settings: ClickHouseSettings, board: str, title: str
+) -> list[tuple[Any, ...]]:
+    [q] = [q for q in panel_queries() if q.dashboard == board and q.panel == title]
+    with connect(settings) as client:
+        found = client.query(expand(q.sql, h.start, h.end, HOUR, h.variables)).result_rows
+    return [tuple(r) for r in found]
+
+
+def test_holds_are_held_and_incidents_are_counted_on_the_dashboards(
+    dashboard_history: DashboardHistory, clickhouse_settings: ClickHouseSettings
+) -> None:
+    h, settings = dashboard_history, clickhouse_settings
+    results = "Results per interval: succeeded, failed, refused, held"
+    outcomes = Counter[str]()
+    for _, outcome, n in panel_rows(h, settings, "remediation-audit.json", results):
+        outcomes[outcome] += n
+    # The hold, and the one recorded before ActionHeld existed, are held; none is a failure.
+    assert outcomes["held"] == 2 and outcomes["refused"] == 1 and outcomes["failed"] == 0
+    [held] = panel_rows(h, settings, "remediation-audit.json", "Held by silences")
+    assert held[:5] == ("s-seed", 2, "quarantine_nodes", 2, "n-20, n-21")
+    [(open_now, nodes)] = panel_rows(h, settings, "incidents.json", "Open incidents now")
+    assert (open_now, nodes) == (1, 1)
+    [resolved] = panel_rows(
+        h, settings, "incidents.json", "Time to resolve by kind (first fault → resolved)"
+    )
+    assert resolved[:3] == ("heartbeat_lost", 1, 740.0)  # 20 s of faults, 12 min to resolve
+    by_size = panel_rows(h, settings, "incidents.json", "Nodes per incident")
+    assert by_size == [("inc-s12", 10), ("inc-n07", 1)]

@@ -67,8 +67,8 @@ async def test_a_silence_holds_a_rules_decision_and_says_so_where_people_read(
     [held] = rig.of(ActionHeld)
     assert held.payload.held_by == added.payload.silence_id
     assert held.payload.until == added.payload.ends_at
-    assert held.payload.why.startswith(f"held by silence {added.payload.silence_id} until ")
-    assert "alice: driver upgrade" in held.payload.why
+    assert held.payload.why == "alice: driver upgrade"  # the silence's own words
+    assert held.payload.said.startswith(f"held by silence {added.payload.silence_id} until ")
     [post] = slack.posts  # told once, naming the silence and its end
     assert f"held: held by silence {added.payload.silence_id}" in post["text"]
     entry = rig.ledger.get(restart().event_id)

@@ -12,8 +12,12 @@ from typing import Any
 
 import pytest
 
+from actions.holds import held_by_silence
+from actions.ledger import LedgerEntry
+from actions.silences import Silences
 from actions.slack.blocks import incident_message
 from actions.slack.digest import digest_message
+from actions.slack.holds import ended_message
 from actions.slack.incidents import (
     notes_message,
     parent_message,
@@ -25,7 +29,9 @@ from centrality.slack_limits import check_message
 from schemas.events import EscalateNodes, RebootNodes, Trigger
 from schemas.events.actions import BenchmarkCompletedPayload
 from schemas.events.incidents import IncidentPayload, IncidentResolved
+from schemas.limits import TEXT
 from tests.support.incidents import OPENED, incident
+from tests.support.operators import TRUSTED, expired, signed, silence
 from tests.support.triggers import benchmark, notify, quarantine, release, restart, rung
 
 NODES = tuple(f"gpu-node-{i:04d}" for i in range(1, 2001))
@@ -101,7 +107,32 @@ def digests() -> Iterator[Message]:
     yield digest_message(many + varied, 0.5)
 
 
-ALL = [*decision_messages(), *incident_messages(), *digests()]
+def ended_messages() -> Iterator[Message]:
+    """A silence's end: holding nothing, or 2,000 nodes' drains and 40 jobs' restarts."""
+    known = Silences(TRUSTED)
+    scopes: list[dict[str, Any]] = [{}, {"nodes": "gpu-node-[0001-2000]", "rule": "fatal_xid"}]
+    for i, scope in enumerate(scopes):
+        added = silence(silence_id=f"s-{i:08d}", **scope)  # a test id names it: stable
+        known.take(*signed(added))
+        known.take(*signed(expired(added, reason="r" * TEXT)))
+    entries = [
+        LedgerEntry(trigger_id=uuid.uuid4(), trigger_type="QuarantineNodes",
+                    action="quarantine_nodes", cluster="test", subject=n, rule="fatal_xid",
+                    nodes=(n,), outcome="held", incident="i", held_by=s.silence_id)
+        for s in known.all() for n in NODES
+    ] + [
+        LedgerEntry(trigger_id=uuid.uuid4(), trigger_type="RestartJob", action="restart_job",
+                    cluster="test", subject=f"slurm/test/{j}", rule="restart_incomplete_exit",
+                    outcome="held", incident="i", held_by=known.all()[0].silence_id)
+        for j in range(40)
+    ]  # fmt: skip
+    held = held_by_silence(entries)
+    for s in known.all():
+        yield ended_message(s, None)
+        yield ended_message(s, held[s.silence_id])
+
+
+ALL = [*decision_messages(), *incident_messages(), *digests(), *ended_messages()]
 
 
 def texts(message: Message) -> Iterator[str]:
