@@ -64,6 +64,11 @@ def envelope(subject: str = JOB, at_s: float = 0.0) -> dict[str, Any]:
     }
 
 
+def episode(at_s: float) -> str:
+    """The name of a node's quarantine episode begun `at_s` seconds after `T0`."""
+    return f"q{(T0 + timedelta(seconds=at_s)).isoformat()}"
+
+
 def submitted(job: str = JOB, at_s: float = 0.0, **asked: Any) -> JobSubmitted:
     """A job as its scheduler took it (`name`, `user`, `queue`, `nodes_requested`...): what job
     classes (rule scopes) select by."""
@@ -215,6 +220,7 @@ def result(
         "jobs": getattr(trigger.payload, "jobs", ()),
         "operator": trigger.payload.operator,
         "reason": trigger.payload.reason,
+        "decided_at": trigger.occurred_at,
         "forced": trigger.payload.force,
     }
     envelope_ = {

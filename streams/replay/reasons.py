@@ -8,8 +8,9 @@ decided it, every decision comes back the same, or is named here with the reason
 - `decided_in_warmup`: the replay's clock decided it a tick before the range (live and replay
   tick at other instants, and a tick rule's decision carries its tick's time);
 - `recorded_outside_range`: decided live too, a tick outside the range;
-- `renamed`: the same decision (same rule, subject, time and words) under another name: its id
-  counts the subject's earlier stories, which lie before the warm-up;
+- `renamed`: the same decision (same rule, subject, time and words) under another name: history
+  decided by a version that named a node's quarantine episodes by a count of its earlier stories
+  (which lie before the warm-up), where they are now named by when each began;
 - `state_before_warmup`: what the live worker showed of the subject when the warm-up began
   (its last status before then: out of service, jobs running there, a job's attempts and
   checkpoint) was state replay never folded;
@@ -136,8 +137,8 @@ def _renamed(differing: Sequence[Decision]) -> dict[str, Why]:
         assert d.now is not None and then.then is not None
         words = (
             f"the same decision named {then.then.payload.window!r} live and "
-            f"{d.now.payload.window!r} by replay: its name counts {d.trigger.subject}'s earlier "
-            "stories, which lie before the warm-up"
+            f"{d.now.payload.window!r} by replay: live counted {d.trigger.subject}'s earlier "
+            "stories (history decided before episodes were named by their start)"
         )
         out[d.trigger_id] = out[then.trigger_id] = Why("renamed", words)
     return out

@@ -27,7 +27,7 @@ def ecc_double_bit(node: Node, event: GpuSampled, config: EccDoubleBitConfig) ->
         rule=NAME,
         cause=event,
         nodes=(node.node_id,),
-        window=node.episode,
+        window=node.episode(event.occurred_at),
         jobs=jobs_on(node, event),
         reason=f"{gpu.ecc_double_bit} uncorrectable ECC error(s) on GPU {event.payload.gpu}",
         config=config,

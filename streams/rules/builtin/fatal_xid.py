@@ -42,7 +42,7 @@ def fatal_xid(node: Node, event: GpuXidObserved, config: FatalXidConfig) -> Iter
         rule=NAME,
         cause=event,
         nodes=(node.node_id,),
-        window=node.episode,
+        window=node.episode(event.occurred_at),
         jobs=jobs_on(node, event),
         reason=f"{describe(p.xid)} on GPU {p.gpu}" + (f": {p.message}" if p.message else ""),
         config=config,

@@ -63,7 +63,7 @@ def repeated_health_failures(
         rule=NAME,
         cause=event,
         nodes=(node.node_id,),
-        window=node.episode,
+        window=node.episode(event.occurred_at),
         jobs=jobs_on(node, event),
         reason=reason,
         config=config,

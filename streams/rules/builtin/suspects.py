@@ -80,7 +80,7 @@ def suspect(
             rule=name,
             cause=event,
             nodes=(node.node_id,),
-            window=f"{node.episode}/suspect",
+            window=f"{node.episode(event.occurred_at)}/suspect",
             reason=(
                 f"suspect of {len(failed)} failed attempts of {p.job_id} on {p.job_nodes} nodes "
                 f"within {window.window_s:.0f} s: {'; '.join(why)}; drained {batch_nodes} at a "
