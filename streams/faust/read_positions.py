@@ -18,6 +18,14 @@ what is left is only what it handed over and the worker has not folded yet. The 
 watermark: behind a transaction still open, records (a steady node's heartbeats) wait unread
 until it ends, and the partition is behind until then.
 
+Read to its end, a partition may still only have reached the past: events arriving now that
+happened long ago (a simulated day sent in a minute, an agent's spool after an outage) tell
+where their nodes were then, not that they are silent now. A tick is judged no later than the
+newest event time folded from each input, advanced by the time since the record that brought
+it was written: for a fleet reporting as it goes that is the clock (less the moments in
+flight), for history arriving in a burst it is the history's own time, so the burst's early
+heartbeats are not judged by the clock's time, which is later than all of them.
+
 Records are folded in their partition's order but for telemetry that later records overtake
 (a heartbeat queued behind an XID of its partition, `streams.faust.lanes`): until such a record is
 folded, its partition is judged no later than its time, and folding it never moves the
@@ -51,6 +59,8 @@ class ReadPositions:
         self._folded: dict[tuple[str, int], tuple[int, float]] = {}
         # Per partition, its overtaken records not folded yet: (offset, time), in offset order.
         self._overtaken: dict[tuple[str, int], deque[tuple[int, float | None]]] = {}
+        # Per partition, the newest event time folded, and the time its record was written.
+        self._reached: dict[tuple[str, int], tuple[float, float]] = {}
 
     def overtaken(self, topic: str, partition: int, offset: int, timestamp_s: float | None) -> None:
         """A record of `topic`/`partition` that later records of it may be folded before; told
@@ -74,10 +84,23 @@ class ReadPositions:
             timestamp_s = self._folded.get(key, (0, 0.0))[1]
         self._folded[key] = (offset, timestamp_s)
 
+    def reached(
+        self, topic: str, partition: int, event_s: float, timestamp_s: float | None
+    ) -> None:
+        """A record of `topic`/`partition` written at `timestamp_s`, whose newest event happened
+        at `event_s` (epoch seconds both), is folded; an older event moves nothing (a late one,
+        a spool), nor does a record without a time."""
+        if timestamp_s is None or timestamp_s < 0:
+            return
+        held = self._reached.get((topic, partition))
+        if held is None or event_s > held[0]:
+            self._reached[(topic, partition)] = (event_s, timestamp_s)
+
     def forget(self) -> None:
         """After a rebalance: a partition held again is read from its committed offset."""
         self._folded.clear()
         self._overtaken.clear()
+        self._reached.clear()
 
     def judged_at(
         self,
@@ -100,6 +123,10 @@ class ReadPositions:
                 continue
             if last_end is None:
                 return None  # held, but not fetched yet: how far behind is unknown
+            reached = self._reached.get((topic, partition))
+            if reached is not None:  # the past it has reached, and the time since
+                event_s, written_s = reached
+                judged = min(judged, event_s + max(0.0, now_s - written_s))
             if fetch is not None and fetch.position >= last_end:
                 # Fetched to the end: past its last record handed over there is nothing to fold.
                 last_end = (first or 0) if fetch.last_offset is None else fetch.last_offset + 1

@@ -286,6 +286,16 @@ class Node(Entity):
         no_story = self.story is None or self.story.stage is Stage.DRAIN_FAILED
         return (no_story or self.waiting_turn) and not self.drained_by_others
 
+    def may_quarantine_at(self, at: datetime) -> bool:
+        """`may_quarantine`, for a fault that happened at `at`: not one from before the last
+        story ended (a failed drain or a release). Stamped while that story was under way and
+        folded after its end (history arriving late, a spool), it was that story's fault, as a
+        replay, folding in event time, finds it."""
+        story, ended = self.story, self.story_ended_at
+        if story is not None:  # a failed drain ended it; one under way may wait its turn
+            ended = story.since if story.stage is Stage.DRAIN_FAILED else None
+        return self.may_quarantine and (ended is None or at > ended)
+
     @property
     def waiting_turn(self) -> bool:
         """Its drain was asked for in a batch and has not happened yet."""

@@ -67,7 +67,7 @@ def suspect(
     """The node's own quarantine, once the big job failed `threshold` times on it within a
     window and its evidence names it; nothing otherwise."""
     p = event.payload
-    if not node.may_quarantine or node.waiting_turn:  # asked once per episode
+    if not node.may_quarantine_at(event.occurred_at) or node.waiting_turn:  # asked once per episode
         return
     for start in window_starts(event.occurred_at, window):
         failed = [f for f in in_window(node.failures, start, window) if f.job_id == p.job_id]

@@ -208,3 +208,21 @@ def test_replay_decides_the_same_story() -> None:
     assert {k: v.model_dump() for k, v in replay.nodes.items()} == {
         k: v.model_dump() for k, v in live.nodes.items()
     }
+
+
+def test_a_fault_from_before_a_story_ended_folded_after_it_was_that_story_s() -> None:
+    """History arriving late (a simulated day sent in a minute, a spool): a drain refused or a
+    node released at the wall clock's time is folded before XIDs stamped earlier; judged by
+    the order they came in, each began a story a replay, in event time, never saw (issue 40)."""
+    for verdict in ("refused", "released"):
+        b = brain()
+        drain = decided(b, at_s=1)
+        if verdict == "refused":
+            feed(b, result(drain, at_s=600, error=BREAKER, refused=True))
+        else:
+            [bench] = feed(b, result(drain, at_s=600))
+            [release] = feed(b, benchmark(at_s=601, trigger=bench))
+            feed(b, result(release, at_s=602))
+        assert feed(b, xid("n1", 79, at_s=300)) == [], verdict  # during the story
+        [again] = feed(b, xid("n1", 79, at_s=900))  # after it
+        assert again.payload.window == f"{episode(900)}/quarantine", verdict
