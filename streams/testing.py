@@ -55,12 +55,15 @@ TICK_INTERVAL_S = 5.0  # the worker's default (`CENTRALITY_STREAMS_TICK_INTERVAL
 
 
 def envelope(subject: str = JOB, at_s: float = 0.0) -> dict[str, Any]:
-    """The envelope fields of an event about `subject`, `at_s` seconds after `T0`."""
+    """The envelope fields of an event about `subject`, `at_s` seconds after `T0`, observed
+    as it happened (not written long after, as history sent late is)."""
+    at = T0 + timedelta(seconds=at_s)
     return {
         "source": "test",
         "cluster": "test",
         "subject": subject,
-        "occurred_at": T0 + timedelta(seconds=at_s),
+        "occurred_at": at,
+        "observed_at": at,
     }
 
 

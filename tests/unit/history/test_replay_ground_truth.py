@@ -243,3 +243,29 @@ def test_a_rule_not_loaded_and_an_unexplained_difference_are_told_apart() -> Non
         assert {d.trigger.payload.rule for d in differing} == {"fatal_xid"}
         assert {d.status for d in differing} == {status}
         assert {whys[d.trigger_id].reason for d in differing} == {reason}
+
+
+def test_a_decision_on_causes_written_long_after_they_happened_is_named_late() -> None:
+    """History sent in a burst (`centrality simulate`): the live worker folds what comes on
+    other topics (a job's start) in the order it arrives, so a node's decision may name other
+    jobs than a replay, in event time, finds. Its causes say so: written long after they
+    happened. The same difference on causes written at once is unexplained."""
+    for written_s, reason in ((900.0, "arrived_late"), (1.0, "unexplained")):
+        cause = xid("n1", 79, at_s=60)
+        cause = cause.model_copy(
+            update={"observed_at": cause.occurred_at + timedelta(seconds=written_s)}
+        )
+        [now] = rerun([cause], brain(), 5.0)
+        assert isinstance(now, QuarantineNodes)
+        then = now.model_copy(
+            update={"payload": now.payload.model_copy(update={"jobs": ("slurm/test/1",)})}
+        )
+        [changed] = compare([now], [then])
+        whys = name_differences(
+            [changed],
+            loaded_rules={b.spec.name for b in brain().engine.rules},
+            edges=Edges(T0, T0, T0 + timedelta(hours=1)),
+            decided_in_warmup={},
+            lookups=lookups([cause]),
+        )
+        assert (changed.status, whys[changed.trigger_id].reason) == ("changed", reason)
