@@ -29,7 +29,8 @@ SETS = typer.Option(
     None,
     "--set",
     help="A candidate setting, rule.field=value (repeatable), e.g. "
-    "repeated_failures_on_node_set.threshold=3 or fatal_xid.enabled=false.",
+    "repeated_failures_on_node_set.threshold=3 or fatal_xid.enabled=false; '*.enabled=false': "
+    "no rules at all.",
 )
 TOP = 20  # the costliest differences a table lists (--json lists every one)
 _PRICES = ("capacity_gpu_h", "work_gpu_h", "idle_gpu_h", "gpu_h")
@@ -55,6 +56,9 @@ def whatif(
     store: bool = typer.Option(
         True, "--store/--no-store", help="Keep the run in ClickHouse for the dashboards."
     ),
+    cluster: str | None = typer.Option(
+        None, "--cluster", help="Only this cluster's history (its own figures and assumptions)."
+    ),
     json: bool = JSON,
 ) -> None:
     """What candidate rules would have decided over a range, beside what was decided, each
@@ -75,7 +79,7 @@ def whatif(
     except CandidateError as exc:
         raise UserError(f"the candidate cannot be loaded: {exc}", "fix --set or --rules") from None
     settings = ClickHouseSettings()
-    source = ClickHouseSource(settings, Scope(start, end))
+    source = ClickHouseSource(settings, Scope(start, end, cluster=cluster))
     warmup = warmup_for(cand) if warmup_s is None else warmup_s
     began = time.perf_counter()
     with tracking(wanted(json)) as progress:

@@ -189,15 +189,19 @@ def price_differences(
         _outages([d.now for d in decisions if d.now is not None], facts, settings),
         assumed,
     )
+    mine = [d for d in decisions if d.status != "same" and _the_candidate_s(whys.get(d.trigger_id))]
+    instead = _instead(mine, assumed.fails_after_s)
+    taken = {str(t.event_id) for t in instead.values()}
     out = []
-    for d in decisions:
-        why = whys.get(d.trigger_id)
-        if d.status == "same" or (why is not None and why.reason in NOT_THE_RULES):
-            continue
+    for d in mine:
+        if d.trigger_id in taken:
+            continue  # priced with the decision it stands in for
         if d.status == "missing" and isinstance(d.then, QuarantineNodes):
-            price = pricing.not_made(d.then)
+            price = pricing.not_made(d.then, instead.get(d.trigger_id))
             out.append(Priced(d, price, d.trigger.cluster, pricing.model(d.trigger)))
             continue
+        if d.status == "changed" and pricing.never_done(d.then):
+            continue  # the same action, never carried out either way
         now = pricing.of(d.now, recorded=False) if d.now is not None else Price()
         then = pricing.of(d.then, recorded=True) if d.then is not None else Price()
         price = now.minus(then)
@@ -206,6 +210,29 @@ def price_differences(
         elif d.status == "changed" and then.basis:
             price = replace(price, basis=f"now {now.basis}; then {then.basis}")
         out.append(Priced(d, price, d.trigger.cluster, pricing.model(d.trigger)))
+    return out
+
+
+def _the_candidate_s(why: Why | None) -> bool:
+    """A difference the candidate makes (not one any rules would show)."""
+    return why is None or why.reason not in NOT_THE_RULES
+
+
+def _instead(decisions: Sequence[Decision], soon_s: float) -> dict[str, QuarantineNodes]:
+    """Per quarantine the candidate does not make, one it makes instead: of the same nodes, by
+    another rule, no later than `soon_s` after it (before a job could fail there)."""
+    made = [d.now for d in decisions if d.status == "new" and isinstance(d.now, QuarantineNodes)]
+    out: dict[str, QuarantineNodes] = {}
+    for d in decisions:
+        t = d.then
+        if d.status != "missing" or not isinstance(t, QuarantineNodes):
+            continue
+        for n in made:
+            late_s = (n.occurred_at - t.occurred_at).total_seconds()
+            if set(n.payload.nodes) == set(t.payload.nodes) and 0 <= late_s <= soon_s:
+                out[d.trigger_id] = n
+                made.remove(n)
+                break
     return out
 
 
@@ -284,9 +311,18 @@ class _Pricing:
             bases.append(f"{basis}, {gpus} GPUs for {out_s / HOUR_S:.2f} h")
         return Price(capacity_gpu_h=capacity, basis="; ".join(bases))
 
-    def not_made(self, t: QuarantineNodes) -> Price:
+    def never_done(self, t: Trigger | None) -> bool:
+        """A recorded restart whose requeue was refused or failed."""
+        done = self.facts.restarts.get(str(t.event_id)) if t is not None else None
+        return done is not None and done.outcome == "not_requeued"
+
+    def not_made(self, t: QuarantineNodes, instead: QuarantineNodes | None = None) -> Price:
         """A quarantine that was decided and the candidate does not make: per node, what
-        leaving it in service gives back and goes on costing."""
+        leaving it in service gives back and goes on costing; or, where the candidate takes the
+        same nodes out by another rule soon after (`instead`), nothing."""
+        if instead is not None:  # the same fault: out as long, before a job could fail there
+            late_s = (instead.occurred_at - t.occurred_at).total_seconds()
+            return Price(basis=f"taken out by {instead.payload.rule} instead, {late_s:.0f} s later")
         capacity, work, bases = 0.0, 0.0, []
         running = sum(self._job_gpus(job) for job in t.payload.jobs)
         for node in t.payload.nodes:
@@ -315,7 +351,7 @@ class _Pricing:
 
     def _restart(self, t: RestartJob, recorded: bool) -> Price:
         done = self.facts.restarts.get(str(t.event_id)) if recorded else None
-        if done is not None and done.requeued_at is None and done.outcome == "not_requeued":
+        if done is not None and self.never_done(t):
             return Price(basis=f"its requeue was not carried out ({done.why}): nothing to undo")
         exit_ = self._exit(t)
         if exit_ is None:

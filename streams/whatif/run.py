@@ -91,6 +91,7 @@ def what_if(
     found = events_of(settings, FACT_TYPES, start, observed, subjects) if subjects else []
     causes = sorted({str(c) for d in costly for c in d.trigger.payload.caused_by})
     found += events_by_id(settings, causes).values() if causes else []
+    found = [e for e in found if scope.cluster in (None, e.cluster)]
     nodes = {n for d in costly for n in getattr(d.trigger.payload, "nodes", ())}
     nodes |= {
         n for e in found if isinstance(e, JobExited | JobStateChanged) for n in e.payload.nodes
@@ -98,6 +99,7 @@ def what_if(
     gpus, models = node_facts(settings, sorted(nodes), observed) if nodes else ({}, {})
     facts = gather(found, scope.since, scope.until, observed, gpus, models)
     judged = outcome_events(settings, scope.since, observed) if costly else []
+    judged = [e for e in judged if scope.cluster in (None, e.cluster)]  # assumed of its own
     assumed = assume(judged, scope.since, scope.until, observed, pricing, engine)
     priced = price_differences(decisions, whys, facts, scope.until, pricing, assumed)
     return WhatIf(

@@ -8,9 +8,9 @@ the bench's person does, after a job failed there), so only a sound one gives ca
 `(1 - p)` of the time it was out. What it costs, `p` times:
 
 - idle when its fault showed, it fails the next job placed on it (a job as big as those the
-  range's nodes ran, weighted by the nodes each took): that job's work since it started from
-  its checkpoint (it fails `fails_after_s` in: the range's restarts that failed again tell how
-  long a job runs on a faulty node, else `CENTRALITY_WHATIF_FAILS_AFTER_S`);
+  range's nodes ran, weighted by the nodes each took), which loses its work since it started
+  from its checkpoint (it fails `fails_after_s` in: the range's restarts that failed again tell
+  how long a job runs on a faulty node, else `CENTRALITY_WHATIF_FAILS_AFTER_S`);
 - with restarts (the candidate's restart rule, `max_restarts`), the job is restarted without
   avoiding the node (only a quarantine names the nodes a restart avoids): it goes back to it as
   often as the range's restarts went back to the nodes they had (`reuse`, measured, else
@@ -186,23 +186,29 @@ def let_through(
 
 def _failures(cluster: str, running: int, a: Assumed) -> tuple[float, str]:
     """What a faulty node left in service goes on failing, in GPU-hours, and in words."""
-    fails = f"each run fails {a.fails_after_words} in"
-    person = f"waits {a.response_s / 60:g} min for a person, who takes the node out"
     if running and not a.restarts:
         return 0.0, "the person answering its job's failure takes it out"
     gpus = float(running) or a.job_gpus.get(cluster, float(a.node_gpus))
     whose = (
         f"its job ({running} GPUs)" if running else f"the next job placed there ({gpus:.0f} GPUs)"
     )
+    cost, told = _chain(gpus, bool(running), a)
+    return cost, f"{whose} {told}"
+
+
+def _chain(gpus: float, running: bool, a: Assumed) -> tuple[float, str]:
+    """A job failing on the node, restarted back onto it as often as restarts go back, then
+    waiting for a person: its GPU-hours, and words."""
+    fails = f"each run fails {a.fails_after_words} in"
+    person = f"waits {a.response_s / 60:g} min for a person, who takes the node out"
     if a.restarts is None:
-        cost = gpus * (a.fails_after_s + a.response_s) / HOUR_S
-        return cost, f"{whose} fails ({fails}) and {person}"
+        return gpus * (a.fails_after_s + a.response_s) / HOUR_S, f"fails ({fails}) and {person}"
     back = [a.reuse**i for i in range(1, a.restarts + 1)]  # each restart goes back, or not
     runs = sum(back) + (0 if running else 1)
     last = back[-1] if back else 1.0  # the chance it went back every time, then waits
     cost = gpus * (runs * a.fails_after_s + last * a.response_s) / HOUR_S
     told = (
-        f"{whose} fails {runs:.1f} times there ({fails}; a restart goes back to a node it had: "
+        f"fails {runs:.1f} times there ({fails}; a restart goes back to a node it had: "
         f"{a.reuse_words}), and {last:.0%} of the time then {person}"
     )
     return cost, told
