@@ -15,9 +15,9 @@ decided it, every decision comes back the same, or is named here with the reason
   (its last status before then: out of service, jobs running there, a job's attempts and
   checkpoint) was state replay never folded;
 - `causes_before_warmup`: events the decision names as its causes lie before the warm-up;
-- `arrived_late`: its causes were written long after they happened (history sent in a burst,
-  an agent's spool): the live worker folded what came on other topics (a job's start, an
-  action's result) in the order it arrived, a replay in event time;
+- `arrived_late`: decided by both, in other words, on causes written long after they happened
+  (history sent in a burst, an agent's spool): the live worker folded what came on other
+  topics (a job's start) in the order it arrived, a replay in event time;
 - `unexplained`: none of these: rules, their config or state differ from when it was decided.
 
 All but the first two and the last are the edges of a range: a longer warm-up (`--warmup-s`)
@@ -196,7 +196,7 @@ def _why(
             f"{edges.warmup_start.isoformat()})",
         )
     late_s = max((_late_s(e) for e in known), default=0.0)
-    if late_s > LATE_S:
+    if d.status == "changed" and late_s > LATE_S:
         return Why(
             "arrived_late",
             f"its causes were written {late_s:.0f} s after they happened: the live worker folded "
