@@ -463,6 +463,7 @@ class Dispatcher:
                     "jobs": tuple(getattr(trigger.payload, "jobs", ())),
                     "operator": trigger.payload.operator,
                     "reason": bounded_text(trigger.payload.reason),
+                    "decided_at": trigger.occurred_at,
                     "forced": ctx.forced is not None,
                     **payload,
                 },

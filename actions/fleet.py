@@ -6,6 +6,8 @@ Without `CENTRALITY_ACTIONS_FLEET_SIZE` for a cluster, its fleet is the nodes th
 consumer of its own (no group: every worker sees every node), seeded on start from the last
 window by record time, so a restarted worker knows the fleet before it acts on any trigger. It
 runs beside trigger handling and never blocks it: a watcher that fails is logged and retried.
+The window ends at the cluster's frontier (`schemas.frontier`), not the clock: heartbeats
+arriving late (a simulated day sent in a minute) are counted as of their own time.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable, Mapping
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 import structlog
 from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
@@ -23,6 +25,7 @@ from schemas.codec import DecodeError, decode
 from schemas.envelope import utcnow
 from schemas.events import NodeHeartbeat
 from schemas.fleet import Fleet
+from schemas.frontier import Frontier, reached
 from schemas.groups import Match
 from schemas.outages import OUTAGES
 from schemas.settings import KafkaSettings
@@ -34,20 +37,29 @@ _HEARTBEAT = b'"NodeHeartbeat"'  # most records on `nodes` are something else: s
 
 
 class ObservedFleet:
-    """Last heartbeat per node and cluster; sizes counted over a window ending now."""
+    """Last heartbeat per node and cluster; sizes counted over a window ending at the
+    cluster's frontier (the clock, for a fleet reporting as it goes)."""
 
     def __init__(self, window_s: float) -> None:
         self.window_s = window_s
         self._seen: dict[str, dict[str, datetime]] = {}
+        self._reached: dict[str, Frontier] = {}
 
-    def observe(self, heartbeat: NodeHeartbeat) -> None:
+    def observe(self, heartbeat: NodeHeartbeat, written_s: float | None = None) -> None:
+        """A heartbeat, from a record written at `written_s` (epoch seconds; None: unknown)."""
         nodes = self._seen.setdefault(heartbeat.cluster, {})
         last = nodes.get(heartbeat.subject)
         if last is None or heartbeat.occurred_at > last:
             nodes[heartbeat.subject] = heartbeat.occurred_at
+        at_s = heartbeat.occurred_at.timestamp()
+        moved = reached(self._reached.get(heartbeat.cluster), at_s, written_s)
+        if moved is not None:
+            self._reached[heartbeat.cluster] = moved
 
     def size(self, cluster: str, now: datetime) -> int:
-        since = now - timedelta(seconds=self.window_s)
+        frontier = self._reached.get(cluster)
+        end = now if frontier is None else datetime.fromtimestamp(frontier.at(now.timestamp()), UTC)
+        since = end - timedelta(seconds=self.window_s)
         return sum(1 for at in self._seen.get(cluster, {}).values() if at >= since)
 
     @property
@@ -178,4 +190,4 @@ class FleetWatcher:
             return  # the streams app dead-letters it; the fleet only counts what it can read
         for event in events:
             if isinstance(event, NodeHeartbeat):
-                self.fleet.observe(event)
+                self.fleet.observe(event, record.timestamp / 1000)

@@ -190,7 +190,12 @@ def simulate(
     duration_s: float = typer.Option(600.0, help="Simulated time."),
     speed: float = typer.Option(0.0, help="1 real time, 60 a minute a second, 0 flat out."),
     interval_s: float = typer.Option(10.0, help="Sampling interval (tick)."),
-    xid_nodes: int = typer.Option(0),
+    xid_nodes: int = typer.Option(0, help="Nodes with a recurring fatal XID (benchmark passes)."),
+    bad_nodes: int = typer.Option(
+        0,
+        help="Nodes with a recurring fatal XID whose benchmark fails, so they stay out: written "
+        "to CENTRALITY_MEMORY_UNHEALTHY_FILE, which the action worker's memory adapter reads.",
+    ),
     crash_jobs: int = typer.Option(0),
     preempt_jobs: int = typer.Option(0),
     slow_nccl_jobs: int = typer.Option(0),
@@ -209,7 +214,9 @@ def simulate(
         "without it, anything undelivered at the end fails the command (exit 1).",
     ),
 ) -> None:
-    """Simulate a cluster (N nodes x G GPUs, M jobs, faults) through the Emitter."""
+    """Simulate a cluster (N nodes x G GPUs, M jobs, faults) through the Emitter. Unpaced
+    (--speed 0) the simulated period ends now; paced faster than real time, when the run does:
+    no event is stamped ahead of the clock. Prints which nodes and jobs it faulted, and how."""
     from collectors.simulate.config import SimConfig
     from collectors.simulate.runner import simulate as run_sim
 
@@ -221,6 +228,7 @@ def simulate(
         cluster=cluster,
         interval_s=interval_s,
         xid_nodes=xid_nodes,
+        bad_nodes=bad_nodes,
         crash_jobs=crash_jobs,
         preempt_jobs=preempt_jobs,
         slow_nccl_jobs=slow_nccl_jobs,
@@ -228,6 +236,7 @@ def simulate(
         **({"gpu_models": tuple(gpu_model)} if gpu_model else {}),
     )
     configure_logging(level="WARNING")
+    _tell_the_benchmark(config, dry_run)
 
     async def main(stop: asyncio.Event) -> None:
         with tracking(wanted(json)) as progress:
@@ -254,7 +263,10 @@ def simulate(
             "events_per_s": round(stats.events_per_s, 1),
             "realtime_ratio": None if ratio is None else round(ratio, 3),
             "behind_s_max": round(stats.behind_s_max, 3),
+            "first_at": None if stats.first_at is None else stats.first_at.isoformat(),
+            "last_at": None if stats.last_at is None else stats.last_at.isoformat(),
             "by_type": stats.by_type,
+            "faulted": [f.as_json() for f in stats.faulted],
         }
         if stats.fell_behind:
             # Said on stderr as well as in the result: whoever reads the pipeline's numbers
@@ -269,16 +281,51 @@ def simulate(
         if json:
             print(orjson.dumps(result).decode())
             return
-        table = Table("event", "count")
-        for name, count in sorted(stats.by_type.items()):
-            table.add_row(name, str(count))
-        Console().print(table)
-        Console().print(
-            f"{stats.events} events in {stats.messages} messages, {stats.wall_s:.2f}s wall, "
-            f"{stats.events_per_s:,.0f} events/s"
-        )
+        _print_simulated(result, Console())
 
     run_until_signalled(main)
+
+
+def _tell_the_benchmark(config: Any, dry_run: bool) -> None:
+    """The bad nodes, in the file the memory adapter reads at each benchmark (the rest of the
+    fleet passes); a fleet without any leaves the file, if any, saying so of its nodes. A dry
+    run changes nothing."""
+    from actions.adapters.memory import write_unhealthy
+    from actions.adapters.settings import MemorySettings
+    from centrality.errors import UserError
+    from collectors.simulate.model import ClusterModel
+    from schemas.envelope import utcnow
+
+    path = MemorySettings().unhealthy_file
+    if path is None:
+        if config.bad_nodes:
+            raise UserError(
+                "--bad-nodes needs the file the action worker's memory adapter reads",
+                "set CENTRALITY_MEMORY_UNHEALTHY_FILE for it and for simulate (a .env file "
+                "both read), e.g. to ~/.local/share/centrality/unhealthy.json",
+            )
+        return
+    if dry_run:
+        return
+    model = ClusterModel(config, utcnow())
+    write_unhealthy(path, model.unhealthy(), model.names)
+
+
+def _print_simulated(result: dict[str, Any], console: Console) -> None:
+    table = Table("event", "count")
+    for name, count in sorted(result["by_type"].items()):
+        table.add_row(name, str(count))
+    console.print(table)
+    faults = Table("subject", "kind", "fault", "times", "first", "last", title="faulted")
+    for f in result["faulted"]:
+        faults.add_row(f["subject"], f["kind"], f["how"], str(f["count"]), f["first_at"],
+                       f["last_at"])  # fmt: skip
+    console.print(faults if result["faulted"] else "faulted: nothing")
+    console.print(
+        f"{result['events']} events in {result['messages']} messages, {result['wall_s']:.2f}s "
+        f"wall, {result['events_per_s']:,.0f} events/s; simulated {result['first_at']} → "
+        f"{result['last_at']}"
+    )
 
 
 watch_app = typer.Typer(

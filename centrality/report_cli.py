@@ -172,10 +172,14 @@ def _print(doc: dict[str, Any], console: Console) -> None:
         r.add_row(rule, *(str(row[k]) for k in ("decisions", "held", "failed_again",
                   "pending", "not_requeued")), _share(row["held_share"]))  # fmt: skip
     console.print(r)
-    s = Table("step", "stories", "p50", "p99", title="Remediation steps")
+    skewed = sum(step["out_of_order"] for step in doc["steps"])
+    s = Table("step", "stories", "p50", "p99", "out of order", title="Remediation steps",
+              caption=f"out of order: {skewed} steps whose end was stamped before their start "
+              "(the clocks that stamped them disagree), left out of p50 and p99"
+              if skewed else None)  # fmt: skip
     for step in doc["steps"]:
         s.add_row(step["name"].replace("_", " "), str(step["count"]), _seconds(step["p50_s"]),
-                  _seconds(step["p99_s"]))  # fmt: skip
+                  _seconds(step["p99_s"]), str(step["out_of_order"]))  # fmt: skip
     console.print(s)
     lemons = doc["lemons"]
     x = Table("node", "cluster", "jobs ran", "jobs failed", "expected by chance", "p-value",

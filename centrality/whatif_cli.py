@@ -29,7 +29,8 @@ SETS = typer.Option(
     None,
     "--set",
     help="A candidate setting, rule.field=value (repeatable), e.g. "
-    "repeated_failures_on_node_set.threshold=3 or fatal_xid.enabled=false.",
+    "repeated_failures_on_node_set.threshold=3 or fatal_xid.enabled=false; '*.enabled=false': "
+    "no rules at all.",
 )
 TOP = 20  # the costliest differences a table lists (--json lists every one)
 _PRICES = ("capacity_gpu_h", "work_gpu_h", "idle_gpu_h", "gpu_h")
@@ -55,6 +56,9 @@ def whatif(
     store: bool = typer.Option(
         True, "--store/--no-store", help="Keep the run in ClickHouse for the dashboards."
     ),
+    cluster: str | None = typer.Option(
+        None, "--cluster", help="Only this cluster's history (its own figures and assumptions)."
+    ),
     json: bool = JSON,
 ) -> None:
     """What candidate rules would have decided over a range, beside what was decided, each
@@ -75,7 +79,7 @@ def whatif(
     except CandidateError as exc:
         raise UserError(f"the candidate cannot be loaded: {exc}", "fix --set or --rules") from None
     settings = ClickHouseSettings()
-    source = ClickHouseSource(settings, Scope(start, end))
+    source = ClickHouseSource(settings, Scope(start, end, cluster=cluster))
     warmup = warmup_for(cand) if warmup_s is None else warmup_s
     began = time.perf_counter()
     with tracking(wanted(json)) as progress:
@@ -92,11 +96,15 @@ def whatif(
 
 
 def document(run: WhatIf, elapsed_s: float) -> dict[str, Any]:
-    from streams.replay.reasons import counts
+    from streams.replay.reasons import NOT_THE_RULES, counts
 
     then = Counter(d.then.payload.rule for d in run.decisions if d.then is not None)
     now = Counter(d.now.payload.rule for d in run.decisions if d.now is not None)
-    statuses = Counter((d.trigger.payload.rule, d.status) for d in run.decisions)
+    # The candidate's differences only: those any rules would show are named apart, unpriced.
+    edges = {tid for tid, why in run.whys.items() if why.reason in NOT_THE_RULES}
+    statuses = Counter(
+        (d.trigger.payload.rule, d.status) for d in run.decisions if d.trigger_id not in edges
+    )
     priced_ids = {p.decision.trigger_id for p in run.priced}
     rules: dict[str, dict[str, Any]] = {}
     for rule in sorted(then.keys() | now.keys()):
@@ -122,10 +130,11 @@ def document(run: WhatIf, elapsed_s: float) -> dict[str, Any]:
             "response_s": assumed.response_s,
             "repair_s": assumed.repair_s,
             "node_gpus": assumed.node_gpus,
+            **_measured(run),
             "sign": "positive: GPU-hours the candidate costs; negative: GPU-hours it saves",
         },
         "decisions": {"then": sum(then.values()), "now": sum(now.values())},
-        "differing": sum(d.status != "same" for d in run.decisions),
+        "differing": sum(d.status != "same" and d.trigger_id not in edges for d in run.decisions),
         "not_priced": counts({tid: w for tid, w in run.whys.items() if tid not in priced_ids}),
         "total": _sums(run.priced),
         "rules": rules,
@@ -154,6 +163,24 @@ def document(run: WhatIf, elapsed_s: float) -> dict[str, Any]:
     }
 
 
+def _measured(run: WhatIf) -> dict[str, Any]:
+    """What pricing a quarantine not made took from the range (or assumed), in figures and
+    words (`streams.whatif.through`)."""
+    a = run.assumed
+    if a is None:
+        return {}
+    return {
+        "precision": dict(a.precision),
+        "precision_assumed": a.precision_assumed,
+        "fails_after_s": a.fails_after_s,
+        "fails_after": a.fails_after_words,
+        "reuse": a.reuse,
+        "reuse_said": a.reuse_words,
+        "restarts": a.restarts,
+        "job_gpus": dict(a.job_gpus),
+    }
+
+
 def _sums(priced: Any) -> dict[str, float]:
     out = dict.fromkeys(_PRICES, 0.0)
     for p in priced:
@@ -166,6 +193,18 @@ def _h(value: float) -> str:
     return f"{value:+.1f}" if value else "0"
 
 
+def _let_through(a: dict[str, Any]) -> str:
+    """What pricing a quarantine not made assumed, in words."""
+    measured = ", ".join(f"{r} {p:.0%}" for r, p in sorted(a["precision"].items())) or "none"
+    restarts = "none" if a["restarts"] is None else a["restarts"]
+    return (
+        f"a node a rule took out was faulty as its benchmark and what followed say, else at the "
+        f"rule's precision ({measured}; unmeasured {a['precision_assumed']:.0%}); a job on a "
+        f"faulty node fails {a['fails_after']} in; a restart goes back to a node it had "
+        f"{a['reuse_said']}; restarts a job may have: {restarts}"
+    )
+
+
 def _print(doc: dict[str, Any], console: Console) -> None:
     a = doc["assumptions"]
     caption = (
@@ -173,6 +212,8 @@ def _print(doc: dict[str, Any], console: Console) -> None:
         f"after {a['response_s'] / 60:g} min, a node never back is out {a['repair_s'] / 3600:g} h, "
         f"a node no event counted has {a['node_gpus']} GPUs (CENTRALITY_WHATIF_*)"
     )
+    if "fails_after" in a:
+        caption += "; " + _let_through(a)
     title = f"what-if {doc['candidate']}: {doc['since'][:19]} → {doc['until'][:19]} UTC"
     rules = Table("rule", "then", "now", "new", "missing", "changed", "capacity", "work", "idle",
                   "net GPU-h", title=title, caption=caption)  # fmt: skip

@@ -367,6 +367,8 @@ class StreamsApp:
             return
         if events:
             count_types(EVENTS_IN, message.topic, events)
+            newest = max(e.occurred_at for e in events).timestamp()
+            self.reads.reached(message.topic, message.partition, newest, message.timestamp)
         by_kind: dict[tuple[str, str], tuple[Kind, list[Event]]] = {}
         for event in events:
             kind = kind_of(event)

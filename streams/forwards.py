@@ -225,6 +225,7 @@ def _reported(result: ActionSucceeded | ActionFailed | ActionHeld) -> list[Event
                 "cause": result.event_id,
                 "operator": p.operator,
                 "reason": p.reason,
+                "decided_at": p.decided_at,
                 "held_by": held.held_by if held else failed.held_by if failed else None,
             },
         )

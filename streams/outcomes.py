@@ -14,7 +14,8 @@ A rule's restart of a job *held* when the next attempt ran `restart_window_s` wi
 
 Steps of a quarantine: symptom (the earliest event the decision names as its cause) → decided →
 drained (the drain succeeded) → validated (the node's next benchmark) → released (the release
-succeeded, or the scheduler shows the node back in service).
+succeeded, or the scheduler shows the node back in service). A step that ends before it begins
+(the clocks that stamped its two ends disagree) is counted apart, never as a negative time.
 
 A *lemon* is a node implicated in failures of more different jobs than chance allows. Chance is
 one rate for the whole range: of the (job, node) pairs where a job ran on a node, the share in
@@ -155,10 +156,15 @@ class Restart:
 
 @dataclass(frozen=True)
 class Step:
+    """A remediation step's times. One whose end was stamped before its start (clocks apart:
+    an agent's or a simulator's ahead of the workers') measures the clocks, not the step: it
+    is counted in `out_of_order` and left out of the percentiles."""
+
     name: str
     count: int
     p50_s: float | None
     p99_s: float | None
+    out_of_order: int = 0
 
 
 @dataclass(frozen=True)
@@ -419,8 +425,10 @@ def percentile(values: Sequence[float], p: float) -> float | None:
 def steps(stories: Sequence[Story]) -> list[Step]:
     out = []
     for name in STEPS:
-        took = [s for st in stories if (s := st.step_s(name)) is not None]
-        out.append(Step(name, len(took), percentile(took, 0.5), percentile(took, 0.99)))
+        timed = [s for st in stories if (s := st.step_s(name)) is not None]
+        took = [s for s in timed if s >= 0]
+        p50, p99 = percentile(took, 0.5), percentile(took, 0.99)
+        out.append(Step(name, len(took), p50, p99, len(timed) - len(took)))
     return out
 
 

@@ -55,13 +55,21 @@ TICK_INTERVAL_S = 5.0  # the worker's default (`CENTRALITY_STREAMS_TICK_INTERVAL
 
 
 def envelope(subject: str = JOB, at_s: float = 0.0) -> dict[str, Any]:
-    """The envelope fields of an event about `subject`, `at_s` seconds after `T0`."""
+    """The envelope fields of an event about `subject`, `at_s` seconds after `T0`, observed
+    as it happened (not written long after, as history sent late is)."""
+    at = T0 + timedelta(seconds=at_s)
     return {
         "source": "test",
         "cluster": "test",
         "subject": subject,
-        "occurred_at": T0 + timedelta(seconds=at_s),
+        "occurred_at": at,
+        "observed_at": at,
     }
+
+
+def episode(at_s: float) -> str:
+    """The name of a node's quarantine episode begun `at_s` seconds after `T0`."""
+    return f"q{(T0 + timedelta(seconds=at_s)).isoformat()}"
 
 
 def submitted(job: str = JOB, at_s: float = 0.0, **asked: Any) -> JobSubmitted:
@@ -215,6 +223,7 @@ def result(
         "jobs": getattr(trigger.payload, "jobs", ()),
         "operator": trigger.payload.operator,
         "reason": trigger.payload.reason,
+        "decided_at": trigger.occurred_at,
         "forced": trigger.payload.force,
     }
     envelope_ = {

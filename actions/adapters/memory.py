@@ -18,7 +18,8 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from actions.adapters.base import RunResult, adapter
@@ -205,10 +206,26 @@ class InMemoryAdapter:
         )
 
     def _unhealthy_now(self) -> dict[str, str]:
-        if self.unhealthy_file is None or not self.unhealthy_file.exists():
-            return {}
-        found: dict[str, str] = json.loads(self.unhealthy_file.read_text())
-        return found
+        return {} if self.unhealthy_file is None else read_unhealthy(self.unhealthy_file)
+
+
+def read_unhealthy(path: Path) -> dict[str, str]:
+    """The nodes `path` says fail their benchmark, and why (none where it does not exist)."""
+    if not path.exists():
+        return {}
+    found: dict[str, str] = json.loads(path.read_text())
+    return found
+
+
+def write_unhealthy(path: Path, unhealthy: Mapping[str, str], fleet: Iterable[str]) -> None:
+    """Says in `path` that the nodes of `fleet` in `unhealthy` fail their benchmark and the
+    rest of `fleet` pass it (other nodes are left as the file says), all at once: a benchmark
+    reading it meanwhile sees the old or the new, never half."""
+    ours = set(fleet)
+    kept = {n: why for n, why in read_unhealthy(path).items() if n not in ours}
+    scratch = path.with_name(f".{path.name}.tmp")
+    scratch.write_text(json.dumps(kept | dict(unhealthy)))
+    scratch.replace(path)
 
 
 def _arg(command: Sequence[str], name: str) -> str:

@@ -8,6 +8,11 @@ sees `--interruptions` of them: the rate is the paper's, sped up, the mix of cau
 The circuit breakers count in wall-clock windows, which a compressed day would trip; they are
 opened here (`bench scale` and `bench hostile` measure them). Everything runs in topics and a
 database of the run's own, deleted afterwards.
+
+Before it is deleted, `centrality whatif` prices the rules-acting fleet's history under no rules
+at all (`*.enabled=false`), set beside the difference measured with the person-only fleet; with
+`--off RULE`, a third fleet runs with that one rule off, and the what-if of that rule off is set
+beside it (`centrality.bench.goodput_whatif`).
 """
 
 from __future__ import annotations
@@ -30,9 +35,11 @@ import actions.handlers  # noqa: F401  (registers them: the allowlist names them
 from actions.registry import handler_names
 from centrality.bench.cli import bench_app
 from centrality.bench.goodput_loop import Fleet, Period
+from centrality.bench.goodput_whatif import calibrate, sunk
 from centrality.bench.run import INPUTS, BenchRun
 from centrality.bench.scale import warm_up
 from centrality.bench.scale_watch import LagSampler, worker_lags
+from centrality.errors import UserError
 from centrality.pipeline import Pipeline
 from centrality.stack.stack import Stack
 from collectors.simulate.config import SimConfig
@@ -44,9 +51,11 @@ from schemas.emitter.settings import EmitterSettings
 from streams.goodput import by_cluster, fold, job_time
 from streams.history.migrations import migrate
 from streams.outcomes import outcomes
+from streams.settings import StreamsSettings
+from streams.whatif.candidate import CandidateError, candidate
 from streams.whatif.price import PricingSettings
 
-AUTO, MANUAL = "auto", "manual"
+AUTO, MANUAL, OFF = "auto", "manual", "off"
 HOUR_S = 3600.0
 
 
@@ -61,6 +70,7 @@ class Options:
     response_s: float
     repair_s: float
     seed: int
+    off: str | None = None  # a rule the third fleet runs without
     ready_timeout_s: float = 180.0
 
     @property
@@ -99,15 +109,23 @@ class Options:
 
 
 def worker_env(run: BenchRun, opts: Options) -> dict[str, str]:
+    # The third fleet's rule is off there alone (a scope of its cluster, over today's config).
+    config = StreamsSettings().rule_config
+    if opts.off:
+        scope = {"match": {"cluster": OFF}, "enabled": False}
+        rule = config.get(opts.off, {})
+        config = {**config, opts.off: {**rule, "scopes": [*rule.get("scopes", []), scope]}}
+    off = {"CENTRALITY_STREAMS_RULE_CONFIG": json.dumps(config)} if opts.off else {}
     return {
         **run.env(),
         # Automation off on one cluster: there every action is refused (on the others, the
         # warm-up story's included, every one is allowed).
         "CENTRALITY_ACTIONS_ALLOW": json.dumps({MANUAL: [], "*": handler_names()}),
-        "CENTRALITY_ACTIONS_FLEET_SIZE": json.dumps({AUTO: opts.nodes, MANUAL: opts.nodes}),
+        "CENTRALITY_ACTIONS_FLEET_SIZE": json.dumps(dict.fromkeys((AUTO, MANUAL, OFF), opts.nodes)),
         "CENTRALITY_ACTIONS_QUARANTINE_MAX_SHARE": "1.0",
         "CENTRALITY_ACTIONS_RESTART_MAX_PER_WINDOW": "1000",
         "CENTRALITY_MEMORY_UNHEALTHY_FILE": str(run.dir / "unhealthy.json"),
+        **off,
     }
 
 
@@ -125,6 +143,8 @@ async def measure(
         Fleet(ClusterModel(opts.sim(AUTO), start), automated=True),
         Fleet(ClusterModel(opts.sim(MANUAL), start), automated=False),
     ]
+    if opts.off:
+        fleets.append(Fleet(ClusterModel(opts.sim(OFF), start), automated=True))
     lags = LagSampler(
         run.kafka,
         worker_lags(run.kafka, run.groups, {w: INPUTS[w] for w in ("streams", "actions")}),
@@ -169,6 +189,7 @@ def figures(opts: Options, fleets: list[Fleet]) -> dict[str, Any]:
             "restarts": _restarts(fleet, end),
         }
     auto, manual = out[AUTO], out[MANUAL]
+    off = out.get(OFF)
     return {
         "nodes": opts.nodes,
         "gpus_per_node": opts.gpus,
@@ -182,11 +203,30 @@ def figures(opts: Options, fleets: list[Fleet]) -> dict[str, Any]:
         "node_repair_s": round(opts.node_out_s(opts.repair_s), 1),
         AUTO: auto,
         MANUAL: manual,
-        "saved_gpu_h": round(
-            manual["lost_gpu_h"] + manual["open_gpu_h"] - auto["lost_gpu_h"] - auto["open_gpu_h"],
-            1,
-        ),
-    }
+        "saved_gpu_h": round(_lost(manual) - _lost(auto), 1),
+        **({OFF: off, "off_rule": opts.off, "off_cost_gpu_h": round(_lost(off) - _lost(auto), 1)}
+           if off is not None else {}),
+    }  # fmt: skip
+
+
+def _lost(world: dict[str, Any]) -> float:
+    """Job time lost or not decided at the end: what a world gives up."""
+    return float(world["lost_gpu_h"] + world["open_gpu_h"])
+
+
+def calibrations(
+    run: BenchRun, opts: Options, result: dict[str, Any], since: datetime, until: datetime
+) -> list[dict[str, Any]]:
+    """The what-if of each other world's rules over the rules-acting fleet's history, beside the
+    difference measured."""
+    pricing = PricingSettings(response_s=opts.response_s, repair_s=opts.repair_s)
+    worlds = [(["*.enabled=false"], result["saved_gpu_h"])]
+    if opts.off:
+        worlds.append(([f"{opts.off}.enabled=false"], result["off_cost_gpu_h"]))
+    return [
+        calibrate(run.clickhouse, since, until, sets, AUTO, measured, pricing)
+        for sets, measured in worlds
+    ]
 
 
 def _precision(fleet: Fleet) -> dict[str, dict[str, Any]]:
@@ -220,17 +260,22 @@ def run_bench(stack: Stack, opts: Options, log: Console) -> dict[str, Any]:
     migrate(run.clickhouse)
     pipeline = Pipeline(worker_env(run, opts), run.dir / "logs")
     pipeline.start()
-    began = time.monotonic()
+    began, began_at = time.monotonic(), datetime.now(UTC)
     ok = False
     try:
         fleets, late = asyncio.run(measure(run, opts, pipeline, log))
+        sunk(run.clickhouse)
+        pipeline.stop()
+        result = figures(opts, fleets)
+        end = fleets[0].model.start + timedelta(seconds=opts.hours * HOUR_S)
+        log.log("pricing the rules-acting fleet's history with centrality whatif")
+        result["whatif"] = calibrations(run, opts, result, began_at, end + timedelta(hours=1))
         ok = True
     finally:
         pipeline.stop()
         with contextlib.suppress(Exception):  # never hide the measurement's own failure
             asyncio.run(run.delete_topics())
             run.discard(keep_logs=not ok)
-    result = figures(opts, fleets)
     result["workers_late"] = late  # waits for them that timed out: their answer came later
     result["wall_s"] = round(time.monotonic() - began, 1)
     return result
@@ -246,11 +291,12 @@ def print_result(result: dict[str, Any], console: Console) -> None:
         caption=f"a person answers after {result['response_s'] / 60:g} min; automation saved "
         f"{result['saved_gpu_h']} GPU-h",
     )  # fmt: skip
-    for name in (AUTO, MANUAL):
+    said = {AUTO: "rules act", MANUAL: "a person only", OFF: f"without {result.get('off_rule')}"}
+    for name in (n for n in (AUTO, MANUAL, OFF) if n in result):
         r = result[name]
         ettr = "—" if r["ettr"] is None else f"{100 * r['ettr']:.1f} %"
         table.add_row(
-            "rules act" if name == AUTO else "a person only", ettr, str(r["lost_gpu_h"]),
+            said[name], ettr, str(r["lost_gpu_h"]),
             str(r["open_gpu_h"]), str(r["out_of_service_gpu_h"]), str(r["interruptions"]),
             str(r["restarts_by_automation"]), str(r["restarts_by_a_person"]),
         )  # fmt: skip
@@ -264,6 +310,13 @@ def print_result(result: dict[str, Any], console: Console) -> None:
         for outcome, count in judged.items():
             restarts.add_row(rule, outcome, str(count))
     console.print(restarts)
+    priced = Table("candidate", "what-if GPU-h", "measured GPU-h", "ratio",
+                   title="centrality whatif over the rules-acting fleet's history, beside the "
+                   "world it prices (issue 40: same sign, within 25 %)")  # fmt: skip
+    for c in result["whatif"]:
+        ratio = "—" if c["ratio"] is None else f"{c['ratio']:.2f}"
+        priced.add_row(c["candidate"], str(c["gpu_h"]), str(c["measured_gpu_h"]), ratio)
+    console.print(priced)
 
 
 @bench_app.command("goodput")
@@ -279,12 +332,23 @@ def bench_goodput(
         40.0, min=1, help="Interruptions expected over the period: sets the acceleration."
     ),
     seed: int = typer.Option(1, help="Seed of both fleets (the same jobs and faults)."),
+    off: str | None = typer.Option(
+        None,
+        "--off",
+        help="A rule a third fleet runs without (automation otherwise on), for the what-if of "
+        "that rule off to be set beside.",
+    ),
     json: bool = typer.Option(False, "--json", help="Print one JSON line."),
 ) -> None:
     """ETTR, GPU-hours lost and saved, and each rule's precision over a compressed period whose
     interruptions follow Llama 3 405B's causes: rules acting, and automation off with a person
     answering after CENTRALITY_WHATIF_RESPONSE_S (a node's repair: CENTRALITY_WHATIF_REPAIR_S)."""
     log = Console(stderr=True)
+    if off is not None:
+        try:
+            candidate(StreamsSettings(), sets=[f"{off}.enabled=false"])
+        except CandidateError as exc:
+            raise UserError(f"--off {off}: {exc}", "name a rule `centrality rules` lists") from None
     stack = Stack()
     stack.up(progress=lambda msg: log.log(msg))
     pricing = PricingSettings()
@@ -298,6 +362,7 @@ def bench_goodput(
         response_s=pricing.response_s,
         repair_s=pricing.repair_s,
         seed=seed,
+        off=off,
     )
     result = run_bench(stack, opts, log)
     if json:

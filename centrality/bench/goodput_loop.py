@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import bisect
-import json
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -26,6 +25,7 @@ from pathlib import Path
 
 from aiokafka import AIOKafkaConsumer
 
+from actions.adapters.memory import write_unhealthy
 from centrality.bench.hostile_watch import end_offsets, partitions, reader_at
 from centrality.bench.scale_watch import LagSampler
 from collectors.simulate.model import ClusterModel
@@ -142,9 +142,8 @@ class Period:
         """The benchmark (the recording adapter's) tells the truth: the nodes faulty now."""
         unhealthy = {n: why for f in self.fleets.values() for n, why in f.model.unhealthy().items()}
         if unhealthy != self._told:
-            scratch = self.truth.with_suffix(".tmp")
-            scratch.write_text(json.dumps(unhealthy))
-            scratch.replace(self.truth)
+            fleet = [n for f in self.fleets.values() for n in f.model.names]
+            write_unhealthy(self.truth, unhealthy, fleet)
             self._told = unhealthy
 
     async def _settle(self, check: Callable[[], None]) -> None:

@@ -28,6 +28,12 @@ class SimConfig(BaseModel):
     # Faults: how many of each; which nodes and jobs is drawn from the seed.
     xid_nodes: int = Field(default=0, ge=0, description="Nodes with a recurring XID 79.")
     xid_every_s: float = Field(default=300.0, gt=0)
+    bad_nodes: int = Field(
+        default=0,
+        ge=0,
+        description="Nodes with a recurring XID 79 that stay broken: their benchmark fails "
+        "(`ClusterModel.unhealthy`), where an XID node's passes.",
+    )
     crash_jobs: int = Field(default=0, ge=0, description="Jobs that crash without completing.")
     preempt_jobs: int = Field(default=0, ge=0, description="Jobs that are preempted.")
     slow_nccl_jobs: int = Field(default=0, ge=0, description="Jobs with NCCL at ~20% busbw.")

@@ -17,6 +17,7 @@ from typing import Any, Literal
 from collectors.events import Stamp
 from collectors.gpu.fake import FakeGpuBackend, Fault
 from collectors.simulate.config import SimConfig
+from collectors.simulate.faulted import Faulted, Kind
 from collectors.simulate.taxonomy import TAXONOMIES, Cause, PlannedFault, draw
 from schemas.envelope import Event
 from schemas.events import (
@@ -79,6 +80,7 @@ class SimNode:
     name: str
     backend: FakeGpuBackend
     loses_heartbeat: bool = False
+    lost_told: bool = False  # its agent's death is in `ClusterModel.faulted`
     next_heartbeat_s: float = 0.0
     job: str | None = None
     drained: bool = False  # by whoever: the scheduler places nothing here
@@ -112,12 +114,15 @@ class ClusterModel:
         names = [f"{config.node_prefix}{i:04d}" for i in range(config.nodes)]
         xid_nodes = set(self.rng.sample(names, min(config.xid_nodes, len(names))))
         lost = set(self.rng.sample(names, min(config.lost_heartbeat_nodes, len(names))))
+        # Drawn only when asked for, so a seed without them tells the story it always told.
+        sound = [n for n in names if n not in xid_nodes]
+        bad = set(self.rng.sample(sound, min(config.bad_nodes, len(sound))))
         self.nodes = {
             name: SimNode(
                 name,
                 FakeGpuBackend(
                     config.gpus,
-                    self._xid_faults(i) if name in xid_nodes else (),
+                    self._xid_faults(i) if name in xid_nodes | bad else (),
                     seed=config.seed * 100_003 + i,
                     clock=lambda: self.now_s,
                     model=config.gpu_models[i % len(config.gpu_models)],
@@ -130,6 +135,8 @@ class ClusterModel:
             node.backend.open()
         self.xid_nodes = sorted(xid_nodes)
         self.lost_nodes = sorted(lost)
+        self.bad_nodes = sorted(bad)
+        self.faulted: list[Faulted] = []  # what it did to nodes and jobs, as it happened
         self.names = names
         # Drawn apart from the rest, so a table's faults leave the jobs drawn as without them.
         self.planned = (
@@ -166,13 +173,21 @@ class ClusterModel:
 
     # -- events ------------------------------------------------------------------------------
 
+    @property
+    def at(self) -> datetime:
+        """The simulated instant, as this tick's events are stamped."""
+        return self.start + timedelta(seconds=self.now_s)
+
+    def _fault(self, subject: str, kind: Kind, how: str) -> None:
+        self.faulted.append(Faulted(subject, kind, how, self.at))
+
     def _make(self, stamp: Stamp, cls: type[Event], subject: str, payload: Any) -> Event:
         self._counter += 1
         return stamp.make(
             cls,
             subject,
             payload,
-            occurred_at=self.start + timedelta(seconds=self.now_s),
+            occurred_at=self.at,
             event_id=uuid.UUID(int=(self._first_id + self._counter) % 2**128),
         )
 
@@ -181,6 +196,8 @@ class ClusterModel:
         self.now_s = now_s
         out: list[Event] = []
         if now_s == 0.0:
+            for name in self.bad_nodes:
+                self._fault(name, "node", "benchmark fails (a broken GPU)")
             for fate, slow in self._initial:
                 out.extend(self._submit(fate, slow))
         out.extend(self._come_back())
@@ -196,6 +213,9 @@ class ClusterModel:
 
     def _node_events(self, node: SimNode) -> list[Event]:
         if node.loses_heartbeat and self.now_s >= self.config.lost_heartbeat_at_s:
+            if not node.lost_told:
+                node.lost_told = True
+                self._fault(node.name, "node", "agent died: no heartbeats, no samples")
             return []  # the agent died: no samples, no heartbeats
         if node.down_until_s is not None:
             return []  # lost, or in maintenance: silent
@@ -208,6 +228,7 @@ class ClusterModel:
                 self._make(self.stamp_nodes, NodeFactsObserved, node.name, self._facts(node))
             )
         for xid in node.backend.pending_xids():
+            self._fault(node.name, "node", f"XID {xid.xid}")
             out.append(
                 self._make(
                     self.stamp_nodes,
@@ -288,6 +309,8 @@ class ClusterModel:
             job.next_checkpoint_s = self.now_s + self.config.checkpoint_every_s
             job.next_nccl_s = self.now_s
             self.pending.remove(job_id)
+            if job.slow_nccl:
+                self._fault(job.id, "job", "NCCL at a fifth of its bus bandwidth")
             out.append(self._state(job, JobState.RUNNING, JobState.PENDING, "RUNNING"))
         return out
 
@@ -343,6 +366,8 @@ class ClusterModel:
         self, job: SimJob, fate: Fate, reason: str | None, raw_state: str | None = None
     ) -> list[Event]:
         out: list[Event] = []
+        if fate != "complete":
+            self._fault(job.id, "job", f"{'crashed' if fate == 'crash' else 'preempted'}: {reason}")
         if fate == "complete":
             signal = LogSignalDetectedPayload(
                 signal=LogSignal.TRAINING_COMPLETE,
@@ -408,6 +433,7 @@ class ClusterModel:
         cause, out = fault.cause, []
         job = self.jobs.get(node.job) if node.job else None
         self.struck.append((fault, job.id if job else None))
+        self._fault(node.name, "node", cause.component)
         if cause.breaks_node and not cause.maintenance:
             self.broken[node.name] = cause
             self._faulty_gpu[node.name] = fault.gpu
@@ -508,7 +534,8 @@ class ClusterModel:
 
     def unhealthy(self) -> dict[str, str]:
         """Nodes whose benchmark would fail now, and why (the truth, for a benchmark to tell)."""
-        return {
+        bad = {node: "a broken GPU: benchmark below thresholds" for node in self.bad_nodes}
+        return bad | {
             node: f"{cause.component}: benchmark below thresholds"
             for node, cause in self.broken.items()
             if cause.benchmark_sees

@@ -8,6 +8,10 @@ agent samples on its own clock, so a real fleet's samples never arrive all at on
 simulator that sends 80,000 GPU samples in the same instant measures its own burst. Each
 subject keeps its slice from tick to tick; anything not routine (a fault, a state change, a
 job's events) leaves with the tick, as before.
+
+No event is stamped in the future: the workers stamp what they do with the wall clock, and an
+event from ahead of it would sort after what was done about it (a drain before its XID). Unpaced
+or faster than real time, the simulated period ends when the run does (`period_start`).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from collectors.simulate.config import SimConfig
+from collectors.simulate.faulted import FaultSummary, summary
 from collectors.simulate.model import ClusterModel
 from collectors.sink import EventSink
 from schemas.envelope import Event, utcnow
@@ -44,6 +49,10 @@ class SimStats:
     # pipeline it feeds, so it must say so.
     scheduled_s: float = 0.0
     behind_s_max: float = 0.0
+    # The simulated period as stamped (its first tick and its last), and what it faulted.
+    first_at: datetime | None = None
+    last_at: datetime | None = None
+    faulted: list[FaultSummary] = field(default_factory=list)
 
     @property
     def events_per_s(self) -> float:
@@ -79,6 +88,14 @@ def sliced(batches: list[list[Event]], slices: int) -> list[list[list[Event]]]:
     return parts
 
 
+def period_start(now: datetime, duration_s: float, speed: float) -> datetime:
+    """Where simulated time begins, so that no tick is stamped after the wall clock: unpaced
+    (`speed` 0) the period ends now, as though it had just been lived; faster than real time it
+    ends when the run does; at real time or slower it begins now."""
+    ahead_s = duration_s if speed <= 0 else max(0.0, duration_s - duration_s / speed)
+    return now - timedelta(seconds=ahead_s)
+
+
 async def pause(stop: asyncio.Event | None, delay_s: float) -> None:
     """Waits `delay_s`, or less if `stop` is set meanwhile."""
     if delay_s > 0:
@@ -99,8 +116,9 @@ async def simulate(
 ) -> SimStats:
     """Simulate `duration_s` of cluster time; `speed` 1 is real time, 60 a minute per second,
     0 as fast as the sink takes it. `on_tick` hears the simulated seconds done (progress).
-    `slices`: paced, a tick's routine telemetry leaves in this many parts across the interval."""
-    first = start or utcnow()
+    `slices`: paced, a tick's routine telemetry leaves in this many parts across the interval.
+    `start`: the first tick's instant (default: `period_start`'s)."""
+    first = start or period_start(utcnow(), duration_s, speed)
     model = ClusterModel(config, first)
     stats = SimStats()
     began = time.perf_counter()
@@ -118,8 +136,11 @@ async def simulate(
             # A late tick is stamped when it is sent, as an agent that samples late stamps its
             # samples: stamped on schedule, a simulator minutes behind sends heartbeats minutes
             # old, and the pipeline rightly calls its whole fleet lost.
-            model.start = first + timedelta(seconds=max(0.0, behind_s) * speed)
+            late = first + timedelta(seconds=max(0.0, behind_s) * speed)
+            model.start = min(late, utcnow() - timedelta(seconds=t))  # never ahead of the clock
         events = model.tick(t)
+        stats.first_at = stats.first_at or model.at
+        stats.last_at = model.at
         batches = group(events)
         parts = sliced(batches, slices if speed > 0 else 1)
         for k, part in enumerate(parts):
@@ -139,4 +160,5 @@ async def simulate(
             stats.scheduled_s = t / speed  # the ticks sent cover [0, t) of cluster time
             await pause(stop, began + t / speed - time.perf_counter())
     stats.wall_s = time.perf_counter() - began
+    stats.faulted = summary(model.faulted)
     return stats

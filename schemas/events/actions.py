@@ -48,6 +48,11 @@ class ActionPayload(Payload):
         default=None, max_length=NAME, description="The operator who commanded it, if one did."
     )
     reason: str | None = Field(default=None, max_length=TEXT, description="The trigger's reason.")
+    decided_at: Timestamp | None = Field(
+        default=None,
+        description="When the trigger was decided (its event time): a story begun by an outcome "
+        "outside it is named by its decision, as the decision's own would have been.",
+    )
     forced: bool = Field(default=False, description="Commanded past the circuit breakers.")
     shadow: bool = Field(
         default=False,

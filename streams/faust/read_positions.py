@@ -18,6 +18,12 @@ what is left is only what it handed over and the worker has not folded yet. The 
 watermark: behind a transaction still open, records (a steady node's heartbeats) wait unread
 until it ends, and the partition is behind until then.
 
+Read to its end, a partition may still only have reached the past: events arriving now that
+happened long ago (a simulated day sent in a minute, an agent's spool after an outage) tell
+where their nodes were then, not that they are silent now. A tick is judged no later than each
+input's frontier (`schemas.frontier`): the history's own time while it arrives, the clock for
+a fleet reporting as it goes.
+
 Records are folded in their partition's order but for telemetry that later records overtake
 (a heartbeat queued behind an XID of its partition, `streams.faust.lanes`): until such a record is
 folded, its partition is judged no later than its time, and folding it never moves the
@@ -29,6 +35,8 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Iterable
 from typing import NamedTuple
+
+from schemas.frontier import Frontier, reached
 
 # (topic, partition) → the next offset to read: the end as last fetched (None: not fetched yet),
 # or where reading started; each raises when it cannot answer (the partition is not held here).
@@ -51,6 +59,7 @@ class ReadPositions:
         self._folded: dict[tuple[str, int], tuple[int, float]] = {}
         # Per partition, its overtaken records not folded yet: (offset, time), in offset order.
         self._overtaken: dict[tuple[str, int], deque[tuple[int, float | None]]] = {}
+        self._reached: dict[tuple[str, int], Frontier] = {}  # per partition, how far it reached
 
     def overtaken(self, topic: str, partition: int, offset: int, timestamp_s: float | None) -> None:
         """A record of `topic`/`partition` that later records of it may be folded before; told
@@ -74,10 +83,21 @@ class ReadPositions:
             timestamp_s = self._folded.get(key, (0, 0.0))[1]
         self._folded[key] = (offset, timestamp_s)
 
+    def reached(
+        self, topic: str, partition: int, event_s: float, timestamp_s: float | None
+    ) -> None:
+        """A record of `topic`/`partition` written at `timestamp_s`, whose newest event happened
+        at `event_s` (epoch seconds both), is folded; an older event moves nothing (a late one,
+        a spool), nor does a record without a time."""
+        moved = reached(self._reached.get((topic, partition)), event_s, timestamp_s)
+        if moved is not None:
+            self._reached[(topic, partition)] = moved
+
     def forget(self) -> None:
         """After a rebalance: a partition held again is read from its committed offset."""
         self._folded.clear()
         self._overtaken.clear()
+        self._reached.clear()
 
     def judged_at(
         self,
@@ -100,6 +120,9 @@ class ReadPositions:
                 continue
             if last_end is None:
                 return None  # held, but not fetched yet: how far behind is unknown
+            frontier = self._reached.get((topic, partition))
+            if frontier is not None:
+                judged = min(judged, frontier.at(now_s))
             if fetch is not None and fetch.position >= last_end:
                 # Fetched to the end: past its last record handed over there is nothing to fold.
                 last_end = (first or 0) if fetch.last_offset is None else fetch.last_offset + 1

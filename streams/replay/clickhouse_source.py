@@ -28,6 +28,7 @@ class Scope:
     until: datetime
     job: str | None = None
     node: str | None = None
+    cluster: str | None = None  # only this cluster's events (a what-if of one cluster)
 
 
 @dataclass(frozen=True)
@@ -64,7 +65,7 @@ class ClickHouseSource:
             subjects = [scope.node, *jobs_on_node(settings, scope.node, scope.until)]
         start = scope.since - timedelta(seconds=warmup_s)
         page_events = query.PAGE_EVENTS if subjects is None else None
-        narrowed = None if part is None else _narrowing(part)
+        narrowed = _of_cluster(None if part is None else _narrowing(part), scope.cluster)
         events = stream_events_between(
             settings, start, scope.until, subjects, page_events, narrowed
         )
@@ -117,6 +118,16 @@ def _narrowing(part: Part) -> tuple[str, dict[str, Any]]:
         "split_types": split_types(),
         "part_decisions": decisions,
     }
+
+
+def _of_cluster(
+    narrowed: tuple[str, dict[str, Any]] | None, cluster: str | None
+) -> tuple[str, dict[str, Any]] | None:
+    """`narrowed`, and only `cluster`'s events where one is named."""
+    if cluster is None:
+        return narrowed
+    sql, params = narrowed or ("1", {})
+    return f"({sql}) AND cluster = {{cluster:String}}", {**params, "cluster": cluster}
 
 
 def _facts(events: Iterable[Event], since: datetime, recorded: list[Trigger]) -> Iterator[Event]:

@@ -8,12 +8,16 @@ decided it, every decision comes back the same, or is named here with the reason
 - `decided_in_warmup`: the replay's clock decided it a tick before the range (live and replay
   tick at other instants, and a tick rule's decision carries its tick's time);
 - `recorded_outside_range`: decided live too, a tick outside the range;
-- `renamed`: the same decision (same rule, subject, time and words) under another name: its id
-  counts the subject's earlier stories, which lie before the warm-up;
+- `renamed`: the same decision (same rule, subject, time and words) under another name: history
+  decided by a version that named a node's quarantine episodes by a count of its earlier stories
+  (which lie before the warm-up), where they are now named by when each began;
 - `state_before_warmup`: what the live worker showed of the subject when the warm-up began
   (its last status before then: out of service, jobs running there, a job's attempts and
   checkpoint) was state replay never folded;
 - `causes_before_warmup`: events the decision names as its causes lie before the warm-up;
+- `arrived_late`: decided by both, in other words, on causes written long after they happened
+  (history sent in a burst, an agent's spool): the live worker folded what came on other
+  topics (a job's start) in the order it arrived, a replay in event time;
 - `unexplained`: none of these: rules, their config or state differ from when it was decided.
 
 All but the first two and the last are the edges of a range: a longer warm-up (`--warmup-s`)
@@ -41,6 +45,7 @@ Reason = Literal[
     "renamed",
     "state_before_warmup",
     "causes_before_warmup",
+    "arrived_late",
     "unexplained",
 ]
 # What would differ under any rules: a range's edges, people's commands.
@@ -52,8 +57,11 @@ NOT_THE_RULES: frozenset[Reason] = frozenset(
         "renamed",
         "state_before_warmup",
         "causes_before_warmup",
+        "arrived_late",
     }
 )
+# Written this much after they happened, events are history arriving late, not a live report.
+LATE_S = 60.0
 _ENDED_JOB = frozenset({"SUCCEEDED", "CANCELLED"})
 Status = Mapping[str, Any]  # a status event's payload, as JSON
 
@@ -109,9 +117,7 @@ def name_differences(
         if isinstance(e, Trigger)
     }
     cause_ids = sorted({str(c) for d in rest for c in d.trigger.payload.caused_by})
-    causes = {
-        i: e.occurred_at for i, e in (lookups.events_by_id(cause_ids) if cause_ids else {}).items()
-    }
+    causes = dict(lookups.events_by_id(cause_ids)) if cause_ids else {}
     subjects = sorted({s for d in rest for s in _subjects(d.trigger)})
     statuses = dict(lookups.status_before(subjects, edges.warmup_start)) if subjects else {}
     for d in rest:
@@ -136,8 +142,8 @@ def _renamed(differing: Sequence[Decision]) -> dict[str, Why]:
         assert d.now is not None and then.then is not None
         words = (
             f"the same decision named {then.then.payload.window!r} live and "
-            f"{d.now.payload.window!r} by replay: its name counts {d.trigger.subject}'s earlier "
-            "stories, which lie before the warm-up"
+            f"{d.now.payload.window!r} by replay: live counted {d.trigger.subject}'s earlier "
+            "stories (history decided before episodes were named by their start)"
         )
         out[d.trigger_id] = out[then.trigger_id] = Why("renamed", words)
     return out
@@ -149,7 +155,7 @@ def _why(
     edges: Edges,
     decided_in_warmup: Mapping[str, datetime],
     live: Mapping[str, Trigger],
-    causes: Mapping[str, datetime],
+    causes: Mapping[str, Event],
     statuses: Mapping[str, tuple[datetime, Status]],
 ) -> Why:
     t, then = d.trigger, d.then
@@ -181,14 +187,26 @@ def _why(
     for subject in _subjects(t):
         if subject in statuses and (said := _state_said(*statuses[subject])) is not None:
             return Why("state_before_warmup", f"{subject} {said} when the warm-up began")
-    early = [causes[str(c)] for c in t.payload.caused_by if str(c) in causes]
+    known = [causes[str(c)] for c in t.payload.caused_by if str(c) in causes]
+    early = [e.occurred_at for e in known]
     if early and min(early) < edges.warmup_start:
         return Why(
             "causes_before_warmup",
             f"its causes begin at {min(early).isoformat()}, before the warm-up (from "
             f"{edges.warmup_start.isoformat()})",
         )
+    late_s = max((_late_s(e) for e in known), default=0.0)
+    if d.status == "changed" and late_s > LATE_S:
+        return Why(
+            "arrived_late",
+            f"its causes were written {late_s:.0f} s after they happened: the live worker folded "
+            "the topics in the order they came, a replay in event time",
+        )
     return Why("unexplained", "rules, their config or the state differ from when it was decided")
+
+
+def _late_s(event: Event) -> float:
+    return (event.observed_at - event.occurred_at).total_seconds()
 
 
 def _state_said(at: datetime, status: Status) -> str | None:

@@ -151,7 +151,7 @@ def _step(node: Node, rung: Rung, rest: tuple[Rung, ...], *, why: str, **common:
         xids = story_xids(node, story)
         extra["gpus"] = tuple(sorted({x.gpu for x in xids if x.resolved_by.fatal}))
     return _TRIGGER[rung].decide(
-        window=f"{node.episode}/rung-{step}-{rung}",
+        window=f"{node.episode(story.decided_at)}/rung-{step}-{rung}",
         reason=f"{rung} (rung {step}): {why}",
         nodes=(node.node_id,),
         ladder=rest,
@@ -169,7 +169,7 @@ def escalate(node: Node, *, why: str, **common: Any) -> EscalateNodes:
     xids = story_xids(node, story)
     benchmarks = [r.told() for r in story.rungs if r.rung == "validate" and r.outcome]
     return EscalateNodes.decide(
-        window=f"{node.episode}/escalate",
+        window=f"{node.episode(story.decided_at)}/escalate",
         reason=f"ladder exhausted ({why}); drained because {story.reason}",
         nodes=(node.node_id,),
         tried=tuple(tried[-SMALL_LIST:]),

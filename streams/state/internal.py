@@ -108,6 +108,7 @@ class NodeActionReportedPayload(Payload):
     cause: uuid.UUID
     operator: str | None = None  # who commanded it, when an operator did
     reason: str | None = None  # the trigger's reason
+    decided_at: datetime | None = None  # the trigger's event time (None: an older result)
     held_by: str | None = None  # the silence that held it
 
 

@@ -250,10 +250,16 @@ class Node(Entity):
             labels=f.labels,
         )
 
-    @property
-    def episode(self) -> str:
-        """Names the current (or next) quarantine episode: one decision of each kind per episode."""
-        return f"q{self.episodes}"
+    def episode(self, at: datetime) -> str:
+        """Names the quarantine episode a decision at `at` belongs to (one decision of each kind
+        per episode): the story under way, by when it was decided, else the one the decision
+        begins, by `at`. An instant, not a count of the stories before it: a replay whose
+        warm-up begins after them names the episode as the live worker did."""
+        story = self.story
+        began = (
+            story.decided_at if story is not None and story.stage is not Stage.DRAIN_FAILED else at
+        )
+        return f"q{began.isoformat()}"
 
     @property
     def status(self) -> NodeStatus:
@@ -279,6 +285,16 @@ class Node(Entity):
         people drained, Centrality never releases)."""
         no_story = self.story is None or self.story.stage is Stage.DRAIN_FAILED
         return (no_story or self.waiting_turn) and not self.drained_by_others
+
+    def may_quarantine_at(self, at: datetime) -> bool:
+        """`may_quarantine`, for a fault that happened at `at`: not one from before the last
+        story ended (a failed drain or a release). Stamped while that story was under way and
+        folded after its end (history arriving late, a spool), it was that story's fault, as a
+        replay, folding in event time, finds it."""
+        story, ended = self.story, self.story_ended_at
+        if story is not None:  # a failed drain ended it; one under way may wait its turn
+            ended = story.since if story.stage is Stage.DRAIN_FAILED else None
+        return self.may_quarantine and (ended is None or at > ended)
 
     @property
     def waiting_turn(self) -> bool:
@@ -698,9 +714,15 @@ def _outside_the_story(state: Node, event: NodeActionReported) -> Node:
         return state.model_copy(update={"story": drained})
     if not state.may_quarantine:
         return state
-    # A drain decided outside this node's story: the story goes on from there, as a rule's.
+    # A drain decided outside this node's story: the story goes on from there, as a rule's,
+    # named by that decision (`Node.episode`), as a replay without the rule names it too.
+    decided_at = p.decided_at or at
     drained = Story(
-        stage=Stage.DRAINED, reason=reason, decided_at=at, since=at, triggers=(p.trigger_id,)
+        stage=Stage.DRAINED,
+        reason=reason,
+        decided_at=decided_at,
+        since=at,
+        triggers=(p.trigger_id,),
     )
     return state.model_copy(update={"story": drained})
 

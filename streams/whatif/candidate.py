@@ -2,7 +2,8 @@
 
 `rule.field=value` (a dotted path into the rule's config: `repeated_failures_on_node_set.window.
 window_s=7200`) sets one setting; the value is JSON where it reads as JSON (numbers, booleans,
-lists), else text. Settings merge over the worker's own `rule_config`, so a candidate is the
+lists), else text; `*` for the rule sets the field of every rule loaded (`*.enabled=false`:
+no rules at all). Settings merge over the worker's own `rule_config`, so a candidate is the
 rules of today with only what it names changed, and it is checked as the worker checks its own
 (`RuleEngine.load`) before anything is read.
 """
@@ -38,16 +39,24 @@ def candidate(
     base: StreamsSettings, modules: Sequence[str] = (), sets: Sequence[str] = ()
 ) -> Candidate:
     config: dict[str, Any] = json.loads(json.dumps(base.rule_config))  # a deep copy
-    for text in sets:
-        path, value = _setting(text)
-        _merge(config, path, value)
     own = ",".join(m for m in (base.rules, *modules) if m)  # the built-ins always load
     settings = base.model_copy(update={"rules": own, "rule_config": config})
+    every = _loaded(settings)
+    for text in sets:
+        path, value = _setting(text)
+        for name in every if path[0] == "*" else [path[0]]:
+            _merge(config, [name, *path[1:]], value)
+    _loaded(settings)
+    return Candidate(settings, tuple(modules), tuple(sets))
+
+
+def _loaded(settings: StreamsSettings) -> list[str]:
+    """The rules of the candidate's modules, on or off, as the worker would load them."""
     try:
-        RuleEngine.load(settings.rule_modules, settings.rule_config)
+        engine = RuleEngine.load(settings.rule_modules, settings.rule_config)
     except ValueError as exc:  # RuleConfigError, or a module registering a rule twice
         raise CandidateError(str(exc)) from None
-    return Candidate(settings, tuple(modules), tuple(sets))
+    return sorted(b.spec.name for b in (*engine.rules, *engine.off))
 
 
 def _setting(text: str) -> tuple[list[str], Any]:

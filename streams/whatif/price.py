@@ -6,11 +6,13 @@ decision"); a positive price is GPU time lost, a negative one GPU time saved:
 - `QuarantineNodes`, capacity removed: each node's GPUs times the time it is out of service. For a
   decision that was carried out, drained → released as recorded (the repair time, `repair_s`,
   where the story never finished); for one only the candidate makes, the median drained →
-  released of the range's recorded stories (the repair time where none finished).
+  released of the range's recorded stories (the repair time where none finished). One the
+  candidate does not make gives back only what a sound node was out, and costs what a faulty
+  one goes on failing (`streams.whatif.through`).
 - `RestartJob`, work: an attempt that failed waits for a person otherwise: a restart saves its
-  GPUs times `response_s`. An attempt that ended well without its completion line (a restart only
-  `on_success_without_marker: restart` asks for) redoes its work since the last checkpoint: its
-  GPUs times that time, lost.
+  GPUs times `response_s` (one whose requeue was never carried out saved nothing). An attempt
+  that ended well without its completion line (a restart only `on_success_without_marker:
+  restart` asks for) redoes its work since the last checkpoint: its GPUs times that time, lost.
 - `CancelJob`, idle allocation ended: the job's GPUs times the time from the decision to the job's
   end (the range's end where it did not end, or where the cancel recorded was what ended it),
   saved.
@@ -41,9 +43,10 @@ from schemas.events import (
     RestartJob,
     Trigger,
 )
-from streams.outcomes import Story, outcomes
+from streams.outcomes import Restart, Story, outcomes
 from streams.replay.reasons import NOT_THE_RULES, Why
 from streams.replay.rerun import Decision
+from streams.whatif.through import Assumed, faulty, let_through
 
 HOUR_S = 3600.0
 
@@ -67,6 +70,26 @@ class PricingSettings(BaseSettings):
     )
     node_gpus: int = Field(
         default=8, ge=1, description="GPUs of a node (or a job's node) no event counted."
+    )
+    precision: float = Field(
+        default=1.0,
+        ge=0,
+        le=1,
+        description="The share of a rule's quarantines taken as right where the range judged "
+        "none of them (no benchmark verdict, no failure after a release).",
+    )
+    reuse: float = Field(
+        default=1.0,
+        ge=0,
+        le=1,
+        description="The share of its nodes a restarted job runs on again, where no restart in "
+        "the range ran again to tell.",
+    )
+    fails_after_s: float = Field(
+        default=600.0,
+        gt=0,
+        description="How long a job placed on a faulty node runs before it fails, where no "
+        "restart in the range failed again to tell.",
     )
 
 
@@ -106,6 +129,7 @@ class Facts:
     """What pricing needs to know of history, from its events."""
 
     stories: dict[tuple[str, str], Story]  # recorded rule quarantines, by (trigger id, node)
+    restarts: dict[str, Restart]  # recorded rule restarts, by trigger id
     by_id: dict[str, Event]
     jobs: dict[str, list[Event]]  # each job's events, in event time order
     node_gpus: Mapping[str, int] = field(default_factory=dict)
@@ -138,6 +162,7 @@ def gather(
             jobs.setdefault(e.subject, []).append(e)
     return Facts(
         {(s.trigger_id, s.node): s for s in judged.stories},
+        {r.trigger_id: r for r in judged.restarts},
         {str(e.event_id): e for e in found},
         jobs,
         node_gpus or {},
@@ -151,6 +176,7 @@ def price_differences(
     facts: Facts,
     until: datetime,
     settings: PricingSettings,
+    assumed: Assumed,
 ) -> list[Priced]:
     """The differences the candidate makes, priced; those that would differ under any rules
     (`NOT_THE_RULES`: a range's edges, people's commands) are not the candidate's and are left
@@ -161,12 +187,21 @@ def price_differences(
         settings,
         _outages([d.then for d in decisions if d.then is not None], facts, settings),
         _outages([d.now for d in decisions if d.now is not None], facts, settings),
+        assumed,
     )
+    mine = [d for d in decisions if d.status != "same" and _the_candidate_s(whys.get(d.trigger_id))]
+    instead = _instead(mine, assumed.fails_after_s)
+    taken = {str(t.event_id) for t in instead.values()}
     out = []
-    for d in decisions:
-        why = whys.get(d.trigger_id)
-        if d.status == "same" or (why is not None and why.reason in NOT_THE_RULES):
+    for d in mine:
+        if d.trigger_id in taken:
+            continue  # priced with the decision it stands in for
+        if d.status == "missing" and isinstance(d.then, QuarantineNodes):
+            price = pricing.not_made(d.then, instead.get(d.trigger_id))
+            out.append(Priced(d, price, d.trigger.cluster, pricing.model(d.trigger)))
             continue
+        if d.status == "changed" and pricing.never_done(d.then):
+            continue  # the same action, never carried out either way
         now = pricing.of(d.now, recorded=False) if d.now is not None else Price()
         then = pricing.of(d.then, recorded=True) if d.then is not None else Price()
         price = now.minus(then)
@@ -175,6 +210,29 @@ def price_differences(
         elif d.status == "changed" and then.basis:
             price = replace(price, basis=f"now {now.basis}; then {then.basis}")
         out.append(Priced(d, price, d.trigger.cluster, pricing.model(d.trigger)))
+    return out
+
+
+def _the_candidate_s(why: Why | None) -> bool:
+    """A difference the candidate makes (not one any rules would show)."""
+    return why is None or why.reason not in NOT_THE_RULES
+
+
+def _instead(decisions: Sequence[Decision], soon_s: float) -> dict[str, QuarantineNodes]:
+    """Per quarantine the candidate does not make, one it makes instead: of the same nodes, by
+    another rule, no later than `soon_s` after it (before a job could fail there)."""
+    made = [d.now for d in decisions if d.status == "new" and isinstance(d.now, QuarantineNodes)]
+    out: dict[str, QuarantineNodes] = {}
+    for d in decisions:
+        t = d.then
+        if d.status != "missing" or not isinstance(t, QuarantineNodes):
+            continue
+        for n in made:
+            late_s = (n.occurred_at - t.occurred_at).total_seconds()
+            if set(n.payload.nodes) == set(t.payload.nodes) and 0 <= late_s <= soon_s:
+                out[d.trigger_id] = n
+                made.remove(n)
+                break
     return out
 
 
@@ -225,12 +283,13 @@ class _Pricing:
     s: PricingSettings
     then: Outages  # what was decided
     now: Outages  # what the candidate decides
+    assumed: Assumed
 
     def of(self, t: Trigger, *, recorded: bool) -> Price:
         if isinstance(t, QuarantineNodes):
             return self._quarantine(t, recorded)
         if isinstance(t, RestartJob):
-            return self._restart(t)
+            return self._restart(t, recorded)
         if isinstance(t, CancelJob):
             return self._cancel(t, recorded)
         return Price()
@@ -252,7 +311,48 @@ class _Pricing:
             bases.append(f"{basis}, {gpus} GPUs for {out_s / HOUR_S:.2f} h")
         return Price(capacity_gpu_h=capacity, basis="; ".join(bases))
 
-    def _restart(self, t: RestartJob) -> Price:
+    def never_done(self, t: Trigger | None) -> bool:
+        """A recorded restart whose requeue was refused or failed."""
+        done = self.facts.restarts.get(str(t.event_id)) if t is not None else None
+        return done is not None and done.outcome == "not_requeued"
+
+    def not_made(self, t: QuarantineNodes, instead: QuarantineNodes | None = None) -> Price:
+        """A quarantine that was decided and the candidate does not make: per node, what
+        leaving it in service gives back and goes on costing; or, where the candidate takes the
+        same nodes out by another rule soon after (`instead`), nothing."""
+        if instead is not None:  # the same fault: out as long, before a job could fail there
+            late_s = (instead.occurred_at - t.occurred_at).total_seconds()
+            return Price(basis=f"taken out by {instead.payload.rule} instead, {late_s:.0f} s later")
+        capacity, work, bases = 0.0, 0.0, []
+        running = sum(self._job_gpus(job) for job in t.payload.jobs)
+        for node in t.payload.nodes:
+            out = self.then[(str(t.event_id), node)]
+            story = self.facts.stories.get((str(t.event_id), node))
+            if story is None or story.drained_at is None:
+                bases.append(f"{node} never drained: nothing was done")
+                continue
+            chance = faulty(story, t.payload.rule, self.assumed)
+            through = let_through(
+                node, t.cluster, running, out, self.gpus(node), chance, self.assumed
+            )
+            capacity += through.capacity_gpu_h
+            work += through.work_gpu_h
+            bases.append(through.basis)
+        return Price(
+            capacity_gpu_h=capacity, work_gpu_h=work, basis="not made: " + "; ".join(bases)
+        )
+
+    def _job_gpus(self, job: str) -> int:
+        for e in reversed(self.facts.jobs.get(job, [])):
+            if isinstance(e, JobExited | JobStateChanged) and e.payload.nodes:
+                gpus = getattr(e.payload, "gpus", None)
+                return gpus or sum(self.gpus(n) for n in e.payload.nodes)
+        return 0
+
+    def _restart(self, t: RestartJob, recorded: bool) -> Price:
+        done = self.facts.restarts.get(str(t.event_id)) if recorded else None
+        if done is not None and self.never_done(t):
+            return Price(basis=f"its requeue was not carried out ({done.why}): nothing to undo")
         exit_ = self._exit(t)
         if exit_ is None:
             return Price(basis="the attempt's exit is not in history: not priced")

@@ -8,16 +8,21 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from schemas.envelope import Event
 from schemas.events import CancelJob, JobExited, JobStateChanged, QuarantineNodes, RestartJob
 from streams.history.query import events_by_id
-from streams.history.reports import events_of, node_facts
-from streams.outcomes import TYPES
+from streams.history.reports import events_of, node_facts, outcome_events
+from streams.outcomes import TYPES, outcomes
 from streams.replay.clickhouse_source import ClickHouseSource
 from streams.replay.parallel import Rerun, rerun_parts
 from streams.replay.reasons import Edges, Lookups, Why, name_differences
 from streams.replay.rerun import Decision, compare, current_brain, default_warmup_s
+from streams.rules.builtin.restart_incomplete import NAME as RESTART_RULE
+from streams.rules.builtin.restart_incomplete import RestartIncompleteConfig
+from streams.rules.registry import RuleEngine
 from streams.whatif.candidate import Candidate
 from streams.whatif.price import Priced, PricingSettings, gather, price_differences
+from streams.whatif.through import Assumed, Measured, assumed
 
 PRICED_TYPES = (QuarantineNodes, RestartJob, CancelJob)
 FACT_TYPES = (*TYPES, "CheckpointSaved")
@@ -34,6 +39,7 @@ class WhatIf:
     decisions: list[Decision]
     whys: dict[str, Why]
     priced: list[Priced]
+    assumed: Assumed | None  # None: nothing was costly enough to need assuming
 
 
 def warmup_for(candidate: Candidate) -> float:
@@ -70,20 +76,68 @@ def what_if(
     # Only what a priced decision is about is read again: its subject's and its nodes' story.
     costly = [d for d in decisions if d.status != "same" and isinstance(d.trigger, PRICED_TYPES)]
     subjects = sorted(
-        {s for d in costly for s in (d.trigger.subject, *getattr(d.trigger.payload, "nodes", ()))}
+        {
+            s
+            for d in costly
+            for s in (
+                d.trigger.subject,
+                *getattr(d.trigger.payload, "nodes", ()),
+                *getattr(d.trigger.payload, "jobs", ()),
+            )
+        }
     )
     observed = min(now, scope.until + timedelta(seconds=pricing.repair_s))
     start = scope.since - timedelta(seconds=warmup_s)
     found = events_of(settings, FACT_TYPES, start, observed, subjects) if subjects else []
     causes = sorted({str(c) for d in costly for c in d.trigger.payload.caused_by})
     found += events_by_id(settings, causes).values() if causes else []
+    found = [e for e in found if scope.cluster in (None, e.cluster)]
     nodes = {n for d in costly for n in getattr(d.trigger.payload, "nodes", ())}
     nodes |= {
         n for e in found if isinstance(e, JobExited | JobStateChanged) for n in e.payload.nodes
     }
     gpus, models = node_facts(settings, sorted(nodes), observed) if nodes else ({}, {})
     facts = gather(found, scope.since, scope.until, observed, gpus, models)
-    priced = price_differences(decisions, whys, facts, scope.until, pricing)
+    judged = outcome_events(settings, scope.since, observed) if costly else []
+    judged = [e for e in judged if scope.cluster in (None, e.cluster)]  # assumed of its own
+    assumed = assume(judged, scope.since, scope.until, observed, pricing, engine)
+    priced = price_differences(decisions, whys, facts, scope.until, pricing, assumed)
     return WhatIf(
-        candidate, scope.since, scope.until, warmup_s, pricing, rerun, decisions, whys, priced
+        candidate,
+        scope.since,
+        scope.until,
+        warmup_s,
+        pricing,
+        rerun,
+        decisions,
+        whys,
+        priced,
+        assumed if costly else None,
     )
+
+
+def assume(
+    judged: list[Event],
+    since: datetime,
+    until: datetime,
+    observed: datetime,
+    pricing: PricingSettings,
+    engine: RuleEngine,
+) -> Assumed:
+    """What pricing a quarantine not made assumes, from the range's decisions and what became
+    of them (`streams.outcomes`), its jobs, and the candidate's restarts."""
+    restart = next((b.config for b in engine.rules if b.spec.name == RESTART_RULE), None)
+    restarts = (
+        restart.max_restarts
+        if isinstance(restart, RestartIncompleteConfig) and restart.mode == "live"
+        else None
+    )
+    settings = Measured(
+        precision=pricing.precision,
+        fails_after_s=pricing.fails_after_s,
+        reuse=pricing.reuse,
+        restarts=restarts,
+        response_s=pricing.response_s,
+        node_gpus=pricing.node_gpus,
+    )
+    return assumed(outcomes(judged, since, until, observed), judged, settings)

@@ -38,7 +38,7 @@ def benchmark_verdict(
     }
     if story.stage is Stage.PASSED:
         yield ReleaseNodes.decide(
-            window=f"{node.episode}/release",
+            window=f"{node.episode(event.occurred_at)}/release",
             reason=f"benchmark passed ({story.judged})" if story.judged else "benchmark passed",
             nodes=(node.node_id,),
             **common,
@@ -50,7 +50,7 @@ def benchmark_verdict(
             yield climbed
             return
         yield Notify.decide(
-            window=f"{node.episode}/benchmark-{verdict}",
+            window=f"{node.episode(event.occurred_at)}/benchmark-{verdict}",
             reason=f"benchmark {verdict}: {story.problem}",
             title=f"Node {node.node_id} stays quarantined: benchmark {verdict}",
             text=f"Drained because {story.reason}. Benchmark verdict {verdict}: "

@@ -21,13 +21,17 @@ class EccDoubleBitConfig(RuleConfig):
 def ecc_double_bit(node: Node, event: GpuSampled, config: EccDoubleBitConfig) -> Iterator[Trigger]:
     gpu = node.gpus.get(event.payload.gpu)
     # Only the sample where the (cumulative) counter rose: an old count does not re-quarantine.
-    if gpu is None or gpu.ecc_double_bit_rose_at != event.occurred_at or not node.may_quarantine:
+    if (
+        gpu is None
+        or gpu.ecc_double_bit_rose_at != event.occurred_at
+        or not node.may_quarantine_at(event.occurred_at)
+    ):
         return
     yield quarantine(
         rule=NAME,
         cause=event,
         nodes=(node.node_id,),
-        window=node.episode,
+        window=node.episode(event.occurred_at),
         jobs=jobs_on(node, event),
         reason=f"{gpu.ecc_double_bit} uncorrectable ECC error(s) on GPU {event.payload.gpu}",
         config=config,

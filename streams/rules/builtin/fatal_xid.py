@@ -36,13 +36,13 @@ class FatalXidConfig(RuleConfig):
 @rule(NAME, on=(GpuXidObserved,), config=FatalXidConfig)
 def fatal_xid(node: Node, event: GpuXidObserved, config: FatalXidConfig) -> Iterator[Trigger]:
     p = event.payload
-    if not node.may_quarantine or not is_fatal(p.xid, p.message, config.xids):
+    if not node.may_quarantine_at(event.occurred_at) or not is_fatal(p.xid, p.message, config.xids):
         return
     yield quarantine(
         rule=NAME,
         cause=event,
         nodes=(node.node_id,),
-        window=node.episode,
+        window=node.episode(event.occurred_at),
         jobs=jobs_on(node, event),
         reason=f"{describe(p.xid)} on GPU {p.gpu}" + (f": {p.message}" if p.message else ""),
         config=config,

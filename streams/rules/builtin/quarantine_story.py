@@ -82,7 +82,7 @@ def quarantine_story(
     if story.stage is Stage.DRAINED and p.trigger_type == "QuarantineNodes" and p.succeeded:
         first = ladder.first_step(node, config.ladders, **_step(common))
         yield first or RunBenchmark.decide(
-            window=f"{node.episode}/benchmark",
+            window=f"{node.episode(event.occurred_at)}/benchmark",
             reason=f"drained because {story.reason}",
             **common,
         )

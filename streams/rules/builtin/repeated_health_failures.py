@@ -39,7 +39,7 @@ def repeated_health_failures(
     node: Node, event: NodeHealthChecked, config: RepeatedHealthFailuresConfig
 ) -> Iterator[Trigger]:
     p = event.payload
-    if p.status != HealthStatus.CRITICAL or not node.may_quarantine:
+    if p.status != HealthStatus.CRITICAL or not node.may_quarantine_at(event.occurred_at):
         return
     if config.checks and p.check not in config.checks:
         return
@@ -63,7 +63,7 @@ def repeated_health_failures(
         rule=NAME,
         cause=event,
         nodes=(node.node_id,),
-        window=node.episode,
+        window=node.episode(event.occurred_at),
         jobs=jobs_on(node, event),
         reason=reason,
         config=config,

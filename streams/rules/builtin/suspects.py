@@ -67,7 +67,7 @@ def suspect(
     """The node's own quarantine, once the big job failed `threshold` times on it within a
     window and its evidence names it; nothing otherwise."""
     p = event.payload
-    if not node.may_quarantine or node.waiting_turn:  # asked once per episode
+    if not node.may_quarantine_at(event.occurred_at) or node.waiting_turn:  # asked once per episode
         return
     for start in window_starts(event.occurred_at, window):
         failed = [f for f in in_window(node.failures, start, window) if f.job_id == p.job_id]
@@ -80,7 +80,7 @@ def suspect(
             rule=name,
             cause=event,
             nodes=(node.node_id,),
-            window=f"{node.episode}/suspect",
+            window=f"{node.episode(event.occurred_at)}/suspect",
             reason=(
                 f"suspect of {len(failed)} failed attempts of {p.job_id} on {p.job_nodes} nodes "
                 f"within {window.window_s:.0f} s: {'; '.join(why)}; drained {batch_nodes} at a "

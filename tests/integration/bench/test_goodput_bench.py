@@ -44,3 +44,11 @@ def test_rules_acting_keep_more_of_the_fleet_s_time_than_a_person_alone(stack: S
     assert auto["restarts"]["restart_incomplete_exit"].get("held", 0) > 0
     assert set(manual["restarts"]["restart_incomplete_exit"]) == {"not_requeued"}
     assert result["workers_late"] == 0
+    # centrality whatif over the rules-acting fleet's history, no rules at all: it prices the
+    # world the person-only fleet lived, and must at least agree on the sign (issue 40; within
+    # 25 % is the full run's bar, BENCHMARKS.md: a small run's two worlds drift apart).
+    [calibration] = result["whatif"]
+    assert calibration["candidate"] == "*.enabled=false"
+    assert calibration["measured_gpu_h"] == result["saved_gpu_h"]
+    assert calibration["gpu_h"] > 0 and calibration["ratio"] > 0
+    assert calibration["capacity_gpu_h"] <= 0  # a faulty node gives nothing back

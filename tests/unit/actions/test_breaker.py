@@ -192,3 +192,18 @@ def test_each_group_a_drain_touches_must_allow_it_in_its_own_window() -> None:
 def test_a_group_that_selects_jobs_is_refused() -> None:
     with pytest.raises(ValidationError, match="user=ana selects no node"):
         ActionsSettings(quarantine_groups=[{"match": {"user": "ana"}, "quarantine_max_share": 0.1}])
+
+
+def test_heartbeats_arriving_late_count_as_of_their_own_time() -> None:
+    """A simulated day sent in a minute: its heartbeats, written now, are stamped up to a day
+    ago; counted against the clock, no fleet was seen and every drain was refused (issue 40)."""
+    fleet = ObservedFleet(900)
+    for i in range(200):
+        fleet.observe(heartbeat(f"h{i}", "sim", NOW - timedelta(hours=5)), NOW.timestamp())
+    assert fleet.size("sim", NOW) == 200
+    # Live heartbeats written as they happen, then silence: the window ends at the clock.
+    live = ObservedFleet(900)
+    for i in range(200):
+        at = NOW - timedelta(seconds=1000)
+        live.observe(heartbeat(f"h{i}", "sim", at), at.timestamp())
+    assert live.size("sim", NOW) == 0

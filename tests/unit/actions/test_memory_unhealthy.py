@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from actions.adapters.memory import MODEL, InMemoryAdapter
+from actions.adapters.memory import MODEL, InMemoryAdapter, read_unhealthy, write_unhealthy
 from actions.remediation import gpu_inventory
 from schemas.events.actions import BenchmarkCompletedPayload
 from streams.state.judge import judge
@@ -60,3 +60,13 @@ def test_each_node_answers_as_its_gpu_model_and_the_datasheet_judges_it(
     assert "of the H100 SXM datasheet's 989" in judged["slow"].reasons[0]
     inventory = adapter.run_on_nodes(["a1"], [gpu_inventory.__name__], env={}, timeout_s=1)
     assert json.loads(inventory.stdout)["gpus"][0]["name"] == A100
+
+
+def test_a_simulator_says_its_own_nodes_and_leaves_the_others(tmp_path: Path) -> None:
+    file = tmp_path / "unhealthy.json"
+    write_unhealthy(file, {"a-1": "broken"}, ["a-1", "a-2"])
+    write_unhealthy(file, {"b-1": "broken"}, ["b-1"])
+    assert read_unhealthy(file) == {"a-1": "broken", "b-1": "broken"}
+    write_unhealthy(file, {"a-2": "fans"}, ["a-1", "a-2"])  # a-1 mended, a-2 broke
+    assert read_unhealthy(file) == {"a-2": "fans", "b-1": "broken"}
+    assert read_unhealthy(tmp_path / "none.json") == {}

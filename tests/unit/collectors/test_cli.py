@@ -1,6 +1,8 @@
+from datetime import UTC, datetime
 from pathlib import Path
 
 import orjson
+import pytest
 from typer.testing import CliRunner
 
 from centrality.cli import app
@@ -52,3 +54,27 @@ def test_every_collector_command_is_registered() -> None:
     assert {"agent", "tail", "checkpoints", "nccl", "simulate"} <= names
     groups = {g.name for g in app.registered_groups}
     assert {"watch", "bench"} <= groups
+
+
+def test_simulate_lists_what_it_faulted_and_ends_its_period_now() -> None:
+    args = ["simulate", "--nodes", "20", "--xid-nodes", "2", "--crash-jobs", "1"]
+    result = CliRunner().invoke(app, [*args, "--duration-s", "900", "--dry-run", "--json"])
+    assert result.exit_code == 0, result.output
+    doc = orjson.loads(result.stdout.strip().splitlines()[-1])
+    xids = [f for f in doc["faulted"] if f["how"] == "XID 79"]
+    assert len(xids) == 2 and all(f["kind"] == "node" and f["count"] >= 2 for f in xids)
+    assert {f["kind"] for f in doc["faulted"]} == {"node", "job"}
+    first, last = datetime.fromisoformat(doc["first_at"]), datetime.fromisoformat(doc["last_at"])
+    assert (last - first).total_seconds() == 900 and last <= datetime.now(UTC)
+    table = CliRunner().invoke(app, [*args, "--duration-s", "900", "--dry-run"])
+    assert table.exit_code == 0 and "faulted" in table.stdout and "XID 79" in table.stdout
+
+
+def test_simulate_bad_nodes_need_the_file_the_memory_adapter_reads(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("CENTRALITY_MEMORY_UNHEALTHY_FILE", raising=False)
+    args = ["simulate", "--nodes", "8", "--bad-nodes", "2", "--duration-s", "30", "--dry-run"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2
+    assert "CENTRALITY_MEMORY_UNHEALTHY_FILE" in " ".join(result.stderr.split())

@@ -2,14 +2,14 @@ import asyncio
 import time
 from collections import Counter
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from collectors.simulate.config import SimConfig
 from collectors.simulate.model import ClusterModel
-from collectors.simulate.runner import ROUTINE, group, simulate, sliced
+from collectors.simulate.runner import ROUTINE, group, period_start, simulate, sliced
 from collectors.sink import RecordingSink
 from schemas.codec import decode, encode_batch
-from schemas.envelope import Event
+from schemas.envelope import Event, utcnow
 from schemas.events import (
     GpuSampled,
     GpuXidObserved,
@@ -181,3 +181,64 @@ async def test_a_paced_run_sends_its_parts_across_the_interval() -> None:
     assert not stats.fell_behind
     assert max(at % tick_s for at, _ in spread.sent) > 0.7 * tick_s  # the last part, at 4/5
     assert max(at % tick_s for at, _ in at_once.sent) < 0.2 * tick_s
+
+
+class _Stamped(RecordingSink):
+    """Records how far ahead of the wall clock each event was when it was sent."""
+
+    def __init__(self) -> None:
+        super().__init__(keep=True)
+        self.ahead_s = 0.0
+
+    async def emit_batch(self, events: Sequence[Event]) -> None:
+        now = utcnow()
+        self.ahead_s = max(self.ahead_s, *((e.occurred_at - now).total_seconds() for e in events))
+        await super().emit_batch(events)
+
+
+async def test_an_unpaced_run_ends_now_and_stamps_nothing_ahead_of_the_clock() -> None:
+    """The workers stamp what they do with the wall clock: a simulated period stamped ahead
+    of it put a node's drain before its XID (issue 40)."""
+    sink = _Stamped()
+    began = utcnow()
+    stats = await simulate(SMALL, sink, duration_s=600)
+    assert sink.ahead_s <= 0
+    assert stats.first_at is not None and stats.last_at is not None
+    assert (stats.last_at - stats.first_at).total_seconds() == 600
+    assert began - timedelta(seconds=1) <= stats.last_at <= utcnow()
+
+
+async def test_a_run_paced_faster_than_real_time_ends_when_it_does() -> None:
+    sink = _Stamped()
+    stats = await simulate(SMALL, sink, duration_s=40, speed=100)
+    assert sink.ahead_s <= 0 and stats.last_at is not None
+    assert abs((utcnow() - stats.last_at).total_seconds()) < 1.0
+    assert period_start(T0, 600, 0) == T0 - timedelta(seconds=600)
+    assert period_start(T0, 600, 1) == T0 == period_start(T0, 600, 0.5)
+    assert period_start(T0, 600, 4) == T0 - timedelta(seconds=450)
+
+
+async def test_it_says_which_nodes_and_jobs_it_faulted_and_how() -> None:
+    config = FAULTY.model_copy(update={"bad_nodes": 1})
+    model = ClusterModel(config, T0)
+    [bad] = model.bad_nodes
+    [xid] = model.xid_nodes
+    [lost] = model.lost_nodes
+    assert bad != xid and model.unhealthy() == {bad: "a broken GPU: benchmark below thresholds"}
+    stats = await simulate(config, RecordingSink(keep=False), duration_s=900, start=T0)
+    said = {(f.subject, f.how): f for f in stats.faulted}
+    assert said[(xid, "XID 79")].count >= 5 and said[(bad, "XID 79")].count >= 5
+    assert (bad, "benchmark fails (a broken GPU)") in said
+    assert said[(lost, "agent died: no heartbeats, no samples")].first_at == T0 + timedelta(
+        seconds=100
+    )
+    jobs = {f.how.split(":")[0] for f in stats.faulted if f.kind == "job"}
+    assert {"crashed", "preempted", "NCCL at a fifth of its bus bandwidth"} <= jobs
+    first = {f.subject: f.first_at for f in stats.faulted}
+    assert all(T0 <= at <= T0 + timedelta(seconds=900) for at in first.values())
+
+
+async def test_a_seed_without_bad_nodes_tells_the_story_it_always_told() -> None:
+    plain = await run(FAULTY, 300)
+    none = await run(FAULTY.model_copy(update={"bad_nodes": 0}), 300)
+    assert [e.event_id for e in plain.events] == [e.event_id for e in none.events]

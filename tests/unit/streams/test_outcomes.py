@@ -3,11 +3,12 @@ restarts that held or failed again, step timings, and the lemon."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 
 import pytest
 
-from streams.outcomes import OutcomeSettings, binomial_tail, outcomes
+from streams.outcomes import STEPS, OutcomeSettings, binomial_tail, outcomes, steps
 from streams.testing import T0
 from tests.support.outcome_day import (
     BENCHMARK_S,
@@ -86,3 +87,18 @@ def test_binomial_tail() -> None:
     assert binomial_tail(3, 0.5, 2) == pytest.approx(0.5)
     assert binomial_tail(20, 0.1, 5) == pytest.approx(0.0431, abs=1e-4)
     assert binomial_tail(5, 0.0, 1) == 0.0
+
+
+def test_a_step_that_ends_before_it_begins_is_counted_apart_never_negative() -> None:
+    """A simulator stamping ahead of the workers' clock gave "decided → drained p50 -255 s"
+    (issue 40): the drain was stamped before the decision it carried out."""
+    early = [
+        replace(s, drained_at=s.decided_at - timedelta(seconds=255))
+        for s in JUDGED.stories
+        if s.drained_at is not None
+    ][:2]
+    skewed = {s.name: s for s in steps([*JUDGED.stories, *early])}
+    drained = skewed["decided_to_drained"]
+    assert drained.out_of_order == 2 and drained.p50_s == DRAIN_S
+    assert all(s.p50_s is None or s.p50_s >= 0 for s in skewed.values())
+    assert {s.name: s.out_of_order for s in JUDGED.steps} == dict.fromkeys(STEPS, 0)

@@ -14,7 +14,7 @@ from streams.process import Brain
 from streams.rules.registry import RuleEngine
 from streams.settings import StreamsSettings
 from streams.state.story import NodeStatus, Stage
-from streams.testing import benchmark, envelope, heartbeat, result, scheduler_says, xid
+from streams.testing import benchmark, envelope, episode, heartbeat, result, scheduler_says, xid
 from streams.views import Views, node_status
 from tests.unit.streams.test_quarantine_story import decided, drained, feed
 
@@ -54,7 +54,7 @@ def test_an_operators_drain_holds_the_node_until_an_operator_releases_it() -> No
     assert (back.state, back.by) == ("in_service", "operator/bob")
     assert back.why == "released: GPU 3 reseated (out for: operator/alice: replaced GPU 3)"
     [drain] = feed(b, xid("n1", 79, at_s=6))  # in service again: decided like any other
-    assert isinstance(drain, QuarantineNodes) and drain.payload.window == "q1/quarantine"
+    assert isinstance(drain, QuarantineNodes) and drain.payload.window == f"{episode(6)}/quarantine"
 
 
 def test_a_release_from_outside_the_story_returns_a_kept_node_to_service() -> None:

@@ -15,7 +15,7 @@ from streams.process import Brain
 from streams.rules.registry import RuleEngine
 from streams.settings import StreamsSettings
 from streams.state.story import NodeStatus, Stage
-from streams.testing import benchmark, ended, result, running, scheduler_says, xid
+from streams.testing import benchmark, ended, episode, result, running, scheduler_says, xid
 
 BREAKER = "circuit breaker: quarantining 3 of 20 nodes exceeds 10% within 3600s"
 
@@ -48,7 +48,7 @@ def test_the_whole_story_moves_on_outcomes_only() -> None:
     assert "Xid 79" in n.story.reason
     [bench] = feed(b, result(drain, at_s=2))  # the drain happened: now, and only now, benchmark
     assert isinstance(bench, RunBenchmark) and bench.payload.nodes == ("n1",)
-    assert bench.payload.window == "q0/benchmark" and "Xid 79" in bench.payload.reason
+    assert bench.payload.window == f"{episode(1)}/benchmark" and "Xid 79" in bench.payload.reason
     n = b.nodes["n1"]
     assert n.quarantined and n.story and n.story.stage is Stage.BENCHMARKING
     assert feed(b, result(bench, at_s=3)) == []  # the verdict comes with BenchmarkCompleted
@@ -58,9 +58,9 @@ def test_the_whole_story_moves_on_outcomes_only() -> None:
     assert n.quarantined and n.story and n.story.stage is Stage.RELEASING  # asked, not done
     assert feed(b, result(release, at_s=4)) == []
     n = b.nodes["n1"]
-    assert n.status is NodeStatus.IN_SERVICE and n.story is None and n.episode == "q1"
-    # The next fatal XID starts a new episode, with new trigger ids.
-    assert decided(b, at_s=5).payload.window == "q1/quarantine"
+    assert n.status is NodeStatus.IN_SERVICE and n.story is None and n.episodes == 1
+    # The next fatal XID starts a new episode, named by its time, with new trigger ids.
+    assert decided(b, at_s=5).payload.window == f"{episode(5)}/quarantine"
 
 
 def test_a_failed_verdict_keeps_the_node_drained_and_says_so() -> None:
@@ -91,7 +91,7 @@ def test_a_refused_drain_leaves_the_node_suspect_reported_and_unbenchmarked() ->
     assert n.story is b.nodes["n1"].story
     # A later fatal XID asks again, as a new episode (the breaker may allow it by then).
     again = decided(b, at_s=10)
-    assert again.payload.window == "q1/quarantine" and again.event_id != drain.event_id
+    assert again.payload.window == f"{episode(10)}/quarantine" and again.event_id != drain.event_id
 
 
 def test_a_failed_drain_is_told_as_failed_not_refused() -> None:
@@ -170,7 +170,7 @@ def test_a_node_resumed_by_someone_else_ends_the_story() -> None:
     # ...a later one saying it takes work again means someone resumed it.
     feed(b, scheduler_says("n1", "AVAILABLE", at_s=9))
     n = b.nodes["n1"]
-    assert n.status is NodeStatus.IN_SERVICE and n.episode == "q1"
+    assert n.status is NodeStatus.IN_SERVICE and n.episodes == 1
 
 
 def test_a_node_set_result_reaches_each_node_and_each_is_benchmarked() -> None:
@@ -208,3 +208,21 @@ def test_replay_decides_the_same_story() -> None:
     assert {k: v.model_dump() for k, v in replay.nodes.items()} == {
         k: v.model_dump() for k, v in live.nodes.items()
     }
+
+
+def test_a_fault_from_before_a_story_ended_folded_after_it_was_that_story_s() -> None:
+    """History arriving late (a simulated day sent in a minute, a spool): a drain refused or a
+    node released at the wall clock's time is folded before XIDs stamped earlier; judged by
+    the order they came in, each began a story a replay, in event time, never saw (issue 40)."""
+    for verdict in ("refused", "released"):
+        b = brain()
+        drain = decided(b, at_s=1)
+        if verdict == "refused":
+            feed(b, result(drain, at_s=600, error=BREAKER, refused=True))
+        else:
+            [bench] = feed(b, result(drain, at_s=600))
+            [release] = feed(b, benchmark(at_s=601, trigger=bench))
+            feed(b, result(release, at_s=602))
+        assert feed(b, xid("n1", 79, at_s=300)) == [], verdict  # during the story
+        [again] = feed(b, xid("n1", 79, at_s=900))  # after it
+        assert again.payload.window == f"{episode(900)}/quarantine", verdict

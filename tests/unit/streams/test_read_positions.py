@@ -202,3 +202,26 @@ def test_nothing_handed_over_since_the_seek_counts_only_while_reading_from_there
     assert commit_past_markers(Fetched(None, 11), 10, acks_pending=False, read_offset=10) == 11
     # Read on from somewhere else since: that fetch's "nothing" says nothing about 10.
     assert commit_past_markers(Fetched(None, 11), 10, acks_pending=False, read_offset=12) is None
+
+
+def test_history_arriving_now_is_judged_at_its_own_time_not_the_clock_s() -> None:
+    """A simulated day sent in a minute: its early heartbeats are hours older than the clock;
+    judged by the clock, every node was lost while the day was still arriving (issue 40)."""
+    reads = ReadPositions()
+    reads.folded("nodes", 0, 9, NOW)
+    reads.reached("nodes", 0, NOW - 1200, NOW)  # written just now, stamped 20 minutes ago
+    assert judged(reads, {"nodes": 10, "gpu": 0}) == NOW - 1200
+    reads.reached("nodes", 0, NOW - 300, NOW)  # the day goes on
+    reads.reached("gpu", 0, NOW - 900, NOW)  # the input furthest back holds the tick
+    assert judged(reads, {"nodes": 10, "gpu": 0}) == NOW - 900
+
+
+def test_a_fleet_reporting_as_it_goes_is_judged_by_the_clock_silent_or_not() -> None:
+    reads = ReadPositions()
+    reads.reached("nodes", 0, NOW - 62, NOW - 60)  # fresh when written, nothing since: silent
+    assert judged(reads, {"nodes": 0, "gpu": 0}) == NOW - 2  # its 60 s of silence count
+    reads.reached("nodes", 0, NOW - 3600, NOW)  # a spooled hour-old event moves nothing back
+    assert judged(reads, {"nodes": 0, "gpu": 0}) == NOW - 2
+    reads.reached("gpu", 0, NOW - 3600, -1.0)  # a record without a time tells nothing
+    reads.forget()
+    assert judged(reads, {"nodes": 0, "gpu": 0}) == NOW

@@ -1,5 +1,5 @@
 from schemas.events import NodeHealthChecked
-from streams.testing import benchmark, health, result, xid
+from streams.testing import benchmark, episode, health, result, xid
 from tests.unit.streams.test_rules import brain, feed, kinds
 
 RULE = "repeated_health_failures"
@@ -66,14 +66,14 @@ def test_a_redelivered_result_counts_once() -> None:
 def test_a_new_episode_after_release_can_quarantine_again() -> None:
     b = brain()
     [drain] = feed(b, critical("ib", 0), critical("ib", 1), critical("ib", 2))
-    assert drain.payload.window == "q0/quarantine"
+    assert drain.payload.window == f"{episode(2)}/quarantine"
     [bench] = feed(b, result(drain, at_s=2.5))
     [release] = feed(b, benchmark(at_s=3, trigger=bench))
     assert release.type == "ReleaseNodes" and feed(b, result(release, at_s=3.5)) == []
     # the three before the benchmark no longer count, though still within the hour
     assert feed(b, critical("ib", 4), critical("ib", 5)) == []
     [again] = feed(b, critical("ib", 6))
-    assert again.payload.window == "q1/quarantine"
+    assert again.payload.window == f"{episode(6)}/quarantine"
 
 
 def test_another_rule_that_quarantined_first_stops_this_one() -> None:

@@ -23,6 +23,7 @@ from streams.testing import (
     checkpoint,
     completed,
     ended,
+    episode,
     health,
     heartbeat,
     result,
@@ -158,7 +159,7 @@ def test_double_bit_ecc_quarantines_when_the_counter_rises_only() -> None:
     assert release.type == "ReleaseNodes" and feed(b, result(release, at_s=4)) == []
     assert feed(b, sample(at_s=5, ecc_double_bit=1)) == []
     again = feed(b, sample(at_s=6, ecc_double_bit=2))
-    assert {t.payload.window for t in again} == {"q1/quarantine"}
+    assert {t.payload.window for t in again} == {f"{episode(6)}/quarantine"}
 
 
 # heartbeat_lost and checkpoint_stall (clock ticks) ---------------------------------------------

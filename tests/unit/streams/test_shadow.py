@@ -27,8 +27,10 @@ def test_a_shadow_quarantine_is_recorded_and_drains_nothing() -> None:
     # The worker only plans it; that result moves nothing either: no benchmark, no story.
     assert shadow.tell(result(recorded, at_s=2)) == []
     assert shadow.nodes["n1"].status is NodeStatus.IN_SERVICE and shadow.nodes["n1"].story is None
-    # Decided once, as live: the same XID again is the same decision.
-    assert shadow.tell(xid("n1", 79, at_s=3)) == []
+    # A later XID is decided again: nothing a shadow rule decides takes the node out, so no
+    # story holds it back, and an episode is named by when it began (a replay names it so too).
+    [again] = shadow.tell(xid("n1", 79, at_s=3))
+    assert again.payload.shadow and again.event_id != recorded.event_id
 
 
 def test_a_shadow_rule_beside_live_ones_leaves_them_deciding_as_before() -> None:
