@@ -22,6 +22,7 @@ from schemas.events import (
     FleetBaseline,
     Trigger,
 )
+from schemas.events.incidents import node_thread
 from tests.support.slack import notifier_for
 from tests.support.triggers import benchmark, notify, quarantine, release, restart
 
@@ -291,3 +292,11 @@ async def test_a_tripped_guard_reads_what_other_workers_did_before_refusing(
     await rig.handle(benchmark(("n1",)))
     assert rig.ledger.refreshed == 1 and rig.adapter.calls == ["run_on_nodes"]
     assert not rig.of(ActionFailed)
+
+
+async def test_a_rules_notice_about_a_nodes_story_is_told_by_its_incident(slack: SlackFake) -> None:
+    rig = Rig(slack)
+    lost = notify(node_thread("test", "n1"), "silent-since-0")
+    await rig.handle(lost)
+    [done] = rig.of(ActionSucceeded)
+    assert slack.posts == [] and done.payload.detail == {"told": "incident"}
