@@ -73,6 +73,7 @@ BENCH_MODULES: tuple[str, ...] = (
     "centrality.bench.hostile",
     "centrality.bench.scale",
     "centrality.bench.goodput",
+    "centrality.bench.incidents",
 )
 
 
