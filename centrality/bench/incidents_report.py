@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any, Protocol
 
-import orjson
 from rich.console import Console
-from rich.table import Table
+from rich.table import Column, Table
 
 from streams.state.node import LOST_RULE
 
@@ -60,12 +60,12 @@ def _said(value: object) -> str:
     if value is None:
         return "—"
     if isinstance(value, dict | list):
-        return orjson.dumps(value).decode()
+        return json.dumps(value, ensure_ascii=False)  # spaced: a cell wraps between items
     return str(value)
 
 
 def _figures(title: str, figures: dict[str, Any]) -> Table:
-    table = Table("figure", "value", title=title)
+    table = Table("figure", Column("value", overflow="fold"), title=title)
     for name, value in figures.items():
         table.add_row(name, _said(value))
     return table
@@ -74,8 +74,16 @@ def _figures(title: str, figures: dict[str, Any]) -> Table:
 def print_result(result: dict[str, Any], console: Console) -> None:
     nested = ("silent", "burst", "workers", "beside_cpu_percent", "targets", "notes")
     console.print(_figures("bench incidents", {k: v for k, v in result.items() if k not in nested}))
-    console.print(_figures("silent fleet", result["silent"]))
-    console.print(_figures("burst of fatal XIDs", result["burst"]))
+    for title, phase in (("silent fleet", "silent"), ("burst of fatal XIDs", "burst")):
+        figures = {k: v for k, v in result[phase].items() if k != "slack_said"}
+        console.print(_figures(title, figures))
+        said = Table(
+            Column("what Slack was told (new messages, ↳ a reply)", overflow="fold"),
+            title=f"{title}: Slack",
+        )
+        for text in result[phase]["slack_said"]:
+            said.add_row(text)
+        console.print(said)
     workers = Table("worker", "cpu %", "peak RSS MB", title="workers")
     for name, w in result["workers"].items():
         workers.add_row(name, _said(w["cpu_percent"]), _said(w["rss_peak_mb"]))
