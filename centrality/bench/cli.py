@@ -74,6 +74,7 @@ BENCH_MODULES: tuple[str, ...] = (
     "centrality.bench.scale",
     "centrality.bench.goodput",
     "centrality.bench.console",
+    "centrality.bench.incidents",
 )
 
 
