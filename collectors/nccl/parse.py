@@ -16,8 +16,8 @@ A table ends with `Out of bounds values : N OK|FAILED` (the run's verdict) and
 its rows measure a broken collective and must never be read as bandwidth.
 
 Launchers put prefixes before every line: Open MPI `--tag-output` (`[1,0]<stdout>:`),
-`--timestamp-output`, Ray / SkyPilot (`(head, rank=0, pid=3808) `), `srun -l` (`0: `). They are
-stripped before parsing.
+`--timestamp-output`, MPICH's and Intel MPI's `[0] `, Ray / SkyPilot (`(head, rank=0, pid=3808) `),
+`srun -l` (`0: `). They are stripped before parsing (`collectors.logs.prefixes`).
 
 Debug logs carry no timings but say how many ranks a communicator has:
 `NCCL INFO comm 0x… rank 0 nranks 16 … - Init COMPLETE` (NCCL ≤ 2.18) or
@@ -31,12 +31,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-_PREFIXES = (
-    re.compile(r"^\(\w[^()]*\)\s"),  # Ray / SkyPilot: "(head, rank=0, pid=3808) "
-    re.compile(r"^\w{3} \w{3} +\d+ \d\d:\d\d:\d\d \d{4}"),  # Open MPI --timestamp-output
-    re.compile(r"^\[\d+,\d+\]<std(?:out|err)>:"),  # Open MPI --tag-output
-    re.compile(r"^\d+: "),  # srun -l
-)
+from collectors.logs.prefixes import read_prefix
+
 _COLLECTIVE = re.compile(r"(?:Collective test starting:\s*|^|\s|/)(\w+?)_perf\b")
 _RANK = re.compile(r"^#?\s*Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+)")
 _HEADER = re.compile(r"^#?\s*size\s+count\s+type\b(.*)$")
@@ -53,18 +49,6 @@ _COLL_CALL = re.compile(
 )
 _NUMBER = re.compile(r"^-?[\d.]+(?:[eE][+-]?\d+)?$")
 _INT = re.compile(r"^-?\d+$")
-
-
-def strip_prefixes(line: str) -> str:
-    """The line as the program printed it, without what launchers put in front."""
-    changed = True
-    while changed:
-        changed = False
-        for prefix in _PREFIXES:
-            if m := prefix.match(line):
-                line = line[m.end() :]
-                changed = True
-    return line
 
 
 @dataclass(frozen=True)
@@ -156,7 +140,7 @@ class _Parser:
         self.run = None
 
     def line(self, raw: str) -> None:
-        line = strip_prefixes(raw.rstrip("\r\n"))
+        line = read_prefix(raw.rstrip("\r\n")).body
         if "NCCL INFO" in line or "NCCL WARN" in line:
             self.debug(line)
             return
