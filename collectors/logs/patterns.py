@@ -134,10 +134,11 @@ DEFAULT_PATTERNS: tuple[Builtin, ...] = (
             # exception repeats them after `Last error:` on a line without "NCCL" in it.
             signal=LogSignal.NCCL_ERROR,
             regex=r"Got completion from peer \S+<\d+>|Connection closed by remote peer \S+<\d+>"
-            r"|Call to recv from \S+<\d+> failed",
+            r"|Call to recv from \S+<\d+> failed"
+            r"|^PEER_DEAD: Process \d+ on node \S+",  # NCCL RAS' monitor (`ncclras -m`)
             name="nccl_peer",
         ),
-        ("from peer", "remote peer", "call to recv from"),
+        ("from peer", "remote peer", "call to recv from", "peer_dead"),
     ),
     Builtin(
         PatternSpec(

@@ -12,7 +12,8 @@ with PID 636815 on node fl98 exited on signal 11`, srun's `error: nid04277: task
 fault`. That host is the peer (the launcher's own rank → host map, read where it speaks). So is
 the node Ray's GCS marks dead: `The node with node id: 75b2… and ip: 10.4.4.107 has been marked
 dead because the detector has missed too many heartbeats from it` (older Ray; newer ones say
-`and address: 172.29.58.101 and node name: …`). srun's
+`and address: 172.29.58.101 and node name: …`), and the process NCCL's RAS monitor declares
+dead (`ncclras -m`'s `PEER_DEAD: Process 1524345 on node 172.16.64.245 managing GPU 1`). srun's
 `Exited with exit code`, `Killed` and `Terminated` are not read: they follow the first failure on
 every node. What PyTorch's watchdog prints (`[Rank 12] Watchdog caught collective operation
 timeout`) names the rank that *reports*, never the one that failed, so it names no peer.
@@ -36,6 +37,7 @@ _PEER = re.compile(
     rf"|^srun: error: (?P<srun>{_NAME}): tasks? [\d,-]+: (?:{_CRASH})"
     rf"|The node with node id: \w+ and (?:ip|address): (?P<ray>{_NAME}) (?:and node name: \S+ )?"
     r"has been marked dead"
+    rf"|^PEER_DEAD: Process \d+ on node (?P<ras>{_NAME})"
 )
 
 
@@ -45,5 +47,6 @@ def peer_of(body: str) -> str | None:
     m = _PEER.search(body)
     if m is None:
         return None
-    peer: str = m["peer"] or m["closed"] or m["recv"] or m["mpirun"] or m["srun"] or m["ray"]
+    found = (m[g] for g in ("peer", "closed", "recv", "mpirun", "srun", "ray", "ras"))
+    peer: str = next(p for p in found if p)
     return peer if len(peer) <= NODE_NAME else None  # no host name is longer
