@@ -18,14 +18,15 @@ A line is read one prefix at a time, as long as one matches its start:
   journald's `short`/`short-precise` and syslog's `Feb  2 09:51:48 host slurmd[12912]: `.
 
 The first time read is the line's; one without a zone is the node's local time (the tailer runs
-where the job writes). A date without a year (syslog, journald `short`) is not guessed: no time.
+where the job writes, and reads it at the offset its zone has when it reads). A date without a
+year (syslog, journald `short`) is not guessed: no time.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone, tzinfo
+from typing import NamedTuple
 
 _ISO = r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?"
 _ZONE = r"Z|[+-]\d\d:?\d\d"
@@ -48,12 +49,11 @@ _ONE = re.compile(
     r"|\[?(?P<ctime>[A-Z][a-z]{2}[ ][A-Z][a-z]{2}[ ]+\d+[ ]\d\d:\d\d:\d\d[ ]\d{4})\]?[ ]?"
     rf"|[A-Z][a-z]{{2}}[ ]+\d+[ ]\d\d:\d\d:\d\d(?:\.\d+)?[ ]{_IDENT}"
 )
-_RANK_GROUPS = ("torch", "mpi", "horovod", "hydra", "srun")
+_RANK_GROUPS = frozenset({"torch", "mpi", "horovod", "hydra", "srun"})
 _ISO_PARTS = re.compile(r"(\d+)-(\d+)-(\d+)[T ](\d+):(\d+):(\d+)(?:[.,](\d+))?")
 
 
-@dataclass(frozen=True)
-class Prefixed:
+class Prefixed(NamedTuple):
     rank: int | None  # the rank a launcher names; None where none does
     body: str  # the line after every prefix
     at: datetime | None  # the first time a prefix names, timezone-aware
@@ -67,10 +67,12 @@ def read_prefix(line: str, local: tzinfo | None = None) -> Prefixed:
     pos = 0
     while (m := _ONE.match(line, pos)) is not None and m.end() > pos:
         pos = m.end()
-        if rank is None:
-            found = next((m[g] for g in _RANK_GROUPS if m[g] is not None), None)
-            rank = int(found) if found is not None else None
-        if at is None:
+        group = m.lastgroup  # a branch's one rank group, or its time's last group
+        if group is None:
+            continue
+        if group in _RANK_GROUPS:
+            rank = int(m[group]) if rank is None else rank
+        elif at is None:
             at = _time(m, local)
     return Prefixed(rank, line[pos:], at)
 

@@ -161,9 +161,10 @@ class LogTailer:
         marker = self._marker_of(f)
         signals = []
         records = []
-        horizon = datetime.now(UTC) + max_future_skew()
+        now = datetime.now(UTC)
+        local, horizon = now.astimezone().tzinfo, now + max_future_skew()
         for line in lines:
-            found = read_prefix(line)
+            found = read_prefix(line, local)
             rank, body = found.rank, found.body
             at = found.at if found.at and MIN_TIME <= found.at <= horizon else None
             records.append(LogLine(at=at, line=line, node=node, rank=rank, stream=stream))
