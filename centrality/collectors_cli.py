@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable, Coroutine
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import orjson
 import typer
@@ -18,6 +18,11 @@ from centrality.progress import tracking, wanted
 from centrality.runner import run_until_signalled
 from collectors.sink import EventSink, RecordingSink
 from schemas.logs import configure_logging
+
+if TYPE_CHECKING:
+    from collectors.nccl.output import NcclOutput
+    from collectors.nccl.ras import RasProcess
+    from schemas.events import NcclSampled
 
 console = Console(stderr=True)
 S = TypeVar("S", bound=BaseSettings)
@@ -137,10 +142,11 @@ def nccl(
 
     Runs that failed nccl-tests' correctness check are reported, never sent; the exit code is
     1 when any did. A RAS report (`ncclras` output, NCCL 2.24+) is read too: the processes RAS
-    declared dead or could not reach, and its errors (exit code 1 when it has any).
+    declared dead or could not reach, and its errors (exit code 1 when it has any); with --job,
+    each such process is sent as the job's LogSignalDetected naming its node as the peer.
     """
     from collectors.events import Stamp, hostname
-    from collectors.nccl.events import nccl_events, rejected
+    from collectors.nccl.events import nccl_events, ras_events, rejected
     from collectors.nccl.parse import parse_nccl_output
     from collectors.nccl.ras import read_ras
 
@@ -148,31 +154,28 @@ def nccl(
     output = parse_nccl_output(text.splitlines(), collective)
     ras = read_ras(text)
     name = node or hostname()
-    events = nccl_events(output, Stamp(f"nccl@{name}", cluster), name, job)
+    stamp = Stamp(f"nccl@{name}", cluster)
+    events = nccl_events(output, stamp, name, job)
+    signals = ras_events(ras, stamp, name, job) if ras is not None and job else []
 
     async def send() -> None:
         async with open_sink(dry_run) as sink:
             if events:
                 await sink.emit_batch(events)
+            for signal in signals:
+                await sink.emit(signal)
 
     asyncio.run(send())
     failed = rejected(output)
-    summary = {
-        "rows": len(output.rows),
-        "sent": len(events),
-        "ranks": output.nranks,
-        "avg_busbw_gbps": [r.avg_busbw_gbps for r in output.runs],
-        "max_busbw_gbps": max((e.payload.busbw_gbps for e in events), default=None),
-        "invalid_runs": failed,
-        "warnings": output.warnings,
-    }
+    summary = _nccl_summary(output, events, failed)
     if ras is not None:
         summary["ras"] = {
             "errors": ras.errors,
             "warnings": ras.warnings,
-            "dead": [vars(p) for p in ras.dead],
-            "unreachable": [vars(p) for p in ras.unreachable],
+            "dead": [_process(p) for p in ras.dead],
+            "unreachable": [_process(p) for p in ras.unreachable],
             "nodes": ras.nodes,
+            "signals_sent": len(signals),
         }
     if json:
         print(orjson.dumps(summary).decode())
@@ -180,6 +183,30 @@ def nccl(
         console.print(summary)
     if failed or (ras is not None and ras.failed):
         raise typer.Exit(1)
+
+
+def _nccl_summary(
+    output: NcclOutput, events: list[NcclSampled], failed: list[str]
+) -> dict[str, Any]:
+    slowest = output.slowest_init
+    return {
+        "rows": len(output.rows),
+        "sent": len(events),
+        "ranks": output.nranks,
+        "avg_busbw_gbps": [r.avg_busbw_gbps for r in output.runs],
+        "max_busbw_gbps": max((e.payload.busbw_gbps for e in events), default=None),
+        "invalid_runs": failed,
+        "warnings": output.warnings,
+        "nccl_version": output.nccl_version,
+        "communicators": len(output.comm_ranks),
+        "nodes_per_communicator": sorted(set(output.comm_nodes.values())),
+        "slowest_init": vars(slowest) if slowest else None,
+        "ran_alone": output.alone,
+    }
+
+
+def _process(p: RasProcess) -> dict[str, Any]:
+    return {"pid": p.pid, "node": p.node, "gpus": list(p.gpus), "rank": p.rank}
 
 
 def simulate(

@@ -19,7 +19,7 @@ from collectors.agent.xid_dedup import XidDeduper
 from collectors.clock import MONOTONIC, Clock
 from collectors.events import Stamp
 from collectors.gpu.backend import BackendUnavailable, GpuBackend, Xid
-from collectors.gpu.kernel_xids import KernelXidParser
+from collectors.gpu.kernel_xids import KernelGpuFault, KernelXidParser
 from collectors.gpu.pci import GpuIndex, sysfs_bus_ids
 from collectors.health.executable import executable_checks
 from collectors.health.registry import (
@@ -234,12 +234,18 @@ class NodeAgent:
         return True
 
     async def read_kernel_log(self, source: KernelLogSource, stop: asyncio.Event) -> int:
-        """XIDs and fallen-off-the-bus GPUs from the kernel log, until `stop` or its end."""
+        """XIDs and fallen-off-the-bus GPUs from the kernel log, until `stop` or its end. A GPU
+        lost or needing a reset that the record names no GPU for is kept for the
+        `kernel_gpu_faults` check (a fact about the node)."""
         parser = KernelXidParser()
         sent = 0
         async for line in source.lines(stop):
             found = parser.feed(line)
             if found is None:
+                continue
+            if isinstance(found, KernelGpuFault):
+                self.ctx.gpu_faults.append((self.clock.now(), found))
+                log.warning("kernel_gpu_fault", message=found.message, asks=found.resolution)
                 continue
             xid = Xid(gpu=self.gpu_index.of(found.bus_id), xid=found.xid, message=found.message)
             channel = "kernel-inferred" if found.inferred else "kernel"

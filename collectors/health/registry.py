@@ -11,12 +11,14 @@ from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
 from collectors.gpu.backend import Xid
+from collectors.gpu.kernel_xids import KernelGpuFault
 from schemas.events.gpus import GpuSampledPayload
 from schemas.events.nodes import HealthStatus
 
 BUILTIN_CHECKS = (
     "collectors.health.builtin.gpu_count",
     "collectors.health.builtin.fatal_xids",
+    "collectors.health.builtin.kernel_gpu_faults",
     "collectors.health.builtin.ecc_double_bit",
     "collectors.health.builtin.disk_space",
     "collectors.health.builtin.nvlink_down",
@@ -46,6 +48,10 @@ class CheckContext:
     disk_critical_pct: float
     samples: dict[int, GpuSampledPayload] = field(default_factory=dict)
     xids: deque[tuple[float, Xid]] = field(default_factory=lambda: deque(maxlen=1024))
+    # Kernel records saying a GPU is lost or needs a reset without naming it.
+    gpu_faults: deque[tuple[float, KernelGpuFault]] = field(
+        default_factory=lambda: deque(maxlen=256)
+    )
     # The host, where checks read it: the agent's clock (XIDs are stamped on it) and the disks.
     now: Callable[[], float] = time.monotonic
     disk_usage: DiskUsage = shutil.disk_usage

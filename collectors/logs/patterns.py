@@ -1,9 +1,7 @@
 """Signals found in log lines at the edge, so rules never grep raw lines.
 
-A line is read with two compiled regexes. The first skips what launchers put in front of a
-line (torchrun's `[rank3]:` and `--tee`'s `[default0]:`, srun `--label`'s `0: `, mpirun
-`--tag-output`'s `[1,0]<stderr>:`, Ray's `(RayTrainWorker pid=…, ip=…)`, timestamps), keeping
-the rank where one is given. The second looks for the keywords every built-in pattern needs,
+A line is read after what launchers put in front of it (`collectors.logs.prefixes`). One
+compiled regex looks for the keywords every built-in pattern needs,
 all at once; most lines have none and end there. Only the patterns whose keywords a line has
 are then tried, in order, and the first that matches wins.
 """
@@ -16,17 +14,6 @@ from dataclasses import dataclass
 
 from collectors.logs.settings import PatternSpec
 from schemas.events.logs import LogSignal
-
-_LAUNCHER_PREFIX = re.compile(
-    r"(?:"
-    r"\[(?:rank|default)(?P<torch>\d+)\]:[ ]?"  # torchrun (`--tee`: role + local rank)
-    r"|\[(?:[\w.-]+@)?\d+,(?P<mpi>\d+)\]<std(?:out|err)>:[ ]?"  # mpirun/prterun --tag-output
-    r"|\[(?P<horovod>\d+)\]<std(?:out|err)>:[ ]?"  # horovodrun
-    r"|\((?:[\w.]+ )?pid=\d+(?:, ip=[\w.:-]+)?\)[ ]?"  # Ray actor and worker prefixes
-    r"|[ ]*(?P<srun>\d+): "  # srun --label
-    r"|\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]?[ ]"  # time
-    r")+"
-)
 
 # What may stand right before a bare "Training complete": the start of the line or the end of
 # a log header. Anything else ("epoch 3 training finished", "Training finished iteration 3")
@@ -62,10 +49,22 @@ DEFAULT_PATTERNS: tuple[Builtin, ...] = (
             signal=LogSignal.NODE_LOST,
             regex=r"Task failed because the node it was running on is dead"
             r"|Worker exit detail: Owner's node has crashed"
-            r"|\bNodeDiedError\b|The actor died because its node has died",
+            r"|\bNodeDiedError\b|The actor died because its node has died"
+            # Ray's GCS on a node whose raylet stopped answering, and the raylet told so
+            r"|has been marked dead because the (?:detector|monitor) has missed too many heartbeats"
+            r"|this node manager has mistakenly been marked as dead by the GCS"
+            r"|The raylet exited immediately because",
             name="node_lost",
         ),
-        ("node it was running on", "owner's node", "nodediederror", "its node has died"),
+        (
+            "node it was running on",
+            "owner's node",
+            "nodediederror",
+            "its node has died",
+            "marked dead",
+            "marked as dead",
+            "raylet exited",
+        ),
     ),
     Builtin(
         PatternSpec(
@@ -83,7 +82,8 @@ DEFAULT_PATTERNS: tuple[Builtin, ...] = (
             signal=LogSignal.COORDINATION_ERROR,
             regex=r"\bDist(?:Store|Network)Error\b|\bRendezvous\w*(?:Error|Exception)\b"
             r"|in coordination service: \w+|Polled an error from coordination service"
-            r"|JAX distributed service detected fatal errors",
+            r"|JAX distributed service detected fatal errors"
+            r"|Failed to connect to GCS\b|Unable to connect to GCS at",  # Ray's control plane
             name="coordination",
         ),
         (
@@ -92,6 +92,7 @@ DEFAULT_PATTERNS: tuple[Builtin, ...] = (
             "rendezvous",
             "coordination service",
             "jax distributed",
+            "to gcs",
         ),
     ),
     Builtin(
@@ -114,7 +115,10 @@ DEFAULT_PATTERNS: tuple[Builtin, ...] = (
     Builtin(
         PatternSpec(
             signal=LogSignal.OOM,
-            regex=r"\b[Oo]ut [Oo]f [Mm]emory\b|OUT OF MEMORY|OutOfMemoryError"
+            # XLA's BFC allocator says when running short is not a failure (it retries smaller)
+            regex=r"\b[Oo]ut [Oo]f [Mm]emory\b(?!.*The caller indicates that this is not a failure)"
+            r"|OUT OF MEMORY|OutOfMemoryError|\bCUDA_ERROR_OUT_OF_MEMORY\b"
+            r"|(?:RESOURCE_EXHAUSTED|Resource exhausted): (?:Failed to allocate|Out\b)"
             r"|\b(?:CUBLAS|CUDNN)_STATUS_ALLOC_FAILED\b|cudaErrorMemoryAllocation"
             r"|can't allocate memory|\boom[-_]kill|OOMKilled"
             # XLA on TPU: the TF-era runtime's words, and its allocator's detail line
@@ -122,7 +126,7 @@ DEFAULT_PATTERNS: tuple[Builtin, ...] = (
             r"|Attempting to reserve \S+ at the bottom of memory\. That was not possible",
             name="oom",
         ),
-        ("memory", "oom", "alloc", "resource exhausted"),
+        ("memory", "oom", "alloc", "resource exhausted", "resource_exhausted"),
     ),
     Builtin(
         PatternSpec(
@@ -130,16 +134,18 @@ DEFAULT_PATTERNS: tuple[Builtin, ...] = (
             # exception repeats them after `Last error:` on a line without "NCCL" in it.
             signal=LogSignal.NCCL_ERROR,
             regex=r"Got completion from peer \S+<\d+>|Connection closed by remote peer \S+<\d+>"
-            r"|Call to recv from \S+<\d+> failed",
+            r"|Call to recv from \S+<\d+> failed"
+            r"|^PEER_DEAD: Process \d+ on node \S+",  # NCCL RAS' monitor (`ncclras -m`)
             name="nccl_peer",
         ),
-        ("from peer", "remote peer", "call to recv from"),
+        ("from peer", "remote peer", "call to recv from", "peer_dead"),
     ),
     Builtin(
         PatternSpec(
             signal=LogSignal.NCCL_ERROR,
             regex=r"NCCL WARN|NCCL error|NCCL failure|nccl(?:InternalError|UnhandledCudaError"
             r"|SystemError|RemoteError|InvalidUsage)"
+            r"|NCCL operation \w+\(.*?\) failed"  # XLA's words for an NCCL call's result
             r"|^WARN: .*NET/OFI",  # aws-ofi-nccl's own format, outside NCCL's logger
             name="nccl_error",
         ),
@@ -148,7 +154,7 @@ DEFAULT_PATTERNS: tuple[Builtin, ...] = (
     Builtin(
         PatternSpec(
             signal=LogSignal.CUDA_ERROR,
-            regex=r"CUDA error|cudaError\w+|CUBLAS_STATUS_\w+|CUDNN_STATUS_\w+"
+            regex=r"CUDA error|cudaError\w+|\bCUDA_ERROR_\w+|CUBLAS_STATUS_\w+|CUDNN_STATUS_\w+"
             r"|cuda runtime error|illegal memory access|device-side assert",
             name="cuda_error",
         ),
@@ -156,11 +162,23 @@ DEFAULT_PATTERNS: tuple[Builtin, ...] = (
     ),
     Builtin(
         PatternSpec(
+            # What the XLA runtime raised that no signal above names (its status code says what:
+            # INTERNAL, FAILED_PRECONDITION, …), and PJRT's own report of a failed execution.
+            signal=LogSignal.XLA_ERROR,
+            regex=r"\b(?:Xla|Jax)RuntimeError\b|Execution of replica \d+ failed"
+            r"|Failed to execute XLA Runtime executable",
+            name="xla_error",
+        ),
+        ("runtimeerror", "execution of replica", "xla runtime"),
+    ),
+    Builtin(
+        PatternSpec(
             signal=LogSignal.NATIVE_CRASH,
             regex=r"Segmentation fault|\bSIG(?:SEGV|BUS|ILL|FPE|ABRT)\b|Fatal Python error"
             r"|\bBus error\b|\(core dumped\)|exited on signal \d+|Caught signal \d+"
             r"|\bexitcode\s*:\s*-(?:4|6|7|8|11)\b"
-            r"|\bexits with return code = -(?:4|6|7|8|11)\b",  # DeepSpeed's launcher
+            r"|\bexits with return code = -(?:4|6|7|8|11)\b"  # DeepSpeed's launcher
+            r"|\bJob entrypoint command failed with exit code -(?:4|6|7|8|11)\b",  # Ray's jobs
             name="native_crash",
         ),
         (
@@ -171,6 +189,7 @@ DEFAULT_PATTERNS: tuple[Builtin, ...] = (
             "core dumped",
             "exitcode",
             "return code",
+            "exit code",
         ),
     ),
     Builtin(
@@ -182,7 +201,10 @@ DEFAULT_PATTERNS: tuple[Builtin, ...] = (
             r"|srun: error: \S+: tasks? [\d,-]+: (?:Exited with exit code|Killed|Terminated)"
             r"|Primary job\s+terminated normally, but \d+ process"
             r"|\b(?:RayTaskError|RayActorError|ActorDiedError|TrainingFailedError)\b"
-            r"|\] \[.*\] exits with return code = -?\d+$",  # DeepSpeed's launcher
+            r"|\] \[.*\] exits with return code = -?\d+$"  # DeepSpeed's launcher
+            # Ray's job supervisor, and `ray job submit` waiting on the job
+            r"|\bJob entrypoint command failed with exit code\b|^Job '[^']+' failed$"
+            r"|\bThe actor died unexpectedly before finishing this task",
             name="worker_failed",
         ),
         (
@@ -195,6 +217,8 @@ DEFAULT_PATTERNS: tuple[Builtin, ...] = (
             "raytaskerror",
             "rayactorerror",
             "actordiederror",
+            "exit code",
+            "actor died",
         ),
     ),
     Builtin(
@@ -215,15 +239,6 @@ class Pattern:
 
 
 JOB_MARKER = Pattern(LogSignal.TRAINING_COMPLETE, "job_marker")
-
-
-def split_prefix(line: str) -> tuple[int | None, str]:
-    """The rank a launcher prefix names (None where none does) and the line after prefixes."""
-    m = _LAUNCHER_PREFIX.match(line)
-    if m is None:
-        return None, line
-    rank = m["torch"] or m["mpi"] or m["horovod"] or m["srun"]
-    return (int(rank) if rank is not None else None), line[m.end() :]
 
 
 class Matcher:

@@ -1,5 +1,5 @@
-"""The peer an error line names as the end that failed: NCCL's broken connections, and the
-launchers' reports of a crashed rank.
+"""The peer an error line names as the end that failed: NCCL's broken connections, the
+launchers' reports of a crashed rank, and the nodes Ray's control plane marks dead.
 
 NCCL names the remote end of a broken connection by host or address, followed by its port in
 angle brackets: `Got completion from peer 10.1.3.201<33057> with status=9 …` (NET/IB, and its
@@ -9,7 +9,11 @@ its node, since the line comes from the other end.
 
 A launcher knows where each rank runs, and says it when one crashes: mpirun's `process rank 0
 with PID 636815 on node fl98 exited on signal 11`, srun's `error: nid04277: task 1: Segmentation
-fault`. That host is the peer (the launcher's own rank → host map, read where it speaks). srun's
+fault`. That host is the peer (the launcher's own rank → host map, read where it speaks). So is
+the node Ray's GCS marks dead: `The node with node id: 75b2… and ip: 10.4.4.107 has been marked
+dead because the detector has missed too many heartbeats from it` (older Ray; newer ones say
+`and address: 172.29.58.101 and node name: …`), and the process NCCL's RAS monitor declares
+dead (`ncclras -m`'s `PEER_DEAD: Process 1524345 on node 172.16.64.245 managing GPU 1`). srun's
 `Exited with exit code`, `Killed` and `Terminated` are not read: they follow the first failure on
 every node. What PyTorch's watchdog prints (`[Rank 12] Watchdog caught collective operation
 timeout`) names the rank that *reports*, never the one that failed, so it names no peer.
@@ -31,6 +35,9 @@ _PEER = re.compile(
     rf"|Call to recv from {_HOST.replace('peer>', 'recv>')} failed"
     rf"|process rank \d+ with PID \d+ on node (?P<mpirun>{_NAME}) exited on signal"
     rf"|^srun: error: (?P<srun>{_NAME}): tasks? [\d,-]+: (?:{_CRASH})"
+    rf"|The node with node id: \w+ and (?:ip|address): (?P<ray>{_NAME}) (?:and node name: \S+ )?"
+    r"has been marked dead"
+    rf"|^PEER_DEAD: Process \d+ on node (?P<ras>{_NAME})"
 )
 
 
@@ -40,5 +47,6 @@ def peer_of(body: str) -> str | None:
     m = _PEER.search(body)
     if m is None:
         return None
-    peer: str = m["peer"] or m["closed"] or m["recv"] or m["mpirun"] or m["srun"]
+    found = (m[g] for g in ("peer", "closed", "recv", "mpirun", "srun", "ray", "ras"))
+    peer: str = next(p for p in found if p)
     return peer if len(peer) <= NODE_NAME else None  # no host name is longer

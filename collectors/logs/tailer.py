@@ -13,18 +13,21 @@ import glob
 import os
 import re
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 import structlog
 
 from collectors.events import Stamp
 from collectors.logs.offsets import OffsetStore, identity
-from collectors.logs.patterns import Matcher, split_prefix
+from collectors.logs.patterns import Matcher
 from collectors.logs.peers import peer_of
+from collectors.logs.prefixes import read_prefix
 from collectors.logs.settings import TailSettings
 from collectors.loop import poll_forever
 from collectors.sink import EventSink
 from schemas.events import LogLinesObserved, LogSignalDetected
 from schemas.events.logs import LogLine, LogLinesObservedPayload, LogSignalDetectedPayload
+from schemas.limits import MIN_TIME, max_future_skew
 
 log = structlog.get_logger(__name__)
 
@@ -158,9 +161,13 @@ class LogTailer:
         marker = self._marker_of(f)
         signals = []
         records = []
+        now = datetime.now(UTC)
+        local, horizon = now.astimezone().tzinfo, now + max_future_skew()
         for line in lines:
-            rank, body = split_prefix(line)
-            records.append(LogLine(line=line, node=node, rank=rank, stream=stream))
+            found = read_prefix(line, local)
+            rank, body = found.rank, found.body
+            at = found.at if found.at and MIN_TIME <= found.at <= horizon else None
+            records.append(LogLine(at=at, line=line, node=node, rank=rank, stream=stream))
             pattern = self.matcher.match(body, completion_marker=marker)
             if pattern is not None:
                 signals.append(

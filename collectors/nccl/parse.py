@@ -16,124 +16,40 @@ A table ends with `Out of bounds values : N OK|FAILED` (the run's verdict) and
 its rows measure a broken collective and must never be read as bandwidth.
 
 Launchers put prefixes before every line: Open MPI `--tag-output` (`[1,0]<stdout>:`),
-`--timestamp-output`, Ray / SkyPilot (`(head, rank=0, pid=3808) `), `srun -l` (`0: `). They are
-stripped before parsing.
+`--timestamp-output`, MPICH's and Intel MPI's `[0] `, Ray / SkyPilot (`(head, rank=0, pid=3808) `),
+`srun -l` (`0: `). They are stripped before parsing (`collectors.logs.prefixes`).
 
-Debug logs carry no timings but say how many ranks a communicator has:
-`NCCL INFO comm 0x… rank 0 nranks 16 … - Init COMPLETE` (NCCL ≤ 2.18) or
-`NCCL INFO ncclCommInitRank comm 0x… rank 0 nranks 16 … - Init COMPLETE` (2.19+, also
-`ncclCommInitAll`, `ncclCommInitRankConfig`, `ncclCommSplit`).
+Built with MPI (`make MPI=1`) and started by mpirun or `srun --mpi=pmix`, nccl-tests is one job
+of many processes: rank 0 lists every rank with its host (`#  Rank  8 Group  0 Pid 739786 on
+h100-4 device  0 […]`) and prints the one table. Built without MPI and started the same way,
+each process runs alone as a job of one: each lists itself as `Rank  0` on its own host and
+prints its own table, interleaved with the others'; `NcclOutput.alone` names those hosts, and
+each table measures one rank (no bandwidth between them). nccl-tests 2.14+ names itself and the
+NCCL it runs on: `# nccl-tests version 2.20.0 (b4d5bee) nccl-headers=23102
+nccl-library=23102` (NCCL 2.31.2).
+
+NCCL's debug lines interleaved with a table are read by `collectors.nccl.debug`.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 
-_PREFIXES = (
-    re.compile(r"^\(\w[^()]*\)\s"),  # Ray / SkyPilot: "(head, rank=0, pid=3808) "
-    re.compile(r"^\w{3} \w{3} +\d+ \d\d:\d\d:\d\d \d{4}"),  # Open MPI --timestamp-output
-    re.compile(r"^\[\d+,\d+\]<std(?:out|err)>:"),  # Open MPI --tag-output
-    re.compile(r"^\d+: "),  # srun -l
-)
+from collectors.logs.prefixes import read_prefix
+from collectors.nccl.debug import read_debug
+from collectors.nccl.output import NcclOutput, NcclRow, NcclRun
+
 _COLLECTIVE = re.compile(r"(?:Collective test starting:\s*|^|\s|/)(\w+?)_perf\b")
-_RANK = re.compile(r"^#?\s*Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+)")
+_RANK = re.compile(r"^#?\s*Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+(\d+)\s+on\s+(\S+)")
 _HEADER = re.compile(r"^#?\s*size\s+count\s+type\b(.*)$")
 _OUT_OF_BOUNDS = re.compile(r"Out of bounds values\s*:\s*(\d+)\s*(OK|FAILED)?")
 _AVG_BUSBW = re.compile(r"Avg bus bandwidth\s*:\s*([\d.eE+-]+)")
 _RUN_START = re.compile(r"^#?\s*nThread\s+\d+\s+nGpus\s+\d+")
 _VERSION = re.compile(r"NCCL version (\S+)")
-_INIT = re.compile(
-    r"NCCL INFO (?:\w+ )?comm (0x[0-9a-fA-F]+) rank (\d+) nranks (\d+) .*Init COMPLETE"
-)
-_WARN = re.compile(r"NCCL WARN (.*)")
-_COLL_CALL = re.compile(
-    r"NCCL INFO (\w+): opCount \w+ .* count (\d+) datatype (\d+) .*nranks=(\d+)"
-)
+_TESTS_VERSION = re.compile(r"nccl-tests version (\S+)(?: .*nccl-library=(\d+))?")
 _NUMBER = re.compile(r"^-?[\d.]+(?:[eE][+-]?\d+)?$")
 _INT = re.compile(r"^-?\d+$")
-
-
-def strip_prefixes(line: str) -> str:
-    """The line as the program printed it, without what launchers put in front."""
-    changed = True
-    while changed:
-        changed = False
-        for prefix in _PREFIXES:
-            if m := prefix.match(line):
-                line = line[m.end() :]
-                changed = True
-    return line
-
-
-@dataclass(frozen=True)
-class NcclRow:
-    collective: str
-    size_bytes: int
-    duration_us: float  # out-of-place
-    algbw_gbps: float
-    busbw_gbps: float
-    wrong: float | None  # wrong elements (out-of-place + in-place); None: not checked
-    error: float | None = None  # older builds: largest relative error, not a verdict
-    inplace_busbw_gbps: float | None = None
-
-
-@dataclass
-class NcclRun:
-    """One nccl-tests table: its rows, the ranks it lists and its correctness verdict."""
-
-    collective: str
-    rows: list[NcclRow] = field(default_factory=list)
-    ranks: dict[int, str] = field(default_factory=dict)
-    out_of_bounds: int | None = None
-    avg_busbw_gbps: float | None = None
-
-    @property
-    def wrong_rows(self) -> int:
-        return sum(1 for r in self.rows if r.wrong)
-
-    @property
-    def valid(self) -> bool:
-        """Correct results: no out-of-bounds values, no row with wrong elements."""
-        return not self.out_of_bounds and not self.wrong_rows
-
-    @property
-    def failure(self) -> str | None:
-        if self.valid:
-            return None
-        parts = []
-        if self.out_of_bounds:
-            parts.append(f"{self.out_of_bounds} out-of-bounds values")
-        if self.wrong_rows:
-            parts.append(f"{self.wrong_rows} of {len(self.rows)} sizes with wrong elements")
-        return f"{self.collective}: " + ", ".join(parts)
-
-
-@dataclass
-class NcclOutput:
-    """What one output file says: tables, communicators, collective calls and warnings."""
-
-    runs: list[NcclRun] = field(default_factory=list)
-    comm_ranks: dict[str, int] = field(default_factory=dict)
-    collective_calls: dict[str, int] = field(default_factory=dict)
-    warnings: list[str] = field(default_factory=list)
-    nccl_version: str | None = None
-
-    @property
-    def rows(self) -> list[NcclRow]:
-        return [row for run in self.runs for row in run.rows]
-
-    def ranks_of(self, run: NcclRun) -> int:
-        """A table's ranks: its own rank list, else the largest communicator, else 1."""
-        if run.ranks:
-            return len(run.ranks)
-        return self.nranks
-
-    @property
-    def nranks(self) -> int:
-        largest = max(self.comm_ranks.values(), default=0)
-        return max(largest, max((len(r.ranks) for r in self.runs), default=0), 1)
 
 
 class _Parser:
@@ -144,11 +60,12 @@ class _Parser:
         self.run: NcclRun | None = None
         self.check_is_error = False  # the check column is `error` (old builds), not `#wrong`
         self.pending_ranks: dict[int, str] = {}
+        self.pids: dict[int, tuple[str, str]] = {}  # rank → (pid, host) of the listing under way
 
     def current(self) -> NcclRun:
         if self.run is None:
             self.run = NcclRun(self.collective, ranks=self.pending_ranks)
-            self.pending_ranks = {}
+            self.pending_ranks, self.pids = {}, {}
             self.out.runs.append(self.run)
         return self.run
 
@@ -156,18 +73,21 @@ class _Parser:
         self.run = None
 
     def line(self, raw: str) -> None:
-        line = strip_prefixes(raw.rstrip("\r\n"))
+        line = read_prefix(raw.rstrip("\r\n")).body
         if "NCCL INFO" in line or "NCCL WARN" in line:
-            self.debug(line)
+            read_debug(line, self.out)
             return
         body = line.lstrip("# ").rstrip()
         if m := _VERSION.search(line):
             self.out.nccl_version = m.group(1)
+        elif m := _TESTS_VERSION.search(line):
+            self.out.tests_version = m.group(1)
+            if m.group(2) and self.out.nccl_version is None:
+                self.out.nccl_version = _version_of(int(m.group(2)))
         elif _RUN_START.match(line):
             self.close()
         elif m := _RANK.match(line.strip()):
-            ranks = self.run.ranks if self.run is not None else self.pending_ranks
-            ranks[int(m.group(1))] = m.group(2)
+            self.ranked(int(m.group(1)), m.group(2), m.group(3))
         elif m := _HEADER.match(line.strip()):
             self.check_is_error = re.search(r"\berror\b", m.group(1)) is not None
         elif m := _OUT_OF_BOUNDS.search(body):
@@ -208,14 +128,22 @@ class _Parser:
             inplace_busbw_gbps=inplace,
         )
 
-    def debug(self, line: str) -> None:
-        if m := _INIT.search(line):
-            self.out.comm_ranks[m.group(1)] = int(m.group(3))
-        elif m := _WARN.search(line):
-            self.out.warnings.append(m.group(1).strip())
-        elif m := _COLL_CALL.search(line):
-            name = m.group(1)
-            self.out.collective_calls[name] = self.out.collective_calls.get(name, 0) + 1
+    def ranked(self, rank: int, pid: str, host: str) -> None:
+        """A `Rank N … Pid P on H` line. The same rank listed again by another process means
+        each process is a job of its own (nccl-tests built without MPI)."""
+        seen = self.pids.get(rank)
+        if seen is not None and seen[0] != pid:
+            self.out.alone.extend(h for h in (seen[1], host) if h not in self.out.alone)
+        self.pids[rank] = (pid, host)
+        ranks = self.run.ranks if self.run is not None else self.pending_ranks
+        ranks[rank] = host
+
+
+def _version_of(code: int) -> str:
+    """NCCL_VERSION_CODE as a version: 23102 is 2.31.2, 2804 (before 2.9) is 2.8.4."""
+    if code >= 10000:
+        return f"{code // 10000}.{code % 10000 // 100}.{code % 100}"
+    return f"{code // 1000}.{code % 1000 // 100}.{code % 100}"
 
 
 def _check(token: str) -> float | None:
@@ -226,4 +154,5 @@ def parse_nccl_output(lines: Iterable[str], collective: str | None = None) -> Nc
     parser = _Parser(collective)
     for raw in lines:
         parser.line(raw)
+    parser.out.listed_ranks = parser.pending_ranks
     return parser.out

@@ -19,7 +19,7 @@ next query, so they name no process here.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -36,6 +36,8 @@ class RasProcess:
     pid: int
     node: str
     gpus: tuple[int, ...]
+    rank: int | None = field(default=None, compare=False)  # where RAS names it
+    said: str = field(default="", compare=False)  # the report's own line about it
 
 
 @dataclass
@@ -61,11 +63,13 @@ def _add(found: list[RasProcess], process: RasProcess) -> None:
 
 
 def _process(line: str) -> RasProcess | None:
+    said = line.strip()
     if m := _PROCESS.search(line):
         gpus = tuple(int(g) for g in re.findall(r"\d+", m.group(3)))
-        return RasProcess(int(m.group(1)), m.group(2), gpus)
+        return RasProcess(int(m.group(1)), m.group(2), gpus, said=said)
     if m := _RANK.search(line):
-        return RasProcess(int(m.group(3)), m.group(4), (int(m.group(2)),))
+        rank = int(m.group(1))
+        return RasProcess(int(m.group(3)), m.group(4), (int(m.group(2)),), rank, said)
     return None
 
 
@@ -94,7 +98,7 @@ def _from_text(text: str) -> RasReport | None:
             section = None if underline else section  # another section (Job summary, …)
         elif m := _EVENT.match(line.strip()):
             seen = True
-            if m.group(1) == "PEER_DEAD" and (p := _process(m.group(2))):
+            if m.group(1) == "PEER_DEAD" and (p := _process(line)):
                 _add(report.dead, p)
         elif section and line and not line[0].isspace() and (m := _HEAD.match(line.strip())):
             head = m.group(1)
@@ -111,14 +115,23 @@ def _from_json(doc: dict[str, Any]) -> RasReport | None:
     if doc.get("event") == "PEER_DEAD":
         peer = doc.get("peer") or {}
         gpus = tuple(int(g) for g in peer.get("cuda_devs") or ())
-        _add(report.dead, RasProcess(int(peer["pid"]), str(peer["host"]), gpus))
+        said = f"PEER_DEAD: process {peer['pid']} on node {peer['host']}"
+        _add(report.dead, RasProcess(int(peer["pid"]), str(peer["host"]), gpus, said=said))
         return report
     if "communicators" not in doc:
         return None
     for comm in doc["communicators"] or []:
         for rank in comm.get("missing_ranks") or []:
             status = rank.get("status") or {}
-            p = RasProcess(int(rank["pid"]), str(rank["host"]), (int(rank["cuda_dev"]),))
+            said = f"missing rank {rank.get('rank')}: process {rank['pid']} on node {rank['host']}"
+            number = rank.get("rank")
+            p = RasProcess(
+                int(rank["pid"]),
+                str(rank["host"]),
+                (int(rank["cuda_dev"]),),
+                int(number) if isinstance(number, int) else None,
+                said,
+            )
             _add(report.dead if status.get("considered_dead") else report.unreachable, p)
     if report.dead:
         report.errors.append("DEAD")

@@ -72,7 +72,9 @@ class GpuXidObservedPayload(Payload):
     channel: Literal["nvml", "kernel", "kernel-inferred"] | None = Field(
         default=None,
         description="How it was seen: NVML's event API, an `NVRM: Xid` kernel line, or a "
-        "kernel line saying the GPU fell off the bus with no XID (reported as Xid 79).",
+        "kernel line that says what an XID would with no XID line, reported as that XID (the "
+        "GPU fell off the bus: 79; `RmInitAdapter failed!`: 143; GSP's errors rate-limited, the "
+        "GPU to be reset: 119).",
     )
 
 

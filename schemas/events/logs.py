@@ -43,6 +43,7 @@ class LogSignal(StrEnum):
     NODE_LOST = "NODE_LOST"  # a node of the job died or was preempted (Ray says so in words)
     COORDINATION_ERROR = "COORDINATION_ERROR"  # c10d store, rendezvous, JAX coordination service
     TPU_ERROR = "TPU_ERROR"  # a TPU core halted
+    XLA_ERROR = "XLA_ERROR"  # the XLA runtime failed an execution (JAX's XlaRuntimeError)
     CUSTOM = "CUSTOM"
 
 

@@ -21,7 +21,9 @@ import orjson
 import structlog
 
 from collectors.events import Stamp
-from collectors.logs.patterns import Matcher, split_prefix
+from collectors.logs.patterns import Matcher
+from collectors.logs.peers import peer_of
+from collectors.logs.prefixes import split_prefix
 from collectors.loop import poll_forever
 from collectors.sink import EventSink
 from collectors.watchers.hooks import METADATA_KEY, parse_hooks
@@ -164,6 +166,7 @@ class RayWatcher:
                 node=nodes[0] if nodes else None,
                 rank=rank,
                 pattern=pattern.name,
+                peer=peer_of(body),
             )
             at = when(_seconds(job.get("end_time")))
             out.append(self.tracker.make(LogSignalDetected, jid, entry, payload, at))

@@ -43,3 +43,19 @@ async def test_the_plugin_without_dcgm_is_unknown(tmp_path: Path, dcgm_check: ob
     stand_in_dcgmi(tmp_path, tmp_path / "missing", 255)
     result = await run_check(dcgm_check, ctx())  # type: ignore[arg-type]
     assert result.status == HealthStatus.UNKNOWN and result.message.startswith("dcgmi exited 255")
+
+
+async def test_the_diag_plugin_reports_each_tests_result_per_gpu(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    [check] = load_checks(["collectors.health.builtin.dcgm_diag"])
+    stand_in_dcgmi(tmp_path, CORPUS / "diag_json_4.5.2_gb10_level2.json", 0)
+    result = await run_check(check, ctx())
+    assert result.status == CRIT and result.message == "dcgm: software CRITICAL on GPUs [0]"
+    assert result.details["version"] == "4.5.2"
+    assert result.details["results"] == [
+        ["software", "Fail", [0]],
+        ["memory", "Pass", [0]],
+        ["pcie", "Pass", [0]],
+    ]

@@ -28,7 +28,14 @@ from schemas.events import (
 from schemas.events.nodes import HealthStatus
 from tests.support.clock import ManualClock
 
-BUILTIN = ("gpu_count", "fatal_xids", "ecc_double_bit", "disk_space", "nvlink_down")
+BUILTIN = (
+    "gpu_count",
+    "fatal_xids",
+    "kernel_gpu_faults",
+    "ecc_double_bit",
+    "disk_space",
+    "nvlink_down",
+)
 TIB = 2**40
 # Loops of an agent with GPUs: heartbeat, facts, sampling, XID wait, one per built-in check.
 LOOPS_WITH_GPUS = 4 + len(BUILTIN)
@@ -122,13 +129,13 @@ async def test_samples_heartbeats_and_checks_on_their_intervals(tmp_path: Path) 
         assert {e.payload.check: e.payload.status for e in results} == dict.fromkeys(
             BUILTIN, HealthStatus.OK
         )
-        assert sink.times(NodeHealthChecked) == [0] * 5  # unchanged results are not re-sent...
+        assert sink.times(NodeHealthChecked) == [0] * len(BUILTIN)  # not re-sent unchanged...
         assert {e.payload.duration_ms for e in results} == {0.0}  # no time passed in checks
         disk = next(e for e in results if e.payload.check == "disk_space")
         assert disk.payload.message == "/ 50.0% used"
 
         await clock.advance(240)  # ...until check_resend_s (300 s) has passed
-        assert sink.times(NodeHealthChecked) == [0] * 5 + [300] * 5
+        assert sink.times(NodeHealthChecked) == [0] * len(BUILTIN) + [300] * len(BUILTIN)
         assert sink.times(GpuSampled) == [10.0 * i for i in range(31)]
 
 

@@ -10,6 +10,7 @@ from collectors.agent.xid_dedup import XidDeduper
 from collectors.gpu.fake import FakeGpuBackend, Fault
 from collectors.gpu.pci import GpuIndex
 from collectors.health.builtin.fatal_xids import fatal_xids
+from collectors.health.builtin.kernel_gpu_faults import kernel_gpu_faults
 from collectors.sink import RecordingSink
 from schemas.events import GpuXidObserved
 from schemas.events.nodes import HealthStatus
@@ -98,6 +99,37 @@ async def test_a_gpu_fallen_off_without_an_xid_turns_the_fatal_check_critical(
         "0000:b3:00",
     )
     assert fatal_xids(agent.ctx).status == HealthStatus.CRITICAL
+
+
+async def test_a_gpu_the_driver_cannot_bring_up_is_xid_143_on_that_gpu(tmp_path: Path) -> None:
+    sysfs = tmp_path / "nvidia"
+    for entry in ("0000:01:00.0", "0000:a1:00.0"):
+        (sysfs / entry).mkdir(parents=True)
+    sink = RecordingSink()
+    agent = agent_on(tmp_path, FakeGpuBackend(0), sink, pci_driver_dir=sysfs)
+    agent.open_backend()
+    await read_all(agent, XIDS / "ogkm1230_gsp_boot_bad_state.log")
+    sent = [(e.payload.gpu, e.payload.xid, e.payload.channel) for e in sink.of_type(GpuXidObserved)]
+    assert sent == [(1, 143, "kernel-inferred")] * 2
+    assert fatal_xids(agent.ctx).status == HealthStatus.CRITICAL
+
+
+async def test_a_reset_asked_for_no_named_gpu_is_a_critical_check_not_an_xid(
+    tmp_path: Path,
+) -> None:
+    sink = RecordingSink()
+    agent = agent_on(tmp_path, FakeGpuBackend(0), sink)
+    agent.open_backend()
+    assert kernel_gpu_faults(agent.ctx).status == HealthStatus.OK
+    await read_all(agent, XIDS / "sichek51_reset_required_no_gpu.log")
+    assert sink.of_type(GpuXidObserved) == []
+    result = kernel_gpu_faults(agent.ctx)
+    assert result.status == HealthStatus.CRITICAL
+    assert result.message.startswith("kernel: 1 record(s) naming no GPU; needs a GPU reset: NVRM:")
+    assert result.details == {"asks": ["RESET_GPU"], "records": 1}
+    assert isinstance(agent.clock, ManualClock)
+    await agent.clock.advance(agent.settings.xid_window_s + 1)
+    assert kernel_gpu_faults(agent.ctx).status == HealthStatus.OK  # the window has passed
 
 
 async def test_followed_file_reads_new_lines_only_and_survives_rotation(tmp_path: Path) -> None:

@@ -7,14 +7,16 @@ where every line comes from.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from collectors.logs.patterns import Matcher, split_prefix
+from collectors.logs.patterns import Matcher
 from collectors.logs.peers import peer_of
+from collectors.logs.prefixes import read_prefix, split_prefix
 
 CORPUS = Path(__file__).parents[2] / "fixtures" / "realworld" / "logs"
 CASES: list[dict[str, Any]] = yaml.safe_load((CORPUS / "cases.yaml").read_text())
@@ -35,6 +37,29 @@ def test_signal_and_rank_of_a_real_line(case: dict[str, Any]) -> None:
     found = MATCHER.match(body)
     assert (found.signal.value if found else None, rank) == (case["signal"], case["rank"])
     assert peer_of(body) == case.get("peer")
+
+
+TIMED = [c for c in CASES if "at" in c or "body" in c]
+
+
+@pytest.mark.parametrize("case", TIMED, ids=[f"{i}-{c['source']}" for i, c in enumerate(TIMED)])
+def test_time_and_body_behind_a_real_prefix(case: dict[str, Any]) -> None:
+    # A time written without a zone is read in the zone the tailer is given (here UTC).
+    found = read_prefix(case["line"], UTC)
+    if "at" in case:
+        expected = case["at"] and datetime.fromisoformat(case["at"])
+        assert found.at == expected
+        assert found.at is None or found.at.tzinfo is not None
+    if "body" in case:
+        assert found.body == case["body"]
+
+
+def test_the_prefixes_read_every_precision_and_zone() -> None:
+    # seconds, milliseconds, microseconds and nanoseconds; Z, +hh:mm, +hhmm and none
+    precisions = {found.at.microsecond for c in TIMED if (found := read_prefix(c["line"], UTC)).at}
+    assert {0, 500000, 631552, 238986} <= precisions
+    zones = {"Z" in c["line"][:40] or "+00:00" in c["line"][:40] for c in TIMED if c.get("at")}
+    assert zones == {True, False}
 
 
 @pytest.mark.parametrize(

@@ -1,8 +1,9 @@
 from pathlib import Path
 
 from collectors.events import Stamp
+from collectors.logs.prefixes import read_prefix
 from collectors.nccl.events import nccl_events, rejected
-from collectors.nccl.parse import parse_nccl_output, strip_prefixes
+from collectors.nccl.parse import parse_nccl_output
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -78,8 +79,8 @@ def test_a_failed_run_beside_a_good_one_only_the_good_one_is_published() -> None
 
 
 def test_launcher_prefixes_are_stripped() -> None:
-    assert strip_prefixes("[1,3]<stderr>:# Rank 3") == "# Rank 3"
-    assert strip_prefixes("(head, rank=0, pid=3808) [1,0]<stdout>:#") == "#"
-    assert strip_prefixes("Thu Aug 27 01:33:12 2020[1,0]<stdout>:   8  2") == "   8  2"
-    assert strip_prefixes("0: #  Rank  0 Group  0") == "#  Rank  0 Group  0"
-    assert strip_prefixes("   8589934592  2147483648 float") == "   8589934592  2147483648 float"
+    assert read_prefix("[1,3]<stderr>:# Rank 3").body == "# Rank 3"
+    assert read_prefix("(head, rank=0, pid=3808) [1,0]<stdout>:#").body == "#"
+    assert read_prefix("Thu Aug 27 01:33:12 2020[1,0]<stdout>:   8  2").body == "  8  2"
+    assert read_prefix("0: #  Rank  0 Group  0").body == "#  Rank  0 Group  0"
+    assert read_prefix("   8589934592  2147483648 float").body == "   8589934592  2147483648 float"

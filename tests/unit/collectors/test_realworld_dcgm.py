@@ -58,6 +58,55 @@ CASES: dict[str, tuple[HealthStatus, str | None, list[Finding]]] = {
             )
         ],
     ),
+    # DCGM 4.x (issue 43). JSON: the version in `metadata`, results per entity; a Fail DCGM
+    # gives for persistence mode being off is DCGM's verdict, taken as such.
+    "diag_json_4.2.3_gb10_level1.json": (
+        CRIT,
+        "4.2.3",
+        [("software", CRIT, (0,), "Persistence Mode: Persistence mode for GPU 0 is disabled.")],
+    ),
+    "diag_json_4.5.2_gb10_level2.json": (
+        CRIT,
+        "4.5.2",
+        [("software", CRIT, (0,), "Persistence Mode: Persistence mode for GPU 0 is disabled.")],
+    ),
+    "diag_json_4.5.2_gb10_level2_gated.json": (
+        CRIT,
+        "4.5.2",
+        [("software", CRIT, (0,), "Persistence Mode: Persistence mode for GPU 0 is disabled.")],
+    ),
+    # 4.x text: a test row, its `Warning` rows (wrapped at 45 characters), then its GPUs' rows.
+    # The test failed as a whole (its child process' output unreadable) though every GPU passed.
+    "diag_text_4.2.3_pcie_fail_warnings.txt": (
+        CRIT,
+        "4.2.3",
+        [
+            (
+                "pcie",
+                CRIT,
+                (),
+                "There was an internal error during the test: 'A child process (152) exited with "
+                "non-zero status 1' Check DCGM and system logs for errors. Reset GPU. Restart "
+                "DCGM. Rerun diagnostics. There was an internal error during the test: 'A child "
+                "process (153)",
+            )
+        ],
+    ),
+    "diag_text_4.4.1_pcie_fail_8_gpus.txt": (
+        CRIT,
+        "4.4.1",
+        [
+            (
+                "pcie",
+                CRIT,
+                (),
+                "There was an internal error during the test: 'Output of child process (11167) "
+                "couldn't be parsed: '* Line 1, Column 1 Syntax error: value, object or array "
+                "expected. '' Check DCGM and system logs for errors. Reset GPU. Restart DCGM.",
+            )
+        ],
+    ),
+    "diag_text_4.4.2_level2_all_pass.txt": (OK, "4.4.2", []),
     # `dcgmi health -c`: GPU 0 warns, GPU 1 fails its memory system and warns on SM.
     "health_text_dcgm_health_tests.txt": (
         CRIT,
@@ -87,6 +136,59 @@ def test_findings_of_a_real_output(name: str) -> None:
     assert got == [e[:3] for e in expected]
     for finding, case in zip(report.findings, expected, strict=True):
         assert finding.message.startswith(case[3]), finding.message
+
+
+# file → each test's result (its own as a whole, else the worst of its GPUs'), and the GPUs the
+# details list per test and result: passes and skips are kept, not only what failed.
+PER_TEST: dict[str, tuple[dict[str, str], list[list[object]]]] = {
+    "diag_json_4.5.2_gb10_level2.json": (
+        {"software": "Fail", "memory": "Pass", "pcie": "Pass"},
+        [["software", "Fail", [0]], ["memory", "Pass", [0]], ["pcie", "Pass", [0]]],
+    ),
+    "diag_json_4.5.2_gb10_level2_gated.json": (
+        {"software": "Fail", "memory": "Skip", "pcie": "Skip"},
+        [["software", "Fail", [0]], ["memory", "Skip", [0]], ["pcie", "Skip", [0]]],
+    ),
+    "diag_text_4.4.1_pcie_fail_8_gpus.txt": (
+        {"software": "Pass", "memory": "Pass", "pcie": "Fail"},
+        [
+            ["software", "Pass", list(range(8))],
+            ["memory", "Pass", list(range(8))],
+            ["pcie", "Fail", []],
+            ["pcie", "Pass", list(range(8))],
+        ],
+    ),
+    "diag_text_4.4.2_level2_all_pass.txt": (
+        {"software": "Pass", "memory": "Pass", "pcie": "Pass"},
+        [["software", "Pass", [0]], ["memory", "Pass", [0]], ["pcie", "Pass", [0]]],
+    ),
+    # DCGM 1.7's per-GPU JSON: sm_stress failed on three GPUs and passed on GPU 1.
+    "diag_json_per_gpu_dcgm_test_strings.json": (
+        {},
+        [["sm_stress", "Fail", [0, 2, 3]], ["sm_stress", "Pass", [1]]],
+    ),
+    # 3.x text: a result per test for all GPUs.
+    "diag_text_3.3.8_cuda_init_fail.txt": (
+        {"PCIe": "Skip", "GPU Memory": "Fail", "Memory Bandwidth": "Skip", "EUD Test": "Skip"},
+        [["GPU Memory", "Fail", []]],
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PER_TEST))
+def test_each_tests_result_per_gpu_passes_included(name: str) -> None:
+    per_test, rows = PER_TEST[name]
+    report = read_dcgm((CORPUS / name).read_text())
+    assert per_test.items() <= report.per_test().items()
+    results = report.details()["results"]
+    assert all(row in results for row in rows), results
+
+
+def test_a_run_without_failures_says_what_ran() -> None:
+    report = read_dcgm((CORPUS / "diag_json_4.5.2_gb10_level2_gated.json").read_text())
+    assert report.summary() == "dcgm: software CRITICAL on GPUs [0]"
+    passed = read_dcgm((CORPUS / "diag_text_4.4.2_level2_all_pass.txt").read_text())
+    assert passed.summary() == "dcgm: no failures (tests: 3 pass)"
 
 
 def test_the_summary_names_each_failed_test_once_with_its_gpus() -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from collectors.gpu.kernel_xids import KernelXidParser
+from collectors.gpu.kernel_xids import KernelGpuFault, KernelXid, KernelXidParser
 from schemas.xids import XidResolution, is_fatal, resolution_of
 
 R = XidResolution
@@ -51,7 +51,7 @@ CASES: dict[str, list[tuple[str, int, bool, str]]] = {
         ("0000:ba:00", 45, False, "NVRM: Xid (PCI:0000:ba:00): 45, pid=1818989"),
         ("0000:97:00", 45, False, "NVRM: Xid (PCI:0000:97:00): 45, pid=1818987"),
     ],
-    # A lost GPU that the driver cannot name by bus: nothing to pin on a GPU.
+    # A lost GPU that the driver cannot name by bus: nothing to pin on a GPU (see FAULTS).
     "ogkm688_gpu_lost_no_bus_id.log": [],
     "nvforum371272_xid62_xid154.log": [
         ("0000:01:00", 62, False, "NVRM: Xid (PCI:0000:01:00): 62, 323f0f30"),
@@ -69,6 +69,73 @@ CASES: dict[str, list[tuple[str, int, bool, str]]] = {
     "xid154_node_reboot_required.log": [
         ("0000:02:00", 154, False, "NVRM: Xid (PCI:0000:02:00): 154, GPU recovery action"),
         ("0008:01:00", 154, False, "NVRM: Xid (PCI:0008:01:00): 154, GPU recovery action"),
+    ],
+    # Records that say what an XID would, with no XID line (issue 43): the driver failing to
+    # bring a GPU up is Xid 143, GSP's errors rate-limited with "needs to be reset" Xid 119.
+    "ogkm789_rminitadapter_gsp.log": [
+        ("0000:98:00", 143, True, "NVRM: GPU 0000:98:00.0: RmInitAdapter failed! (0x62:0x65"),
+    ],
+    "cuda_samples104_rminitadapter_journal.log": [
+        ("0000:13:00", 143, True, "NVRM: GPU 0000:13:00.0: RmInitAdapter failed! (0x26:0x56"),
+    ],
+    # Every retry is one more record (`rm_init_adapter failed, …` repeats each, and is skipped).
+    "gpu_operator649_rminitadapter_two_gpus.log": [
+        (bus, 143, True, f"NVRM: GPU {bus}.0: RmInitAdapter failed!")
+        for bus in ("0000:04:01", "0000:04:02", "0000:04:02", "0000:04:01", "0000:04:01")
+    ]
+    + [("0000:04:02", 143, True, "NVRM: GPU 0000:04:02.0: RmInitAdapter failed!")],
+    "gpu_operator1146_rminitadapter_syslog_dmesg.log": [
+        ("0000:0a:00", 143, True, "NVRM: GPU 0000:0a:00.0: RmInitAdapter failed! (0x24:0x72")
+    ]
+    * 6,
+    "ogkm1230_gsp_boot_bad_state.log": [
+        ("0000:a1:00", 143, True, "NVRM: GPU 0000:a1:00.0: RmInitAdapter failed! (0x62:0x40")
+    ]
+    * 2,
+    "ogkm876_gsp_boot_then_xid120.log": [
+        ("0000:01:00", 143, True, "NVRM: GPU 0000:01:00.0: RmInitAdapter failed! (0x62:0x40"),
+        ("0000:01:00", 120, False, "NVRM: Xid (PCI:0000:01:00): 120, GSP task exception"),
+    ],
+    "gsp_rpc_rate_limited_needs_reset_535.log": [
+        ("0000:03:00", 119, False, "NVRM: Xid (PCI:0000:03:00): 119, pid=32273, name=nvitop"),
+        ("0000:03:00", 119, False, "NVRM: Xid (PCI:0000:03:00): 119, pid=32273, name=nvitop"),
+        ("0000:03:00", 119, False, "NVRM: Xid (PCI:0000:03:00): 119, pid=32273, name=nvitop"),
+        ("0000:03:00", 119, True, "NVRM: Rate limiting GSP RPC error prints for GPU at PCI:"),
+        ("0000:03:00", 119, False, "NVRM: Xid (PCI:0000:03:00): 119, pid=32273, name=nvitop"),
+    ]
+    + [("0000:03:00", 143, True, "NVRM: GPU 0000:03:00.0: RmInitAdapter failed! (0x")] * 9,
+    "ogkm446_back_to_back_gsp_timeout_talos.log": [
+        ("0000:0b:00", 154, False, "NVRM: Xid (PCI:0000:0b:00): 154, GPU recovery action"),
+    ],
+    "sichek51_reset_required_no_gpu.log": [],
+    "dra982_reset_required_gb200.log": [],
+}
+
+RESET, REBOOT = XidResolution.RESET_GPU, XidResolution.REBOOT_NODE
+# file → [(what it asks for, start of the message)]: records saying a GPU is lost or needs a
+# reset that name no GPU (issue 43). A generic assertion (`Assertion failed: 0 @ …`) is none.
+FAULTS: dict[str, list[tuple[XidResolution, str]]] = {
+    "ogkm688_gpu_lost_no_bus_id.log": [
+        (REBOOT, "NVRM: nvAssertOkFailedNoLog: Assertion failed: GPU lost from the bus"),
+    ],
+    "ogkm1230_gsp_boot_bad_state.log": [
+        (RESET, "NVRM: GPU6 _kgspBootGspRm: (the GPU is likely in a bad state"),
+    ]
+    * 2,
+    "ogkm876_gsp_boot_then_xid120.log": [
+        (RESET, "NVRM: _kgspBootGspRm: (the GPU is likely in a bad state"),
+    ],
+    "xid154_pf_flr.log": [
+        (RESET, "NVRM: GPU0 nvAssertOkFailedNoLog: Assertion failed: Reset required"),
+    ],
+    "ogkm446_back_to_back_gsp_timeout_talos.log": [
+        (RESET, "NVRM: nvAssertFailedNoLog: Assertion failed: Back to back GSP RPC timeout"),
+    ],
+    "sichek51_reset_required_no_gpu.log": [
+        (RESET, "NVRM: nvAssertOkFailedNoLog: Assertion failed: Reset required"),
+    ],
+    "dra982_reset_required_gb200.log": [
+        (RESET, "NVRM: nvAssertOkFailedNoLog: Assertion failed: Reset required"),
     ],
 }
 
@@ -91,22 +158,48 @@ ACTIONS: dict[str, list[tuple[XidResolution, bool]]] = {
     "xid154_os_reboot_driver610.log": [(R.REBOOT_NODE, True)] * 3,
     "xid154_pf_flr.log": [(R.UNUSED, False), (R.RESET_GPU, True)],
     "xid154_node_reboot_required.log": [(R.REBOOT_NODE, True), (R.RESET_GPU, True)],
+    # what an XID would have said is taken as that XID: both take the node out
+    "ogkm876_gsp_boot_then_xid120.log": [(R.RESET_GPU, True), (R.RESET_GPU, True)],
+    "gsp_rpc_rate_limited_needs_reset_535.log": [(R.RESET_GPU, True)] * 14,
 }
+
+
+def read(name: str) -> list[KernelXid | KernelGpuFault]:
+    parser = KernelXidParser()
+    return [x for line in (CORPUS / name).read_text().splitlines() if (x := parser.feed(line))]
+
+
+def xids_in(name: str) -> list[KernelXid]:
+    return [x for x in read(name) if isinstance(x, KernelXid)]
+
+
+def test_every_file_is_a_case_and_documented() -> None:
+    provenance = (CORPUS / "PROVENANCE.md").read_text()
+    files = {p.name for p in CORPUS.iterdir() if p.suffix == ".log"}
+    assert files == set(CASES)
+    assert set(FAULTS) <= files
+    assert all(f"`{name}`" in provenance for name in files)
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_realworld_kernel_lines(name: str) -> None:
-    parser = KernelXidParser()
-    found = [x for line in (CORPUS / name).read_text().splitlines() if (x := parser.feed(line))]
+    found = xids_in(name)
     assert [(x.bus_id, x.xid, x.inferred) for x in found] == [c[:3] for c in CASES[name]]
     for x, case in zip(found, CASES[name], strict=True):
         assert x.message.startswith(case[3])
 
 
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_a_lost_gpu_or_a_reset_said_without_naming_a_gpu(name: str) -> None:
+    faults = [x for x in read(name) if isinstance(x, KernelGpuFault)]
+    assert [f.resolution for f in faults] == [r for r, _ in FAULTS.get(name, [])]
+    for fault, (_, start) in zip(faults, FAULTS.get(name, []), strict=True):
+        assert fault.message.startswith(start), fault.message
+
+
 @pytest.mark.parametrize("name", sorted(ACTIONS))
 def test_what_each_real_record_asks_for(name: str) -> None:
-    parser = KernelXidParser()
-    found = [x for line in (CORPUS / name).read_text().splitlines() if (x := parser.feed(line))]
+    found = xids_in(name)
     got = [(resolution_of(x.xid, x.message), is_fatal(x.xid, x.message)) for x in found]
     assert got == ACTIONS[name]
 

@@ -217,3 +217,24 @@ async def test_a_job_declared_completion_marker_replaces_the_builtin_lines(
     await tailer.poll_once()
     later = [(e.subject, e.payload.pattern) for e in sink.of_type(LogSignalDetected)][3:]
     assert later == [("slurm/c1/125", "job_marker")]
+
+
+async def test_a_lines_own_time_is_kept_and_one_out_of_range_is_not(
+    tmp_path: Path, logs: Path
+) -> None:
+    # Kubernetes' container log file (nanoseconds, a zone), then a time the contract refuses.
+    append(
+        logs / "slurm-9.out",
+        "2024-03-05T07:01:51.123456789Z stdout F [rank3]: Traceback (most recent call last):",
+        "1999-12-31T23:59:59Z before the contract's earliest time",
+        "no time at all",
+    )
+    sink = RecordingSink()
+    await LogTailer(tail_settings(tmp_path), sink).poll_once()
+    lines = [line for e in sink.of_type(LogLinesObserved) for line in e.payload.lines]
+    assert [(line.at and line.at.isoformat(), line.rank) for line in lines] == [
+        ("2024-03-05T07:01:51.123456+00:00", 3),
+        (None, None),
+        (None, None),
+    ]
+    assert [e.payload.rank for e in sink.of_type(LogSignalDetected)] == [3]
