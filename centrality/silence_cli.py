@@ -12,7 +12,7 @@ import difflib
 import re
 import uuid
 from datetime import datetime
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import orjson
 import typer
@@ -20,8 +20,6 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from actions.holds import Held, held_by_silence
-from actions.ledger import read_ledger
 from centrality.contract_cli import signing_operator
 from centrality.errors import UserError
 from centrality.fleet import matcher
@@ -36,6 +34,9 @@ from schemas.registry import event_types
 from schemas.settings import KafkaSettings
 from schemas.topic_reader import Records, TopicReader
 from schemas.topics import topic_name
+
+if TYPE_CHECKING:
+    from actions.holds import Held
 
 silence_app = typer.Typer(
     help="Silences: hold what rules decide on a cluster, nodes, a rule or an action.",
@@ -224,9 +225,19 @@ async def read_book(kafka: KafkaSettings) -> Book:
 
 
 async def _book_and_holds(kafka: KafkaSettings) -> tuple[Book, dict[str, Held]]:
-    """The silences, and what each one held (from the action ledger)."""
+    """The silences, and what each one held (from the action ledger). The action worker's
+    ledger needs the workers' extra: imported here, so the base install's CLI still loads."""
+    from actions.holds import held_by_silence
+    from actions.ledger import read_ledger
+
     book, ledger = await asyncio.gather(read_book(kafka), read_ledger(kafka))
     return book, held_by_silence(ledger.entries())
+
+
+def _nothing_held(silence_id: str) -> Held:
+    from actions.holds import Held  # the workers' extra: see `_book_and_holds`
+
+    return Held(silence_id)
 
 
 def row(
@@ -249,7 +260,7 @@ def row(
         "operator": p.operator,
         "reason": p.reason,
         "verified": verified,
-        "held": (held or Held(p.silence_id)).document(),
+        "held": (held or _nothing_held(p.silence_id)).document(),
     }
 
 

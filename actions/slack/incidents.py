@@ -14,6 +14,9 @@ from schemas.events.incidents import IncidentPayload
 
 _TEXT_CHARS = 2900
 _BACK = "in_service"
+# Settled without being taken out: a drain held by a silence or that failed leaves the node in
+# service, so a resolution must not count it as kept out.
+_LEFT_IN = frozenset({"held", "suspect"})
 _WORDS = {_BACK: "back in service"}
 
 
@@ -69,8 +72,11 @@ def notes_message(incident: str, p: IncidentPayload, before: int) -> Message:
 
 def resolved_message(incident: str, p: IncidentPayload) -> Message:
     back = p.states.get(_BACK, 0)
-    kept = {s: n for s, n in p.states.items() if s != _BACK and n}
+    left = {s: n for s, n in p.states.items() if s in _LEFT_IN and n}
+    kept = {s: n for s, n in p.states.items() if s != _BACK and s not in _LEFT_IN and n}
     said = f"*Resolved* {when(p.resolved_at or p.last_fault_at)}: {back} back in service"
+    if left:
+        said += f"; {sum(left.values())} left in service undrained ({members(left)})"
     if kept:
         said += f"; {sum(kept.values())} kept out of service ({members(kept)})"
     return _reply(incident, p, said + ".", f"Resolved: {p.title}")

@@ -251,7 +251,8 @@ def test_operators_see_and_steer_the_fleet(
         ("RunBenchmark", "alice"),
     ]
     texts = [p["text"] for p in slack.posts]
-    assert any(f"held: held by silence {silence_id}" in t for t in texts)
+    held = f"{target}: held by silence {silence_id} until "
+    assert any(held in str(p.get("blocks")) for p in slack.posts)  # in the incident's thread
     [ended] = [t for t in texts if t.startswith(f"Silence {silence_id} ")]  # once
     assert ended.startswith(f"Silence {silence_id} on sim ended; it held 1 decision ({target})")
     assert any("may not command cluster sim" in t for t in texts)

@@ -1,4 +1,5 @@
-"""The real benchmark runner started on each node (a process per node) reaches Slack.
+"""The real benchmark runner started on each node (a process per node) reaches Slack (an
+operator's benchmark: a rule's is told by its nodes' incident).
 
 (Split from tests/unit/actions/test_dispatch.py: the unit layer starts no process.)"""
 
@@ -11,7 +12,7 @@ from schemas.events import (
     BenchmarkCompleted,
 )
 from tests.support.triggers import benchmark
-from tests.unit.actions.test_dispatch import Rig, drained, json_text
+from tests.unit.actions.test_dispatch import Rig, drained, json_text, operators
 
 
 async def test_real_runner_on_each_node_reaches_slack(slack: SlackFake) -> None:
@@ -22,7 +23,7 @@ async def test_real_runner_on_each_node_reaches_slack(slack: SlackFake) -> None:
     )
     rig.adapter.execute_runs = True
     await drained(rig, "gpu-a", "gpu-b")
-    await rig.handle(benchmark(("gpu-a", "gpu-b")))
+    await rig.handle(operators(benchmark(("gpu-a", "gpu-b"))))
     results = {e.subject: e.payload.verdict for e in rig.of(BenchmarkCompleted)}
     assert results == {"gpu-a": "no-gpu", "gpu-b": "no-gpu"}  # this machine has no GPU
     table = json_text(slack.posts[-1])

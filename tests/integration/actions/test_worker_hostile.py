@@ -26,7 +26,7 @@ from tests.integration.streams.foreign import committed_up_to_end
 from tests.kafka_helpers import read_messages
 from tests.support import foreign
 from tests.support.action_worker import count, send, wait_for, worker
-from tests.support.triggers import quarantine, restart, signature_of
+from tests.support.triggers import notify, quarantine, restart, signature_of
 
 pytestmark = pytest.mark.integration
 
@@ -148,19 +148,18 @@ async def test_slack_down_does_not_delay_drains_and_notifications_follow(
     slack.down = True
     adapter = InMemoryAdapter()
     drains = [quarantine((f"n{i}",), window=f"w{i}") for i in range(3)]
+    # A drain is told by its node's incident (the teller); notices about jobs are told here.
+    notices = [notify(f"test/slurm/test/{i}", f"w{i}") for i in range(3)]
     async with worker(kafka_settings, adapter, slack, fleet_size={"test": 100}):
-        await send(kafka_settings, *drains)
-        await wait_for(kafka_settings, lambda s: all(count(s, ActionSucceeded, t) for t in drains))
+        await send(kafka_settings, *drains, *notices)
+        done = [*drains, *notices]
+        await wait_for(kafka_settings, lambda s: all(count(s, ActionSucceeded, t) for t in done))
         # Every drain is done and recorded while Slack has answered nothing but errors.
         assert set(adapter.drained) == {"n0", "n1", "n2"} and slack.posts == []
         await until(lambda: slack.rejected >= 2)  # retried in the background
         slack.down = False
         await until(lambda: len(slack.posts) == 3)
-    assert sorted(p["text"].split(":")[0] for p in slack.posts) == [
-        "Drained n0",
-        "Drained n1",
-        "Drained n2",
-    ]
+    assert [p["text"].split(":")[0] for p in slack.posts] == ["Job keeps failing"] * 3
 
 
 async def test_signed_triggers_in_every_codec_from_librdkafka_are_acted_on(

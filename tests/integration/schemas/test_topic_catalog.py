@@ -70,7 +70,8 @@ async def test_each_family_gets_its_layout_and_a_changed_setting_is_drift(
     }
     assert counts == {
         "jobs": 6, "nodes": 6, "gpu": 6, "actions": 6, "status": 6,
-        "logs": 2, "triggers": 3, "action-ledger": 3, "silences": 3, "deadletter": 1,
+        "logs": 2, "triggers": 3, "action-ledger": 3, "silences": 3, "incidents": 3,
+        "deadletter": 1,
     }  # fmt: skip
 
     # The same topics against another layout: every difference is reported, nothing changed.
@@ -84,7 +85,7 @@ async def test_each_family_gets_its_layout_and_a_changed_setting_is_drift(
     )
     report = await ensure_topics(settings, topics=replicated)
     assert sorted(report.drift) == sorted(
-        spec(n).full_name(settings) for n in ("triggers", "action-ledger", "silences")
+        spec(n).full_name(settings) for n in ("triggers", "action-ledger", "silences", "incidents")
     )
     for problems in report.drift.values():
         assert problems == [

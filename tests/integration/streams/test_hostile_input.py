@@ -66,10 +66,10 @@ def storm(settings: KafkaSettings, unique: str, count: int) -> tuple[list[Messag
             value = rng.randbytes(rng.randrange(0, 2000))
         elif kind == 1:
             value = value[: rng.randrange(0, len(value))]
-        elif kind == 2:
-            mutated = bytearray(value)
+        elif kind == 2:  # the payload's bytes: a subject changed so would be a wrong key
+            mutated, start = bytearray(value), value.index(b'"payload"')
             for _ in range(rng.randrange(1, 8)):
-                mutated[rng.randrange(len(mutated))] = rng.randrange(256)
+                mutated[rng.randrange(start, len(mutated))] = rng.randrange(256)
             value = bytes(mutated)
         elif kind == 3:
             doc = orjson.loads(value)
@@ -240,14 +240,18 @@ def test_the_worker_stops_within_10_s_while_its_sends_fail_and_loses_no_decision
 ) -> None:
     """The triggers topic is gone (the broker cannot take the decision, a transient failure):
     the decision's send is being retried when SIGTERM comes. The worker stops in time, commits
-    nothing it had not finished, and the decision is made once the topic is back."""
+    nothing it had not finished, and the decision is made once the topic is back. The topic goes
+    while the worker runs: a worker refuses to start without it (`require_topics`)."""
+    first = crash_story(f"slurm/first/{unique}", (f"first-{unique}",))
     story = crash_story(f"slurm/stuck/{unique}", (f"stuck-{unique}",))
     expected, _ = oracle(story)
     env = {**worker_env, "CENTRALITY_STREAMS_SEND_RETRY_S": "8"}  # each send waits 2 s
     worker = StreamsWorker(env, tmp_path / "run")
-    _delete_topic(kafka_settings, "triggers")
     worker.start()
     try:
+        asyncio.run(emit(kafka_settings, first))  # a decision sent: the worker is running
+        trigger_counts(kafka_settings, lambda c: set(c) >= oracle(first)[0], 60, worker.check)
+        _delete_topic(kafka_settings, "triggers")
         asyncio.run(emit(kafka_settings, story))
         deadline = time.monotonic() + 60
         while "output_retry" not in worker.process.log_file.read_text():

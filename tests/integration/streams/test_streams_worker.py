@@ -78,9 +78,9 @@ def _order_free(table: str, value: dict[str, Any]) -> dict[str, Any]:
 
     A job's events share a partition, so a job must match exactly. Nodes and node sets also hear
     from many jobs through the forward topic, in an order across partitions that no one fixes:
-    which failure tipped a window (hence when and why a quarantine story began, memo times) may
-    differ; the set of failures, the jobs, the counters, the story's stage and the decisions
-    themselves may not.
+    which failure tipped a window (hence when and why a quarantine story began, memo times) and
+    which fault opened an incident (its id) may differ; the set of failures, the jobs, the
+    counters, the story's stage and the decisions themselves may not.
     """
     if table == JOBS.table:
         return value
@@ -90,8 +90,13 @@ def _order_free(table: str, value: dict[str, Any]) -> dict[str, Any]:
         "rule_memo",
         "updated_at",
         "failures",
+        # Which member's fault reached the incident's book first, which names it: the book
+        # hears nodes of every partition in the order they come. In an incident or not must
+        # match.
+        "incident",
     }
     kept = {k: v for k, v in value.items() if k not in dropped}
+    kept["in_incident"] = value.get("incident") is not None
     kept["failures"] = sorted((f["job_id"], f["attempt"], f["at"]) for f in value["failures"])
     if story := value.get("story"):
         kept["story"] = (story["stage"], sorted(story["triggers"]))

@@ -89,3 +89,20 @@ def test_a_step_not_told_is_tried_again_and_a_digested_parent_is_never_updated()
     ]
     digested = Told(incident="inc-1", thread=THREAD, digest=True)
     assert tell(digested, states={"unreachable": 1}).parent is None
+
+
+def test_a_resolution_never_counts_a_node_left_in_service_as_kept_out() -> None:
+    states = {"in_service": 3, "held": 2, "suspect": 1, "escalated": 1}
+    done = telling(
+        "inc-1",
+        incident(
+            cls=IncidentResolved,
+            state="resolved",
+            resolved_at=OPENED.replace(hour=23),
+            states=states,
+        ).payload,
+        after(tell(None)),
+    )
+    said = str(done.replies[0].message.blocks)
+    assert "3 back in service; 3 left in service undrained (held 2 · suspect 1)" in said
+    assert "1 kept out of service (escalated 1)" in said
