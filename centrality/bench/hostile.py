@@ -34,7 +34,7 @@ from centrality.bench.hostile_watch import (
     partitions,
     sink_dead_letters,
 )
-from centrality.bench.run import INPUTS, BenchRun
+from centrality.bench.run import INPUTS, BenchRun, local_stack
 from centrality.pipeline import WORKERS, Pipeline
 from centrality.stack.stack import Stack
 from schemas import kafka_clients
@@ -302,9 +302,7 @@ def bench_hostile(
 ) -> None:
     """Workers under hostile input on every topic and codec, then a valid story. Targets: all
     alive, storm consumed, story decided ≤ 5 s after it, no unsigned trigger obeyed, stop ≤ 10 s."""
-    progress = Console(stderr=True)
-    stack = Stack()
-    stack.up(progress=lambda msg: progress.log(msg))
+    stack, progress = local_stack()
     opts = Options(
         messages=messages,
         timeout_s=timeout_s,

@@ -45,7 +45,7 @@ from centrality.bench.incidents_phases import (
 )
 from centrality.bench.incidents_report import print_result, targets
 from centrality.bench.incidents_watch import TOPICS, Watch
-from centrality.bench.run import BenchRun
+from centrality.bench.run import BenchRun, local_stack, tell_result
 from centrality.bench.scale import APPEND_TIME, beside, warm_up
 from centrality.bench.scale_watch import cpu_s
 from centrality.pipeline import Pipeline
@@ -217,9 +217,7 @@ def bench_incidents(
     Slack call taken."""
     if burst_nodes > nodes:
         raise typer.BadParameter(f"a burst of {burst_nodes} in a fleet of {nodes}")
-    progress = Console(stderr=True)
-    stack = Stack()
-    stack.up(progress=lambda msg: progress.log(msg))
+    stack, progress = local_stack()
     opts = Options(
         nodes=nodes,
         burst=burst_nodes,
@@ -234,10 +232,4 @@ def bench_incidents(
         phase_timeout_s=phase_timeout_s,
         keep=keep,
     )
-    result = run_bench(stack, opts, progress)
-    if json:
-        print(orjson.dumps(result).decode())
-    else:
-        print_result(result, Console())
-    if not result["ok"]:
-        raise typer.Exit(1)
+    tell_result(run_bench(stack, opts, progress), json=json, tables=print_result)

@@ -8,12 +8,16 @@ import shutil
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import orjson
+import typer
 from pydantic import SecretStr
+from rich.console import Console
 
 from centrality.pipeline import WORKERS
 from centrality.stack.stack import Stack
@@ -35,6 +39,27 @@ INPUTS = {
 
 # The nodes of the story every bench sends first: the fleet listing counts them too.
 STORY_NODES = ("hn-story-1", "hn-story-2")
+
+
+def local_stack() -> tuple[Stack, Console]:
+    """The local stack, started where it is not, and the console a bench's progress goes to
+    (stderr: stdout is its figures)."""
+    progress = Console(stderr=True)
+    stack = Stack()
+    stack.up(progress=lambda msg: progress.log(msg))
+    return stack, progress
+
+
+def tell_result(
+    result: dict[str, Any], *, json: bool, tables: Callable[[dict[str, Any], Console], None]
+) -> None:
+    """A bench's figures, as one JSON line or as tables; exit 1 when a target is missed."""
+    if json:
+        print(orjson.dumps(result).decode())
+    else:
+        tables(result, Console())
+    if not result["ok"]:
+        raise typer.Exit(1)
 
 
 async def delete_topics(kafka: KafkaSettings, *prefixes: str) -> None:

@@ -28,7 +28,7 @@ from rich.table import Table
 
 from centrality.bench.cli import bench_app
 from centrality.bench.hostile_watch import PeakRss, StoryWatch, end_offsets, partitions
-from centrality.bench.run import INPUTS, STORY_NODES, BenchRun
+from centrality.bench.run import INPUTS, STORY_NODES, BenchRun, local_stack, tell_result
 from centrality.bench.scale_watch import (
     DecisionWatch,
     LagSampler,
@@ -429,9 +429,7 @@ def bench_scale(
     every fault decided, XID→quarantine and crash→restart p99 ≤ 1 s, drained ≤ 30 s; what
     people read (`centrality nodes`) shows an XID node out of service within 2 s (p99), and
     listing the fleet takes ≤ 1 s."""
-    progress = Console(stderr=True)
-    stack = Stack()
-    stack.up(progress=lambda msg: progress.log(msg))
+    stack, progress = local_stack()
     opts = Options(
         nodes=nodes,
         gpus=gpus,
@@ -447,10 +445,4 @@ def bench_scale(
         drain_timeout_s=drain_timeout_s,
         keep=keep,
     )
-    result = run_bench(stack, opts, progress)
-    if json:
-        print(orjson.dumps(result).decode())
-    else:
-        print_result(result, Console())
-    if not result["ok"]:
-        raise typer.Exit(1)
+    tell_result(run_bench(stack, opts, progress), json=json, tables=print_result)

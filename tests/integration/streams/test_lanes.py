@@ -28,8 +28,11 @@ AHEAD = 1_500  # heartbeats and passed checks of other nodes on the XID's partit
 STAMP = Stamp(source="it/agent", cluster="it")
 
 
-async def changelog(settings: KafkaSettings, topic: str, partition: int, want: int) -> list[Any]:
-    """The first `want` records of a changelog partition, in offset order."""
+async def changelog(
+    settings: KafkaSettings, topic: str, partition: int, want: set[str]
+) -> list[Any]:
+    """A changelog partition's records in offset order, up to the first that leaves no key of
+    `want` unseen (the sick node writes more than one state meanwhile: its incident's, too)."""
     consumer = AIOKafkaConsumer(bootstrap_servers=settings.bootstrap, enable_auto_commit=False)
     await consumer.start()
     try:
@@ -39,8 +42,12 @@ async def changelog(settings: KafkaSettings, topic: str, partition: int, want: i
         records: list[Any] = []
         loop = asyncio.get_running_loop()
         deadline = loop.time() + 60
-        while len(records) < want and loop.time() < deadline:
-            records.extend((await consumer.getmany(tp, timeout_ms=500)).get(tp, []))
+        unseen = set(want)
+        while unseen and loop.time() < deadline:
+            for record in (await consumer.getmany(tp, timeout_ms=500)).get(tp, []):
+                if unseen:
+                    records.append(record)
+                    unseen.discard(record.key.decode())
         return records
     finally:
         await consumer.stop()
@@ -73,7 +80,7 @@ def test_a_fatal_xid_is_folded_before_the_routine_records_queued_ahead_of_it(
         topic = f"{worker_env['CENTRALITY_STREAMS_APP_ID']}-nodes-changelog"
         # Every node's first state: the crowd's records and the XID, then the quarantine
         # story's records of the sick node.
-        records = asyncio.run(changelog(kafka_settings, topic, mine, AHEAD + 1))
+        records = asyncio.run(changelog(kafka_settings, topic, mine, {*crowd, sick}))
     finally:
         worker.stop()
     keys = [r.key.decode() for r in records]
