@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import functools
 import importlib
 import sys
 
@@ -167,12 +166,12 @@ def actions() -> None:
     from actions.worker import ActionWorker
     from schemas.admin import catalog_names
     from schemas.signing import SigningSettings
-    from streams.history.baseline import fleet_baseline
+    from streams.history.baseline import FleetBaselines
     from streams.history.settings import ClickHouseSettings
 
     # Without the signing key it refuses (exit 2) before serving or reading anything.
     SigningSettings().require("the action worker")
-    worker = ActionWorker(baselines=functools.partial(fleet_baseline, ClickHouseSettings()))
+    worker = ActionWorker(baselines=FleetBaselines(ClickHouseSettings()))
     kafka = worker.kafka
     run_until_signalled(worker.run, worker="actions", kafka=kafka, topics=catalog_names(kafka))
 

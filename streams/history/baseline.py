@@ -8,8 +8,11 @@ its first GPU (`torch.cuda.get_device_name`, NVML's name).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from datetime import datetime, timedelta
+
+from clickhouse_connect.driver.client import Client
 
 from schemas.envelope import utcnow
 from schemas.events import FleetBaseline
@@ -59,6 +62,51 @@ def fleet_baseline(
     now: datetime | None = None,
 ) -> FleetBaseline:
     """The baseline of `model` in `cluster`, over nodes other than `nodes` (the benchmarked)."""
+    with connect(settings) as client:
+        return _baseline(client, cluster, model, nodes, window_s, now)
+
+
+class FleetBaselines:
+    """`fleet_baseline` over one client kept for every look-up (the action worker's source).
+
+    A client costs a query of its own to open (the server's settings): one per benchmark held
+    each benchmark's slot among the worker's actions for longer than the benchmark itself (a
+    burst of 375 fatal XIDs queued its drains 5 s behind them). Look-ups run in the handlers'
+    threads at once: the client has no session, and one that failed is opened anew."""
+
+    def __init__(self, settings: ClickHouseSettings) -> None:
+        self.settings = settings
+        self._client: Client | None = None
+        self._opening = threading.Lock()
+
+    def __call__(
+        self, cluster: str, model: str, nodes: Sequence[str], window_s: float
+    ) -> FleetBaseline:
+        client = self._open()
+        try:
+            return _baseline(client, cluster, model, nodes, window_s, None)
+        except Exception:
+            with self._opening:
+                if self._client is client:
+                    self._client = None
+            client.close()
+            raise
+
+    def _open(self) -> Client:
+        with self._opening:
+            if self._client is None:
+                self._client = connect(self.settings, shared=True)
+            return self._client
+
+
+def _baseline(
+    client: Client,
+    cluster: str,
+    model: str,
+    nodes: Sequence[str],
+    window_s: float,
+    now: datetime | None,
+) -> FleetBaseline:
     since = (now or utcnow()) - timedelta(seconds=window_s)
     parameters = {
         "cluster": cluster,
@@ -67,8 +115,7 @@ def fleet_baseline(
         "model": model.strip(),
         "limit": PEERS_MAX,
     }
-    with connect(settings) as client:
-        [(peers, tflops, memory, busbw)] = client.query(_MEDIANS, parameters=parameters).result_rows
+    [(peers, tflops, memory, busbw)] = client.query(_MEDIANS, parameters=parameters).result_rows
     return FleetBaseline(
         model=model,
         window_s=window_s,

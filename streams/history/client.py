@@ -8,7 +8,11 @@ from clickhouse_connect.driver.client import Client
 from streams.history.settings import ClickHouseSettings
 
 
-def connect(settings: ClickHouseSettings, *, database: str | None = None) -> Client:
+def connect(
+    settings: ClickHouseSettings, *, database: str | None = None, shared: bool = False
+) -> Client:
+    """`shared`: a client threads use at once, so without a session (ClickHouse refuses
+    concurrent queries in one session); its temporary tables and settings would not last."""
     password = settings.password.get_secret_value() if settings.password else ""
     return clickhouse_connect.get_client(
         host=settings.host,
@@ -21,4 +25,5 @@ def connect(settings: ClickHouseSettings, *, database: str | None = None) -> Cli
         ca_cert=str(settings.ca_cert) if settings.ca_cert else None,
         connect_timeout=settings.connect_timeout_s,
         send_receive_timeout=settings.send_receive_timeout_s,
+        autogenerate_session_id=False if shared else None,
     )

@@ -3,13 +3,13 @@ the medians of the model's other nodes' latest passing benchmarks within the win
 
 from __future__ import annotations
 
-import functools
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 
 from actions.benchmark.baseline import with_baselines
 from centrality.bench.history_data import insert_events
 from schemas.events import BenchmarkCompleted
-from streams.history.baseline import fleet_baseline
+from streams.history.baseline import FleetBaselines, fleet_baseline
 from streams.history.client import connect
 from streams.history.settings import ClickHouseSettings
 from streams.state.judge import judge
@@ -59,7 +59,7 @@ def test_the_median_of_each_peers_latest_pass_of_the_model(
 
     # As the action worker does it: h1's pass carries its model's baseline, and fails by it.
     h1 = bench("h1", 0, 600.0).payload
-    source = functools.partial(fleet_baseline, clickhouse_settings)
+    source = FleetBaselines(clickhouse_settings)
     [judged] = with_baselines([h1], source, "test", WEEK_S)
     assert judged.fleet is not None and judged.fleet.peers == 4
     verdict = judge(judged, H100)
@@ -68,9 +68,29 @@ def test_the_median_of_each_peers_latest_pass_of_the_model(
     )
 
 
+def test_the_worker_s_one_client_answers_its_handlers_threads_at_once(
+    clickhouse_settings: ClickHouseSettings,
+) -> None:
+    """Benchmarks finishing together look their baselines up from their own threads, through
+    the one client the worker keeps (a session would refuse the concurrent queries)."""
+    cluster = "threads"
+    peers = [bench(f"c{i}", 1, 800.0 + i).model_copy(update={"cluster": cluster}) for i in range(5)]
+    with connect(clickhouse_settings) as client:
+        insert_events(client, peers)
+    one_by_one = {
+        i: fleet_baseline(clickhouse_settings, cluster, H100, [f"c{i}"], WEEK_S) for i in range(5)
+    }
+    source = FleetBaselines(clickhouse_settings)
+    with ThreadPoolExecutor(16) as pool:
+        found = list(pool.map(lambda i: source(cluster, H100, [f"c{i % 5}"], WEEK_S), range(64)))
+    assert all(b.peers == 4 and b.unavailable is None for b in found)
+    assert [b.matmul_tflops for b in found] == [one_by_one[i % 5].matmul_tflops for i in range(64)]
+    assert {b.matmul_tflops for b in found} == {801.5, 802.0, 802.5}  # each without its node
+
+
 def test_history_unreachable_leaves_a_verdict_without_the_fleet_that_says_so() -> None:
     down = ClickHouseSettings(url=f"http://127.0.0.1:{free_port()}", connect_timeout_s=2)
-    source = functools.partial(fleet_baseline, down)
+    source = FleetBaselines(down)
     [passed] = with_baselines([bench("h1", 0, 900.0).payload], source, "test", WEEK_S)
     assert passed.fleet is not None and passed.fleet.unavailable == (
         "history unreachable (OperationalError)"
