@@ -186,7 +186,9 @@ class KubeApiServer:
     def audit(self, stage: str = "ResponseComplete") -> list[dict[str, Any]]:
         """Every request that reached `stage` so far, oldest first (a watch is answered when
         it ends; it is `ResponseStarted` as soon as it begins)."""
-        lines = self.audit_log.read_text().splitlines() if self.audit_log.exists() else []
+        text = self.audit_log.read_text() if self.audit_log.exists() else ""
+        # The API server may be writing the last line as it is read: complete lines only.
+        lines = text[: text.rfind("\n") + 1].splitlines()
         events = [json.loads(line) for line in lines if line.strip()]
         return [e for e in events if e.get("stage") == stage]
 

@@ -79,6 +79,8 @@ async def test_a_silences_end_is_told_once_across_workers_and_restarts(
     [ran_out] = ended(brief)
     blocks = json.dumps(ran_out.blocks)
     assert "*It held nothing:*" in blocks and "It ran out" in blocks
-    assert len(channel.top()) == 2 and slack.refusals == []
+    # Two workers post on their own paces: Slack may answer one 429, which is waited out.
+    assert len(channel.top()) == 2
+    assert all(why == "ratelimited" for _, why in slack.refusals), slack.refusals
     ledger = await read_ledger(kafka_settings)
     assert [ledger.end_told(s.subject) is not None for s in (window, brief)] == [True, True]
