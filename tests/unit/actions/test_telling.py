@@ -19,6 +19,12 @@ def tell(event_told: Told | None, **payload: Any) -> Telling:
     return telling("inc-1", incident(cls=IncidentUpdated, **payload).payload, event_told)
 
 
+def resolve(event_told: Told | None, **payload: Any) -> Telling:
+    end = OPENED.replace(hour=23)
+    done = incident(cls=IncidentResolved, state="resolved", resolved_at=end, **payload)
+    return telling("inc-1", done.payload, event_told)
+
+
 def after(plan: Telling, told: Told | None = None, how: str = "posted") -> Told:
     done = Delivery(how, THREAD)  # type: ignore[arg-type]
     parent = done if plan.parent is not None else None
@@ -63,17 +69,8 @@ def test_new_notes_are_told_in_one_reply_and_resolution_once() -> None:
     told_now = str(one.replies[0].message.blocks)
     assert third in told_now and notes[0] not in told_now
     told = after(one, told)
-    done = telling(
-        "inc-1",
-        incident(
-            cls=IncidentResolved,
-            state="resolved",
-            resolved_at=OPENED.replace(hour=23),
-            states={"in_service": 141, "escalated": 2},
-            notes=(*notes, third),
-            notes_count=3,
-        ).payload,
-        told,
+    done = resolve(
+        told, states={"in_service": 141, "escalated": 2}, notes=(*notes, third), notes_count=3
     )
     assert [r.step for r in done.replies] == ["resolved"]
     assert done.parent is not None and done.parent.text.startswith("Resolved: ")
@@ -93,16 +90,7 @@ def test_a_step_not_told_is_tried_again_and_a_digested_parent_is_never_updated()
 
 def test_a_resolution_never_counts_a_node_left_in_service_as_kept_out() -> None:
     states = {"in_service": 3, "held": 2, "suspect": 1, "escalated": 1}
-    done = telling(
-        "inc-1",
-        incident(
-            cls=IncidentResolved,
-            state="resolved",
-            resolved_at=OPENED.replace(hour=23),
-            states=states,
-        ).payload,
-        after(tell(None)),
-    )
+    done = resolve(after(tell(None)), states=states)
     said = str(done.replies[0].message.blocks)
     assert "3 back in service; 3 left in service undrained (held 2 · suspect 1)" in said
     assert "1 kept out of service (escalated 1)" in said
