@@ -86,10 +86,9 @@ class FleetBaselines:
         try:
             return _baseline(client, cluster, model, nodes, window_s, None)
         except Exception:
-            with self._opening:
-                if self._client is client:
+            with self._opening:  # the next look-up opens a new one; not closed here, since
+                if self._client is client:  # other threads may be querying it right now
                     self._client = None
-            client.close()
             raise
 
     def _open(self) -> Client:
