@@ -22,7 +22,7 @@ import contextlib
 import json
 import time
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -35,7 +35,7 @@ import actions.handlers  # noqa: F401  (registers them: the allowlist names them
 from actions.registry import handler_names
 from centrality.bench.cli import bench_app
 from centrality.bench.goodput_loop import Fleet, Period
-from centrality.bench.goodput_whatif import calibrate, sunk
+from centrality.bench.goodput_whatif import calibrate, pooled, sunk
 from centrality.bench.run import INPUTS, BenchRun
 from centrality.bench.scale import warm_up
 from centrality.bench.scale_watch import LagSampler, worker_lags
@@ -310,10 +310,14 @@ def print_result(result: dict[str, Any], console: Console) -> None:
         for outcome, count in judged.items():
             restarts.add_row(rule, outcome, str(count))
     console.print(restarts)
+    print_calibrations(result["whatif"], console, "")
+
+
+def print_calibrations(calibrations: list[dict[str, Any]], console: Console, over: str) -> None:
     priced = Table("candidate", "what-if GPU-h", "measured GPU-h", "ratio",
                    title="centrality whatif over the rules-acting fleet's history, beside the "
-                   "world it prices (issue 40: same sign, within 25 %)")  # fmt: skip
-    for c in result["whatif"]:
+                   f"world it prices{over} (issue 40: same sign, within 25 %)")  # fmt: skip
+    for c in calibrations:
         ratio = "—" if c["ratio"] is None else f"{c['ratio']:.2f}"
         priced.add_row(c["candidate"], str(c["gpu_h"]), str(c["measured_gpu_h"]), ratio)
     console.print(priced)
@@ -337,6 +341,12 @@ def bench_goodput(
         "--off",
         help="A rule a third fleet runs without (automation otherwise on), for the what-if of "
         "that rule off to be set beside.",
+    ),
+    runs: int = typer.Option(
+        1,
+        min=1,
+        help="Runs, of seeds SEED, SEED+1, …: the what-if's calibration summed over them too "
+        "(one seed's worlds drift apart by chance).",
     ),
     json: bool = typer.Option(False, "--json", help="Print one JSON line."),
 ) -> None:
@@ -364,8 +374,16 @@ def bench_goodput(
         seed=seed,
         off=off,
     )
-    result = run_bench(stack, opts, log)
+    results = [run_bench(stack, replace(opts, seed=seed + i), log) for i in range(runs)]
+    result = results[0] if runs == 1 else {
+        "runs": results,
+        "whatif": pooled([r["whatif"] for r in results]),
+    }  # fmt: skip
     if json:
         print(orjson.dumps(result).decode())
-    else:
-        print_result(result, Console())
+        return
+    console = Console()
+    for one in results:
+        print_result(one, console)
+    if runs > 1:
+        print_calibrations(result["whatif"], console, f", summed over {runs} seeds")

@@ -115,7 +115,6 @@ class Period:
                     fleet.faulty.append((t, frozenset(fleet.model.broken)))
                     struck |= len(fleet.model.struck) > faults or _failures(events)
                     await self._emit(fleet, events)
-                self._tell_the_benchmark()
                 if struck:
                     await self._settle(check)
                     await self._requeue()
@@ -130,6 +129,9 @@ class Period:
             await self._watch.stop()
 
     async def _emit(self, fleet: Fleet, events: list[Event]) -> None:
+        # The hardware is as it is before anyone hears of it: a benchmark the workers run on
+        # what they are about to read must see the fault (or the repair) already.
+        self._tell_the_benchmark()
         now = time.monotonic()
         for e in events:
             if type(e) in JOBS.owns:

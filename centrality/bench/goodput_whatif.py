@@ -3,7 +3,8 @@ under a candidate, beside the difference the bench measured between that fleet a
 under the candidate itself (a person only: no rules at all).
 
 The what-if reads only the rules-acting run's history; the other world is what it estimates.
-Agreement in sign and within 25 % is issue 40's bar for believing a what-if.
+Agreement in sign and within 25 % is issue 40's bar for believing a what-if, over runs of
+several seeds (`--runs`, `pooled`).
 """
 
 from __future__ import annotations
@@ -55,7 +56,6 @@ def calibrate(
     run = what_if(source, cand, warmup_for(cand), 1, observed, pricing)
     mine = run.priced
     estimate = sum(p.price.gpu_h for p in mine)
-    ratio = estimate / measured_gpu_h if measured_gpu_h else None
     return {
         "candidate": cand.words,
         "command": f"centrality whatif --since {since.isoformat()} --until {until.isoformat()} "
@@ -64,7 +64,32 @@ def calibrate(
         "capacity_gpu_h": round(sum(p.price.capacity_gpu_h for p in mine), 1),
         "work_gpu_h": round(sum(p.price.work_gpu_h for p in mine), 1),
         "decisions_priced": len(mine),
-        "measured_gpu_h": measured_gpu_h,
+        **_agreement(estimate, measured_gpu_h),
+    }
+
+
+def pooled(runs: Sequence[Sequence[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Each candidate's calibration summed over runs of other seeds: one seed's worlds drift
+    apart by chance (which node a fault strikes idle in one world runs a job in the other), so
+    one run's difference is one draw."""
+    out = []
+    for same in zip(*runs, strict=True):
+        estimate = sum(c["gpu_h"] for c in same)
+        out.append(
+            {
+                "candidate": same[0]["candidate"],
+                "runs": len(same),
+                "gpu_h": round(estimate, 1),
+                **_agreement(estimate, sum(c["measured_gpu_h"] for c in same)),
+            }
+        )
+    return out
+
+
+def _agreement(estimate: float, measured: float) -> dict[str, Any]:
+    ratio = estimate / measured if measured else None
+    return {
+        "measured_gpu_h": round(measured, 1),
         "ratio": None if ratio is None else round(ratio, 3),
         "agrees": ratio is not None and 0.75 <= ratio <= 1.25,
     }

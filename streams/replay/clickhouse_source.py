@@ -19,7 +19,7 @@ from streams.history.query import (
 )
 from streams.history.settings import ClickHouseSettings
 from streams.parts import Part, split_types
-from streams.replay.source import History, split
+from streams.replay.source import History, split, without_outcomes
 
 
 @dataclass(frozen=True)
@@ -47,6 +47,9 @@ class Streamed:
 class ClickHouseSource:
     settings: ClickHouseSettings
     scope: Scope
+    # Decisions (trigger ids) whose outcomes are left out: a what-if's candidate does not make
+    # them, so in its world nothing was done about them (`streams.whatif.world`).
+    withheld: frozenset[str] = frozenset()
 
     def stream(self, warmup_s: float, part: Part | None = None) -> Streamed:
         """The range and its warm-up, read a page at a time (a job's or node's story, small, in
@@ -70,7 +73,10 @@ class ClickHouseSource:
             settings, start, scope.until, subjects, page_events, narrowed
         )
         recorded: list[Trigger] = []
-        return Streamed(scope.since, scope.until, _facts(events, scope.since, recorded), recorded)
+        facts = _facts(events, scope.since, recorded)
+        if self.withheld:
+            facts = without_outcomes(facts, self.withheld)
+        return Streamed(scope.since, scope.until, facts, recorded)
 
     def load(self, warmup_s: float) -> History:
         scope, settings = self.scope, self.settings

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
@@ -50,3 +50,12 @@ def split(facts: Iterable[Event], since: datetime) -> tuple[list[Event], list[Ev
         [e for e in ordered if e.occurred_at < since],
         [e for e in ordered if e.occurred_at >= since],
     )
+
+
+def without_outcomes(events: Iterable[Event], withheld: frozenset[str]) -> Iterator[Event]:
+    """Events, less what was done about the `withheld` decisions (their trigger ids): action
+    results and benchmarks."""
+    for event in events:
+        trigger_id = getattr(event.payload, "trigger_id", None)
+        if trigger_id is None or str(trigger_id) not in withheld:
+            yield event

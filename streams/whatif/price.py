@@ -44,9 +44,10 @@ from schemas.events import (
     Trigger,
 )
 from streams.outcomes import Restart, Story, outcomes
-from streams.replay.reasons import NOT_THE_RULES, Why
+from streams.replay.reasons import Why
 from streams.replay.rerun import Decision
 from streams.whatif.through import Assumed, faulty, let_through
+from streams.whatif.world import the_candidate_s
 
 HOUR_S = 3600.0
 
@@ -189,7 +190,7 @@ def price_differences(
         _outages([d.now for d in decisions if d.now is not None], facts, settings),
         assumed,
     )
-    mine = [d for d in decisions if d.status != "same" and _the_candidate_s(whys.get(d.trigger_id))]
+    mine = [d for d in decisions if d.status != "same" and the_candidate_s(whys.get(d.trigger_id))]
     instead = _instead(mine, assumed.fails_after_s)
     taken = {str(t.event_id) for t in instead.values()}
     out = []
@@ -211,11 +212,6 @@ def price_differences(
             price = replace(price, basis=f"now {now.basis}; then {then.basis}")
         out.append(Priced(d, price, d.trigger.cluster, pricing.model(d.trigger)))
     return out
-
-
-def _the_candidate_s(why: Why | None) -> bool:
-    """A difference the candidate makes (not one any rules would show)."""
-    return why is None or why.reason not in NOT_THE_RULES
 
 
 def _instead(decisions: Sequence[Decision], soon_s: float) -> dict[str, QuarantineNodes]:
@@ -325,6 +321,7 @@ class _Pricing:
             return Price(basis=f"taken out by {instead.payload.rule} instead, {late_s:.0f} s later")
         capacity, work, bases = 0.0, 0.0, []
         running = sum(self._job_gpus(job) for job in t.payload.jobs)
+        left_h = max(0.0, (self.until - t.occurred_at).total_seconds() / HOUR_S)
         for node in t.payload.nodes:
             out = self.then[(str(t.event_id), node)]
             story = self.facts.stories.get((str(t.event_id), node))
@@ -333,7 +330,7 @@ class _Pricing:
                 continue
             chance = faulty(story, t.payload.rule, self.assumed)
             through = let_through(
-                node, t.cluster, running, out, self.gpus(node), chance, self.assumed
+                node, t.cluster, running, out, self.gpus(node), chance, self.assumed, left_h
             )
             capacity += through.capacity_gpu_h
             work += through.work_gpu_h

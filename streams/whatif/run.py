@@ -5,7 +5,7 @@ own parts (`streams.replay.parallel`), set beside what was decided then, each di
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from schemas.envelope import Event
@@ -23,6 +23,7 @@ from streams.rules.registry import RuleEngine
 from streams.whatif.candidate import Candidate
 from streams.whatif.price import Priced, PricingSettings, gather, price_differences
 from streams.whatif.through import Assumed, Measured, assumed
+from streams.whatif.world import in_its_world
 
 PRICED_TYPES = (QuarantineNodes, RestartJob, CancelJob)
 FACT_TYPES = (*TYPES, "CheckpointSaved")
@@ -58,20 +59,11 @@ def what_if(
 ) -> WhatIf:
     pricing = pricing or PricingSettings()
     scope, settings = source.scope, source.settings
-    rerun = rerun_parts(source, warmup_s, parts, candidate.settings, on_progress)
-    decisions = compare(rerun.decided, rerun.recorded)
     engine = current_brain(candidate.settings).engine
-    whys = name_differences(
-        decisions,
-        loaded_rules={bound.spec.name for bound in engine.rules},
-        edges=Edges(
-            scope.since - timedelta(seconds=warmup_s),
-            scope.since,
-            scope.until,
-            candidate.settings.tick_interval_s,
-        ),
-        decided_in_warmup=rerun.warmup_decided,
-        lookups=Lookups(source.events_by_id, source.status_before),
+    rerun, decisions, whys = in_its_world(
+        lambda withheld: _redecide(
+            replace(source, withheld=withheld), candidate, engine, warmup_s, parts, on_progress
+        )
     )
     # Only what a priced decision is about is read again: its subject's and its nodes' story.
     costly = [d for d in decisions if d.status != "same" and isinstance(d.trigger, PRICED_TYPES)]
@@ -116,6 +108,34 @@ def what_if(
     )
 
 
+def _redecide(
+    source: ClickHouseSource,
+    candidate: Candidate,
+    engine: RuleEngine,
+    warmup_s: float,
+    parts: int,
+    on_progress: Callable[[float], None] | None,
+) -> tuple[Rerun, list[Decision], dict[str, Why]]:
+    """The range re-decided by the candidate, set beside what was decided then, each difference
+    named."""
+    scope = source.scope
+    rerun = rerun_parts(source, warmup_s, parts, candidate.settings, on_progress)
+    decisions = compare(rerun.decided, rerun.recorded)
+    whys = name_differences(
+        decisions,
+        loaded_rules={bound.spec.name for bound in engine.rules},
+        edges=Edges(
+            scope.since - timedelta(seconds=warmup_s),
+            scope.since,
+            scope.until,
+            candidate.settings.tick_interval_s,
+        ),
+        decided_in_warmup=rerun.warmup_decided,
+        lookups=Lookups(source.events_by_id, source.status_before),
+    )
+    return rerun, decisions, whys
+
+
 def assume(
     judged: list[Event],
     since: datetime,
@@ -140,4 +160,5 @@ def assume(
         response_s=pricing.response_s,
         node_gpus=pricing.node_gpus,
     )
-    return assumed(outcomes(judged, since, until, observed), judged, settings)
+    span_h = (until - since).total_seconds() / 3600
+    return assumed(outcomes(judged, since, until, observed), judged, settings, span_h)

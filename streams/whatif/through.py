@@ -10,7 +10,9 @@ the bench's person does, after a job failed there), so only a sound one gives ca
 - idle when its fault showed, it fails the next job placed on it (a job as big as those the
   range's nodes ran, weighted by the nodes each took), which loses its work since it started
   from its checkpoint (it fails `fails_after_s` in: the range's restarts that failed again tell
-  how long a job runs on a faulty node, else `CENTRALITY_WHATIF_FAILS_AFTER_S`);
+  how long a job runs on a faulty node, else `CENTRALITY_WHATIF_FAILS_AFTER_S`), if a job is
+  placed there before the range ends: as often as jobs started on that node over the range (a
+  Poisson chance; a spare the scheduler never reached is never reached, and nobody finds it);
 - with restarts (the candidate's restart rule, `max_restarts`), the job is restarted without
   avoiding the node (only a quarantine names the nodes a restart avoids): it goes back to it as
   often as the range's restarts went back to the nodes they had (`reuse`, measured, else
@@ -24,7 +26,9 @@ the bench's person does, after a job failed there), so only a sound one gives ca
 
 from __future__ import annotations
 
+import math
 import statistics
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -50,6 +54,7 @@ class Assumed:
     response_s: float
     job_gpus: Mapping[str, float]  # per cluster: a job's GPUs, weighted by its nodes
     node_gpus: int
+    placed_per_h: Mapping[str, float]  # per node: attempts started there per hour of the range
 
 
 @dataclass(frozen=True)
@@ -64,9 +69,9 @@ class Measured:
     node_gpus: int
 
 
-def assumed(judged: Outcomes, events: Sequence[Event], s: Measured) -> Assumed:
-    """The assumptions, each measured over the range where it can be: `judged` is what became
-    of its decisions, `events` its jobs' and decisions' events."""
+def assumed(judged: Outcomes, events: Sequence[Event], s: Measured, span_h: float) -> Assumed:
+    """The assumptions, each measured over the range (`span_h` long) where it can be: `judged`
+    is what became of its decisions, `events` its jobs' and decisions' events."""
     ran = [
         (r.ended_at - r.started_at).total_seconds()
         for r in judged.restarts
@@ -90,7 +95,19 @@ def assumed(judged: Outcomes, events: Sequence[Event], s: Measured) -> Assumed:
         response_s=s.response_s,
         job_gpus=_job_gpus(events, s.node_gpus),
         node_gpus=s.node_gpus,
+        placed_per_h=_placed_per_h(events, span_h),
     )
+
+
+def _placed_per_h(events: Sequence[Event], span_h: float) -> dict[str, float]:
+    """Per node, the attempts that started running there, per hour of the range."""
+    started = Counter(
+        node
+        for e in events
+        if isinstance(e, JobStateChanged) and e.payload.state is JobState.RUNNING
+        for node in e.payload.nodes
+    )
+    return {node: n / span_h for node, n in started.items()} if span_h > 0 else {}
 
 
 def _reuse(events: Sequence[Event], assumed_share: float) -> tuple[float, str]:
@@ -169,31 +186,45 @@ def let_through(
     node_gpus: int,
     chance: tuple[float, str],
     a: Assumed,
+    left_h: float,
 ) -> LetThrough:
     """What leaving `node` in service costs: `running` is how many GPUs its fault took down
-    with it (0: it was idle), `out` how long the decision kept it out and how that was found."""
+    with it (0: it was idle), `out` how long the decision kept it out and how that was found,
+    `left_h` how long the range went on after it."""
     (p, why), (out_s, out_words) = chance, out
     capacity = -(1 - p) * node_gpus * out_s / HOUR_S
     words = [f"{node} {why}"]
     if p < 1:
         share = "" if p == 0 else f"{1 - p:.0%} of "
         words.append(f"gives back {share}{node_gpus} GPUs for {out_s / HOUR_S:.2f} h ({out_words})")
-    cost, told = _failures(cluster, running, a)
+    cost, told = _failures(cluster, running, a) if running else _idle(node, cluster, a, left_h)
     if p > 0:
         words.append(told)
     return LetThrough(capacity, p * cost, "; ".join(words))
 
 
 def _failures(cluster: str, running: int, a: Assumed) -> tuple[float, str]:
-    """What a faulty node left in service goes on failing, in GPU-hours, and in words."""
-    if running and not a.restarts:
+    """What a faulty node whose job its fault took down goes on failing, in GPU-hours, and in
+    words."""
+    if not a.restarts:
         return 0.0, "the person answering its job's failure takes it out"
-    gpus = float(running) or a.job_gpus.get(cluster, float(a.node_gpus))
-    whose = (
-        f"its job ({running} GPUs)" if running else f"the next job placed there ({gpus:.0f} GPUs)"
+    cost, told = _chain(float(running), True, a)
+    return cost, f"its job ({running} GPUs) {told}"
+
+
+def _idle(node: str, cluster: str, a: Assumed, left_h: float) -> tuple[float, str]:
+    """What a faulty node idle when its fault showed goes on failing: the next job placed
+    there, if one is before the range ends."""
+    rate = a.placed_per_h.get(node, 0.0)
+    if rate == 0:
+        return 0.0, "no job started there over the range: none is placed there to fail"
+    placed = 1 - math.exp(-rate * left_h)
+    gpus = a.job_gpus.get(cluster, float(a.node_gpus))
+    cost, told = _chain(gpus, False, a)
+    return placed * cost, (
+        f"{placed:.0%} of the time (jobs started there {rate:.2f} times an hour, {left_h:.1f} h "
+        f"left) the next job placed there ({gpus:.0f} GPUs) {told}"
     )
-    cost, told = _chain(gpus, bool(running), a)
-    return cost, f"{whose} {told}"
 
 
 def _chain(gpus: float, running: bool, a: Assumed) -> tuple[float, str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
@@ -9,17 +10,20 @@ from typing import Any
 
 import pytest
 
+from schemas.envelope import Event
 from schemas.events import ActionSucceeded, JobExited, QuarantineNodes, RestartJob
 from streams.replay.reasons import Edges, Lookups, name_differences
 from streams.replay.rerun import compare, current_brain, rerun
+from streams.replay.source import without_outcomes
 from streams.rules.registry import RuleEngine
 from streams.settings import StreamsSettings
-from streams.testing import T0, result, sample, xid
+from streams.testing import T0, completed, ended, result, running, sample, xid
 from streams.whatif.candidate import CandidateError, candidate
 from streams.whatif.price import Priced, PricingSettings, gather, price_differences
 from streams.whatif.run import assume
 from streams.whatif.through import faulty, let_through
-from tests.support.outcome_day import BENCHMARK_S, FALSE_ALARM, RELEASE_S, Day, outcome_day
+from streams.whatif.world import Redecided, in_its_world
+from tests.support.outcome_day import BENCHMARK_S, FALSE_ALARM, RELEASE_S, Day, H, outcome_day
 
 DAY = outcome_day()
 SINCE, UNTIL, OBSERVED = T0, T0 + timedelta(days=1), T0 + timedelta(days=2)
@@ -27,20 +31,24 @@ SINCE, UNTIL, OBSERVED = T0, T0 + timedelta(days=1), T0 + timedelta(days=2)
 
 def priced(*sets: str, pricing: PricingSettings | None = None, day: Day = DAY) -> list[Priced]:
     cand = candidate(StreamsSettings(), sets=sets)
-    decided = rerun(day.facts, current_brain(cand.settings), 5.0)
-    decisions = compare(decided, day.decisions)
     by_id = {str(e.event_id): e for e in day.events}
 
     def nothing(subjects: Sequence[str], before: datetime) -> dict[str, Any]:
         return {}
 
-    whys = name_differences(
-        decisions,
-        loaded_rules={b.spec.name for b in current_brain(cand.settings).engine.rules},
-        edges=Edges(SINCE, SINCE, UNTIL),
-        decided_in_warmup={},
-        lookups=Lookups(lambda ids: {i: by_id[i] for i in ids if i in by_id}, nothing),
-    )
+    def redecide(withheld: frozenset[str]) -> Redecided[None]:
+        facts = without_outcomes(day.facts, withheld)
+        decisions = compare(rerun(facts, current_brain(cand.settings), 5.0), day.decisions)
+        whys = name_differences(
+            decisions,
+            loaded_rules={b.spec.name for b in current_brain(cand.settings).engine.rules},
+            edges=Edges(SINCE, SINCE, UNTIL),
+            decided_in_warmup={},
+            lookups=Lookups(lambda ids: {i: by_id[i] for i in ids if i in by_id}, nothing),
+        )
+        return None, decisions, whys
+
+    _, decisions, whys = in_its_world(redecide)
     facts = gather(day.events, SINCE, UNTIL, OBSERVED)
     pricing = pricing or PricingSettings()
     engine = current_brain(cand.settings).engine
@@ -123,24 +131,48 @@ def test_a_faulty_node_left_in_service_costs_what_it_lets_through() -> None:
     kept out would give back, not the jobs those bad nodes go on failing (issue 40). bad-1
     failed its benchmark: left in service it gives nothing back, and fails the next job placed
     on it, which its restarts bring back as often as the day's restarts went back to a node
-    they had, and then waits for a person."""
-    [gone] = [p for p in priced("fatal_xid.enabled=false") if p.price.gpu_h]
+    they had, and then waits for a person. It was idle: that next job comes as often as jobs
+    started on it over the day (one, before its fault), before the day ends."""
+    used = Day([*DAY.facts, *ran_there("bad-1", 0.2 * H, 0.9 * H)], DAY.decisions)
+    [gone] = [p for p in priced("fatal_xid.enabled=false", day=used) if p.price.gpu_h]
     assert (gone.decision.status, gone.decision.trigger.payload.rule) == ("missing", "fatal_xid")
-    a = assume(DAY.events, SINCE, UNTIL, OBSERVED, PricingSettings(), engine())
+    a = assume(used.events, SINCE, UNTIL, OBSERVED, PricingSettings(), engine())
     job_gpus, fails_after_s = a.job_gpus["test"], 300.0  # FAILED_AGAIN's second attempt
     assert a.fails_after_s == fails_after_s and a.restarts == 3
     assert a.reuse == 0  # every restart of the day ran on other nodes
+    assert a.placed_per_h["bad-1"] == pytest.approx(1 / 24)
+    placed = 1 - math.exp(-23 / 24)  # its XID came an hour in: 23 h left
     assert gone.price.capacity_gpu_h == 0
-    assert gone.price.work_gpu_h == pytest.approx(job_gpus * fails_after_s / 3600)
+    assert gone.price.work_gpu_h == pytest.approx(placed * job_gpus * fails_after_s / 3600)
     for words in ("faulty (benchmark fail)", "next job placed there", "restarts could go back"):
         assert words in gone.price.basis
     faulty_ = (1.0, "faulty")
     # Restarts that go back to their nodes bring it back to the faulty one, up to 3 times.
-    sticky = let_through("bad-1", "test", 0, (0.0, ""), 8, faulty_, replace(a, reuse=1.0))
+    sticky = let_through(
+        "bad-1", "test", 0, (0.0, ""), 8, faulty_, replace(a, reuse=1.0), left_h=1e6
+    )
     assert sticky.work_gpu_h == pytest.approx(job_gpus * (4 * fails_after_s + 1800) / 3600)
     # A job its fault took down (32 GPUs) goes back to it only with its restarts.
-    ran = let_through("bad-1", "test", 32, (0.0, ""), 8, faulty_, replace(a, reuse=0.5))
+    ran = let_through("bad-1", "test", 32, (0.0, ""), 8, faulty_, replace(a, reuse=0.5), 0.0)
     assert ran.work_gpu_h == pytest.approx(32 * ((0.5 + 0.25 + 0.125) * 300 + 0.125 * 1800) / 3600)
+
+
+def test_a_faulty_spare_no_job_reaches_lets_nothing_through() -> None:
+    """bad-1 ran nothing all day: a spare the scheduler never reached. Left in service faulty,
+    no job is placed there to fail (`bench goodput`'s idle spares: the what-if of one rule off
+    priced each as failing the next job, 5.6 times what the world without it lost)."""
+    [gone] = [p for p in priced("fatal_xid.enabled=false") if "bad-1" in p.price.basis]
+    assert gone.price.gpu_h == 0
+    assert "no job started there over the range" in gone.price.basis
+
+
+def ran_there(node: str, at_s: float, until_s: float) -> list[Event]:
+    job = f"slurm/test/on-{node}"
+    return [
+        running(job, 1, at_s, (node,)),
+        completed(job, until_s - 1),
+        ended(job, "SUCCEEDED", 1, until_s, (node,), exit_code=0),
+    ]
 
 
 def test_a_sound_node_gives_its_time_back_and_an_unjudged_one_its_rule_s_precision() -> None:
@@ -163,9 +195,10 @@ def test_no_rules_at_all_price_every_restart_a_person_s_wait_and_every_fault_let
     assert restarts and all(p.price.work_gpu_h > 0 for p in restarts)
     a = assume(DAY.events, SINCE, UNTIL, OBSERVED, PricingSettings(), engine(none=True))
     assert a.restarts is None  # nobody restarts the job it fails: it waits for a person
-    once = let_through("bad-1", "test", 0, (0.0, ""), 8, (1.0, "faulty"), a)
+    placed = replace(a, placed_per_h={"bad-1": 1.0})
+    once = let_through("bad-1", "test", 0, (0.0, ""), 8, (1.0, "faulty"), placed, left_h=1e6)
     assert once.work_gpu_h == pytest.approx(a.job_gpus["test"] * (300 + 1800) / 3600)
-    ran = let_through("bad-1", "test", 32, (0.0, ""), 8, (1.0, "faulty"), a)
+    ran = let_through("bad-1", "test", 32, (0.0, ""), 8, (1.0, "faulty"), a, left_h=1e6)
     assert ran.work_gpu_h == 0  # the person answering its job's failure takes it out
     assert sum(p.price.gpu_h for p in every) > 0
 
@@ -217,3 +250,31 @@ def test_a_node_another_rule_takes_out_instead_lets_nothing_through() -> None:
     ]
     assert instead.decision.status == "missing" and instead.price.gpu_h == 0
     assert "instead, 0 s later" in instead.price.basis
+
+
+def test_a_node_another_rule_would_take_out_later_is_found_in_the_candidate_s_world() -> None:
+    """`bench goodput`'s HBM3 faults: the XID comes a sample before the ECC count, the node is
+    drained by then, and replay folds that drain whatever the candidate decides, so the ECC rule
+    never got its chance and the what-if priced the fault as let through (the world without
+    the XID rule lost 5.6 times less). In the candidate's world the drain never happened: the
+    ECC rule takes the node out five minutes on."""
+    h = 3600.0
+    ecc = sample("n-9", 0, 10 * h + 300, ecc_double_bit=1)
+    facts = [*DAY.facts, xid("n-9", 48, at_s=10 * h), ecc]
+    [drain] = [
+        t
+        for t in rerun(facts, current_brain(), 5.0)
+        if isinstance(t, QuarantineNodes) and "n-9" in t.payload.nodes
+    ]
+    assert drain.payload.rule == "fatal_xid"
+    facts.append(result(drain, 10 * h + 5))
+    day = Day(facts, rerun(facts, current_brain(), 5.0))
+    assert not [t for t in day.decisions if t.payload.caused_by == (ecc.event_id,)]
+    [instead] = [
+        p
+        for p in priced("fatal_xid.enabled=false", day=day)
+        if isinstance(p.decision.trigger, QuarantineNodes)
+        and "n-9" in p.decision.trigger.payload.nodes
+    ]
+    assert instead.decision.status == "missing" and instead.price.gpu_h == 0
+    assert "taken out by ecc_double_bit instead, 300 s later" in instead.price.basis
