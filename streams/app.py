@@ -267,6 +267,7 @@ class StreamsApp:
                 schema=raw(),
                 partitions=partitions,
                 extra_topic_configs={"min.insync.replicas": str(layout.min_insync_replicas)},
+                options=settings.store_options(),  # Faust pops from it: one each
             )
             for kind in KINDS
         }

@@ -46,6 +46,20 @@ class StreamsSettings(BaseSettings):
         "dir unless set).",
     )
     store: str = Field(default="rocksdb://", description="Faust table store URL (`memory://` too).")
+    # Each table partition is a RocksDB database of its own (one per table and partition), and
+    # Faust's defaults give each a 64 MiB write buffer (up to 3) and a 2 GiB block cache: the
+    # worker's memory grew with every state written until each partition's buffers filled.
+    store_write_buffer_bytes: int = Field(
+        default=4 * 1024**2,
+        ge=64 * 1024,
+        description="RocksDB stores: the memory each table partition gathers writes in before "
+        "it flushes them to disk (two such buffers at most per partition).",
+    )
+    store_block_cache_bytes: int = Field(
+        default=8 * 1024**2,
+        ge=0,
+        description="RocksDB stores: the memory each table partition caches read blocks in.",
+    )
     standby_replicas: int = Field(
         default=1,
         ge=0,
@@ -130,3 +144,12 @@ class StreamsSettings(BaseSettings):
     @property
     def rule_modules(self) -> list[str]:
         return rule_modules(m.strip() for m in self.rules.split(",") if m.strip())
+
+    def store_options(self) -> dict[str, int]:
+        """A table's RocksDB options (Faust's `RocksDBOptions`); a `memory://` store ignores
+        them."""
+        return {
+            "write_buffer_size": self.store_write_buffer_bytes,
+            "max_write_buffer_number": 2,
+            "block_cache_size": self.store_block_cache_bytes,
+        }

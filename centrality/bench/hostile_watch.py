@@ -240,10 +240,14 @@ def process_groups() -> dict[int, list[int]]:
 class PeakRss:
     """Peak resident memory per worker: the kernel's high-water mark (VmHWM) of each process in
     the worker's process group (the sink's insert processes too), summed. Off Linux, psutil's
-    RSS sampled, if installed."""
+    RSS sampled, if installed. Every `every_s`, each worker's resident memory now (VmRSS,
+    summed alike) too: the curve a soak reads growth from."""
 
-    def __init__(self) -> None:
+    def __init__(self, every_s: float = 60.0) -> None:
         self._peaks: dict[str, dict[int, int]] = {}
+        self._curve: dict[str, list[float]] = {}
+        self._every_s = every_s
+        self._next_s = time.monotonic()
         self._psutil: Any = None
         if not Path("/proc/self/status").exists():
             try:
@@ -253,12 +257,23 @@ class PeakRss:
 
     def sample(self, workers: dict[str, int]) -> None:
         groups = process_groups() if self._psutil is None else {}
+        now_kb: dict[str, int] = {}
         for name, pid in workers.items():
             peaks = self._peaks.setdefault(name, {})
             for member in groups.get(pid, [pid]) if self._psutil is None else [pid]:
-                kb = self._hwm_kb(member) if self._psutil is None else self._psutil_kb(pid)
+                kb = self._kb(member, "VmHWM") if self._psutil is None else self._psutil_kb(pid)
                 if kb is not None:
                     peaks[member] = max(peaks.get(member, 0), kb)
+                rss = self._kb(member, "VmRSS") if self._psutil is None else kb
+                now_kb[name] = now_kb.get(name, 0) + (rss or 0)
+        if time.monotonic() >= self._next_s:
+            self._next_s += self._every_s
+            for name, kb in now_kb.items():
+                self._curve.setdefault(name, []).append(round(kb / 1024, 1))
+
+    def curve_mb(self) -> dict[str, list[float]]:
+        """Per worker, its resident memory each `every_s` since the first sample."""
+        return {name: list(points) for name, points in self._curve.items()}
 
     def peak_mb(self) -> dict[str, float | None]:
         return {
@@ -267,10 +282,10 @@ class PeakRss:
         }
 
     @staticmethod
-    def _hwm_kb(pid: int) -> int | None:
+    def _kb(pid: int, field: str) -> int | None:
         try:
             for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-                if line.startswith("VmHWM:"):
+                if line.startswith(f"{field}:"):
                     return int(line.split()[1])
         except OSError:
             return None
@@ -283,3 +298,11 @@ class PeakRss:
             return sum(int(p.memory_info().rss) for p in procs) // 1024
         except Exception:  # gone between the listing and the read
             return None
+
+
+def growth(points: list[float], after: int = 10) -> float | None:
+    """How much a curve grew from its point `after` (the first ten minutes of a soak warm it
+    up: tables fill, caches load) to its highest since, as a share; None if it is no longer."""
+    if len(points) <= after or points[after] <= 0:
+        return None
+    return round(max(points[after:]) / points[after] - 1, 3)

@@ -27,7 +27,7 @@ from rich.console import Console
 from rich.table import Table
 
 from centrality.bench.cli import bench_app
-from centrality.bench.hostile_watch import PeakRss, StoryWatch, end_offsets, partitions
+from centrality.bench.hostile_watch import PeakRss, StoryWatch, end_offsets, growth, partitions
 from centrality.bench.run import INPUTS, STORY_NODES, BenchRun, local_stack, tell_result
 from centrality.bench.scale_watch import (
     DecisionWatch,
@@ -300,7 +300,7 @@ def report(
 ) -> dict[str, Any]:
     xid_ok = [s for s in xid if s is not None]
     crash_ok = [s for s in crash if s is not None]
-    peaks = rss.peak_mb()
+    peaks, curves = rss.peak_mb(), rss.curve_mb()
     by_worker = {lag.worker: lag for lag in lags.lags}
     result: dict[str, Any] = {
         "nodes": opts.nodes,
@@ -327,6 +327,8 @@ def report(
                 # The worker's CPU over the fleet's events: what sizing multiplies by a rate.
                 "cpu_us_per_event": _per_event_us(cpu_after[w] - cpu_before.get(w, 0.0), stats),
                 "rss_peak_mb": peaks.get(w),
+                "rss_mb_each_minute": curves.get(w, []),
+                "rss_growth_after_10_min": growth(curves.get(w, [])),
                 # A consumer group's: extra streams workers share the first one's.
                 "lag_max_messages": by_worker[w].max if w in by_worker else None,
             }
@@ -386,10 +388,15 @@ def print_result(result: dict[str, Any], console: Console) -> None:
         if name not in ("workers", "targets", "beside_cpu_percent"):
             table.add_row(name, "—" if value is None else str(value))
     console.print(table)
-    workers = Table("worker", "cpu %", "cpu µs/event", "peak RSS MB", "lag max", title="workers")
+    workers = Table(
+        "worker", "cpu %", "cpu µs/event", "peak RSS MB", "RSS growth after 10 min", "lag max",
+        title="workers",
+    )  # fmt: skip
     for name, w in result["workers"].items():
-        figures = (w["cpu_percent"], w["cpu_us_per_event"], w["rss_peak_mb"], w["lag_max_messages"])
-        workers.add_row(name, *(str(f) for f in figures))
+        grew = w["rss_growth_after_10_min"]
+        grown = "—" if grew is None else f"{100 * grew:+.1f} %"
+        figures = (w["cpu_percent"], w["cpu_us_per_event"], w["rss_peak_mb"], grown)
+        workers.add_row(name, *(str(f) for f in (*figures, w["lag_max_messages"])))
     console.print(workers)
     beside_ = Table("beside the workers", "cpu %", title="the rest of the machine")
     for name, percent in result["beside_cpu_percent"].items():

@@ -3,11 +3,13 @@ consumption or stall, peak memory, and the targets."""
 
 from __future__ import annotations
 
+import os
+
 from aiokafka import ConsumerRecord, TopicPartition
 
 from centrality.bench.hostile import Options
 from centrality.bench.hostile_report import Outcome
-from centrality.bench.hostile_watch import Group, StoryWatch
+from centrality.bench.hostile_watch import Group, PeakRss, StoryWatch, growth
 from schemas.codec import encode
 from schemas.events import ActionSucceeded, RestartJob
 from schemas.settings import KafkaSettings
@@ -84,3 +86,17 @@ def test_targets() -> None:
     ):
         bad = Outcome(**{**good.__dict__, **change})
         assert not bad.ok, change
+
+
+def test_a_soak_reads_each_worker_s_memory_each_minute_and_its_growth_after_ten() -> None:
+    rss = PeakRss(every_s=0.0)  # a point every sample
+    me = {"bench": os.getpid()}
+    rss.sample(me)
+    rss.sample(me)
+    [points] = rss.curve_mb().values()
+    assert len(points) == 2 and all(p > 0 for p in points)
+    assert rss.peak_mb()["bench"] >= max(points)  # the high-water mark, never below
+    warm = [50.0, 90.0, 120.0] + [100.0] * 8  # minutes 0 to 10: the warm-up's peak is its own
+    assert growth([*warm, 104.0, 103.0]) == 0.04  # from minute 10 to its highest since
+    assert growth([100.0, 150.0] * 5 + [100.0, 130.0]) == 0.3
+    assert growth([100.0] * 10) is None  # never got past the warm-up
