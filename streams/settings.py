@@ -53,7 +53,9 @@ class StreamsSettings(BaseSettings):
         default=4 * 1024**2,
         ge=64 * 1024,
         description="RocksDB stores: the memory each table partition gathers writes in before "
-        "it flushes them to disk (two such buffers at most per partition).",
+        "it flushes them to disk (two such buffers at most per partition). Larger buffers "
+        "flush less often (each flush writes every state changed since the last), at the "
+        "cost of memory that stays taken.",
     )
     store_block_cache_bytes: int = Field(
         default=8 * 1024**2,
