@@ -46,9 +46,9 @@ class StreamsSettings(BaseSettings):
         "dir unless set).",
     )
     store: str = Field(default="rocksdb://", description="Faust table store URL (`memory://` too).")
-    # Each table partition is a RocksDB database of its own (one per table and partition), and
-    # Faust's defaults give each a 64 MiB write buffer (up to 3) and a 2 GiB block cache: the
-    # worker's memory grew with every state written until each partition's buffers filled.
+    # Each table partition is a RocksDB database of its own, and Faust's defaults give each a
+    # 64 MiB write buffer (up to 3) and a 2 GiB block cache: the worker's memory grew with every
+    # state written until each partition's buffers filled.
     store_write_buffer_bytes: int = Field(
         default=4 * 1024**2,
         ge=64 * 1024,

@@ -302,7 +302,8 @@ class PeakRss:
 
 def growth(points: list[float], after: int = 10) -> float | None:
     """How much a curve grew from its point `after` (the first ten minutes of a soak warm it
-    up: tables fill, caches load) to its highest since, as a share; None if it is no longer."""
+    up: tables fill, caches load) to its highest since, as a share; None for a curve that
+    ends by then."""
     if len(points) <= after or points[after] <= 0:
         return None
     return round(max(points[after:]) / points[after] - 1, 3)
