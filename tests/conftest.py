@@ -17,6 +17,7 @@ import pytest
 from centrality.stack.settings import StackSettings
 from centrality.stack.stack import Stack
 from schemas.admin import ensure_topics
+from schemas.outages import OUTAGES
 from schemas.settings import KafkaSettings
 from streams.history.client import connect
 from streams.history.migrations import migrate
@@ -47,6 +48,15 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     stack.up()
     yield stack
     stack.down()
+
+
+@pytest.fixture(autouse=True)
+def no_outage_carried_over() -> Iterator[None]:
+    """A worker run in this process watches Kafka and ClickHouse for the process's life: a
+    dependency an earlier test left down would hold back the next test's library lines."""
+    OUTAGES.forget()
+    yield
+    OUTAGES.forget()
 
 
 @pytest.fixture

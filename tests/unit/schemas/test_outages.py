@@ -34,7 +34,6 @@ def restored() -> Iterator[None]:
     root.handlers[:], root.level = handlers, level
     logging.captureWarnings(False)
     structlog.reset_defaults()
-    OUTAGES.forget()
     READINESS.remove("kafka")
 
 
