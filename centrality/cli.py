@@ -138,9 +138,13 @@ def streams() -> None:
     from schemas.admin import catalog_names, require_topics
     from schemas.settings import KafkaSettings
     from schemas.signing import SigningSettings
+    from streams.faust.topics import (
+        NotCopartitionedError,
+        check_copartitioned,
+        ensure_internal_topics,
+    )
     from streams.rules.registry import RuleEngine
     from streams.settings import StreamsSettings
-    from streams.topics import NotCopartitionedError, check_copartitioned, ensure_internal_topics
 
     SigningSettings().require("the streams worker")
     settings = StreamsSettings()

@@ -26,9 +26,9 @@ from schemas.events import ActionStarted, Trigger
 from schemas.events.actions import ActionPayload
 
 if TYPE_CHECKING:
-    from streams.replay.reasons import Why
-    from streams.replay.rerun import Decision
-    from streams.replay.source import Source
+    from streams.analysis.replay.reasons import Why
+    from streams.analysis.replay.rerun import Decision
+    from streams.analysis.replay.source import Source
 
 history_app = typer.Typer(help="Timelines of jobs and nodes, and the sink's lag.")
 _RELATIVE = re.compile(r"^(\d+(?:\.\d+)?)([smhd])$")
@@ -225,12 +225,12 @@ def replay(
 ) -> None:
     """Re-decide a range of history with the current rules, next to what was decided then."""
     from schemas.settings import KafkaSettings
-    from streams.replay import explain as explaining
-    from streams.replay.clickhouse_source import ClickHouseSource
-    from streams.replay.kafka_source import OffsetsUnavailable
-    from streams.replay.parallel import rerun_parts
-    from streams.replay.redrive import redrive
-    from streams.replay.rerun import compare, current_brain, default_warmup_s, rerun
+    from streams.analysis.replay import explain as explaining
+    from streams.analysis.replay.clickhouse_source import ClickHouseSource
+    from streams.analysis.replay.kafka_source import OffsetsUnavailable
+    from streams.analysis.replay.parallel import rerun_parts
+    from streams.analysis.replay.redrive import redrive
+    from streams.analysis.replay.rerun import compare, current_brain, default_warmup_s, rerun
     from streams.settings import StreamsSettings
 
     source = _source(since, until, kafka or [], job, node)
@@ -337,8 +337,8 @@ def replayed(
     decisions: list[Decision],
     warmup_decided: dict[str, datetime],
 ) -> Replayed:
-    from streams.replay.reasons import Edges, Lookups, name_differences
-    from streams.replay.rerun import current_brain
+    from streams.analysis.replay.reasons import Edges, Lookups, name_differences
+    from streams.analysis.replay.rerun import current_brain
     from streams.settings import StreamsSettings
 
     whys = name_differences(
@@ -357,7 +357,7 @@ def replayed(
 
 
 def _print_replay(replayed: Replayed, json: bool) -> None:
-    from streams.replay.reasons import counts
+    from streams.analysis.replay.reasons import counts
 
     r, decisions = replayed.read, replayed.decisions
     same = sum(d.status == "same" for d in decisions)
@@ -437,14 +437,14 @@ def _source(
 ) -> Source:
     """ClickHouse over a time range, or Kafka over offset ranges; both narrowed the same way."""
     if not kafka:
+        from streams.analysis.replay.clickhouse_source import ClickHouseSource, Scope
         from streams.history.settings import ClickHouseSettings
-        from streams.replay.clickhouse_source import ClickHouseSource, Scope
 
         start, end = time_range(since or "1h", until or "now")
         scope = Scope(start, end, job=job, node=node)
         return ClickHouseSource(ClickHouseSettings(), scope)
     from schemas.settings import KafkaSettings
-    from streams.replay.kafka_source import KafkaSource, OffsetRange
+    from streams.analysis.replay.kafka_source import KafkaSource, OffsetRange
 
     if since is not None or until is not None:
         raise typer.BadParameter("--since/--until select ClickHouse history; --kafka offsets do")

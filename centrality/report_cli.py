@@ -17,8 +17,8 @@ from centrality.history_cli import JSON, UNTIL, _checked_time, time_range
 from centrality.progress import tracking, wanted
 
 if TYPE_CHECKING:
-    from streams.goodput import Ettr, JobTime
-    from streams.outcomes import Outcomes, OutcomeSettings
+    from streams.analysis.goodput import Ettr, JobTime
+    from streams.analysis.outcomes import Outcomes, OutcomeSettings
 
 SINCE = typer.Option(
     "7d", callback=_checked_time, help="Decisions from: ISO time, or an age like 30m, 2h, 7d."
@@ -41,10 +41,10 @@ def report(
 ) -> None:
     """Each rule's quarantines confirmed or false alarms, restarts that held or failed again,
     remediation step timings (p50/p99), lemon nodes, and ETTR per job and cluster."""
-    from streams.goodput import by_cluster, ettr, fold, job_time
-    from streams.history.reports import job_histories, outcome_events, store_report
+    from streams.analysis.goodput import by_cluster, ettr, fold, job_time
+    from streams.analysis.outcomes import OutcomeSettings, outcomes
+    from streams.analysis.reports import job_histories, outcome_events, store_report
     from streams.history.settings import ClickHouseSettings
-    from streams.outcomes import OutcomeSettings, outcomes
 
     now = datetime.now(UTC)
     start, end = time_range(since, until, now)

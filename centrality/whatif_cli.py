@@ -19,8 +19,8 @@ from centrality.history_cli import JSON, UNTIL, _checked_time, time_range
 from centrality.progress import tracking, wanted
 
 if TYPE_CHECKING:
-    from streams.whatif.price import Priced
-    from streams.whatif.run import WhatIf
+    from streams.analysis.whatif.price import Priced
+    from streams.analysis.whatif.run import WhatIf
 
 RULES = typer.Option(
     None, "--rules", help="A rule module the candidate adds to today's (repeatable)."
@@ -63,12 +63,12 @@ def whatif(
 ) -> None:
     """What candidate rules would have decided over a range, beside what was decided, each
     difference priced in GPU-hours (capacity removed, work lost or saved, idle GPUs released)."""
-    from streams.history.reports import store_whatif
+    from streams.analysis.replay.clickhouse_source import ClickHouseSource, Scope
+    from streams.analysis.reports import store_whatif
+    from streams.analysis.whatif.candidate import CandidateError, candidate
+    from streams.analysis.whatif.run import warmup_for, what_if
     from streams.history.settings import ClickHouseSettings
-    from streams.replay.clickhouse_source import ClickHouseSource, Scope
     from streams.settings import StreamsSettings
-    from streams.whatif.candidate import CandidateError, candidate
-    from streams.whatif.run import warmup_for, what_if
 
     if not rules and not sets:
         raise UserError("no candidate rules", "name one: --set rule.field=value, or --rules MODULE")
@@ -96,7 +96,7 @@ def whatif(
 
 
 def document(run: WhatIf, elapsed_s: float) -> dict[str, Any]:
-    from streams.replay.reasons import NOT_THE_RULES, counts
+    from streams.analysis.replay.reasons import NOT_THE_RULES, counts
 
     then = Counter(d.then.payload.rule for d in run.decisions if d.then is not None)
     now = Counter(d.now.payload.rule for d in run.decisions if d.now is not None)
@@ -165,7 +165,7 @@ def document(run: WhatIf, elapsed_s: float) -> dict[str, Any]:
 
 def _measured(run: WhatIf) -> dict[str, Any]:
     """What pricing a quarantine not made took from the range (or assumed), in figures and
-    words (`streams.whatif.through`)."""
+    words (`streams.analysis.whatif.through`)."""
     a = run.assumed
     if a is None:
         return {}

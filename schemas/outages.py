@@ -19,7 +19,7 @@ second a client logs while it reconnects):
 - its readiness check fails, and `centrality_dependency_up`, `centrality_dependency_outages`
   and `centrality_dependency_down_seconds` say so;
 - `downtime_s` is how long it has been away in all: budgets that must not run down while the
-  whole cluster is away (`streams.failures`, the streams producer's batch lifetime) add it.
+  whole cluster is away (`streams.faust.failures`, the streams producer's batch lifetime) add it.
 
 Up is not always quiet: with one broker of three away a client logs every reconnect to it, and
 after an outage it logs every partition's commit retry while the group coordinator loads. So

@@ -1,6 +1,6 @@
 """For rule authors: events built in a line, and stories run through the brain that decides live.
 
-A `Story` is the pure `streams.process.Brain` that the streams worker and `centrality replay`
+A `Story` is the pure `streams.brain.process.Brain` that the streams worker and `centrality replay`
 run, with the same rule modules (the built-ins, and yours) and config; events are told in event
 time and the clock ticks between them as the worker's timer would. What it returns is what the
 worker would have sent to the action workers, shadow decisions included; tell it the action
@@ -41,7 +41,7 @@ from schemas.events import (
     Trigger,
 )
 from schemas.events.incidents import IncidentPayload
-from streams.process import Brain, Clock
+from streams.brain.process import Brain, Clock
 from streams.rules.registry import RuleEngine
 from streams.settings import rule_modules
 from streams.state.node import Node

@@ -48,12 +48,12 @@ from collectors.simulate.taxonomy import LLAMA3_405B
 from schemas.admin import ensure_topics
 from schemas.emitter import Emitter
 from schemas.emitter.settings import EmitterSettings
-from streams.goodput import by_cluster, fold, job_time
+from streams.analysis.goodput import by_cluster, fold, job_time
+from streams.analysis.outcomes import outcomes
+from streams.analysis.whatif.candidate import CandidateError, candidate
+from streams.analysis.whatif.price import PricingSettings
 from streams.history.migrations import migrate
-from streams.outcomes import outcomes
 from streams.settings import StreamsSettings
-from streams.whatif.candidate import CandidateError, candidate
-from streams.whatif.price import PricingSettings
 
 AUTO, MANUAL, OFF = "auto", "manual", "off"
 HOUR_S = 3600.0
@@ -244,8 +244,9 @@ def _precision(fleet: Fleet) -> dict[str, dict[str, Any]]:
 
 
 def _restarts(fleet: Fleet, end: datetime) -> dict[str, dict[str, int]]:
-    """Per rule: its restarts judged as `centrality report` judges them (streams/outcomes.py):
-    held, or failed again within `CENTRALITY_REPORT_RESTART_WINDOW_S`."""
+    """Per rule: its restarts judged as `centrality report` judges them
+    (streams/analysis/outcomes.py): held, or failed again within
+    `CENTRALITY_REPORT_RESTART_WINDOW_S`."""
     judged = outcomes([*fleet.job_events, *fleet.decisions], fleet.model.start, end, end)
     counts = Counter((r.rule, r.outcome) for r in judged.restarts)
     return {

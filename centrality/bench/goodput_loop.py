@@ -41,7 +41,7 @@ from schemas.events import (
     RestartJob,
 )
 from schemas.settings import KafkaSettings
-from streams.entities import JOBS
+from streams.state.entities import JOBS
 
 SETTLE_MAX_S = 30.0  # the longest wait for the workers to answer one tick
 QUIET_S = 1.0  # caught up, and nothing new from them for this long: they have answered

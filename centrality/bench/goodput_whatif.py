@@ -14,13 +14,13 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
+from streams.analysis.replay.clickhouse_source import ClickHouseSource, Scope
+from streams.analysis.whatif.candidate import candidate
+from streams.analysis.whatif.price import PricingSettings
+from streams.analysis.whatif.run import warmup_for, what_if
 from streams.history.client import connect
 from streams.history.settings import ClickHouseSettings
-from streams.replay.clickhouse_source import ClickHouseSource, Scope
 from streams.settings import StreamsSettings
-from streams.whatif.candidate import candidate
-from streams.whatif.price import PricingSettings
-from streams.whatif.run import warmup_for, what_if
 
 QUIET_S = 3.0  # the sink wrote nothing for this long: history is all there
 SUNK_MAX_S = 120.0

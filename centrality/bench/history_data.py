@@ -32,9 +32,9 @@ from schemas.events import (
     NodeHeartbeat,
     Trigger,
 )
+from streams.analysis.replay.rerun import rerun_current
 from streams.history.query import event_time_key
 from streams.history.rows import EVENT_COLUMNS, event_row
-from streams.replay.rerun import rerun_current
 
 
 def _env(subject: str, at: datetime, cluster: str, source: str = "sim") -> dict[str, Any]:

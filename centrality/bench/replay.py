@@ -11,16 +11,16 @@ import typer
 
 from centrality.bench.cli import bench_app, report
 from centrality.bench.history_data import day_of_history, insert_events, inserting, results_of
+from streams.analysis.replay.clickhouse_source import ClickHouseSource, Scope
+from streams.analysis.replay.parallel import rerun_parts
+from streams.analysis.replay.rerun import compare, current_brain, default_warmup_s, rerun_stream
+from streams.analysis.whatif.candidate import candidate
+from streams.analysis.whatif.run import warmup_for, what_if
 from streams.history.client import connect
 from streams.history.migrations import migrate
 from streams.history.query import event_time_key
 from streams.history.settings import ClickHouseSettings
-from streams.replay.clickhouse_source import ClickHouseSource, Scope
-from streams.replay.parallel import rerun_parts
-from streams.replay.rerun import compare, current_brain, default_warmup_s, rerun_stream
 from streams.settings import StreamsSettings
-from streams.whatif.candidate import candidate
-from streams.whatif.run import warmup_for, what_if
 
 WHATIF = typer.Option(
     None,

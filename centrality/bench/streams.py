@@ -33,7 +33,7 @@ from schemas.events import JobExited
 from schemas.placement import partition_for
 from schemas.settings import KafkaSettings
 from schemas.topics import partition_count, topic_name
-from streams.process import Brain
+from streams.brain.process import Brain
 from streams.rules.registry import RuleEngine
 from streams.settings import StreamsSettings
 

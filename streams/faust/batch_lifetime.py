@@ -2,7 +2,7 @@
 
 aiokafka fails a batch the broker has not acknowledged within the producer's request timeout
 (`producer_request_timeout`: a quarter of `send_retry_s`). A trigger or forward that fails so is
-sent again (`streams.failures`), but a table's changelog record is handed over once and its
+sent again (`streams.faust.failures`), but a table's changelog record is handed over once and its
 outcome only looked at afterwards (fix 11 in `streams.faust.transport`): one that failed stops the
 worker before any commit past it. In a whole-cluster outage every record in flight failed so, and
 the worker stopped, though nothing was wrong with any record and the broker takes them all once

@@ -99,7 +99,7 @@ SOURCE: Mapping[str, str | tuple[str, ...]] = {
     "asyncio.queues:Queue.put_nowait": "self._put(item)",
     "mode.utils.queues:FlowControlQueue.__init__": "self._flow_control",
     "asyncio.queues:Queue.get_nowait": "self._get()",
-    # streams/app.py: the delivery loop's inline commit, turned off by `broker_commit_every`.
+    # streams/faust/app.py: the delivery loop's inline commit, turned off by `broker_commit_every`.
     "faust.transport.consumer:Consumer._drain_messages": "if self._n_acked >= commit_every:",
     # fixes 2 and 11: a commit flushes the producer (our flush) before it commits.
     "faust.transport.consumer:Consumer._commit_offsets": "await self.app.producer.flush()",

@@ -16,7 +16,7 @@ scheme `centrality-kafka://host:port` (see `install`).
    belong to messages after the offsets being committed: waiting for them too (for an empty
    buffer) held a commit for as long as the table changes outpaced the sender. First of all, the
    flush makes the table writes still waiting for their forwards and statuses (`App.writes`,
-   `streams.write_behind`): their changelog records belong to the offsets being committed too.
+   `streams.faust.write_behind`): their changelog records belong to the offsets being committed too.
 
 3. A sender that survives transient errors. The buffer's one sender task ends at the first
    failed send (a broker hiccup while the worker rejoins after a restart, say), and from then on
@@ -133,11 +133,11 @@ from faust.transport.producer import ProducerBuffer
 from mode import Service
 from mode.services import WaitResults
 
-from streams.failures import call_retrying
 from streams.faust import batch_lifetime, batches, clean_start, eager
 from streams.faust import canary as faust_canary
+from streams.faust.failures import call_retrying
 from streams.faust.read_positions import Fetched, commit_past_markers
-from streams.write_behind import WriteBehind
+from streams.faust.write_behind import WriteBehind
 
 log = structlog.get_logger("streams")
 
@@ -406,7 +406,7 @@ class _Producer(driver.Producer):
 
 
 class App(faust.App):
-    """The streams app's base: fix 10; `writes` (`streams.write_behind`), set by the app, is
+    """The streams app's base: fix 10; `writes` (`streams.faust.write_behind`), set by the app, is
     settled by every flush (fix 2)."""
 
     writes: WriteBehind | None = None

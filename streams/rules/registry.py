@@ -27,10 +27,10 @@ from schemas.events import Trigger
 from schemas.events.triggers import Severity as Severity  # rules import it from here
 from schemas.groups import Match
 from schemas.limits import TEXT
-from streams.entities import KINDS, kind_of_type
 from streams.rules.invalid import decision_invalid
 from streams.rules.scopes import Scope, chosen, clash
 from streams.rules.signals import KEEP_SIGNALS_MAX, Signals
+from streams.state.entities import KINDS, kind_of_type
 from streams.state.incidents import WINDOW_S as INCIDENT_WINDOW_S
 from streams.state.memo import FIRED_IDS_KEPT, Fired, RuleMemo, Signal
 
@@ -116,7 +116,7 @@ def rule(
     A rule on clock ticks may say when it can next decide: `due(state, config)` gives the
     instants from which its condition may hold (a silence limit reached, a stall begun). It is a
     promise: a tick earlier than all of them, with the state unchanged, decides nothing new.
-    Then only the entities something is due for are ticked (`streams.timers`); a tick rule
+    Then only the entities something is due for are ticked (`streams.brain.timers`); a tick rule
     without `due` has every entity of its kind ticked on every tick.
 
     The function is returned unchanged, so it stays directly callable in tests.

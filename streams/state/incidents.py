@@ -11,7 +11,7 @@ The **incident** keeps each member's state as the member last told it, and the n
 failure domain every member shares (a switch, a job, a partition, else the cluster). It is
 resolved once every member is settled (back in service, refused, held, escalated or taken by
 people); a member that joins a resolved incident opens it again. What people read of it
-(`streams.views.incident_view`) is published on the `incidents` topic whenever it changes.
+(`streams.brain.views.incident_view`) is published on the `incidents` topic whenever it changes.
 
 Keys: a book is `incidents:<cluster>:<fault>`; an incident is its id, `inc-` and ten hex
 digits derived from its book and first fault, so replay names it alike.
@@ -29,9 +29,9 @@ from schemas.events.incidents import INCIDENT_PREFIX
 from schemas.events.triggers import Severity
 from schemas.groups import Facts
 from schemas.limits import MAX_NODES, SMALL_LIST
-from streams.dispatch import by_type
 from streams.state.bounds import ID_CHARS_MAX, clip
 from streams.state.condition import SETTLED
+from streams.state.dispatch import by_type
 from streams.state.internal import (
     FaultReported,
     IncidentAssigned,

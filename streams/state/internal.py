@@ -160,7 +160,7 @@ class NodePeerNamedPayload(Payload):
 
 class NodePeerNamed(Event):
     """A job's log line names this node as the other end that failed (`subject`: the node id),
-    as the job resolved the line's peer among its nodes (`streams.peers`)."""
+    as the job resolved the line's peer among its nodes (`streams.state.peers`)."""
 
     type: Literal["NodePeerNamed"] = "NodePeerNamed"
     payload: NodePeerNamedPayload

@@ -32,7 +32,6 @@ from schemas.events.nodes import DRAIN_REASON_PREFIX, NodeStateObservedPayload
 from schemas.events.triggers import Severity
 from schemas.groups import NODES, Facts
 from schemas.xids import XidResolution, resolution_of
-from streams.dispatch import by_type
 from streams.state.bounds import (
     CHECK_NAME_CHARS_MAX,
     GPUS_KEPT,
@@ -43,6 +42,7 @@ from streams.state.bounds import (
     XIDS_COUNTED,
     clip,
 )
+from streams.state.dispatch import by_type
 from streams.state.internal import (
     NodeActionReported,
     NodeActionReportedPayload,
@@ -105,7 +105,7 @@ class HealthFailure(BaseModel):
 
 
 class PeerNamed(BaseModel):
-    """A job's log line named this node as the other end that failed (`streams.peers`)."""
+    """A job's log line named this node as the other end that failed (`streams.state.peers`)."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -322,7 +322,7 @@ def apply(state: Node | None, event: Event) -> Node:
 @singledispatch
 def fold(event: Event, state: Node) -> Node:
     """What an event changes in a node. The types registered here are the ones the `nodes`
-    table owns (`streams.entities.Kind`), decisions aside: registering one routes it."""
+    table owns (`streams.state.entities.Kind`), decisions aside: registering one routes it."""
     return state
 
 

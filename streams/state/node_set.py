@@ -10,8 +10,8 @@ from pydantic import ConfigDict
 from schemas.envelope import Event
 from schemas.events import QuarantineNodes
 from schemas.groups import NODE_SETS, Facts
-from streams.dispatch import by_type
 from streams.state.bounds import NODE_SET_NODES_KEPT, NODES_BYTES_KEPT, node_ids
+from streams.state.dispatch import by_type
 from streams.state.internal import NodeSetFailed
 from streams.state.stamp import Entity, stamped
 from streams.state.windows import Failure, record
@@ -44,7 +44,7 @@ def apply(state: NodeSet | None, event: Event) -> NodeSet:
 @singledispatch
 def fold(event: Event, state: NodeSet) -> NodeSet:
     """What an event changes in a node set. The types registered here are the ones the `node_sets`
-    table owns (`streams.entities.Kind`), decisions aside: registering one routes it."""
+    table owns (`streams.state.entities.Kind`), decisions aside: registering one routes it."""
     return state
 
 

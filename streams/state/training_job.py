@@ -28,7 +28,6 @@ from schemas.events import (
 )
 from schemas.events.jobs import is_failure
 from schemas.groups import JOBS, Facts
-from streams.dispatch import by_type
 from streams.state.bounds import (
     ATTEMPT_NODES_BYTES_KEPT,
     ATTEMPT_NODES_KEPT,
@@ -39,6 +38,7 @@ from streams.state.bounds import (
     clip,
     node_ids,
 )
+from streams.state.dispatch import by_type
 from streams.state.internal import JobActionReported, JobNodesImplicated
 from streams.state.stamp import Entity, stamped
 
@@ -219,7 +219,7 @@ def _seconds(start: datetime | None, end: datetime) -> float:
 @singledispatch
 def fold(event: Event, state: TrainingJob) -> TrainingJob:
     """What an event changes in a job. The types registered here are the ones the `jobs`
-    table owns (`streams.entities.Kind`), decisions aside: registering one routes it."""
+    table owns (`streams.state.entities.Kind`), decisions aside: registering one routes it."""
     return state
 
 

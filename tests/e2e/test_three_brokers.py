@@ -31,10 +31,10 @@ from schemas.events import QuarantineNodes, Trigger
 from schemas.placement import partition_for
 from schemas.settings import KafkaSettings, TopicSettings
 from schemas.topics import CATALOG, partition_count, topic_name
+from streams.faust.topics import changelogs, internal_topics
 from streams.history.client import connect
 from streams.history.settings import ClickHouseSettings
 from streams.settings import StreamsSettings
-from streams.topics import changelogs, internal_topics
 from tests.e2e.test_quarantine_story import of, wait_for_releases
 from tests.kafka_helpers import read_events, read_messages
 from tests.support.kafka_cluster import KafkaCluster

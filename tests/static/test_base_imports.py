@@ -98,7 +98,7 @@ def test_what_producers_import_needs_no_extra() -> None:
 def test_the_hiding_works() -> None:
     """A module that does need an extra fails in the child: the check can fail."""
     done = subprocess.run(
-        [sys.executable, "-c", _CHILD, ",".join(sorted(hidden_imports())), "streams.app"],
+        [sys.executable, "-c", _CHILD, ",".join(sorted(hidden_imports())), "streams.faust.app"],
         capture_output=True,
         text=True,
         timeout=120,

@@ -1,7 +1,7 @@
 """Importing any module of the project has no effect: in a fresh process with no environment,
 every module is imported and nothing is read from the environment, no settings are built, no
 file or directory is created and no attribute of Faust, mode or aiokafka is replaced. What a
-worker does, it does when it is built (`streams.app.create_app`) or run."""
+worker does, it does when it is built (`streams.faust.app.create_app`) or run."""
 
 from __future__ import annotations
 
@@ -98,7 +98,7 @@ def test_importing_every_module_reads_builds_creates_and_patches_nothing(tmp_pat
     )
     assert done.returncode == 0, done.stderr[-3000:]
     seen = orjson.loads(done.stdout.splitlines()[-1])
-    assert "streams.app" in seen["imported"] and len(seen["imported"]) > 100
+    assert "streams.faust.app" in seen["imported"] and len(seen["imported"]) > 100
     assert seen["built"] == []  # no settings class was built
     assert seen["asked"] == []
     assert seen["patched"] == []

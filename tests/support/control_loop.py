@@ -30,7 +30,7 @@ from collectors.watchers.slurm.settings import SlurmWatchSettings
 from collectors.watchers.slurm.watcher import SlurmWatcher
 from schemas.envelope import Event, utcnow
 from schemas.events import Trigger
-from streams.process import Brain
+from streams.brain.process import Brain
 from streams.rules.registry import RuleEngine
 from streams.settings import StreamsSettings
 from tests.support.slurm import SlurmCluster

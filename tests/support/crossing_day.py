@@ -6,9 +6,9 @@ from datetime import timedelta
 
 from centrality.bench.history_data import day_of_history, job_run
 from schemas.envelope import Event
+from streams.analysis.replay.rerun import current_brain, rerun
+from streams.brain.process import Brain
 from streams.history.query import event_time_key
-from streams.process import Brain
-from streams.replay.rerun import current_brain, rerun
 from streams.settings import StreamsSettings
 from streams.testing import T0, result, xid
 

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 
 from schemas.envelope import Event
 from schemas.events import QuarantineNodes, ReleaseNodes, RestartJob, RunBenchmark, Trigger
+from streams.analysis.replay.rerun import current_brain, rerun
+from streams.brain.process import Brain
 from streams.history.query import event_time_key
-from streams.process import Brain
-from streams.replay.rerun import current_brain, rerun
 from streams.testing import (
     T0,
     benchmark,

@@ -1,6 +1,6 @@
 """A node rule that names another node: on a fatal XID it asks for the quarantine of the node
 and of a configured peer. Nothing built in does this; it breaks the premise that lets replay cut
-the brain into parts (`streams.parts`), so tests use it to see that premise checked."""
+the brain into parts (`streams.brain.parts`), so tests use it to see that premise checked."""
 
 from __future__ import annotations
 

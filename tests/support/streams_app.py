@@ -8,7 +8,7 @@ from pathlib import Path
 from pydantic import SecretStr
 
 from schemas.settings import KafkaSettings
-from streams.app import StreamsApp
+from streams.faust.app import StreamsApp
 from streams.settings import StreamsSettings
 
 

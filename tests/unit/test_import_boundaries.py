@@ -38,5 +38,5 @@ def test_package_imports_only_what_design_allows(package: str) -> None:
 
 def test_checker_sees_a_violation(tmp_path: Path) -> None:
     bad = tmp_path / "m.py"
-    bad.write_text("import os\nfrom actions.worker import ActionWorker\nimport streams.app\n")
+    bad.write_text("import os\nfrom actions.worker import ActionWorker\nimport streams.faust.app\n")
     assert imported_packages(bad) == {"actions", "streams"}

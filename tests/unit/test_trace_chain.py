@@ -40,8 +40,8 @@ from schemas.events import ActionSucceeded
 from schemas.placement import partition_for
 from schemas.settings import KafkaSettings
 from schemas.signing import SigningSettings
-from streams.app import StreamsApp
-from streams.entities import NODES
+from streams.faust.app import StreamsApp
+from streams.state.entities import NODES
 from streams.testing import xid
 from tests.support.streams_app import in_memory
 

@@ -4,7 +4,7 @@ The culprit of a job failing on hundreds of nodes is usually one node among them
 all stops everyone's work to find it. So above `suspects_over_nodes`, the node set's rule only
 tells people, and each node of the job judges itself on the failures it saw (every node hears
 each failed attempt that ran on it, and the job's NCCL errors that name it as the failing peer:
-`streams.peers`): once the job failed `threshold` times within a window on
+`streams.state.peers`): once the job failed `threshold` times within a window on
 it, the node is a suspect when its own evidence in that window says so, and asks for its own
 quarantine (then benchmarked by `quarantine_story`: released if it passes, kept if not). The
 rest stay in service. The job's suspects are one batch: the action workers drain at most
@@ -12,7 +12,7 @@ rest stay in service. The job's suspects are one batch: the action workers drain
 fault that implicates many nodes never takes them all out together.
 
 Judged on each node, because a node's evidence lives in the node's state: forwards run from jobs
-and node sets to nodes, never back (`streams.parts`), so no node set can gather it.
+and node sets to nodes, never back (`streams.brain.parts`), so no node set can gather it.
 """
 
 from __future__ import annotations

@@ -29,8 +29,8 @@ from schemas.events import (
     NodeStateObserved,
     RestartJob,
 )
+from streams.brain.views import node_status
 from streams.state.story import Stage
-from streams.views import node_status
 from tests.support import fake_nvidia_smi
 from tests.support.control_loop import ControlLoop
 from tests.support.slurm import SlurmCluster

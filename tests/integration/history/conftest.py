@@ -14,16 +14,16 @@ from schemas.deadletter import DeadLetter
 from schemas.envelope import Event
 from schemas.events import ActionFailed, ActionHeld, GpuXidObserved, QuarantineNodes, Trigger
 from schemas.events.incidents import IncidentOpened, IncidentResolved, IncidentUpdated
-from streams.goodput import fold, job_time
+from streams.analysis.goodput import fold, job_time
+from streams.analysis.outcomes import outcomes
+from streams.analysis.replay.clickhouse_source import ClickHouseSource, Scope
+from streams.analysis.reports import job_histories, outcome_events, store_report, store_whatif
+from streams.analysis.whatif.candidate import candidate
+from streams.analysis.whatif.run import what_if
 from streams.history.client import connect
-from streams.history.reports import job_histories, outcome_events, store_report, store_whatif
 from streams.history.rows import DEAD_LETTER_COLUMNS, dead_letter_row
 from streams.history.settings import ClickHouseSettings
-from streams.outcomes import outcomes
-from streams.replay.clickhouse_source import ClickHouseSource, Scope
 from streams.settings import StreamsSettings
-from streams.whatif.candidate import candidate
-from streams.whatif.run import what_if
 from tests.support.incidents import incident as incident_event
 
 

@@ -1,5 +1,6 @@
-"""Replay on several processes (`streams.replay.parallel`), reading ClickHouse a part at a time:
-each process its own nodes' events and every job's, the whole range's decisions reproduced."""
+"""Replay on several processes (`streams.analysis.replay.parallel`), reading ClickHouse a part at
+a time: each process its own nodes' events and every job's, the whole range's decisions
+reproduced."""
 
 from __future__ import annotations
 
@@ -9,12 +10,12 @@ import pytest
 
 from centrality.bench.history_data import insert_events
 from schemas.events import Trigger
+from streams.analysis.replay.clickhouse_source import ClickHouseSource, Scope
+from streams.analysis.replay.parallel import rerun_parts
+from streams.analysis.replay.rerun import compare, current_brain, rerun
+from streams.brain.parts import key_hash
 from streams.history.client import connect
 from streams.history.settings import ClickHouseSettings
-from streams.parts import key_hash
-from streams.replay.clickhouse_source import ClickHouseSource, Scope
-from streams.replay.parallel import rerun_parts
-from streams.replay.rerun import compare, current_brain, rerun
 from streams.settings import StreamsSettings
 from tests.support.crossing_day import END, START, crossing_day
 from tests.support.peer_rule import MODULE as PEER_RULE

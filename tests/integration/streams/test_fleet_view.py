@@ -25,12 +25,12 @@ from collectors.simulate.model import ClusterModel
 from schemas.events import NodeFactsObserved
 from schemas.settings import KafkaSettings
 from schemas.topics import topic_name
+from streams.brain.views import job_status, node_status, restart_budget
 from streams.history.lag import group_lag
 from streams.rules.registry import RuleEngine
 from streams.settings import StreamsSettings
 from streams.state.node import Node
 from streams.state.training_job import TrainingJob
-from streams.views import job_status, node_status, restart_budget
 from tests.integration.streams.test_changelog_refused import set_max_message_bytes
 from tests.integration.streams.worker import StreamsWorker, emit, table_contents
 
@@ -161,8 +161,8 @@ def committed(kafka: KafkaSettings, app_id: str) -> None:
 def test_a_state_whose_status_the_broker_refuses_is_never_committed_past(
     kafka_settings: KafkaSettings, worker_env: dict[str, str], tmp_path: Path, unique: str
 ) -> None:
-    """Statuses do not hold the agent (streams.write_behind): the state waits for them instead.
-    One refused for good stops the worker before any commit past it and before its state
+    """Statuses do not hold the agent (streams.faust.write_behind): the state waits for them
+    instead. One refused for good stops the worker before any commit past it and before its state
     reaches the changelog, so the restarted worker folds that message again and publishes it.
     New GPU facts change a node's status and nothing else, and nothing later changes it again:
     were a state written before its status, the restarted worker would fold the facts again to

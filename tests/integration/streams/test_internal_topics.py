@@ -13,14 +13,14 @@ import pytest
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
 from schemas.settings import KafkaSettings, TopicSettings
-from streams.settings import StreamsSettings
-from streams.topics import (
+from streams.faust.topics import (
     NotCopartitionedError,
     changelogs,
     check_copartitioned,
     ensure_internal_topics,
     internal_topics,
 )
+from streams.settings import StreamsSettings
 
 
 async def test_internal_topics_are_created_once_with_the_tables_partition_count(

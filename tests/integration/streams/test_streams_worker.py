@@ -16,10 +16,10 @@ import pytest
 from schemas.emitter import Emitter
 from schemas.envelope import Event
 from schemas.settings import KafkaSettings
-from streams.entities import JOBS, NODE_SETS, NODES
-from streams.process import Brain
+from streams.brain.process import Brain
 from streams.rules.registry import RuleEngine
 from streams.settings import StreamsSettings
+from streams.state.entities import JOBS, NODE_SETS, NODES
 from streams.testing import checkpoint, heartbeat, running, sample, xid
 from streams.testing import ended as exited
 from tests.integration.streams.worker import (

@@ -28,8 +28,8 @@ from schemas.events.nodes import HealthStatus, NodeHealthCheckedPayload
 from schemas.placement import partition_for
 from schemas.settings import KafkaSettings
 from schemas.topics import partition_count
+from streams.faust.topics import node_ticks
 from streams.settings import StreamsSettings
-from streams.topics import node_ticks
 from tests.integration.streams.worker import (
     emit,
     heartbeat,
@@ -58,7 +58,7 @@ def warning(node: str) -> NodeHealthChecked:
 
 
 async def tick(settings: KafkaSettings, topic: str, partition: int) -> None:
-    """What the leader's clock sends (streams.app.clock)."""
+    """What the leader's clock sends (streams.faust.app.clock)."""
     producer = AIOKafkaProducer(bootstrap_servers=settings.bootstrap)
     await producer.start()
     try:

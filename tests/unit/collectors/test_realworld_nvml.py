@@ -21,7 +21,7 @@ from schemas.codec import decode, encode
 from schemas.events import GpuSampled
 from schemas.events.gpus import GpuSampledPayload
 from schemas.events.nodes import HealthStatus
-from streams.process import Brain
+from streams.brain.process import Brain
 from streams.rules.registry import RuleEngine
 from streams.settings import StreamsSettings
 from streams.testing import T0, envelope

@@ -11,7 +11,13 @@ import typer
 from centrality.bench.history_data import incident
 from centrality.history_cli import parse_time
 from schemas.events import RestartJob, Trigger
-from streams.replay.rerun import PROGRESS_EVERY, compare, current_brain, rerun, rerun_stream
+from streams.analysis.replay.rerun import (
+    PROGRESS_EVERY,
+    compare,
+    current_brain,
+    rerun,
+    rerun_stream,
+)
 from streams.testing import checkpoint
 from tests.factories import exited
 

@@ -11,15 +11,15 @@ from centrality.commands import command
 from centrality.history_cli import time_range
 from schemas.envelope import Event
 from schemas.events import NodeStatusChanged, QuarantineNodes, ReleaseNodes, RunBenchmark
-from streams.entities import NODES
+from streams.analysis.replay.reasons import Edges, Lookups, name_differences
+from streams.analysis.replay.rerun import compare, rerun
+from streams.brain.process import Brain
+from streams.brain.views import Views
 from streams.history.query import event_time_key
-from streams.process import Brain
-from streams.replay.reasons import Edges, Lookups, name_differences
-from streams.replay.rerun import compare, rerun
 from streams.rules.registry import RuleEngine
 from streams.settings import BUILTIN_RULES
+from streams.state.entities import NODES
 from streams.testing import T0, benchmark, checkpoint, heartbeat, result, running, sample, xid
-from streams.views import Views
 
 RULES = list(BUILTIN_RULES)
 SHORT: dict[str, dict[str, object]] = {

@@ -7,9 +7,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from schemas.events import JobExited, QuarantineNodes
-from streams.replay.kafka_source import OffsetRange
-from streams.replay.rerun import current_brain, default_warmup_s, rerun
-from streams.replay.source import split
+from streams.analysis.replay.kafka_source import OffsetRange
+from streams.analysis.replay.rerun import current_brain, default_warmup_s, rerun
+from streams.analysis.replay.source import split
 from streams.settings import StreamsSettings
 
 HOUR = datetime(2026, 3, 1, 12, tzinfo=UTC)

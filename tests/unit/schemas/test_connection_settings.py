@@ -13,7 +13,7 @@ from pydantic import SecretStr, ValidationError
 from schemas import kafka_clients
 from schemas.settings import KafkaSettings, Layout, TopicSettings
 from schemas.topics import CATALOG, partition_count, spec
-from streams.credentials import broker_credentials
+from streams.faust.credentials import broker_credentials
 from tests.support.tls import Certificates, make_certificates
 
 PASSWORD = "pw-7f3a-unit"

@@ -17,11 +17,11 @@ from schemas.codec import decode, encode, encode_batch
 from schemas.envelope import Event
 from schemas.placement import partition_for
 from schemas.signing import verify
-from streams.app import JOB_AGENT, NODE_AGENT, StreamsApp
-from streams.entities import JOBS, NODES, forwarded
+from streams.faust.app import JOB_AGENT, NODE_AGENT, StreamsApp
 from streams.faust.read_positions import ReadPositions
+from streams.faust.state_cache import StateCache
+from streams.state.entities import JOBS, NODES, forwarded
 from streams.state.internal import NodeActionReported, NodeTick, decode_internal
-from streams.state_cache import StateCache
 from streams.testing import T0, checkpoint, ended, heartbeat, result, sample, xid
 from tests.support.streams_app import in_memory
 from tests.support.triggers import quarantine as quarantine_trigger

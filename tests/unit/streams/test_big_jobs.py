@@ -12,11 +12,11 @@ from schemas.envelope import Event
 from schemas.events import JobExited, Notify, QuarantineBatch, QuarantineNodes, Trigger
 from schemas.limits import TEXT, listed
 from schemas.registry import event_types
-from streams.replay.rerun import rerun
+from streams.analysis.replay.rerun import rerun
+from streams.brain.views import node_status
 from streams.rules.registry import rule
 from streams.state.story import NodeStatus
 from streams.testing import JOB, Story, ended, health, log_signal, result, xid
-from streams.views import node_status
 
 BIG = tuple(f"gpu-{i:04d}.cluster.example.org" for i in range(2000))
 FAULTY, SICK, PEER = BIG[7], BIG[987], BIG[512]  # an XID, a failed health check, a bad link

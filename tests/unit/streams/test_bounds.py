@@ -9,9 +9,9 @@ from typing import Any
 
 from schemas import limits
 from schemas.events import CheckpointSaved, NodeHealthChecked, RestartJob
-from streams.forwards import NODES_FORWARDED_MAX, forwards
 from streams.state import node, node_set, training_job
 from streams.state.bounds import ATTEMPTS_KEPT, ID_CHARS_MAX, RESTARTS_KEPT, STATE_BYTES_MAX
+from streams.state.forwards import NODES_FORWARDED_MAX, forwards
 from streams.state.internal import (
     NodeActionReported,
     NodeDecided,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from schemas.events import JobSubmitted, ReleaseJob
-from streams.process import Brain
+from streams.brain.process import Brain
 from streams.rules.registry import RuleEngine
 from streams.settings import StreamsSettings
 from streams.testing import JOB, envelope

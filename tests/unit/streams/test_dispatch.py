@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from functools import singledispatch
 
-from streams.dispatch import by_type
+from streams.state.dispatch import by_type
 
 
 class Base:

@@ -1,4 +1,5 @@
-"""A kind owns what its fold registers (`streams.entities`): one source of truth for routing."""
+"""A kind owns what its fold registers (`streams.state.entities`): one source of truth for
+routing."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ import pytest
 
 from schemas.envelope import Event, Payload
 from schemas.events import GpuSampled, JobExited, QuarantineNodes, RestartJob, Trigger
-from streams.entities import JOBS, KINDS, NODE_SETS, NODES, Kind, kind_of_type, routes
 from streams.state import node, node_set, training_job
+from streams.state.entities import JOBS, KINDS, NODE_SETS, NODES, Kind, kind_of_type, routes
 from streams.state.internal import JobTick, NodeSetFailed, NodeTick
 
 

@@ -16,7 +16,7 @@ from aiokafka.errors import (
 from faust.exceptions import ProducerSendError
 
 from schemas.outages import OUTAGES
-from streams.failures import call_retrying, retrying, transient
+from streams.faust.failures import call_retrying, retrying, transient
 
 
 def wrapped(cause: Exception) -> ProducerSendError:

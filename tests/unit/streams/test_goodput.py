@@ -8,8 +8,8 @@ import pytest
 
 from schemas.envelope import Event
 from schemas.events import JobSubmitted
-from streams.goodput import by_cluster, fold, job_time
-from streams.replay.rerun import current_brain, rerun
+from streams.analysis.goodput import by_cluster, fold, job_time
+from streams.analysis.replay.rerun import current_brain, rerun
 from streams.testing import T0, checkpoint, completed, ended, envelope, running
 
 JOB = "slurm/test/1"

@@ -6,7 +6,7 @@ from datetime import timedelta
 from typing import Any
 
 from schemas.events import CancelJob, Notify, Trigger
-from streams.process import Brain
+from streams.brain.process import Brain
 from streams.rules.registry import RuleEngine
 from streams.settings import StreamsSettings
 from streams.state import node as node_state

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from centrality.commands import command
 from schemas.events import QuarantineNodes, RunBenchmark
+from streams.brain.views import node_status
 from streams.testing import Story, benchmark, facts, heartbeat, result, scheduler_says, xid
-from streams.views import node_status
 
 FLEET = tuple(f"gpu-{i:03d}" for i in range(1, 41))
 

@@ -4,7 +4,7 @@ succeeded, not when the rule asked for it."""
 from __future__ import annotations
 
 from schemas.events import RestartJob
-from streams.process import Brain
+from streams.brain.process import Brain
 from streams.rules.registry import RuleEngine
 from streams.settings import StreamsSettings
 from streams.testing import JOB, checkpoint, result, running

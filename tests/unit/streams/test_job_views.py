@@ -1,13 +1,13 @@
-"""What people read about a job (`streams.views.job_status`): its restarts add up to the
+"""What people read about a job (`streams.brain.views.job_status`): its restarts add up to the
 restart rule's budget, and a requeue waiting for the scheduler says since when."""
 
 from __future__ import annotations
 
-from streams.process import Brain
+from streams.brain.process import Brain
+from streams.brain.views import job_status, restart_budget
 from streams.rules.registry import RuleEngine
 from streams.settings import StreamsSettings
 from streams.testing import JOB, T0, ended, running
-from streams.views import job_status, restart_budget
 from tests.factories import restarted
 
 BUDGET = 3  # the restart rule's default max_restarts

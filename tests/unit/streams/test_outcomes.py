@@ -8,7 +8,7 @@ from datetime import timedelta
 
 import pytest
 
-from streams.outcomes import STEPS, OutcomeSettings, binomial_tail, outcomes, steps
+from streams.analysis.outcomes import STEPS, OutcomeSettings, binomial_tail, outcomes, steps
 from streams.testing import T0
 from tests.support.outcome_day import (
     BENCHMARK_S,

@@ -1,4 +1,5 @@
-"""A brain cut into parts by node key decides what the whole brain decides (`streams.parts`)."""
+"""A brain cut into parts by node key decides what the whole brain decides
+(`streams.brain.parts`)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,9 @@ import pytest
 
 from schemas.envelope import Event
 from schemas.events import Trigger
-from streams.parts import NotSplittable, Part, PartBrain, split_types
-from streams.process import Brain
-from streams.replay.rerun import rerun_stream
+from streams.analysis.replay.rerun import rerun_stream
+from streams.brain.parts import NotSplittable, Part, PartBrain, split_types
+from streams.brain.process import Brain
 from streams.rules.registry import RuleEngine
 from streams.settings import StreamsSettings
 from tests.support.crossing_day import PAIR, crossing_day
@@ -98,9 +99,9 @@ def test_a_part_is_one_of_its_count() -> None:
 def test_the_live_path_knows_nothing_of_parts() -> None:
     """Parts wrap the brain (`PartBrain`): the step, the brain and the live worker are plain."""
     streams = Path(__file__).resolve().parents[3] / "streams"
-    for name in ("entities.py", "process.py", "app.py"):
+    for name in ("state/entities.py", "brain/process.py", "faust/app.py"):
         tree = ast.parse((streams / name).read_text())
         imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)} | {
             a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names
         }
-        assert "streams.parts" not in imported, name
+        assert "streams.brain.parts" not in imported, name

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from streams.peers import resolve
+from streams.state.peers import resolve
 from streams.testing import Story, ended, log_signal
 
 EC2 = ("ip-10-200-84-247.ec2.internal", "ip-10-200-84-248.ec2.internal")

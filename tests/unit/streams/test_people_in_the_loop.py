@@ -1,7 +1,7 @@
 """What people do moves a node's state like any outcome: an operator's drain holds the node, a
 release (whoever asked) returns it to service, a change seen in the scheduler ends a story, and
 a decision held by a silence leaves the node suspect until rules decide afresh. What people read
-(`streams.views`) says so."""
+(`streams.brain.views`) says so."""
 
 from __future__ import annotations
 
@@ -9,13 +9,13 @@ from typing import Any
 
 from centrality.commands import command
 from schemas.events import NodeFactsObserved, Notify, QuarantineNodes, ReleaseNodes, RunBenchmark
-from streams.entities import NODES
-from streams.process import Brain
+from streams.brain.process import Brain
+from streams.brain.views import Views, node_status
 from streams.rules.registry import RuleEngine
 from streams.settings import StreamsSettings
+from streams.state.entities import NODES
 from streams.state.story import NodeStatus, Stage
 from streams.testing import benchmark, envelope, episode, heartbeat, result, scheduler_says, xid
-from streams.views import Views, node_status
 from tests.unit.streams.test_quarantine_story import decided, drained, feed
 
 

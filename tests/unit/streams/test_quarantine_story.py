@@ -11,7 +11,7 @@ from typing import Any
 
 from schemas.envelope import Event
 from schemas.events import Notify, QuarantineNodes, ReleaseNodes, RunBenchmark, Trigger
-from streams.process import Brain
+from streams.brain.process import Brain
 from streams.rules.registry import RuleEngine
 from streams.settings import StreamsSettings
 from streams.state.story import NodeStatus, Stage

@@ -28,13 +28,13 @@ from schemas.events import (
     RunBenchmark,
     Trigger,
 )
-from streams.process import Brain
+from streams.brain.process import Brain
+from streams.brain.views import node_status
 from streams.rules.ladder import LadderConfig
 from streams.rules.registry import RuleConfigError, RuleEngine
 from streams.settings import StreamsSettings
 from streams.state.story import NodeStatus, Stage
 from streams.testing import T0, benchmark, ended, envelope, result, running, scheduler_says, xid
-from streams.views import node_status
 
 BUDGET = "circuit breaker: n1 was rebooted 2 times within 86400s (limit 2)"
 OURS = "centrality: reboot (rung 2)"

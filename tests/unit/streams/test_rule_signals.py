@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 
 from schemas.events import LogSignalDetected, Trigger
-from streams.replay.rerun import rerun
+from streams.analysis.replay.rerun import rerun
 from streams.rules import rule
 from streams.rules.signals import Signals
 from streams.state.training_job import TrainingJob

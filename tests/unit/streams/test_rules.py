@@ -12,7 +12,7 @@ from schemas import limits
 from schemas.codec import DecodeError, decode, encode
 from schemas.envelope import Event
 from schemas.events import Trigger
-from streams.process import Brain
+from streams.brain.process import Brain
 from streams.rules.registry import RuleConfigError, RuleEngine
 from streams.settings import StreamsSettings
 from streams.state.story import NodeStatus

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from schemas.groups import ALL, JOBS, Match
+from streams.brain.views import restart_budget
 from streams.rules.ladder import LadderConfig, plan
 from streams.rules.registry import RuleConfigError, RuleEngine
 from streams.rules.scopes import clash
@@ -19,7 +20,6 @@ from streams.state.story import Stage
 from streams.state.story import Story as NodeStory
 from streams.state.training_job import TrainingJob
 from streams.testing import JOB, T0, Story, ended, facts, health, running, submitted
-from streams.views import restart_budget
 from tests.support.docs_examples import examples
 
 A100 = {"gpu_model": "NVIDIA A100-SXM4-80GB"}

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from schemas.events import JobState
-from streams.forwards import forwards
 from streams.state import node, training_job
+from streams.state.forwards import forwards
 from streams.state.internal import NodeJobObserved
 from streams.testing import (
     T0,

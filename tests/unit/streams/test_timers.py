@@ -9,17 +9,17 @@ from typing import Any
 
 import pytest
 
-import streams.process
+import streams.brain.process
 from schemas.envelope import Event
 from schemas.events import Trigger
-from streams.entities import NODES
-from streams.process import Brain
-from streams.replay.rerun import rerun
+from streams.analysis.replay.rerun import rerun
+from streams.brain.process import Brain
+from streams.brain.timers import STALE_SLACK, Timers
 from streams.rules.registry import RuleEngine
 from streams.settings import StreamsSettings
 from streams.state import internal
+from streams.state.entities import NODES
 from streams.testing import T0, checkpoint, ended, heartbeat, running, sample
-from streams.timers import STALE_SLACK, Timers
 
 TICK_S = 5.0
 CONFIGS: list[dict[str, dict[str, Any]]] = [
@@ -94,7 +94,7 @@ def test_timers_decide_what_a_sweep_decides_tick_for_tick(
         ticks["n"] += 1
         return real_tick(*args)
 
-    monkeypatch.setattr(streams.process, "tick", counted)
+    monkeypatch.setattr(streams.brain.process, "tick", counted)
     by_timers = decided(timed, events)
     timed_ticks, ticks["n"] = ticks["n"], 0
     by_sweep = decided(swept, events)

@@ -12,17 +12,17 @@ import pytest
 
 from schemas.envelope import Event
 from schemas.events import ActionSucceeded, JobExited, QuarantineNodes, RestartJob
-from streams.replay.reasons import Edges, Lookups, name_differences
-from streams.replay.rerun import compare, current_brain, rerun
-from streams.replay.source import without_outcomes
+from streams.analysis.replay.reasons import Edges, Lookups, name_differences
+from streams.analysis.replay.rerun import compare, current_brain, rerun
+from streams.analysis.replay.source import without_outcomes
+from streams.analysis.whatif.candidate import CandidateError, candidate
+from streams.analysis.whatif.price import Priced, PricingSettings, gather, price_differences
+from streams.analysis.whatif.run import assume
+from streams.analysis.whatif.through import faulty, let_through
+from streams.analysis.whatif.world import Redecided, in_its_world
 from streams.rules.registry import RuleEngine
 from streams.settings import StreamsSettings
 from streams.testing import T0, completed, ended, result, running, sample, xid
-from streams.whatif.candidate import CandidateError, candidate
-from streams.whatif.price import Priced, PricingSettings, gather, price_differences
-from streams.whatif.run import assume
-from streams.whatif.through import faulty, let_through
-from streams.whatif.world import Redecided, in_its_world
 from tests.support.outcome_day import BENCHMARK_S, FALSE_ALARM, RELEASE_S, Day, H, outcome_day
 
 DAY = outcome_day()

@@ -1,4 +1,4 @@
-"""streams.write_behind: a fold's state is written only once the records it sent (forwards,
+"""streams.faust.write_behind: a fold's state is written only once the records it sent (forwards,
 statuses) are acknowledged, in fold order, in the fold's context; the agent reads it meanwhile;
 a commit waits for it; a record that cannot be delivered stops every write after it and fails
 the commit."""
@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from streams.faust import clean_start
-from streams.write_behind import OutputUndelivered, WriteBehind
+from streams.faust.write_behind import OutputUndelivered, WriteBehind
 
 FOLDING: contextvars.ContextVar[str] = contextvars.ContextVar("folding", default="none")
 

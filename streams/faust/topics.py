@@ -22,8 +22,8 @@ from schemas import kafka_clients
 from schemas.admin import CatalogReport, ensure_topics
 from schemas.settings import KafkaSettings, TopicSettings
 from schemas.topics import CATALOG, DAY_MS, TopicSpec
-from streams.entities import KINDS
 from streams.settings import StreamsSettings
+from streams.state.entities import KINDS
 
 _SETTLE_S = 10.0
 

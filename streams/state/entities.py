@@ -18,10 +18,9 @@ from pydantic import BaseModel
 
 from schemas.envelope import Event
 from schemas.events import Trigger
-from streams import peers
-from streams.dispatch import by_type
-from streams.forwards import forwards
-from streams.state import incidents, node, node_incidents, node_set, training_job
+from streams.state import incidents, node, node_incidents, node_set, peers, training_job
+from streams.state.dispatch import by_type
+from streams.state.forwards import forwards
 from streams.state.internal import JobTick, NodeTick
 
 if TYPE_CHECKING:  # the registry checks rules against these kinds: it imports this module
@@ -61,7 +60,7 @@ class Kind:
 
 def routes(kinds: Iterable[Kind]) -> dict[type[Event], Kind]:
     """The kind that owns each type; a type two kinds own is refused (`TypeError`): an event
-    goes to one table, and what it means for another is a forward (`streams.forwards`)."""
+    goes to one table, and what it means for another is a forward (`streams.state.forwards`)."""
     found: dict[type[Event], Kind] = {}
     for kind in kinds:
         for cls in kind.owns:
@@ -69,7 +68,7 @@ def routes(kinds: Iterable[Kind]) -> dict[type[Event], Kind]:
             if first is not kind:
                 raise TypeError(
                     f"{cls.__name__} is folded by both {first.table} and {kind.table}: fold it "
-                    "in one and forward what it means to the other (`streams.forwards`)"
+                    "in one and forward what it means to the other (`streams.state.forwards`)"
                 )
     return found
 

@@ -4,7 +4,7 @@ The Faust agents keep the same state in Faust tables and call the same `step`; u
 replay use `Brain` directly, so live, tests and replay decide identically. Feed events in
 event-time order; call `tick(now)` wherever the live worker's clock would have ticked (replay can
 tick at the same instants, e.g. every `tick_interval_s` of event time): it ticks the entities
-something is due for (`streams.timers`), as the live worker does.
+something is due for (`streams.brain.timers`), as the live worker does.
 """
 
 from __future__ import annotations
@@ -16,7 +16,10 @@ from typing import Any
 from schemas.envelope import Event
 from schemas.events import Trigger
 from schemas.events.incidents import IncidentEvent
-from streams.entities import (
+from streams.brain.timers import Timers
+from streams.brain.views import Views
+from streams.rules.registry import RuleEngine
+from streams.state.entities import (
     INCIDENTS,
     JOBS,
     KINDS,
@@ -28,17 +31,14 @@ from streams.entities import (
     kind_of,
     step,
 )
-from streams.rules.registry import RuleEngine
 from streams.state.internal import tick
 from streams.state.node import Node
 from streams.state.node_set import NodeSet
 from streams.state.training_job import TrainingJob
-from streams.timers import Timers
-from streams.views import Views
 
 
 class Brain:
-    """All of the streams' state in memory (a part of it: `streams.parts.PartBrain`)."""
+    """All of the streams' state in memory (a part of it: `streams.brain.parts.PartBrain`)."""
 
     def __init__(self, engine: RuleEngine) -> None:
         self.engine = engine

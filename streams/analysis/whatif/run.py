@@ -1,6 +1,7 @@
 """A what-if run: a range of ClickHouse history re-decided under candidate rules by replay's
-own parts (`streams.replay.parallel`), set beside what was decided then, each difference named
-(`streams.replay.reasons`) and the candidate's own priced (`streams.whatif.price`)."""
+own parts (`streams.analysis.replay.parallel`), set beside what was decided then, each
+difference named (`streams.analysis.replay.reasons`) and the candidate's own priced
+(`streams.analysis.whatif.price`)."""
 
 from __future__ import annotations
 
@@ -10,20 +11,20 @@ from datetime import datetime, timedelta
 
 from schemas.envelope import Event
 from schemas.events import CancelJob, JobExited, JobStateChanged, QuarantineNodes, RestartJob
+from streams.analysis.outcomes import TYPES, outcomes
+from streams.analysis.replay.clickhouse_source import ClickHouseSource
+from streams.analysis.replay.parallel import Rerun, rerun_parts
+from streams.analysis.replay.reasons import Edges, Lookups, Why, name_differences
+from streams.analysis.replay.rerun import Decision, compare, current_brain, default_warmup_s
+from streams.analysis.reports import events_of, node_facts, outcome_events
+from streams.analysis.whatif.candidate import Candidate
+from streams.analysis.whatif.price import Priced, PricingSettings, gather, price_differences
+from streams.analysis.whatif.through import Assumed, Measured, assumed
+from streams.analysis.whatif.world import in_its_world
 from streams.history.query import events_by_id
-from streams.history.reports import events_of, node_facts, outcome_events
-from streams.outcomes import TYPES, outcomes
-from streams.replay.clickhouse_source import ClickHouseSource
-from streams.replay.parallel import Rerun, rerun_parts
-from streams.replay.reasons import Edges, Lookups, Why, name_differences
-from streams.replay.rerun import Decision, compare, current_brain, default_warmup_s
 from streams.rules.builtin.restart_incomplete import NAME as RESTART_RULE
 from streams.rules.builtin.restart_incomplete import RestartIncompleteConfig
 from streams.rules.registry import RuleEngine
-from streams.whatif.candidate import Candidate
-from streams.whatif.price import Priced, PricingSettings, gather, price_differences
-from streams.whatif.through import Assumed, Measured, assumed
-from streams.whatif.world import in_its_world
 
 PRICED_TYPES = (QuarantineNodes, RestartJob, CancelJob)
 FACT_TYPES = (*TYPES, "CheckpointSaved")
@@ -145,7 +146,7 @@ def assume(
     engine: RuleEngine,
 ) -> Assumed:
     """What pricing a quarantine not made assumes, from the range's decisions and what became
-    of them (`streams.outcomes`), its jobs, and the candidate's restarts."""
+    of them (`streams.analysis.outcomes`), its jobs, and the candidate's restarts."""
     restart = next((b.config for b in engine.rules if b.spec.name == RESTART_RULE), None)
     restarts = (
         restart.max_restarts

@@ -40,8 +40,8 @@ from schemas.events.actions import ActionPayload
 from schemas.placement import Placement, read_by
 from schemas.settings import KafkaSettings
 from schemas.topics import partition_count, spec, topic_name
+from streams.analysis.replay.source import History
 from streams.history.query import event_time_key
-from streams.replay.source import History
 
 _RANGE = re.compile(r"^([A-Za-z0-9._-]+):(\d+):(\d+)-(\d+)$")
 _NOTHING = datetime(1970, 1, 1, tzinfo=UTC)

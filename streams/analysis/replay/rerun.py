@@ -11,8 +11,8 @@ from pydantic import BaseModel
 
 from schemas.envelope import Event
 from schemas.events import Trigger
+from streams.brain.process import Brain, Clock
 from streams.history.query import event_time_key
-from streams.process import Brain, Clock
 from streams.rules.registry import RuleEngine
 from streams.settings import StreamsSettings
 
@@ -83,7 +83,7 @@ def rerun_stream(
     The clock ticks at every multiple of `tick_interval_s` (since the epoch) of event time, as
     the live worker's timer would have, up to the last event: past it, silence would only mean
     that the range ended. Each tick ticks only the entities something is due for
-    (`streams.timers`), so a quiet fleet costs nothing between its events. Events and ticks
+    (`streams.brain.timers`), so a quiet fleet costs nothing between its events. Events and ticks
     before `start` are the warm-up: they build state, and what they decide is dropped (it belongs
     to the range before; `warmup_decided`, if given, gets each such decision's id and time, which
     names a live decision of the range that replay's clock decided a tick early). `on_progress`

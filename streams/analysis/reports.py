@@ -15,14 +15,14 @@ from typing import TYPE_CHECKING, Any
 from schemas.envelope import Event
 from schemas.events import Trigger
 from schemas.limits import MIN_TIME
-from streams.goodput import JobTime
+from streams.analysis.goodput import JobTime
+from streams.analysis.outcomes import TYPES, Outcomes
 from streams.history.client import connect
 from streams.history.query import events_by_id, stream_events_between
 from streams.history.settings import ClickHouseSettings
-from streams.outcomes import TYPES, Outcomes
 
 if TYPE_CHECKING:
-    from streams.whatif.run import WhatIf
+    from streams.analysis.whatif.run import WhatIf
 
 JOB_TYPES = ("JobSubmitted", "JobStateChanged", "JobExited", "CheckpointSaved", "LogSignalDetected")
 

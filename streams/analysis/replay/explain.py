@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from schemas.envelope import Event
 from schemas.events import Trigger
-from streams.replay.source import Source
+from streams.analysis.replay.source import Source
 
 
 @dataclass

@@ -2,7 +2,7 @@
 
 A node a rule took out was faulty with some probability `p`: 1 when its benchmark failed or it
 failed again once released, 0 when its benchmark passed and it did not, else the rule's
-precision measured over the range (`streams.outcomes`), else `CENTRALITY_WHATIF_PRECISION`.
+precision measured over the range (`streams.analysis.outcomes`), else `CENTRALITY_WHATIF_PRECISION`.
 Left in service, a faulty node is not repaired the sooner for it (a person takes it out, as
 the bench's person does, after a job failed there), so only a sound one gives capacity back:
 `(1 - p)` of the time it was out. What it costs, `p` times:
@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 from schemas.envelope import Event
 from schemas.events import JobExited, JobState, JobStateChanged, RestartJob
-from streams.outcomes import Outcomes, Story
+from streams.analysis.outcomes import Outcomes, Story
 
 HOUR_S = 3600.0
 _FAULTY = frozenset({"fail", "no-gpu"})

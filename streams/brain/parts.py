@@ -27,10 +27,18 @@ from functools import lru_cache
 from schemas.envelope import Event
 from schemas.events import Trigger
 from schemas.registry import event_types
-from streams.entities import INCIDENT_BOOKS, INCIDENTS, NODES, Kind, Step, kind_of, kind_of_type
-from streams.forwards import forwards
-from streams.process import Brain
+from streams.brain.process import Brain
 from streams.rules.registry import RuleEngine
+from streams.state.entities import (
+    INCIDENT_BOOKS,
+    INCIDENTS,
+    NODES,
+    Kind,
+    Step,
+    kind_of,
+    kind_of_type,
+)
+from streams.state.forwards import forwards
 
 INCIDENT_KINDS = (INCIDENT_BOOKS, INCIDENTS)
 

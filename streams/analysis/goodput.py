@@ -26,9 +26,9 @@ from datetime import datetime
 
 from schemas.envelope import Event
 from schemas.events import JobState
-from streams.entities import JOBS
 from streams.history.query import event_time_key
 from streams.state import training_job
+from streams.state.entities import JOBS
 from streams.state.training_job import TrainingJob
 
 # A job that never said how many GPUs it holds weighs this many per node: the usual 8-GPU node.

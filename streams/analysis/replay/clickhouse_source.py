@@ -10,6 +10,8 @@ from typing import Any
 from schemas.envelope import Event
 from schemas.events import Trigger
 from schemas.registry import event_types
+from streams.analysis.replay.source import History, split, without_outcomes
+from streams.brain.parts import Part, split_types
 from streams.history import query
 from streams.history.query import (
     event_time_key,
@@ -18,8 +20,6 @@ from streams.history.query import (
     triggers_naming,
 )
 from streams.history.settings import ClickHouseSettings
-from streams.parts import Part, split_types
-from streams.replay.source import History, split, without_outcomes
 
 
 @dataclass(frozen=True)
@@ -48,14 +48,14 @@ class ClickHouseSource:
     settings: ClickHouseSettings
     scope: Scope
     # Decisions (trigger ids) whose outcomes are left out: a what-if's candidate does not make
-    # them, so in its world nothing was done about them (`streams.whatif.world`).
+    # them, so in its world nothing was done about them (`streams.analysis.whatif.world`).
     withheld: frozenset[str] = frozenset()
 
     def stream(self, warmup_s: float, part: Part | None = None) -> Streamed:
         """The range and its warm-up, read a page at a time (a job's or node's story, small, in
         one query), so a day of a whole fleet never sits in memory. With `part`, only what that
-        part of the brain folds (`streams.parts`), and the recorded decisions in the first part
-        only."""
+        part of the brain folds (`streams.brain.parts`), and the recorded decisions in the first
+        part only."""
         scope, settings = self.scope, self.settings
         if part is not None and (scope.job is not None or scope.node is not None):
             raise ValueError("a job's or a node's story is read whole, not in parts")

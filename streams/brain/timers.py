@@ -20,8 +20,8 @@ import heapq
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from streams.entities import Kind
 from streams.rules.registry import RuleEngine, memo_key
+from streams.state.entities import Kind
 
 ALWAYS = datetime.min.replace(tzinfo=UTC)
 STALE_SLACK = 1024  # heap entries beyond twice the scheduled ones before they are dropped

@@ -3,7 +3,7 @@
 A fold's new state is written to its table (and so to the changelog) only once the outputs it
 sent are acknowledged: a stored state never claims a decision, forward or view that was not
 delivered. Triggers are awaited in the fold, as a failed decision fails its message
-(`streams.app`). Status records (what `centrality nodes` reads) change with nearly every new
+(`streams.faust.app`). Status records (what `centrality nodes` reads) change with nearly every new
 node and job, and a job's start forwards it to each of its nodes: awaiting each message's
 acknowledgements before the next message cost a produce round trip per message, 6 ms on
 average at 5,000 nodes on the 2-core VM, 61 s of a 70 s run (`bench scale`, BENCHMARKS.md),
@@ -36,8 +36,8 @@ from typing import Any
 
 import structlog
 
-from streams.failures import call_retrying
 from streams.faust import clean_start
+from streams.faust.failures import call_retrying
 
 log = structlog.get_logger("streams")
 

@@ -19,11 +19,11 @@ from schemas.events.status import (
     NodeStatusPayload,
 )
 from schemas.limits import MAP_ENTRIES, SMALL_LIST
-from streams.entities import INCIDENTS, JOBS, NODES, Kind
-from streams.incident_view import incident_event_type, incident_view
+from streams.brain.incident_view import incident_event_type, incident_view
 from streams.rules.registry import RuleEngine
 from streams.state.bounds import clip
 from streams.state.condition import condition, condition_since
+from streams.state.entities import INCIDENTS, JOBS, NODES, Kind
 from streams.state.internal import derived_id
 from streams.state.node import LOST_RULE, Node
 from streams.state.story import Stage, Story, StoryEnd

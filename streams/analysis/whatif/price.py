@@ -8,7 +8,7 @@ decision"); a positive price is GPU time lost, a negative one GPU time saved:
   where the story never finished); for one only the candidate makes, the median drained →
   released of the range's recorded stories (the repair time where none finished). One the
   candidate does not make gives back only what a sound node was out, and costs what a faulty
-  one goes on failing (`streams.whatif.through`).
+  one goes on failing (`streams.analysis.whatif.through`).
 - `RestartJob`, work: an attempt that failed waits for a person otherwise: a restart saves its
   GPUs times `response_s` (one whose requeue was never carried out saved nothing). An attempt
   that ended well without its completion line (a restart only `on_success_without_marker:
@@ -43,11 +43,11 @@ from schemas.events import (
     RestartJob,
     Trigger,
 )
-from streams.outcomes import Restart, Story, outcomes
-from streams.replay.reasons import Why
-from streams.replay.rerun import Decision
-from streams.whatif.through import Assumed, faulty, let_through
-from streams.whatif.world import the_candidate_s
+from streams.analysis.outcomes import Restart, Story, outcomes
+from streams.analysis.replay.reasons import Why
+from streams.analysis.replay.rerun import Decision
+from streams.analysis.whatif.through import Assumed, faulty, let_through
+from streams.analysis.whatif.world import the_candidate_s
 
 HOUR_S = 3600.0
 

@@ -1,12 +1,12 @@
 """The Faust app, built by `create_app()`. Run it with `centrality streams` (which runs
 `python -m streams worker --without-web`); importing this module builds nothing.
 
-Agents are thin shells around the pure `streams.entities.step`: decode, step the entity the
+Agents are thin shells around the pure `streams.state.entities.step`: decode, step the entity the
 message is about, send the triggers and the derived events, then write the table. Writing last
 (after the outputs are acknowledged) means a stored state never claims a decision that was not
 delivered; a crash before the write re-decides on redelivery, with the same trigger ids. Only
 triggers are awaited in the fold: the write waits for the forwards and statuses
-(`streams.write_behind`) while the agent goes on.
+(`streams.faust.write_behind`) while the agent goes on.
 
 Topology (every topic has the same partition count, so tables are co-partitioned):
 
@@ -27,10 +27,10 @@ No message stops the worker: whatever fails while decoding, placing, folding, de
 sending a trigger for a message is that message's failure. It is dead-lettered with its reason
 and raw bytes, and the worker goes on. (A forward or status record the broker keeps refusing is
 the app's own failure, as a changelog record's is: the worker stops before committing past it,
-`streams.write_behind`.) Transient failures (broker away) are retried with jittered
-backoff for `send_retry_s` first (`streams.failures`); deterministic ones never are. Before any
-output is sent, a message's outputs are counted (`outputs_per_message_max`) and sized, and the
-new state is sized (`streams.state.bounds`), so nothing too large is ever produced.
+`streams.faust.write_behind`.) Transient failures (broker away) are retried with jittered
+backoff for `send_retry_s` first (`streams.faust.failures`); deterministic ones never are.
+Before any output is sent, a message's outputs are counted (`outputs_per_message_max`) and
+sized, and the new state is sized (`streams.state.bounds`), so nothing too large is ever produced.
 Every trigger is signed (`schemas.signing`): action workers obey nothing else.
 """
 
@@ -67,8 +67,21 @@ from schemas.placement import Placement, partition_for
 from schemas.settings import KafkaSettings, TopicSettings
 from schemas.signing import SigningSettings, signed_headers
 from schemas.topics import topic_name
-from streams import credentials, topics
-from streams.entities import (
+from streams.brain.timers import Timers
+from streams.brain.views import Views
+from streams.faust import batches, credentials, observe, topics
+from streams.faust import transport as faust_transport
+from streams.faust.clean_start import guard
+from streams.faust.failures import call_retrying, transient
+from streams.faust.lanes import LanedApp, Lanes, routine
+from streams.faust.read_positions import Fetched, ReadPositions
+from streams.faust.state_cache import StateCache
+from streams.faust.worker import Worker
+from streams.faust.write_behind import Resend, WriteBehind
+from streams.rules.registry import RuleEngine
+from streams.settings import StreamsSettings
+from streams.state.bounds import ID_CHARS_MAX, STATE_BYTES_MAX
+from streams.state.entities import (
     INCIDENT_BOOKS,
     INCIDENTS,
     JOBS,
@@ -80,21 +93,7 @@ from streams.entities import (
     kind_of,
     step,
 )
-from streams.failures import call_retrying, transient
-from streams.faust import batches, observe
-from streams.faust import transport as faust_transport
-from streams.faust.clean_start import guard
-from streams.faust.lanes import LanedApp, Lanes, routine
-from streams.faust.read_positions import Fetched, ReadPositions
-from streams.faust.worker import Worker
-from streams.rules.registry import RuleEngine
-from streams.settings import StreamsSettings
-from streams.state.bounds import ID_CHARS_MAX, STATE_BYTES_MAX
 from streams.state.internal import decode_internal, tick
-from streams.state_cache import StateCache
-from streams.timers import Timers
-from streams.views import Views
-from streams.write_behind import Resend, WriteBehind
 
 log = structlog.get_logger("streams")
 
@@ -151,7 +150,7 @@ class StreamsApp:
         scheme = faust_transport.install(settings.fetch_max_wait_ms, settings.send_retry_s)
         # One partition count keeps every table co-partitioned with what it folds; `centrality
         # streams` checks the broker's topics against it before starting
-        # (streams.topics.check_copartitioned).
+        # (streams.faust.topics.check_copartitioned).
         layout = TopicSettings().of("tables")
         self.partitions = partitions = layout.partitions
         # Faust's own (90 s) unless the setting every client of ours reads is set.
@@ -184,7 +183,7 @@ class StreamsApp:
             producer_linger=settings.producer_linger_s,
             # A send the broker does not acknowledge fails after this long (Faust's default:
             # 20 min, a wedged partition) and is retried by us, within `send_retry_s`
-            # (streams.failures).
+            # (streams.faust.failures).
             producer_request_timeout=settings.send_retry_s / 4,
             producer_max_batch_size=256 * 1024,
             stream_buffer_maxsize=16384,
@@ -300,9 +299,11 @@ class StreamsApp:
             async for message in stream.events():
                 await self.handle_message(message.message, NODE_AGENT)
 
-        self.fold_jobs = app.agent(self.jobs_topic, name="streams.app.fold_jobs")(fold_jobs)
-        self.fold_nodes = app.agent(self.nodes_topic, name="streams.app.fold_nodes")(fold_nodes)
-        app.timer(self.settings.tick_interval_s, on_leader=True, name="streams.app.clock")(
+        self.fold_jobs = app.agent(self.jobs_topic, name="streams.faust.app.fold_jobs")(fold_jobs)
+        self.fold_nodes = app.agent(self.nodes_topic, name="streams.faust.app.fold_nodes")(
+            fold_nodes
+        )
+        app.timer(self.settings.tick_interval_s, on_leader=True, name="streams.faust.app.clock")(
             self.clock
         )
         # The stubs want `signal` as a keyword of every receiver; Faust passes it in kwargs.
@@ -494,7 +495,7 @@ class StreamsApp:
         # Every output is acknowledged before the state that remembers it is written. A failed
         # trigger fails this message (retried, or dead-lettered), so a decision is awaited here;
         # forwards and statuses do not hold the agent: the state waits for them
-        # (streams.write_behind).
+        # (streams.faust.write_behind).
         if decided:
             await asyncio.gather(*decided, *(fut for fut, _ in behind))
         self._count_forwarded(result.forwards)
@@ -521,7 +522,7 @@ class StreamsApp:
     def _store(self, kind: Kind, key: str, value: bytes, state: Any, event: Any) -> None:
         """Write a fold's state. Faust's table takes the changelog partition from the current
         event, which the fold's context holds by weak reference only: `event` is passed along
-        to keep it alive until a write made later (`streams.write_behind`)."""
+        to keep it alive until a write made later (`streams.faust.write_behind`)."""
         self.tables[kind.table][key.encode()] = value
         self.cache.put(kind.table, key, state)
 
@@ -546,7 +547,7 @@ class StreamsApp:
 
     async def handle_tick(self, kind: Kind, message: Any) -> None:
         """Tick the entities of `kind` on the tick's partition that something is due for
-        (`streams.timers`), at the tick's time or, while the partition's inputs are not folded
+        (`streams.brain.timers`), at the tick's time or, while the partition's inputs are not folded
         that far, at the time they are (`streams.faust.read_positions`)."""
         assert kind.tick is not None
         sent = datetime.fromisoformat(orjson.loads(message.value)["now"]).timestamp()

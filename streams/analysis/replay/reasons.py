@@ -34,7 +34,7 @@ from typing import Any, Literal
 
 from schemas.envelope import Event
 from schemas.events import Trigger
-from streams.replay.rerun import Decision
+from streams.analysis.replay.rerun import Decision
 from streams.state.internal import NODE_SET_PREFIX
 
 Reason = Literal[

@@ -16,8 +16,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TypeVar
 
 from schemas.events import QuarantineNodes, Trigger
-from streams.replay.reasons import NOT_THE_RULES, Why
-from streams.replay.rerun import Decision
+from streams.analysis.replay.reasons import NOT_THE_RULES, Why
+from streams.analysis.replay.rerun import Decision
 
 R = TypeVar("R")
 Redecided = tuple[R, list[Decision], dict[str, Why]]

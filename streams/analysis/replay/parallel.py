@@ -1,6 +1,6 @@
 """Re-deciding a range of ClickHouse history on several processes, one part of the brain each.
 
-A part (`streams.parts`) reads its own nodes' events and everything every part folds, decides
+A part (`streams.brain.parts`) reads its own nodes' events and everything every part folds, decides
 them, and hands its triggers back: a fleet's telemetry, nearly all of a day, is split between
 the processes, so a replay uses every core. What the parts decide is what the whole brain
 decides; where a rule makes that untrue (`NotSplittable`), the range is decided whole, in this
@@ -27,10 +27,10 @@ import structlog
 from schemas.codec import decode, encode
 from schemas.envelope import Event
 from schemas.events import Trigger
-from streams.parts import NotSplittable, Part, PartBrain, split_types
-from streams.process import Brain
-from streams.replay.clickhouse_source import ClickHouseSource
-from streams.replay.rerun import current_brain, rerun_stream
+from streams.analysis.replay.clickhouse_source import ClickHouseSource
+from streams.analysis.replay.rerun import current_brain, rerun_stream
+from streams.brain.parts import NotSplittable, Part, PartBrain, split_types
+from streams.brain.process import Brain
 from streams.settings import StreamsSettings
 
 log = structlog.get_logger(__name__)
