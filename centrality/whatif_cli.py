@@ -64,9 +64,9 @@ def whatif(
     """What candidate rules would have decided over a range, beside what was decided, each
     difference priced in GPU-hours (capacity removed, work lost or saved, idle GPUs released)."""
     from streams.analysis.replay.clickhouse_source import ClickHouseSource, Scope
-    from streams.analysis.reports import store_whatif
     from streams.analysis.whatif.candidate import CandidateError, candidate
     from streams.analysis.whatif.run import warmup_for, what_if
+    from streams.analysis.whatif.store import store_whatif
     from streams.history.settings import ClickHouseSettings
     from streams.settings import StreamsSettings
 

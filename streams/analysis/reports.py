@@ -1,4 +1,5 @@
-"""What `centrality report` reads of history and keeps of what it found (migration 006).
+"""What `centrality report` reads of history and keeps of what it found (migration 006); a
+what-if's own rows are `streams.analysis.whatif.store`'s.
 
 Reads go through `events FINAL`: an event the sink wrote twice is read once, as the dashboard
 aggregates count it once. What is kept is keyed by the decision (or the job), so a later report
@@ -10,7 +11,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterable, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from schemas.envelope import Event
 from schemas.events import Trigger
@@ -20,9 +21,6 @@ from streams.analysis.outcomes import TYPES, Outcomes
 from streams.history.client import connect
 from streams.history.query import events_by_id, stream_events_between
 from streams.history.settings import ClickHouseSettings
-
-if TYPE_CHECKING:
-    from streams.analysis.whatif.run import WhatIf
 
 JOB_TYPES = ("JobSubmitted", "JobStateChanged", "JobExited", "CheckpointSaved", "LogSignalDetected")
 
@@ -243,84 +241,3 @@ def _restart_rows(found: Outcomes, reported_at: datetime) -> list[list[Any]]:
         ]
         for r in found.restarts
     ]
-
-
-WHATIF_COLUMNS = (
-    "run_id",
-    "ran_at",
-    "trigger_id",
-    "status",
-    "type",
-    "rule",
-    "cluster",
-    "gpu_model",
-    "subject",
-    "occurred_at",
-    "capacity_gpu_h",
-    "work_gpu_h",
-    "idle_gpu_h",
-    "gpu_hours",
-    "basis",
-)
-
-
-def store_whatif(settings: ClickHouseSettings, ran_at: datetime, run: WhatIf) -> uuid.UUID:
-    """One row for the run, one for each priced decision."""
-    run_id = uuid.uuid4()
-    differing = sum(d.status != "same" for d in run.decisions)
-    not_priced = differing - len(run.priced)
-    rows = [
-        [
-            run_id,
-            ran_at,
-            uuid.UUID(p.decision.trigger_id),
-            p.decision.status,
-            p.decision.trigger.type,
-            p.decision.trigger.payload.rule,
-            p.cluster,
-            p.gpu_model or "",
-            p.decision.trigger.subject,
-            p.decision.trigger.occurred_at,
-            p.price.capacity_gpu_h,
-            p.price.work_gpu_h,
-            p.price.idle_gpu_h,
-            p.price.gpu_h,
-            p.price.basis,
-        ]
-        for p in run.priced
-    ]
-    with connect(settings) as client:
-        client.insert(
-            "whatif_runs",
-            [
-                [
-                    run_id,
-                    ran_at,
-                    run.since,
-                    run.until,
-                    run.candidate.words,
-                    run.pricing.response_s,
-                    run.pricing.repair_s,
-                    len(run.decisions),
-                    differing,
-                    not_priced,
-                    sum(p.price.gpu_h for p in run.priced),
-                ]
-            ],
-            column_names=[
-                "run_id",
-                "ran_at",
-                "since",
-                "until",
-                "candidate",
-                "response_s",
-                "repair_s",
-                "decisions",
-                "differing",
-                "not_priced",
-                "gpu_hours",
-            ],
-        )
-        if rows:
-            client.insert("whatif_decisions", rows, column_names=WHATIF_COLUMNS)
-    return run_id

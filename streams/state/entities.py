@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel
 
@@ -22,9 +22,16 @@ from streams.state import incidents, node, node_incidents, node_set, peers, trai
 from streams.state.dispatch import by_type
 from streams.state.forwards import forwards
 from streams.state.internal import JobTick, NodeTick
+from streams.state.memo import RuleMemo
 
-if TYPE_CHECKING:  # the registry checks rules against these kinds: it imports this module
-    from streams.rules.registry import RuleEngine
+
+class Decides(Protocol):
+    """What `step` needs of the rules (`streams.rules.registry.RuleEngine`, which checks rules
+    against these kinds and so imports this module, not the other way round)."""
+
+    incident_window_s: float
+
+    def run(self, state: Any, event: Event, memo: RuleMemo) -> tuple[list[Trigger], RuleMemo]: ...
 
 
 @dataclass(frozen=True)
@@ -124,7 +131,7 @@ class Step:
     changed: bool = False  # False: the state is the very one given, nothing to write
 
 
-def step(kind: Kind, state: Any, events: Sequence[Event], engine: RuleEngine) -> Step:
+def step(kind: Kind, state: Any, events: Sequence[Event], engine: Decides) -> Step:
     """Fold `events` (all of one key and kind) and decide; pure.
 
     Derived events addressed to this very entity are handled inline (so a node sees its own

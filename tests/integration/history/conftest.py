@@ -17,9 +17,10 @@ from schemas.events.incidents import IncidentOpened, IncidentResolved, IncidentU
 from streams.analysis.goodput import fold, job_time
 from streams.analysis.outcomes import outcomes
 from streams.analysis.replay.clickhouse_source import ClickHouseSource, Scope
-from streams.analysis.reports import job_histories, outcome_events, store_report, store_whatif
+from streams.analysis.reports import job_histories, outcome_events, store_report
 from streams.analysis.whatif.candidate import candidate
 from streams.analysis.whatif.run import what_if
+from streams.analysis.whatif.store import store_whatif
 from streams.history.client import connect
 from streams.history.rows import DEAD_LETTER_COLUMNS, dead_letter_row
 from streams.history.settings import ClickHouseSettings
