@@ -46,7 +46,7 @@ async def running(
     finally:
         await inflight.settle(grace_s)
         if started:
-            await commit(consumer, inflight.committable())
+            await commit(consumer, inflight)
         await inflight.abandon()
         await kafka_clients.stop(consumer)
 
@@ -68,7 +68,7 @@ async def consume(
     while not stop.is_set():
         await inflight.wait_for_room(_ROOM_POLL_S)
         if not inflight.room:
-            await commit(consumer, inflight.committable())
+            await commit(consumer, inflight)
             continue
         fetched, skipped, passed = await fetcher.getmany(timeout_ms=200, max_records=inflight.room)
         # Partitions new here may hold records another worker finished with: read what it
@@ -86,7 +86,7 @@ async def consume(
             inflight.start(batch.tp, batch.next_offset - 1, None, dead_letter(letter))
         for tp, after in passed.items():  # only markers since: committed past them in turn
             inflight.start(tp, after - 1, None, nothing())
-        await commit(consumer, inflight.committable())
+        await commit(consumer, inflight)
 
 
 def letter(record: Record, consumer: str, reason: str, detail: str) -> DeadLetter:
@@ -141,7 +141,7 @@ class Handover(ConsumerRebalanceListener):  # type: ignore[misc]
         if self.owned is not None:
             await self.owned.revoking(self.grace_s)
         await self.inflight.settle(self.grace_s, revoked)
-        await commit(self.consumer, self.inflight.committable(revoked))
+        await commit(self.consumer, self.inflight, revoked)
         await self.inflight.abandon(revoked)
 
     async def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
@@ -149,9 +149,26 @@ class Handover(ConsumerRebalanceListener):  # type: ignore[misc]
             self.owned.assigned()
 
 
-async def commit(consumer: AIOKafkaConsumer, offsets: dict[TopicPartition, int]) -> None:
-    """A commit that fails (a rebalance, the broker away) is not fatal: those records are
-    delivered again, and what was recorded (the ledger) makes a second delivery do nothing."""
+async def commit(
+    consumer: AIOKafkaConsumer,
+    inflight: Inflight,
+    partitions: set[TopicPartition] | None = None,
+) -> None:
+    """The action worker's commit (docs/commit-protocol.md), after every fetch, while it waits
+    for room, at a revocation (`partitions`: those revoked) and at stop. In order:
+
+    1. **Which offsets** (`Inflight.committable`): per partition, one past the last record
+       finished with every record before it. A record's work is finished when its ledger
+       outcome is written and its result emitted; work cancelled (abandoned at stop) is not.
+       A quarantine parked while its batch is full (`actions.batches`) is not finished either:
+       it holds its partition's offset for up to `batch_hold_s`, and records after it, done
+       meanwhile, are committed with it once it is. Dead-lettered batches and offsets of
+       transaction markers queue in the same order, as finished work.
+    2. **Commit** them, each offset once, in `_COMMIT_TIMEOUT_S`. A commit that fails (a
+       rebalance, the broker away) is not fatal: those records are delivered again, and the
+       ledger makes a second delivery do nothing (or reports it in doubt: `started` only).
+    """
+    offsets = inflight.committable(partitions)
     if not offsets:
         return
     try:

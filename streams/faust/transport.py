@@ -135,6 +135,7 @@ from mode.services import WaitResults
 
 from streams.faust import batch_lifetime, batches, clean_start, eager
 from streams.faust import canary as faust_canary
+from streams.faust.commit import committable, flush_before_commit
 from streams.faust.failures import call_retrying
 from streams.faust.read_positions import Fetched, commit_past_markers
 from streams.faust.write_behind import WriteBehind
@@ -221,12 +222,9 @@ class _Consumer(driver.Consumer):
         return iter(pending)
 
     def _filter_committable_offsets(self, tps: Iterable[Any]) -> dict[Any, int]:
-        tps = list(tps)
-        offsets: dict[Any, int] = super()._filter_committable_offsets(tps)
-        for tp in tps:
-            if tp not in offsets and (past := self._past_the_last_record(tp)) is not None:
-                offsets[tp] = past
-        return offsets
+        tps = list(tps)  # the commit's step 2 (`streams.faust.commit`)
+        acked = super()._filter_committable_offsets(tps)
+        return committable(acked, tps, self._past_the_last_record)
 
     def _past_the_last_record(self, tp: Any) -> int | None:
         """`read_positions.commit_past_markers` for `tp` (never a changelog: not committed)."""
@@ -376,10 +374,6 @@ class _Buffer(ProducerBuffer):
                 await asyncio.wait_for(self.message_sent.wait(), timeout=1.0)
 
 
-class ChangelogUndelivered(RuntimeError):
-    """A table change the changelog does not have: nothing may be committed past it."""
-
-
 class _Producer(driver.Producer):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -396,13 +390,10 @@ class _Producer(driver.Producer):
         await super().on_stop()
 
     async def flush(self) -> None:
-        writes = getattr(self.app, "writes", None)
-        if writes is not None:  # the table writes waiting for their forwards and statuses
-            await writes.settle()
-        await self.ordered_buffer.drain()
-        await super().flush()  # aiokafka's: until every record handed over is answered
-        if (refused := self.ordered_buffer.refused()) is not None:  # fix 11: never commit
-            raise ChangelogUndelivered(f"a changelog record was refused: {refused!r}")
+        """The commit's step 3 (`streams.faust.commit`): fixes 2 and 11."""
+        await flush_before_commit(
+            getattr(self.app, "writes", None), self.ordered_buffer, super().flush
+        )
 
 
 class App(faust.App):

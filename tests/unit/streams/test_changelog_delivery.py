@@ -12,7 +12,8 @@ from aiokafka.errors import MessageSizeTooLargeError
 
 from streams.faust import clean_start
 from streams.faust import transport as faust_transport
-from streams.faust.transport import ChangelogUndelivered, _Buffer
+from streams.faust.commit import ChangelogUndelivered
+from streams.faust.transport import _Buffer
 
 
 class _Handed(_Buffer):
