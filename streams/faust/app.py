@@ -1,27 +1,15 @@
-"""The Faust app, built by `create_app()`. Run it with `centrality streams` (which runs
+"""The streams worker, built by `create_app()`. Run it with `centrality streams` (which runs
 `python -m streams worker --without-web`); importing this module builds nothing.
 
-Agents are thin shells around the pure `streams.state.entities.step`: decode, step the entity the
-message is about, send the triggers and the derived events, then write the table. Writing last
-(after the outputs are acknowledged) means a stored state never claims a decision that was not
-delivered; a crash before the write re-decides on redelivery, with the same trigger ids. Only
-triggers are awaited in the fold: the write waits for the forwards and statuses
-(`streams.faust.write_behind`) while the agent goes on.
-
-Topology (every topic has the same partition count, so tables are co-partitioned):
-
-- `jobs`, the job-forward topic and the job-ticks topic → `fold_jobs` → `jobs` table;
-- `nodes`, `gpu` (batched), `actions`, the forward topic and the node-ticks topic → `fold_nodes`
-  → `nodes` and `node_sets` tables. The forward topic (internal, `<app id>-forward`) carries what
-  a job event, a decision or an action result means for a node or a node set, keyed by that node
-  or node set; the job-forward topic (`<app id>-job-forward`), what an action result means for
-  the job it acted on. Action results have no table of their own: they are only forwarded.
-- Each table has one writer, the agent that reads its forward topic: a fold reads the state,
-  sends its outputs and writes once they are acknowledged, so two agents folding one entity at
-  once would each write what they read and drop the other's change. An event read by the
-  other agent is forwarded.
-- a leader timer sends one tick per partition every `tick_interval_s`; the agent owning the
-  partition ticks each of its entities, so rules can see silence (lost heartbeats, stalls).
+The Faust wiring (app, topics, tables, agents) is `streams.faust.topology`'s. Each record the
+agents hand over gets `StreamsApp.handle_message`: decoded and placed, its events grouped by
+entity, each entity's events **planned** (`streams.faust.plan`, pure: fold, decide, view,
+encode, bound) and the plan **delivered** (`StreamsApp._deliver`: send the triggers and the
+derived events, await the triggers, write the table behind the rest). Writing last (after the
+outputs are acknowledged) means a stored state never claims a decision that was not delivered;
+a crash before the write re-decides on redelivery, with the same trigger ids. Only triggers are
+awaited: the write waits for the forwards and statuses (`streams.faust.write_behind`) while the
+agent goes on.
 
 No message stops the worker: whatever fails while decoding, placing, folding, deciding or
 sending a trigger for a message is that message's failure. It is dead-lettered with its reason
@@ -29,8 +17,6 @@ and raw bytes, and the worker goes on. (A forward or status record the broker ke
 the app's own failure, as a changelog record's is: the worker stops before committing past it,
 `streams.faust.write_behind`.) Transient failures (broker away) are retried with jittered
 backoff for `send_retry_s` first (`streams.faust.failures`); deterministic ones never are.
-Before any output is sent, a message's outputs are counted (`outputs_per_message_max`) and
-sized, and the new state is sized (`streams.state.bounds`), so nothing too large is ever produced.
 Every trigger is signed (`schemas.signing`): action workers obey nothing else.
 """
 
@@ -39,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
@@ -63,47 +49,30 @@ from schemas.metrics.catalog import (
     count_types,
     labelled,
 )
-from schemas.placement import Placement, partition_for
-from schemas.settings import KafkaSettings, TopicSettings
+from schemas.placement import partition_for
+from schemas.settings import KafkaSettings
 from schemas.signing import SigningSettings, signed_headers
-from schemas.topics import topic_name
 from streams.brain.timers import Timers
 from streams.brain.views import Views
-from streams.faust import batches, credentials, observe, topics
+from streams.faust import batches
 from streams.faust import transport as faust_transport
 from streams.faust.clean_start import guard
 from streams.faust.failures import call_retrying, transient
-from streams.faust.lanes import LanedApp, Lanes, routine
+from streams.faust.lanes import LanedApp
+from streams.faust.plan import Plan, Refused, plan
 from streams.faust.read_positions import Fetched, ReadPositions
 from streams.faust.state_cache import StateCache
-from streams.faust.worker import Worker
+from streams.faust.topology import agents, wire
 from streams.faust.write_behind import Resend, WriteBehind
 from streams.rules.registry import RuleEngine
 from streams.settings import StreamsSettings
-from streams.state.bounds import ID_CHARS_MAX, STATE_BYTES_MAX
-from streams.state.entities import (
-    INCIDENT_BOOKS,
-    INCIDENTS,
-    JOBS,
-    KINDS,
-    NODE_SETS,
-    NODES,
-    Kind,
-    forwarded,
-    kind_of,
-    step,
-)
-from streams.state.internal import decode_internal, tick
+from streams.state.bounds import ID_CHARS_MAX
+from streams.state.entities import Kind, forwarded, kind_of
+from streams.state.internal import tick
 
 log = structlog.get_logger("streams")
 
-COMMIT_ON_TIMER_ONLY = 2**62  # messages: never reached
-# Largest record we produce: Faust's producer refuses requests over 1,000,000 bytes.
-OUTPUT_BYTES_MAX = 900_000
 DEAD_LETTER_RAW_MAX = 512 * 1024  # base64 in JSON: ~700 KB, under the same limit
-# The tables each agent writes: a table's one writer is the agent reading its forward topic.
-JOB_AGENT = frozenset({JOBS.table})
-NODE_AGENT = frozenset({NODES.table, NODE_SETS.table, INCIDENT_BOOKS.table, INCIDENTS.table})
 
 
 def create_app() -> LanedApp:
@@ -113,26 +82,8 @@ def create_app() -> LanedApp:
     return StreamsApp(KafkaSettings(), StreamsSettings(), key).app
 
 
-def raw() -> Any:
-    """Bytes in, bytes out: decoding is ours (schemas.codec), done once, dead-lettered on error.
-
-    A new Schema each time: Faust mutates the schema it is given with its own defaults.
-    """
-    return faust.Schema(
-        key_type=bytes, value_type=bytes, key_serializer="raw", value_serializer="raw"
-    )
-
-
-class Refused(Exception):
-    """A message whose processing would produce too much, or too large: never retried."""
-
-    def __init__(self, reason: str, detail: str) -> None:
-        super().__init__(f"{reason}: {detail}")
-        self.reason, self.detail = reason, detail
-
-
 class StreamsApp:
-    """The Faust app with its topics, tables and agents, and the per-message work they do."""
+    """The per-message work of the worker, on the records of its topology."""
 
     def __init__(
         self,
@@ -146,163 +97,30 @@ class StreamsApp:
             settings.rule_modules, settings.rule_config, settings.incident_window_s
         )
         self.views = Views(self.engine)
-        settings.data_dir.mkdir(parents=True, exist_ok=True)  # Faust creates only the last level
-        scheme = faust_transport.install(settings.fetch_max_wait_ms, settings.send_retry_s)
-        # One partition count keeps every table co-partitioned with what it folds; `centrality
-        # streams` checks the broker's topics against it before starting
-        # (streams.faust.topics.check_copartitioned).
-        layout = TopicSettings().of("tables")
-        self.partitions = partitions = layout.partitions
-        # Faust's own (90 s) unless the setting every client of ours reads is set.
-        request_timeout: dict[str, Any] = (
-            {}
-            if kafka.request_timeout_s is None
-            else {"broker_request_timeout": kafka.request_timeout_s}
-        )
-        self.app = app = LanedApp(
-            settings.app_id,
-            broker=[f"{scheme}://{host}" for host in kafka.bootstrap.split(",")],
-            broker_credentials=credentials.broker_credentials(kafka),
-            store=settings.store,
-            datadir=str(settings.data_dir),
-            table_standby_replicas=settings.standby_replicas,
-            topic_partitions=partitions,
-            topic_replication_factor=layout.replication_factor,
-            autodiscover=False,
-            web_enabled=False,
-            broker_session_timeout=settings.session_timeout_s,
-            broker_heartbeat_interval=settings.heartbeat_interval_s,
-            broker_rebalance_timeout=settings.rebalance_timeout_s,
-            **request_timeout,
-            broker_commit_interval=settings.commit_interval_s,
-            # Commits run on that timer only: Faust's delivery loop also commits inline every
-            # `broker_commit_every` messages (10,000 by default) and delivers nothing meanwhile,
-            # a fatal XID included, while the commit first drains the changelog
-            # (streams/faust/README.md).
-            broker_commit_every=COMMIT_ON_TIMER_ONLY,
-            producer_linger=settings.producer_linger_s,
-            # A send the broker does not acknowledge fails after this long (Faust's default:
-            # 20 min, a wedged partition) and is retried by us, within `send_retry_s`
-            # (streams.faust.failures).
-            producer_request_timeout=settings.send_retry_s / 4,
-            producer_max_batch_size=256 * 1024,
-            stream_buffer_maxsize=16384,
-            consumer_auto_offset_reset="earliest",  # streams.faust.transport relies on it (fix 7)
-            Worker=Worker,  # logs through schemas.logs
-        )
-        catalog = self.catalog
-        self.forward, self.job_forward = topics.forward(settings), topics.job_forward(settings)
-        self.triggers = catalog("triggers")
-        self.status = catalog("status")
-        job_ticks, node_ticks = topics.job_ticks(settings), topics.node_ticks(settings)
-        # `internal=True` makes Faust declare these on start: it creates our internal topics and
-        # leaves existing catalog topics alone (`centrality up` creates those with the catalog's
-        # settings).
-        internal: dict[str, Any] = {"schema": raw(), "partitions": partitions, "internal": True}
-        self.jobs_topic = app.topic(catalog("jobs"), self.job_forward, job_ticks, **internal)
-        self.nodes_topic = app.topic(
-            catalog("nodes"),
-            catalog("gpu"),
-            catalog("actions"),
-            self.forward,
-            node_ticks,
-            **internal,
-        )
-        self.triggers_topic = app.topic(self.triggers, schema=raw())
-        self.status_topic = app.topic(self.status, schema=raw())
-        # What people read, by the topic its event type names.
-        self.published = {
-            "status": self.status_topic,
-            "incidents": app.topic(self.catalog("incidents"), schema=raw()),
-        }
-        self.deadletter_topic = app.topic(catalog("deadletter"), schema=raw())
-        self.forward_topic = app.topic(self.forward, **internal)
-        self.job_forward_topic = app.topic(self.job_forward, **internal)
-        # Each table's one writer is reached through this topic, the forward topic its agent
-        # reads.
-        self.writers = {
-            JOBS.table: self.job_forward_topic,
-            NODES.table: self.forward_topic,
-            NODE_SETS.table: self.forward_topic,
-            INCIDENT_BOOKS.table: self.forward_topic,
-            INCIDENTS.table: self.forward_topic,
-        }
-        self.ticks_topics = {
-            JOBS.table: app.topic(job_ticks, **internal),
-            NODES.table: app.topic(node_ticks, **internal),
-        }
-        # What a tick of each kind may judge is bounded by how far these are folded
-        # (read_positions).
-        self.tick_inputs = {
-            JOBS.table: [t for t in self.jobs_topic.topics if t != job_ticks],
-            NODES.table: [t for t in self.nodes_topic.topics if t != node_ticks],
-        }
+        self.top = wire(kafka, settings, overtaken=self.hold_ticks_for)
         self.reads = ReadPositions()
-        # GPU samples, heartbeats and passed health checks are the telemetry: queued behind
-        # whatever leads to decisions (streams.faust.lanes); a tick waits for the records that XIDs
-        # overtook.
-        app.lanes = Lanes(
-            bulk_topics=frozenset({catalog("gpu")}),
-            telemetry=routine,
-            overtaken=self.hold_ticks_for,
-        )
         self.cache = StateCache(settings.state_cache_entries)
-        # The producer's flush settles it before every commit (streams.faust.transport, fix 2).
-        self.writes = app.writes = WriteBehind(settings.send_retry_s, lambda: app.should_stop)
+        # The producer's flush settles it before every commit (streams.faust.commit).
+        self.writes = self.app.writes = WriteBehind(
+            settings.send_retry_s, lambda: self.app.should_stop
+        )
         # What is due when, per kind and partition held here: built from the table at the
         # partition's first tick (a sweep of its keys, once), then kept as events are folded, so
         # a tick touches only the entities something is due for. A tick that swept every key held
         # the node agent, and the fatal XIDs queued behind it, 0.1 to 0.26 s per partition every
         # tick at 4,000 nodes. A rebalance forgets them all.
         self.timers: dict[tuple[str, int], Timers] = {}
-        # Values are the entity's JSON document, serialized by pydantic (bytes in, bytes out):
-        # readable in the changelog by any tool, and no second serialization by Faust.
-        self.tables = {
-            kind.table: app.Table(
-                kind.table,
-                default=None,
-                key_type=bytes,  # the store decodes keys and values by these, not by the schema
-                value_type=bytes,
-                schema=raw(),
-                partitions=partitions,
-                extra_topic_configs={"min.insync.replicas": str(layout.min_insync_replicas)},
-                options=settings.store_options(),  # Faust pops from it: one each
-            )
-            for kind in KINDS
-        }
-        observe.install(app, kafka, self.tables)
-        # Every topic but our internal ones carries contract events.
-        self.decoders: dict[str, Callable[[bytes], list[Event]]] = {
-            self.forward: _decode_forward,
-            self.job_forward: _decode_forward,
-        }
-        self.ticks = {job_ticks: JOBS, node_ticks: NODES}
-        # The placed catalog topics are checked as the sink and replay check them (the partition
-        # count is the one `centrality streams` checked the broker against); internal topics are
-        # ours.
-        self.placement = Placement.of(catalog, lambda _: partitions)
         self._traced: set[str] = set()
+        self.fold_jobs, self.fold_nodes = agents(self.top, self.handle_message)
         self._register()
 
-    def catalog(self, name: str) -> str:
-        return topic_name(name, self.kafka)
+    @property
+    def app(self) -> LanedApp:
+        return self.top.app
 
     def _register(self) -> None:
-        """The agents, the leader's clock and the worker's signals, on the app."""
+        """The leader's clock and the worker's signals, on the app."""
         app = self.app
-
-        async def fold_jobs(stream: Any) -> None:
-            async for message in stream.events():
-                await self.handle_message(message.message, JOB_AGENT)
-
-        async def fold_nodes(stream: Any) -> None:
-            async for message in stream.events():
-                await self.handle_message(message.message, NODE_AGENT)
-
-        self.fold_jobs = app.agent(self.jobs_topic, name="streams.faust.app.fold_jobs")(fold_jobs)
-        self.fold_nodes = app.agent(self.nodes_topic, name="streams.faust.app.fold_nodes")(
-            fold_nodes
-        )
         app.timer(self.settings.tick_interval_s, on_leader=True, name="streams.faust.app.clock")(
             self.clock
         )
@@ -334,9 +152,9 @@ class StreamsApp:
             _MESSAGE_SECONDS.observe(time.perf_counter() - started)
 
     async def _handle_message(self, message: Any, writes: frozenset[str]) -> None:
-        if message.topic in self.ticks:
+        if message.topic in self.top.ticks:
             try:
-                await self.handle_tick(self.ticks[message.topic], message)
+                await self.handle_tick(self.top.ticks[message.topic], message)
             except Exception:  # a tick must never take the agent down; the next one retries
                 log.exception("tick_failed", topic=message.topic, partition=message.partition)
             return
@@ -352,55 +170,68 @@ class StreamsApp:
             await self._handle_record(message, writes)
 
     async def _handle_record(self, message: Any, writes: frozenset[str]) -> None:
+        events = await self._decoded(message)
+        by_entity: dict[tuple[str, str], tuple[Kind, list[Event]]] = {}
+        for event in events:
+            kind = kind_of(event)
+            if kind is not None and kind.table in writes:
+                by_entity.setdefault((kind.table, event.subject), (kind, []))[1].append(event)
+            else:
+                await self._hand_over(event, kind)
+        for (_, key), (kind, batch) in by_entity.items():
+            await self._entity(kind, key, batch, message)
+
+    async def _decoded(self, message: Any) -> list[Event]:
+        """The message's events, decoded and placed; none when it is dead-lettered for that."""
         mark = batches.unreadable(message.headers)
         if mark is not None:
             await self._dead_letter(*mark, message)
-            return
+            return []
         try:
-            events = self.decoders.get(message.topic, decode)(message.value)
-            if message.topic in self.placement.topics:
-                problem = _too_long(events) or self.placement.check(
+            events = self.top.decoders.get(message.topic, decode)(message.value)
+            if message.topic in self.top.placement.topics:
+                problem = _too_long(events) or self.top.placement.check(
                     events, topic=message.topic, key=message.key, partition=message.partition
                 )
                 if problem is not None:
                     raise problem
         except DecodeError as exc:
             await self._dead_letter(exc.reason, exc.detail, message)
-            return
+            return []
         if events:
             count_types(EVENTS_IN, message.topic, events)
             newest = max(e.occurred_at for e in events).timestamp()
             self.reads.reached(message.topic, message.partition, newest, message.timestamp)
-        by_kind: dict[tuple[str, str], tuple[Kind, list[Event]]] = {}
-        for event in events:
-            kind = kind_of(event)
-            if kind is not None and kind.table in writes:
-                by_kind.setdefault((kind.table, event.subject), (kind, []))[1].append(event)
-                continue
-            # No table (an action result: it concerns those it names), or a table another agent
-            # writes (never two writers): handed over.
-            for other in forwarded(event) if kind is None else [event]:
-                handed = await self._send(
-                    self._writer(other), other.key, encode(other), tracing.inject_headers()
-                )
-                self.writes.after([handed])  # no commit passes this message before it lands
-                self._count_forwarded([other])
-        for (_, key), (kind, batch) in by_kind.items():
-            try:
-                await call_retrying(
-                    "output",
-                    lambda: self.handle_events(kind, key, batch),  # noqa: B023  (awaited here)
-                    self.settings.send_retry_s,
-                    lambda: self.app.should_stop,
-                )
-            except Refused as exc:
-                await self._dead_letter(exc.reason, exc.detail, message)
-            except Exception as exc:  # a bug in a fold or rule must not wedge the partition
-                if self.app.should_stop and transient(exc):
-                    _leave_for_redelivery(message, exc)
-                self._log_failure(exc, message)
-                reason = "send-failed" if transient(exc) else "processing-error"
-                await self._dead_letter(reason, f"{type(exc).__name__}: {exc}", message)
+        return events
+
+    async def _hand_over(self, event: Event, kind: Kind | None) -> None:
+        """An event with no table (an action result: it concerns those it names), or of a table
+        another agent writes (never two writers), to the agent that writes what it concerns."""
+        for other in forwarded(event) if kind is None else [event]:
+            handed = await self._send(
+                self._writer(other), other.key, encode(other), tracing.inject_headers()
+            )
+            self.writes.after([handed])  # no commit passes this message before it lands
+            self._count_forwarded([other])
+
+    async def _entity(self, kind: Kind, key: str, events: list[Event], message: Any) -> None:
+        """One entity's events of `message`, folded and delivered, or the message dead-lettered
+        (a bug in a fold or rule must not wedge the partition)."""
+        try:
+            await call_retrying(
+                "output",
+                lambda: self.handle_events(kind, key, events),
+                self.settings.send_retry_s,
+                lambda: self.app.should_stop,
+            )
+        except Refused as exc:
+            await self._dead_letter(exc.reason, exc.detail, message)
+        except Exception as exc:
+            if self.app.should_stop and transient(exc):
+                _leave_for_redelivery(message, exc)
+            self._log_failure(exc, message)
+            reason = "send-failed" if transient(exc) else "processing-error"
+            await self._dead_letter(reason, f"{type(exc).__name__}: {exc}", message)
 
     def _log_failure(self, exc: Exception, message: Any) -> None:
         """A traceback once per kind of failure: rendering one costs up to seconds, and a storm
@@ -418,7 +249,7 @@ class StreamsApp:
         if state is None:
             state = self.cache.get(kind.table, key)
         if state is None:
-            stored = self.tables[kind.table].get(key.encode())
+            stored = self.top.tables[kind.table].get(key.encode())
             state = kind.model.model_validate_json(stored) if stored is not None else None
         return state
 
@@ -432,7 +263,7 @@ class StreamsApp:
                 lambda: {"centrality.subject": key, "centrality.events": len(events)},
             ):
                 changed = await self._fold(kind, key, events)
-        kept = self.timers.get((kind.table, partition_for(key.encode(), self.partitions)))
+        kept = self.timers.get((kind.table, partition_for(key.encode(), self.top.partitions)))
         if kept is None or not (changed or kept.was_ticked(kind, key)):
             return  # most GPU samples: the same state, nothing new due
         if (state := self.load(kind, key)) is not None:
@@ -441,56 +272,39 @@ class StreamsApp:
     def _writer(self, event: Event) -> Any:
         """The forward topic of the agent that writes `event`'s table."""
         kind = kind_of(event)
-        return self.forward_topic if kind is None else self.writers[kind.table]
+        return self.top.forward_topic if kind is None else self.top.writers[kind.table]
 
     def _count_forwarded(self, events: Sequence[Event]) -> None:
         for event in events:
             labelled(EVENTS_OUT, self._writer(event).get_topic_name(), event.type).inc()
 
     async def _fold(self, kind: Kind, key: str, events: Sequence[Event]) -> bool:
-        """Fold, decide, send and write; whether the entity's state changed."""
-        state = self.load(kind, key)
-        result = step(kind, state, events, self.engine)
-        # What people read (`centrality nodes`) is published with the decisions, from this state.
-        status = (
-            self.views.status_change(kind, state, result.state, events[-1])
-            if result.changed
-            else None
-        )
-        outputs = len(result.forwards) + len(result.triggers) + (status is not None)
+        """Plan (pure) and deliver; whether the entity's state changed."""
         most = self.settings.outputs_per_message_max
-        if outputs > most:
-            raise Refused("amplification", f"{outputs} outputs > {most} per message")
-        forwards = [(derived, encode(derived)) for derived in result.forwards]
-        triggers = [(t, encode(t)) for t in result.triggers]
-        statuses = [(status, encode(status))] if status is not None else []
-        value = (
-            result.state.__pydantic_serializer__.to_json(result.state) if result.changed else b""
-        )
-        if len(value) > STATE_BYTES_MAX:
-            raise Refused("state-too-large", f"{kind.table} value of {len(value)} bytes")
-        largest = max((len(v) for _, v in forwards), default=0)
-        largest = max(largest, *(len(v) for _, v in [*triggers, *statuses]), 0)
-        if largest > OUTPUT_BYTES_MAX:
-            raise Refused("output-too-large", f"an output of {largest} bytes")
+        planned = plan(kind, self.load(kind, key), events, self.engine, self.views, most)
+        await self._deliver(kind, key, planned)
+        return planned.changed
+
+    async def _deliver(self, kind: Kind, key: str, planned: Plan) -> None:
+        """Send the plan's outputs, await its triggers, and write its state behind the rest."""
         # Outputs carry this fold's trace context: the trace goes on where they are consumed.
         # The signature covers the value only, so trace headers never break it.
-        trace_headers = tracing.inject_headers()
+        headers = tracing.inject_headers()
         behind = [
-            await self._send(self._writer(derived), derived.key, encoded, trace_headers)
-            for derived, encoded in forwards
+            await self._send(self._writer(derived), derived.key, encoded, headers)
+            for derived, encoded in planned.forwards
         ]
         behind += [
-            await self._send(self.published[e.topic], e.key, encoded, trace_headers)
-            for e, encoded in statuses
+            await self._send(self.top.published[e.topic], e.key, encoded, headers)
+            for e, encoded in planned.statuses
         ]
         decided = [
-            await self.triggers_topic.send(
+            await self.top.triggers_topic.send(
                 key=t.key,
                 value=encoded,
-                headers=[*trace_headers, *signed_headers(encoded, self.signing_key)],
+                headers=[*headers, *signed_headers(encoded, self.signing_key)],
             )
-            for t, encoded in triggers
+            for t, encoded in planned.triggers
         ]
         # Every output is acknowledged before the state that remembers it is written. A failed
         # trigger fails this message (retried, or dead-lettered), so a decision is awaited here;
@@ -498,10 +312,19 @@ class StreamsApp:
         # (streams.faust.write_behind).
         if decided:
             await asyncio.gather(*decided, *(fut for fut, _ in behind))
-        self._count_forwarded(result.forwards)
-        for e, _ in statuses:
-            labelled(EVENTS_OUT, self.catalog(e.topic), e.type).inc()
-        for trigger in result.triggers:
+        self._count(planned)
+        if planned.changed:
+            state = planned.step.state
+            store = partial(self._store, kind, key, planned.value, state, faust.current_event())
+            self.writes.write(kind.table, key, state, store, behind)
+        else:  # most GPU samples change nothing: no table write, no changelog record
+            self.writes.after(behind)
+
+    def _count(self, planned: Plan) -> None:
+        self._count_forwarded(planned.step.forwards)
+        for e, _ in planned.statuses:
+            labelled(EVENTS_OUT, self.top.catalog(e.topic), e.type).inc()
+        for trigger in planned.step.triggers:
             log.info(
                 "trigger",
                 type=trigger.type,
@@ -511,19 +334,13 @@ class StreamsApp:
             )
             mode = "shadow" if trigger.payload.shadow else "live"
             labelled(DECISIONS, trigger.payload.rule, trigger.type, mode).inc()
-            labelled(EVENTS_OUT, self.triggers, trigger.type).inc()
-        if result.changed:
-            store = partial(self._store, kind, key, value, result.state, faust.current_event())
-            self.writes.write(kind.table, key, result.state, store, behind)
-        else:  # most GPU samples change nothing: no table write, no changelog record
-            self.writes.after(behind)
-        return result.changed
+            labelled(EVENTS_OUT, self.top.triggers, trigger.type).inc()
 
     def _store(self, kind: Kind, key: str, value: bytes, state: Any, event: Any) -> None:
         """Write a fold's state. Faust's table takes the changelog partition from the current
         event, which the fold's context holds by weak reference only: `event` is passed along
         to keep it alive until a write made later (`streams.faust.write_behind`)."""
-        self.tables[kind.table][key.encode()] = value
+        self.top.tables[kind.table][key.encode()] = value
         self.cache.put(kind.table, key, state)
 
     async def _send(
@@ -552,7 +369,7 @@ class StreamsApp:
         assert kind.tick is not None
         sent = datetime.fromisoformat(orjson.loads(message.value)["now"]).timestamp()
         judged = self.reads.judged_at(
-            self.tick_inputs[kind.table],
+            self.top.tick_inputs[kind.table],
             message.partition,
             sent,
             end=self._end_offset,
@@ -594,10 +411,10 @@ class StreamsApp:
     def _timers_of(self, kind: Kind, message: Any) -> Timers:
         """The timers of every entity of `kind` stored in the tick's partition."""
         kept = Timers(self.engine)
-        table = self.tables[kind.table]
+        table = self.top.tables[kind.table]
         keys = set(table) | {k.encode() for k in self.writes.pending_keys(kind.table)}
         for key in [
-            k.decode() for k in keys if partition_for(k, self.partitions) == message.partition
+            k.decode() for k in keys if partition_for(k, self.top.partitions) == message.partition
         ]:
             try:
                 state = self.load(kind, key)
@@ -610,8 +427,8 @@ class StreamsApp:
 
     async def clock(self) -> None:
         value = orjson.dumps({"now": datetime.now(UTC).isoformat()})
-        for topic in self.ticks_topics.values():
-            for partition in range(self.partitions):
+        for topic in self.top.ticks_topics.values():
+            for partition in range(self.top.partitions):
                 await topic.send(value=value, partition=partition)
 
     async def _dead_letter(self, reason: str, detail: str, message: Any) -> None:
@@ -641,7 +458,7 @@ class StreamsApp:
         try:
             await call_retrying(
                 "dead_letter",
-                lambda: self.deadletter_topic.send(
+                lambda: self.top.deadletter_topic.send(
                     key=message.topic.encode(), value=value, headers=headers
                 ),
                 self.settings.send_retry_s,
@@ -662,15 +479,6 @@ def spare_the_startup_heap_from_collections(sender: Any, **kwargs: Any) -> None:
     1.2-1.6 s in all over a 10,000-node `bench scale` run instead of 2.3-2.5 s, none over 0.35 s
     (BENCHMARKS.md, "Fleet scale"); a fault folded right after one waited that long."""
     gc.freeze()  # no log line: logging is not configured yet here
-
-
-def _decode_forward(value: bytes) -> list[Event]:
-    try:
-        return [decode_internal(value)]
-    except KeyError:  # not an internal type: a contract event the other agent handed over
-        return decode(value)
-    except Exception as exc:
-        raise DecodeError("invalid-internal", str(exc)) from None
 
 
 def _consumed(message: Any) -> dict[str, str | int]:

@@ -99,20 +99,20 @@ async def test_one_trace_from_a_fatal_xid_to_the_drain_and_its_result(
 
         # The streams worker: folds it, the fatal_xid rule decides, the trigger goes out.
         triggers = Sent()
-        monkeypatch.setattr(streams_app.triggers_topic, "send", triggers)
-        monkeypatch.setattr(streams_app.forward_topic, "send", Sent())
-        monkeypatch.setattr(streams_app.status_topic, "send", Sent())
+        monkeypatch.setattr(streams_app.top.triggers_topic, "send", triggers)
+        monkeypatch.setattr(streams_app.top.forward_topic, "send", Sent())
+        monkeypatch.setattr(streams_app.top.status_topic, "send", Sent())
         async with streams_app.fold_nodes.test_context() as agent:
             await agent.put(key=b"n1", value=sent_xid.value, headers=sent_xid.headers)
             for _ in range(200):  # the node is stored once its trigger is sent
-                if streams_app.tables["nodes"].get(b"n1") is not None:
+                if streams_app.top.tables["nodes"].get(b"n1") is not None:
                     break
                 await asyncio.sleep(0.01)
             # A clock tick over the node's partition: no event, so no span and no trace.
             traced_so_far = len(spans.get_finished_spans())
             now = orjson.dumps({"now": datetime.now(UTC).isoformat()})
             tick = SimpleNamespace(
-                value=now, partition=partition_for(b"n1", streams_app.partitions)
+                value=now, partition=partition_for(b"n1", streams_app.top.partitions)
             )
             await streams_app.handle_tick(NODES, tick)
             assert len(spans.get_finished_spans()) == traced_so_far
@@ -170,7 +170,7 @@ async def test_a_dead_letter_stays_in_the_trace_of_the_message_it_holds(
     streams_app: StreamsApp, monkeypatch: pytest.MonkeyPatch, spans: InMemorySpanExporter
 ) -> None:
     letters = Sent()
-    monkeypatch.setattr(streams_app.deadletter_topic, "send", letters)
+    monkeypatch.setattr(streams_app.top.deadletter_topic, "send", letters)
     with tracing.span("emit", kind=tracing.PRODUCER):
         headers = tracing.inject_headers()
     async with streams_app.fold_nodes.test_context() as agent:

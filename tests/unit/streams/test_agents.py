@@ -17,9 +17,10 @@ from schemas.codec import decode, encode, encode_batch
 from schemas.envelope import Event
 from schemas.placement import partition_for
 from schemas.signing import verify
-from streams.faust.app import JOB_AGENT, NODE_AGENT, StreamsApp
+from streams.faust.app import StreamsApp
 from streams.faust.read_positions import ReadPositions
 from streams.faust.state_cache import StateCache
+from streams.faust.topology import JOB_AGENT, NODE_AGENT
 from streams.state.entities import JOBS, NODES, forwarded
 from streams.state.internal import NodeActionReported, NodeTick, decode_internal
 from streams.testing import T0, checkpoint, ended, heartbeat, result, sample, xid
@@ -34,7 +35,7 @@ def streams_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StreamsApp
     built = in_memory(tmp_path_factory.mktemp("streams"), KEY)
     patch = pytest.MonkeyPatch()
     # What people read is published beside every change; recorded here, never to Kafka.
-    patch.setattr(built.status_topic, "send", STATUSES)
+    patch.setattr(built.top.status_topic, "send", STATUSES)
     yield built
     patch.undo()
 
@@ -72,14 +73,14 @@ async def test_job_agent_folds_decides_and_forwards(
     streams_app: StreamsApp, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     triggers, forwards = Sent(), Sent()
-    monkeypatch.setattr(streams_app.triggers_topic, "send", triggers)
-    monkeypatch.setattr(streams_app.forward_topic, "send", forwards)
+    monkeypatch.setattr(streams_app.top.triggers_topic, "send", triggers)
+    monkeypatch.setattr(streams_app.top.forward_topic, "send", forwards)
     STATUSES.values.clear()
     job = "slurm/agent/1"
     async with streams_app.fold_jobs.test_context() as agent:
         await agent.put(key=job.encode(), value=encode(checkpoint(7, job)))
         await agent.put(key=job.encode(), value=encode(ended(job, at_s=5)))
-        stored = await written(streams_app.tables["jobs"], job.encode(), "restarts")
+        stored = await written(streams_app.top.tables["jobs"], job.encode(), "restarts")
     [restart] = [e for v in triggers.values for e in decode(v)]
     assert restart.type == "RestartJob" and restart.payload.checkpoint_step == 7
     [(value, headers)] = zip(triggers.values, triggers.headers, strict=True)
@@ -106,12 +107,12 @@ async def test_node_agent_folds_a_gpu_batch_in_one_step(
     streams_app: StreamsApp, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     triggers, forwards = Sent(), Sent()
-    monkeypatch.setattr(streams_app.triggers_topic, "send", triggers)
-    monkeypatch.setattr(streams_app.forward_topic, "send", forwards)
+    monkeypatch.setattr(streams_app.top.triggers_topic, "send", triggers)
+    monkeypatch.setattr(streams_app.top.forward_topic, "send", forwards)
     batch = [sample("g1", gpu=g, at_s=1, ecc_double_bit=int(g == 3)) for g in range(8)]
     async with streams_app.fold_nodes.test_context() as agent:
         await agent.put(key=b"g1", value=encode_batch(batch))
-        stored = await written(streams_app.tables["nodes"], b"g1", "story")
+        stored = await written(streams_app.top.tables["nodes"], b"g1", "story")
         await agent.put(key=b"g1", value=encode_batch(batch))  # redelivered: nothing new
         await agent.put(key=b"g1", value=encode_batch([sample("g1", at_s=2)]))
     # Only the drain is asked for; the benchmark waits for the drain's outcome.
@@ -150,31 +151,33 @@ async def test_each_table_has_one_writer_a_restart_result_reaches_the_job_agent(
     any job event the node agent reads (a leftover on `forward` from a version before, a job
     event produced to `actions`)."""
     job = "slurm/agents/one-writer"
-    monkeypatch.setattr(streams_app, "tables", {"jobs": {}, "nodes": {}, "node_sets": {}})
+    monkeypatch.setattr(streams_app.top, "tables", {"jobs": {}, "nodes": {}, "node_sets": {}})
     monkeypatch.setattr(streams_app, "cache", StateCache(100))
     triggers, job_forwards = Sent(), Sent()
-    monkeypatch.setattr(streams_app.triggers_topic, "send", triggers)
-    monkeypatch.setattr(streams_app.forward_topic, "send", Sent())
-    monkeypatch.setattr(streams_app.job_forward_topic, "send", job_forwards)
+    monkeypatch.setattr(streams_app.top.triggers_topic, "send", triggers)
+    monkeypatch.setattr(streams_app.top.forward_topic, "send", Sent())
+    monkeypatch.setattr(streams_app.top.job_forward_topic, "send", job_forwards)
     await streams_app.handle_events(JOBS, job, [checkpoint(3, job), ended(job, at_s=5)])
     [restart] = [e for v in triggers.values for e in decode(v)]
-    before = streams_app.tables["jobs"][job.encode()]
+    before = streams_app.top.tables["jobs"][job.encode()]
     [reported] = forwarded(result(restart, at_s=8))
     node_agent, job_agent = NODE_AGENT, JOB_AGENT
-    actions = streams_app.catalog("actions")
+    actions = streams_app.top.catalog("actions")
     for record in (
         read_on(actions, restart.subject, encode(result(restart, at_s=8))),
-        read_on(streams_app.forward, job, encode(reported)),
+        read_on(streams_app.top.forward, job, encode(reported)),
         read_on(actions, job, encode(checkpoint(4, job, at_s=9))),
     ):
         await streams_app.handle_message(record, node_agent)
-    read = streams_app.decoders[streams_app.job_forward]
+    read = streams_app.top.decoders[streams_app.top.job_forward]
     handed = [(e.type, e.subject) for v in job_forwards.values for e in read(v)]
     assert handed == [("JobActionReported", job)] * 2 + [("CheckpointSaved", job)]
-    assert streams_app.tables["jobs"][job.encode()] == before  # the node agent wrote nothing
+    assert streams_app.top.tables["jobs"][job.encode()] == before  # the node agent wrote nothing
     for value in job_forwards.values:
-        await streams_app.handle_message(read_on(streams_app.job_forward, job, value), job_agent)
-    stored = orjson.loads(streams_app.tables["jobs"][job.encode()])
+        await streams_app.handle_message(
+            read_on(streams_app.top.job_forward, job, value), job_agent
+        )
+    stored = orjson.loads(streams_app.top.tables["jobs"][job.encode()])
     assert [r["outcome"] for r in stored["restarts"]] == ["requeued"]
     assert stored["last_checkpoint_step"] == 4
 
@@ -183,8 +186,8 @@ async def test_an_action_result_is_forwarded_to_each_node_it_names(
     streams_app: StreamsApp, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     triggers, forwards = Sent(), Sent()
-    monkeypatch.setattr(streams_app.triggers_topic, "send", triggers)
-    monkeypatch.setattr(streams_app.forward_topic, "send", forwards)
+    monkeypatch.setattr(streams_app.top.triggers_topic, "send", triggers)
+    monkeypatch.setattr(streams_app.top.forward_topic, "send", forwards)
     decided = quarantine_trigger(("r1", "r2"))
     async with streams_app.fold_nodes.test_context() as agent:
         await agent.put(key=decided.key, value=encode(result(decided, at_s=3)))
@@ -205,14 +208,14 @@ async def test_a_tick_folds_only_the_nodes_something_is_due_for(
     unless something changes it; a node that heartbeat since is not ticked at all, and once a
     partition's timers are built its ticks read only what is due. (What the tick decides is the
     pure step's, tested through the Brain.)"""
-    monkeypatch.setattr(streams_app.triggers_topic, "send", Sent())
-    monkeypatch.setattr(streams_app.forward_topic, "send", Sent())
+    monkeypatch.setattr(streams_app.top.triggers_topic, "send", Sent())
+    monkeypatch.setattr(streams_app.top.forward_topic, "send", Sent())
     silent, alive = "tick-silent", "tick-alive"
     limit_s = streams_app.engine.on(NodeTick)[0].config.limit_s
     async with streams_app.fold_nodes.test_context() as agent:
         await agent.put(key=silent.encode(), value=encode(heartbeat(silent, at_s=0)))
         await agent.put(key=alive.encode(), value=encode(heartbeat(alive, at_s=limit_s)))
-        await written(streams_app.tables["nodes"], alive.encode(), "last_heartbeat_at")
+        await written(streams_app.top.tables["nodes"], alive.encode(), "last_heartbeat_at")
     ticked: list[str] = []
 
     async def fold(kind: Any, key: str, events: list[Any]) -> None:
@@ -225,7 +228,7 @@ async def test_a_tick_folds_only_the_nodes_something_is_due_for(
         ticked.clear()
         now = (T0 + timedelta(seconds=s)).isoformat()
         for partition in {
-            partition_for(n.encode(), streams_app.partitions) for n in (silent, alive)
+            partition_for(n.encode(), streams_app.top.partitions) for n in (silent, alive)
         }:
             message = SimpleNamespace(value=orjson.dumps({"now": now}), partition=partition)
             await streams_app.handle_tick(NODES, message)
@@ -253,17 +256,17 @@ class Behind:
 
     def __init__(self, streams_app: StreamsApp, monkeypatch: pytest.MonkeyPatch, node: str) -> None:
         self.app, self.node = streams_app, node
-        self.partition = partition_for(node.encode(), streams_app.partitions)
-        self.nodes = streams_app.catalog("nodes")
+        self.partition = partition_for(node.encode(), streams_app.top.partitions)
+        self.nodes = streams_app.top.catalog("nodes")
         self.limit_s = streams_app.engine.on(NodeTick)[0].config.limit_s
-        monkeypatch.setattr(streams_app, "tables", {"jobs": {}, "nodes": {}, "node_sets": {}})
+        monkeypatch.setattr(streams_app.top, "tables", {"jobs": {}, "nodes": {}, "node_sets": {}})
         monkeypatch.setattr(streams_app, "cache", StateCache(100))
         monkeypatch.setattr(streams_app, "timers", {})
         monkeypatch.setattr(streams_app, "reads", ReadPositions())
         self.triggers = Sent()
-        monkeypatch.setattr(streams_app.triggers_topic, "send", self.triggers)
-        monkeypatch.setattr(streams_app.forward_topic, "send", Sent())
-        self.written = dict.fromkeys(streams_app.tick_inputs["nodes"], 0)
+        monkeypatch.setattr(streams_app.top.triggers_topic, "send", self.triggers)
+        monkeypatch.setattr(streams_app.top.forward_topic, "send", Sent())
+        self.written = dict.fromkeys(streams_app.top.tick_inputs["nodes"], 0)
         monkeypatch.setattr(streams_app, "_end_offset", lambda topic, _: self.written[topic])
         monkeypatch.setattr(streams_app, "_start_offset", lambda topic, _: 0)
         monkeypatch.setattr(streams_app, "_fetched", lambda topic, _: None)
