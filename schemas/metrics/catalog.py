@@ -97,6 +97,12 @@ TABLE_ENTRIES = Gauge(
     "Entries of a streams table on this worker's partitions.",
     ["table"],
 )
+STORE_BYTES = Gauge(
+    "centrality_store_bytes",
+    "Memory RocksDB holds for a streams table's partitions on this worker, by what holds it: "
+    "memtables, table_readers (index and filter blocks of open files), block_cache.",
+    ["table", "held_by"],
+)
 DEPENDENCY_UP = Gauge(
     "centrality_dependency_up",
     "1 while a service this process needs (kafka, clickhouse) answers its probe, else 0.",

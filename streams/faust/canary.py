@@ -85,6 +85,8 @@ SOURCE: Mapping[str, str | tuple[str, ...]] = {
         "self._fetch_max_wait_ms",
         "isolation_level=self._isolation_level",
     ),
+    # streams/faust/observe.py reads what each table's RocksDB databases hold.
+    "faust.stores.rocksdb:Store.__init__": "self._dbs = {}",
     "aiokafka.consumer.consumer:AIOKafkaConsumer.highwater": "self._subscription.subscription",
     "aiokafka.consumer.fetcher:PartitionRecords._unpack_records": "records.next_batch()",
     "faust.types.tuples:Message.ack": "if not self.acked:",
