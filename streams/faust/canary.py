@@ -85,8 +85,11 @@ SOURCE: Mapping[str, str | tuple[str, ...]] = {
         "self._fetch_max_wait_ms",
         "isolation_level=self._isolation_level",
     ),
-    # streams/faust/observe.py reads what each table's RocksDB databases hold.
+    # streams/faust/observe.py reads what each table's RocksDB databases hold, and counts the
+    # keys of those it owns without Faust's `len`.
     "faust.stores.rocksdb:Store.__init__": "self._dbs = {}",
+    "faust.stores.rocksdb:Store._dbs_for_actives": "yield db",
+    "faust.stores.rocksdb:Store._visible_keys": "if key != self.offset_key:",
     "aiokafka.consumer.consumer:AIOKafkaConsumer.highwater": "self._subscription.subscription",
     "aiokafka.consumer.fetcher:PartitionRecords._unpack_records": "records.next_batch()",
     "faust.types.tuples:Message.ack": "if not self.acked:",

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import rocksdict
 
-from streams.faust.observe import store_bytes
+from streams.faust.observe import entries, store_bytes
 
 
 def test_a_tables_partitions_are_summed_by_what_holds_the_memory(tmp_path: Path) -> None:
@@ -32,3 +32,33 @@ def test_a_store_in_memory_holds_nothing_rocksdb_counts() -> None:
         "table_readers": 0,
         "block_cache": 0,
     }
+
+
+def test_entries_are_counted_exactly_and_leave_the_block_cache_alone(tmp_path: Path) -> None:
+    """Faust's `len(table)` filled every partition's block cache each sample: the worker's
+    memory grew with it. The count skips Faust's offset key, as `len` does."""
+    options = rocksdict.Options(raw_mode=True)
+    factory = rocksdict.BlockBasedOptions()
+    factory.set_block_cache(rocksdict.Cache(64 << 20))
+    options.set_block_based_table_factory(factory)
+    db = rocksdict.Rdict(str(tmp_path / "0"), options=options)
+    offset_key = b"__faust\0offset__"
+    try:
+        for i in range(20_000):
+            db[f"node-{i:05d}".encode()] = b"x" * 200
+        db[offset_key] = b"41"
+        db.flush()
+        cached = db.property_int_value("rocksdb.block-cache-usage")
+        store = SimpleNamespace(_dbs_for_actives=lambda: iter([db]), offset_key=offset_key)
+        assert entries(SimpleNamespace(data=store)) == 20_000
+        assert db.property_int_value("rocksdb.block-cache-usage") == cached
+    finally:
+        db.close()
+
+
+def test_a_store_in_memory_is_counted_as_a_dict() -> None:
+    assert entries(_Table({"a": 1, "b": 2})) == 2
+
+
+class _Table(dict[str, int]):
+    data = SimpleNamespace()
