@@ -3,7 +3,7 @@
 
 The Faust wiring (app, topics, tables, agents) is `streams.faust.topology`'s. Each record the
 agents hand over gets `StreamsApp.handle_message`: decoded and placed, its events grouped by
-entity, each entity's events **planned** (`streams.faust.plan`, pure: fold, decide, view,
+entity, each entity's events **planned** (`streams.brain.plan`, pure: fold, decide, view,
 encode, bound) and the plan **delivered** (`StreamsApp._deliver`: send the triggers and the
 derived events, await the triggers, write the table behind the rest). Writing last (after the
 outputs are acknowledged) means a stored state never claims a decision that was not delivered;
@@ -52,6 +52,7 @@ from schemas.metrics.catalog import (
 from schemas.placement import partition_for
 from schemas.settings import KafkaSettings
 from schemas.signing import SigningSettings, signed_headers
+from streams.brain.plan import Plan, Refused, plan
 from streams.brain.timers import Timers
 from streams.brain.views import Views
 from streams.faust import batches
@@ -59,7 +60,6 @@ from streams.faust import transport as faust_transport
 from streams.faust.clean_start import guard
 from streams.faust.failures import call_retrying, transient
 from streams.faust.lanes import LanedApp
-from streams.faust.plan import Plan, Refused, plan
 from streams.faust.read_positions import Fetched, ReadPositions
 from streams.faust.state_cache import StateCache
 from streams.faust.topology import agents, wire

@@ -1,7 +1,7 @@
 """The streams worker's Faust wiring: the app and its settings, the transport's fixes, the
 topics, the tables and the agents. `streams.faust.app.create_app()` builds it; the work each
 message gets is `StreamsApp`'s (streams/faust/app.py), and the pure part of it
-`streams.faust.plan`'s.
+`streams.brain.plan`'s.
 
 Every topic has the same partition count, so tables are co-partitioned:
 

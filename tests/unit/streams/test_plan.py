@@ -1,4 +1,4 @@
-"""A message's work for one entity, planned without Kafka (`streams.faust.plan`): the fold and
+"""A message's work for one entity, planned without Kafka (`streams.brain.plan`): the fold and
 its decisions, the status people read, every output encoded, and the bounds checked before
 anything would be sent."""
 
@@ -8,8 +8,8 @@ import orjson
 import pytest
 
 from schemas.codec import encode
+from streams.brain.plan import Refused, plan
 from streams.brain.views import Views
-from streams.faust.plan import Refused, plan
 from streams.rules.registry import RuleEngine
 from streams.settings import StreamsSettings
 from streams.state.entities import NODES

@@ -1,5 +1,6 @@
-"""A message's work for one entity, planned: pure, no Kafka. `StreamsApp` delivers the plan
-(sends, awaits, writes behind); everything here can be run and checked without a broker.
+"""A message's work for one entity, planned: pure, no Kafka. The worker
+(`streams.faust.app.StreamsApp`) delivers the plan (sends, awaits, writes behind); everything
+here can be run and checked without a broker.
 
 A plan is the fold and the decisions (`streams.state.entities.step`), the status people read
 made of the new state (`streams.brain.views`), every output encoded, and the bounds: a message
