@@ -71,7 +71,6 @@ class Topology:
     jobs_topic: Any  # Faust topics
     nodes_topic: Any
     triggers_topic: Any
-    status_topic: Any
     published: dict[str, Any]  # what people read, by the topic its event type names
     deadletter_topic: Any
     forward_topic: Any
@@ -144,7 +143,6 @@ def _routed(
     nodes_topic = app.topic(
         catalog("nodes"), catalog("gpu"), catalog("actions"), forward, node_ticks, **internal
     )
-    status_topic = app.topic(catalog("status"), schema=raw())
     forward_topic = app.topic(forward, **internal)
     job_forward_topic = app.topic(job_forward, **internal)
     return Topology(
@@ -157,9 +155,8 @@ def _routed(
         jobs_topic=jobs_topic,
         nodes_topic=nodes_topic,
         triggers_topic=app.topic(catalog("triggers"), schema=raw()),
-        status_topic=status_topic,
         published={
-            "status": status_topic,
+            "status": app.topic(catalog("status"), schema=raw()),
             "incidents": app.topic(catalog("incidents"), schema=raw()),
         },
         deadletter_topic=app.topic(catalog("deadletter"), schema=raw()),

@@ -101,7 +101,7 @@ async def test_one_trace_from_a_fatal_xid_to_the_drain_and_its_result(
         triggers = Sent()
         monkeypatch.setattr(streams_app.top.triggers_topic, "send", triggers)
         monkeypatch.setattr(streams_app.top.forward_topic, "send", Sent())
-        monkeypatch.setattr(streams_app.top.status_topic, "send", Sent())
+        monkeypatch.setattr(streams_app.top.published["status"], "send", Sent())
         async with streams_app.fold_nodes.test_context() as agent:
             await agent.put(key=b"n1", value=sent_xid.value, headers=sent_xid.headers)
             for _ in range(200):  # the node is stored once its trigger is sent

@@ -35,7 +35,7 @@ def streams_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StreamsApp
     built = in_memory(tmp_path_factory.mktemp("streams"), KEY)
     patch = pytest.MonkeyPatch()
     # What people read is published beside every change; recorded here, never to Kafka.
-    patch.setattr(built.top.status_topic, "send", STATUSES)
+    patch.setattr(built.top.published["status"], "send", STATUSES)
     yield built
     patch.undo()
 
