@@ -461,6 +461,7 @@ class Dispatcher:
                     "shadow": trigger.payload.shadow,
                     "nodes": tuple(getattr(trigger.payload, "nodes", ())),
                     "jobs": tuple(getattr(trigger.payload, "jobs", ())),
+                    "move_jobs": getattr(trigger.payload, "move_jobs", False),
                     "operator": trigger.payload.operator,
                     "reason": bounded_text(trigger.payload.reason),
                     "decided_at": trigger.occurred_at,

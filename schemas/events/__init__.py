@@ -31,6 +31,7 @@ from schemas.events.nodes import (
 )
 from schemas.events.silences import SilenceAdded, SilenceExpired
 from schemas.events.status import JobStatusChanged, NodeStatusChanged
+from schemas.events.steps import StepTimesObserved
 from schemas.events.triggers import (
     CancelJob,
     EscalateNodes,
@@ -40,6 +41,7 @@ from schemas.events.triggers import (
     RebootNodes,
     ReleaseJob,
     ReleaseNodes,
+    RequestCheckpoint,
     ResetGpus,
     RestartJob,
     RunBenchmark,
@@ -87,12 +89,14 @@ __all__ = [
     "RebootNodes",
     "ReleaseJob",
     "ReleaseNodes",
+    "RequestCheckpoint",
     "ResetGpus",
     "RestartJob",
     "RunBenchmark",
     "SchedulerNodeState",
     "SilenceAdded",
     "SilenceExpired",
+    "StepTimesObserved",
     "Trigger",
     "trigger_id",
 ]

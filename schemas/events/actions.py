@@ -44,6 +44,11 @@ class ActionPayload(Payload):
         description="The jobs the trigger named (a quarantine's jobs on its nodes): lets a "
         "consumer tell each job which nodes its restarts must avoid.",
     )
+    move_jobs: bool = Field(
+        default=False,
+        description="A quarantine that restarts `jobs` without its nodes once drained (its "
+        "trigger's `move_jobs`).",
+    )
     operator: str | None = Field(
         default=None, max_length=NAME, description="The operator who commanded it, if one did."
     )

@@ -165,6 +165,12 @@ class QuarantineNodesPayload(TriggerPayload):
     batch: QuarantineBatch | None = Field(
         default=None, description="Drained in turn with the rest of its batch; None: at once."
     )
+    move_jobs: bool = Field(
+        default=False,
+        description="Once the drain succeeded, restart `jobs` from their last checkpoint without "
+        "these nodes (a slow node taken out under a running job: docs/rules.md, `slow_node`). "
+        "False: a running job is left to end by itself, as a fatal fault makes it.",
+    )
 
 
 @event(topic="triggers")
@@ -266,6 +272,29 @@ class NotifyPayload(TriggerPayload):
 class Notify(Trigger):
     type: Literal["Notify"] = "Notify"
     payload: NotifyPayload
+
+
+# The signals a job may honour as "write a checkpoint now" (docs/jobs.md, "Asked for a
+# checkpoint"): Lightning's and NeMo's SLURM requeue hook is USR1.
+CheckpointSignal = Literal["USR1", "USR2", "TERM", "INT", "HUP", "CONT"]
+
+
+class RequestCheckpointPayload(TriggerPayload):
+    signal: CheckpointSignal = Field(
+        default="USR1", description="Sent to the job's processes (Slurm: batch script and steps)."
+    )
+    nodes: Nodes = Field(
+        default=(), description="The nodes the job is to be restarted without, once it saved."
+    )
+
+
+@event(topic="triggers")
+class RequestCheckpoint(Trigger):
+    """Ask the running job that is the subject to write a checkpoint now, through the hook it
+    honours: a signal. What follows waits for its `CheckpointSaved` (docs/jobs.md)."""
+
+    type: Literal["RequestCheckpoint"] = "RequestCheckpoint"
+    payload: RequestCheckpointPayload
 
 
 class CancelJobPayload(TriggerPayload):

@@ -74,6 +74,7 @@ VALID: dict[str, dict[str, Any]] = {
     "RebootNodes": {**TRIGGER, "nodes": ["n1"]},
     "EscalateNodes": {**TRIGGER, "nodes": ["n1"]},
     "RestartJob": {**TRIGGER, "checkpoint_uri": None, "attempt": 1},
+    "RequestCheckpoint": TRIGGER,
     "RunBenchmark": {**TRIGGER, "nodes": ["n1"]},
     "SilenceAdded": {
         "silence_id": "s-0a1b2c3d",
@@ -83,6 +84,7 @@ VALID: dict[str, dict[str, Any]] = {
         "operator": "o",
     },
     "SilenceExpired": {"silence_id": "s-0a1b2c3d", "operator": "o"},
+    "StepTimesObserved": {"node": "n1", "steps": 3, "median_s": 1.5, "max_s": 2.0},
 }
 # A valid element of each list field, repeated past its maxItems.
 ITEMS: dict[str, Any] = {
