@@ -43,7 +43,8 @@ def report(
     remediation step timings (p50/p99), lemon nodes, and ETTR per job and cluster."""
     from streams.analysis.goodput import by_cluster, ettr, fold, job_time
     from streams.analysis.outcomes import OutcomeSettings, outcomes
-    from streams.analysis.reports import job_histories, outcome_events, store_report
+    from streams.analysis.reports import events_of, job_histories, outcome_events, store_report
+    from streams.analysis.timed import TYPES, timed
     from streams.history.settings import ClickHouseSettings
 
     now = datetime.now(UTC)
@@ -55,11 +56,14 @@ def report(
         found = outcomes(outcome_events(settings, start, observed), start, end, observed, judging)
         progress.phase("folding the jobs' time")
         times = [job_time(job, end) for job in fold(job_histories(settings, start, end)).values()]
+        progress.phase("reading decisions timed to jobs' checkpoints")
+        ways = timed(events_of(settings, TYPES, start, end))
     stored = None
     if store:
         stored = store_report(settings, now, start, end, found, times, judging.lemon_alpha)
     doc = _document(start, end, observed, judging, found, times, ettr(times), by_cluster(times))
     doc["report_id"] = None if stored is None else str(stored)
+    doc["timed"] = {way: asdict(w) for way, w in ways.items()}
     if json:
         print(orjson.dumps(doc).decode())
         return
@@ -196,6 +200,14 @@ def _print(doc: dict[str, Any], console: Console) -> None:
                   f"{row['productive_gpu_h']:.1f}", f"{row['lost_gpu_h']:.1f}",
                   f"{row['open_gpu_h']:.1f}")  # fmt: skip
     console.print(e)
+    t = Table("way", "decisions", "expected GPU-h", "saved GPU-h",
+              title="Slow nodes, timed to their jobs (docs/rules.md, slow_node)",
+              caption="saved: against taking the node out at once; both as the rule weighed "
+              "them when it decided")  # fmt: skip
+    for way, w in doc["timed"].items():
+        t.add_row(way.replace("_", " "), str(w["decisions"]), f"{w['expected_gpu_h']:.1f}",
+                  f"{w['saved_gpu_h']:.1f}")  # fmt: skip
+    console.print(t)
 
 
 def register(app: typer.Typer) -> None:

@@ -197,6 +197,10 @@ def price_differences(
     for d in mine:
         if d.trigger_id in taken:
             continue  # priced with the decision it stands in for
+        timed = timed_price(d)
+        if timed is not None:
+            out.append(Priced(d, timed, d.trigger.cluster, pricing.model(d.trigger)))
+            continue
         if d.status == "missing" and isinstance(d.then, QuarantineNodes):
             price = pricing.not_made(d.then, instead.get(d.trigger_id))
             out.append(Priced(d, price, d.trigger.cluster, pricing.model(d.trigger)))
@@ -212,6 +216,29 @@ def price_differences(
             price = replace(price, basis=f"now {now.basis}; then {then.basis}")
         out.append(Priced(d, price, d.trigger.cluster, pricing.model(d.trigger)))
     return out
+
+
+def timed_price(d: Decision) -> Price | None:
+    """A decision timed to a job's checkpoints (`slow_node`) priced by its own figures: what its
+    way was expected to cost the job against the other world's way, leaving the node where that
+    world decided nothing. The quarantine that carries out a plan is priced with the plan. None:
+    not a timed decision."""
+    then, now = (t.payload.timing if t is not None else None for t in (d.then, d.now))
+    timing = now or then
+    if timing is None:
+        return None
+    carried = d.trigger.type == "QuarantineNodes" and timing.chosen in ("ask", "at_checkpoint")
+    if carried:
+        return Price(basis="carries out its plan: priced with it")
+    figures = timing.gpu_h.of()
+    cost_now = figures[now.chosen] if now is not None else figures["leave"]
+    cost_then = figures[then.chosen] if then is not None else figures["leave"]
+    said = {x: (t.chosen if t else "leave") for x, t in (("now", now), ("then", then))}
+    return Price(
+        work_gpu_h=cost_now - cost_then,
+        basis=f"{timing.job_id}: {said['now']} {cost_now:.1f} GPU-h against "
+        f"{said['then']} {cost_then:.1f}, as the rule weighed them",
+    )
 
 
 def _instead(decisions: Sequence[Decision], soon_s: float) -> dict[str, QuarantineNodes]:

@@ -228,7 +228,7 @@ def _take(
         rule=NAME,
         cause=event,
         nodes=(s.node,),
-        window=f"attempt-{job.attempt}/{s.node}",
+        window=f"attempt-{job.attempt}/{s.node}/{timing.chosen}",
         reason=f"{s.node} slows job {job.job_id} ({s.said}); taken out {when}, "
         f"then the job restarts from its checkpoint without it: {timing.saved_gpu_h:,.1f} GPU-h "
         "saved against taking it out at once",

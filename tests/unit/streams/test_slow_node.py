@@ -8,6 +8,9 @@ from typing import Any
 import pytest
 
 from schemas.events import Notify, QuarantineNodes, RequestCheckpoint, RestartJob, Trigger
+from streams.analysis.replay.rerun import compare
+from streams.analysis.timed import timed
+from streams.analysis.whatif.price import timed_price
 from streams.testing import (
     JOB,
     Story,
@@ -200,3 +203,42 @@ def test_in_shadow_it_decides_and_nothing_is_taken_as_done() -> None:
     [drain] = _of(decided, QuarantineNodes)
     assert drain.payload.shadow
     assert story.jobs[JOB].slow_taken == ()
+
+
+def test_history_counts_each_timed_decision_once_by_the_way_chosen() -> None:
+    story = _story(ask_checkpoint=True)
+    _run(story, 60.0, 1800.0, {})
+    _checkpoints(story, 1800.0, 3600.0)
+    _run(story, 3660.0, 4800.0, {"n4": 2.0})
+    story.tell(checkpoint(250, at_s=4830.0))
+    [ask] = _of(story.decisions, RequestCheckpoint)
+    [drain] = _of(story.decisions, QuarantineNodes)
+    assert drain.payload.timing == ask.payload.timing  # the plan and its carrying out
+    ways = timed(story.decisions)
+    assert set(ways) == {"ask"} and ways["ask"].decisions == 1
+    assert ways["ask"].saved_gpu_h == ask.payload.timing.saved_gpu_h > 0
+    assert ways["ask"].jobs == [JOB]
+
+
+def _decided(**config: Any) -> list[Trigger]:
+    story = _story(**config)
+    _run(story, 60.0, 1800.0, {})
+    _checkpoints(story, 1800.0, 3600.0)
+    _run(story, 3660.0, 4140.0, {})
+    _run(story, 4200.0, 5000.0, {"n3": 1.8})
+    story.tell(checkpoint(300, at_s=5500.0))
+    return [t for t in story.decisions if t.payload.rule == "slow_node"]
+
+
+def test_what_if_prices_another_timing_and_leaving_the_node_by_the_rule_s_own_figures() -> None:
+    recorded = _decided()  # at the next checkpoint
+    [plan] = [t for t in recorded if isinstance(t, Notify)]
+    assert plan.payload.timing is not None
+    costs = plan.payload.timing.gpu_h.of()
+    for candidate, expected in (
+        (_decided(timing="now"), costs["now"] - costs["at_checkpoint"]),
+        ([], costs["leave"] - costs["at_checkpoint"]),  # slow_node off: the node left
+    ):
+        priced = [p for d in compare(candidate, recorded) if (p := timed_price(d)) is not None]
+        assert sum(p.work_gpu_h for p in priced) == pytest.approx(expected)
+    assert not [d for d in compare(recorded, recorded) if d.status != "same"]
