@@ -20,10 +20,10 @@ from schemas.envelope import Event
 from schemas.events import Trigger
 from streams.state import (
     incidents,
+    job_pace,
     node,
     node_incidents,
     node_set,
-    node_slowness,
     peers,
     training_job,
 )
@@ -95,17 +95,13 @@ JOBS = Kind(
     training_job.fold,
     tick=JobTick,
     tells=peers.told,
+    reports=job_pace.reports,
 )
 
 
-def _node_reports(state: node.Node, event: Event, window_s: float) -> tuple[node.Node, list[Event]]:
-    """A node reports to its incident and, when slow, to its jobs."""
-    state, told = node_incidents.reports(state, event, window_s)
-    state, slowed = node_slowness.reports(state, event, window_s)
-    return state, [*told, *slowed]
-
-
-NODES = Kind("nodes", node.Node, node.apply, node.fold, tick=NodeTick, reports=_node_reports)
+NODES = Kind(
+    "nodes", node.Node, node.apply, node.fold, tick=NodeTick, reports=node_incidents.reports
+)
 NODE_SETS = Kind("node_sets", node_set.NodeSet, node_set.apply, node_set.fold)
 INCIDENT_BOOKS = Kind(
     "incident_books",

@@ -154,19 +154,27 @@ class JobNodesImplicated(Event):
     payload: JobNodesImplicatedPayload
 
 
-class JobNodeSlowedPayload(Payload):
-    node: str
-    signs: tuple[str, ...] = ()  # what holds it back, said for people; empty: nothing any more
-    since: datetime | None = None  # the oldest of them began
-    slowdown: float | None = Field(default=None, ge=1.0)  # its worst GPU's clock shortfall
+class NodeJobPacedPayload(Payload):
+    job_id: str
+    attempt: int
+    gpus: int | None = None  # the job's, where it said
+    nodes: int = 0  # how many it runs on
+    ratio: float | None = None  # this node's step time over the job's other hosts', if behind
+    behind_since: datetime | None = None
+    slowdown: float | None = None  # the job's step time over its best this attempt, if it logs
+    checkpoint_at: datetime | None = None  # its last checkpoint, and where it resumes from
+    checkpoint_step: int | None = None
+    cadence_s: float | None = None  # how often it saves them
 
 
-class JobNodeSlowed(Event):
-    """A node this job runs on is slow but alive, or no longer (`subject`: the job id): its
-    GPUs' own samples say so (`streams.state.slowness`), told on each change of what they say."""
+class NodeJobPaced(Event):
+    """How fast a job running on this node goes, as the job knows it (`subject`: the node id):
+    its step times, this host's against the others', its checkpoints' cadence. Told by the job on
+    each change of what it says (`streams.state.job_pace`), so the node can weigh its own signs of
+    slowness against what they cost the job (`slow_node`)."""
 
-    type: Literal["JobNodeSlowed"] = "JobNodeSlowed"
-    payload: JobNodeSlowedPayload
+    type: Literal["NodeJobPaced"] = "NodeJobPaced"
+    payload: NodeJobPacedPayload
 
 
 class NodePeerNamedPayload(Payload):
@@ -285,7 +293,7 @@ _INTERNAL: dict[str, type[Event]] = {
         NodeActionReported,
         JobActionReported,
         JobNodesImplicated,
-        JobNodeSlowed,
+        NodeJobPaced,
         NodePeerNamed,
         FaultReported,
         IncidentAssigned,

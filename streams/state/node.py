@@ -49,9 +49,11 @@ from streams.state.internal import (
     NodeDecided,
     NodeDecidedPayload,
     NodeJobObserved,
+    NodeJobPacedPayload,
     NodePeerNamed,
 )
 from streams.state.judge import Judged, judge, model_of
+from streams.state.pace import SlowPlan
 from streams.state.slowness import RISES_SEEN, SlowSign, signs_after
 from streams.state.stamp import Entity, stamped
 from streams.state.story import (
@@ -224,7 +226,10 @@ class Node(Entity):
     named_as_peer: tuple[PeerNamed, ...] = ()  # by jobs' log lines, the latest kept
     lost: Lost | None = None  # heartbeats stopped: unreachable until one comes again
     slow: dict[str, SlowSign] = Field(default_factory=dict)  # slow but alive (`slowness`)
-    slow_told: str | None = None  # the signs and jobs its jobs were last told of
+    # How fast the jobs running here go, as each told it (`job_pace`), and the jobs this node is
+    # to leave at their next checkpoint (`slow_node`'s own plans).
+    pace: dict[str, NodeJobPacedPayload] = Field(default_factory=dict)
+    slow_plans: dict[str, SlowPlan] = Field(default_factory=dict)
     # Incidents (streams.state.incidents): the open incident the node belongs to and its state
     # as last told to it; a fault told to the book whose incident is not named yet.
     incident: str | None = None
@@ -463,7 +468,11 @@ def _(event: NodeJobObserved, state: Node) -> Node:
     if p.failure:
         failure = Failure(at=event.occurred_at, job_id=p.job_id, attempt=p.attempt, cause=p.cause)
         failures = record(failures, failure)
-    return state.model_copy(update={"jobs": jobs, "failures": failures})
+    update: dict[str, object] = {"jobs": jobs, "failures": failures}
+    if p.job_id not in jobs:  # what the job told of its pace and what was planned for it end
+        update["pace"] = {j: x for j, x in state.pace.items() if j != p.job_id}
+        update["slow_plans"] = {j: x for j, x in state.slow_plans.items() if j != p.job_id}
+    return state.model_copy(update=update)
 
 
 @fold.register

@@ -21,6 +21,7 @@ from streams.state.internal import (
     incident_book_key,
 )
 from streams.state.node import LOST_RULE, Lost, Node, fold
+from streams.state.node_pace import planned
 from streams.state.story import Stage
 
 JOBS_TOLD = 8
@@ -28,6 +29,8 @@ JOBS_TOLD = 8
 
 @fold.register
 def _(event: Notify, state: Node) -> Node:
+    if event.payload.timing is not None:  # slow_node's, about a job running here
+        return planned(event, state)
     last = state.last_heartbeat_at
     if event.payload.rule != LOST_RULE or last is None or state.lost is not None:
         return state

@@ -1,5 +1,6 @@
-"""How fast a job goes, host by host: its ranks' step times, its checkpoints' cadence, and what
-its nodes say holds them back. What the `slow_node` rule weighs; held in the job's state.
+"""How fast a job goes, host by host: its ranks' step times and its checkpoints' cadence, held
+in the job's state and told to its nodes (`streams.state.job_pace`), where the `slow_node` rule
+weighs them against what the node's own GPUs say.
 
 Two ways a slow host shows in step times. Where ranks time their own work, the slow host's are
 longer than the other hosts' (`slow_since`). In synchronous training every rank waits for the
@@ -26,7 +27,6 @@ from schemas.events.triggers import Timing
 SUMMARIES_KEPT = 6  # per host: a few intervals show a host slow for a while, not a blip
 HOSTS_KEPT = 4096
 CHECKPOINTS_KEPT = 8
-SIGNS_KEPT = 8  # of what one node says, for people
 # A host this much slower than the others is behind; rules ask more of it (`ratio_min`), and
 # time how long from when it fell behind.
 BEHIND = 1.1
@@ -46,19 +46,9 @@ class HostSteps(BaseModel):
         return self.summaries[-1][1]
 
 
-class NodeSlow(BaseModel):
-    """What a node running the job says holds it back (`streams.state.slowness`)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    signs: tuple[str, ...]
-    since: datetime
-    slowdown: float | None = None
-
-
 class SlowPlan(BaseModel):
-    """A node to take out at the job's next checkpoint (asked for, or at its cadence): the
-    brain's own decision, folded back, so the checkpoint that follows finds it."""
+    """This node to take out at a job's next checkpoint (asked for, or at its cadence): the
+    node's own decision, folded back, so the checkpoint the job tells of finds it."""
 
     model_config = ConfigDict(frozen=True)
 

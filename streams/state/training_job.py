@@ -24,9 +24,6 @@ from schemas.events import (
     JobSubmitted,
     LogSignal,
     LogSignalDetected,
-    Notify,
-    QuarantineNodes,
-    RequestCheckpoint,
     RestartJob,
     StepTimesObserved,
 )
@@ -43,16 +40,8 @@ from streams.state.bounds import (
     node_ids,
 )
 from streams.state.dispatch import by_type
-from streams.state.internal import JobActionReported, JobNodesImplicated, JobNodeSlowed
-from streams.state.pace import (
-    CHECKPOINTS_KEPT,
-    SIGNS_KEPT,
-    HostSteps,
-    NodeSlow,
-    SlowPlan,
-    pace_s,
-    steps_after,
-)
+from streams.state.internal import JobActionReported, JobNodesImplicated
+from streams.state.pace import CHECKPOINTS_KEPT, HostSteps, pace_s, steps_after
 from streams.state.stamp import Entity, stamped
 
 
@@ -150,10 +139,8 @@ class TrainingJob(Entity):
     # across attempts (the cadence is the job's).
     steps: dict[str, HostSteps] = Field(default_factory=dict)
     pace_best_s: float | None = None
-    slow_nodes: dict[str, NodeSlow] = Field(default_factory=dict)
-    slow_plans: dict[str, SlowPlan] = Field(default_factory=dict)  # out at the next checkpoint
-    slow_taken: tuple[str, ...] = ()  # slow nodes decided out from under this attempt
     checkpoint_times: tuple[datetime, ...] = ()
+    pace_told: dict[str, str] = Field(default_factory=dict)  # per node, what it was last told
 
     @classmethod
     def new(cls, event: Event) -> TrainingJob:
@@ -282,9 +269,7 @@ def _(event: JobStateChanged, state: TrainingJob) -> TrainingJob:
             "lost_s": state.lost_s + (_seconds(state.ended_at, t) if state.attempts else 0.0),
             "steps": {},
             "pace_best_s": None,
-            "slow_nodes": {},
-            "slow_plans": {},
-            "slow_taken": (),
+            "pace_told": {},
         }
     return state.model_copy(update=update)
 
@@ -430,48 +415,3 @@ def _(event: StepTimesObserved, state: TrainingJob) -> TrainingJob:
     if pace is not None and (best is None or pace < best):
         update["pace_best_s"] = pace
     return state.model_copy(update=update)
-
-
-@fold.register
-def _(event: JobNodeSlowed, state: TrainingJob) -> TrainingJob:
-    p = event.payload
-    if not p.signs or p.since is None:
-        if p.node not in state.slow_nodes:
-            return state
-        return state.model_copy(
-            update={"slow_nodes": {n: s for n, s in state.slow_nodes.items() if n != p.node}}
-        )
-    if state.nodes and p.node not in state.nodes:
-        return state  # told by a node the job has left
-    slow = NodeSlow(
-        signs=tuple(clip(s) for s in p.signs[:SIGNS_KEPT]), since=p.since, slowdown=p.slowdown
-    )
-    if state.slow_nodes.get(p.node) == slow:
-        return state
-    return state.model_copy(update={"slow_nodes": {**state.slow_nodes, p.node: slow}})
-
-
-def _planned(event: Notify | RequestCheckpoint, state: TrainingJob) -> TrainingJob:
-    """A slow node to take out at the next checkpoint, as the job's own decision said."""
-    timing = event.payload.timing
-    if timing is None or timing.chosen not in ("ask", "at_checkpoint"):
-        return state
-    plan = SlowPlan(timing=timing, at=event.occurred_at, trigger_id=event.event_id)
-    fresh = {n: plan for n in event.payload.nodes if n not in state.slow_plans}
-    if not fresh:
-        return state
-    return state.model_copy(update={"slow_plans": {**state.slow_plans, **fresh}})
-
-
-fold.register(Notify, _planned)
-fold.register(RequestCheckpoint, _planned)
-
-
-@fold.register
-def _(event: QuarantineNodes, state: TrainingJob) -> TrainingJob:
-    p = event.payload
-    if not p.move_jobs or state.job_id not in p.jobs:
-        return state
-    taken = tuple(dict.fromkeys((*state.slow_taken, *p.nodes)))[-JOB_NODES_KEPT:]
-    plans = {n: plan for n, plan in state.slow_plans.items() if n not in p.nodes}
-    return state.model_copy(update={"slow_taken": taken, "slow_plans": plans})

@@ -64,8 +64,10 @@ RULES = {"slow_node": {"evidence_s": 4, "restart_s": 5, "checkpoint_write_s": 1,
                        "ask_checkpoint": True}}  # fmt: skip
 
 
-def history(clickhouse: ClickHouseSettings, subject: str) -> list[tuple[str, datetime, Any]]:
-    return [(r.type, r.occurred_at, json.loads(r.payload)) for r in rows_for(clickhouse, [subject])]
+def history(clickhouse: ClickHouseSettings, *subjects: str) -> list[tuple[str, datetime, Any]]:
+    """The job's events and the slow node's (the node decides its quarantine)."""
+    rows = rows_for(clickhouse, list(subjects))
+    return [(r.type, r.occurred_at, json.loads(r.payload)) for r in rows]
 
 
 def step_times(
@@ -80,9 +82,12 @@ def step_times(
                     payload = {"node": host, "steps": 4, "median_s": seconds, "max_s": seconds}
                     await emitter.emit(
                         StepTimesObserved(
-                            source="test", cluster=cluster, subject=job, occurred_at=utcnow(),
+                            source="test",
+                            cluster=cluster,
+                            subject=job,
+                            occurred_at=utcnow(),
                             payload=payload,
-                        )  # fmt: skip
+                        )
                     )
                 await asyncio.sleep(2.0)
 
@@ -133,11 +138,14 @@ def test_a_slow_node_is_drained_at_the_checkpoint_the_job_was_asked_for(
                 lambda: "resumed from step" in _output(slurm_cluster, local),
                 p,
                 timeout_s=180,
-                seen=lambda: (history(clickhouse_settings, job)[-5:], _output(slurm_cluster, local)),
+                seen=lambda: (
+                    history(clickhouse_settings, job)[-5:],
+                    _output(slurm_cluster, local),
+                ),
             )
             stop.set()
             sender.join()
-            rows = history(clickhouse_settings, job)
+            rows = history(clickhouse_settings, job, "node2")
             node2 = slurm_cluster.node_field("node2", "%T|%E")
             excluded = slurm_cluster.job_field(local, "ExcNodeList")
             report = subprocess.run(

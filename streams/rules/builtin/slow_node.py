@@ -1,14 +1,15 @@
-"""A node slow but alive under a running job → take it out when it costs the job least.
+"""A node slow but alive → taken out when it costs its job least; with no job, at once.
 
-A node is slow when its host's step times are `ratio_min` of the job's other hosts' or more, or
-when its GPUs say they are held back (throttle, thermal, power, low clocks, corrected-error
-bursts, row remaps: `streams.state.slowness`) while the job goes `ratio_min` slower than its best
-pace this attempt (or logs no step times at all). Once slow for `evidence_s`, the rule weighs
-(`streams.rules.timing`): take it out now, at the job's next checkpoint, after asking the job for
-a checkpoint now (`ask_checkpoint`: the job honours the hook, docs/jobs.md), or leave it. The
-choice and each figure are in the decision's reason and its `timing`. Taking it out is a
-quarantine that moves the job: once the drain succeeded, the job is restarted from its checkpoint
-without the node (`move_jobs`). A node with no job is the node rule `slow_idle_node`'s.
+The node's GPUs give signs of what holds them back (throttle, thermal, power, low clocks,
+corrected-error bursts, row remaps: `streams.state.slowness`); each job running here tells the
+node how fast it goes (`streams.state.job_pace`): this host's step times against the job's other
+hosts', the job's against its best pace this attempt, its checkpoints. The node slows a job when
+its host is `ratio_min` behind the others, or when its GPUs show signs while the job goes
+`ratio_min` slower than its best (or logs no step times at all). Once slow for `evidence_s`, it
+weighs (`streams.rules.timing`): out now, at the job's next checkpoint, after asking the job for a
+checkpoint now (`ask_checkpoint`: the job honours the hook, docs/jobs.md), or left. The choice and
+each figure are in the reason and the trigger's `timing`. Taken out is a quarantine that moves the
+job: once drained, `restart_off_slow_node` restarts it from its checkpoint without the node.
 """
 
 from __future__ import annotations
@@ -21,22 +22,15 @@ from typing import Any, Literal
 from pydantic import Field
 
 from schemas.envelope import Event
-from schemas.events import (
-    CheckpointSaved,
-    Notify,
-    RequestCheckpoint,
-    RestartJob,
-    StepTimesObserved,
-    Trigger,
-)
+from schemas.events import Notify, RequestCheckpoint, Trigger
 from schemas.events.triggers import CheckpointSignal, Timing
 from streams.rules.builtin.quarantine import quarantine
-from streams.rules.builtin.restart_incomplete import implicated_in
 from streams.rules.registry import RuleConfig, rule
 from streams.rules.timing import Costs, choose, said
-from streams.state.internal import JobNodesImplicated, JobNodeSlowed, JobTick
-from streams.state.pace import BEHIND, cadence_s, pace_s, slow_since
-from streams.state.training_job import TrainingJob
+from streams.state.internal import NodeJobPaced, NodeJobPacedPayload, NodeTick
+from streams.state.node import Node
+from streams.state.pace import BEHIND
+from streams.state.slowness import summary
 
 NAME = "slow_node"
 FAULT = "slow"
@@ -86,62 +80,100 @@ class SlowNodeConfig(RuleConfig):
         le=1024,
         description="A job's GPUs where it never said: its nodes times this.",
     )
-    max_restarts: int = Field(
-        default=3, ge=0, description="A job restarted this many times is not moved again."
-    )
     severity: Literal["info", "warning", "critical"] = "warning"
 
 
 @dataclass(frozen=True)
-class Suspect:
-    node: str
+class Slowed:
+    """A job this node slows: how much, since when, in words."""
+
+    job: NodeJobPacedPayload | None  # None: no job here
     slowdown: float
     since: datetime
     said: str
 
 
-def suspects(job: TrainingJob, config: SlowNodeConfig) -> list[Suspect]:
-    """The job's nodes that slow it, slowest first."""
-    found = []
-    pace, best = pace_s(job.steps), job.pace_best_s
-    job_slowdown = pace / best if pace and best else None
-    for node in sorted({*job.nodes, *job.steps, *job.slow_nodes}):
-        if node in job.slow_taken:
-            continue
-        one = _suspect(job, node, config, job_slowdown)
-        if one is not None:
-            found.append(one)
-    return sorted(found, key=lambda s: -s.slowdown)
+def slowed(node: Node, config: SlowNodeConfig) -> Slowed | None:
+    """What this node slows: the job it holds back most (by GPUs), or itself with no job."""
+    said, since, clocks = summary(node.slow)
+    signs = "; ".join(said)
+    if not node.jobs:
+        return None if since is None else Slowed(None, clocks or 1.0, since, signs)
+    found = [s for j in node.jobs if (s := _of_job(node.pace.get(j), config, signs, since, clocks))]
+    return max(found, key=lambda s: (s.job.gpus or 0) if s.job else 0, default=None)
 
 
-def _suspect(
-    job: TrainingJob, node: str, config: SlowNodeConfig, job_slowdown: float | None
-) -> Suspect | None:
-    signs = job.slow_nodes.get(node)
-    told = "; ".join(signs.signs) if signs is not None else ""
-    behind = slow_since(job.steps, node, config.ratio_min)
-    if behind is not None:
-        since, ratio = behind
-        words = f"steps {ratio:.2f}x the other hosts'" + (f"; {told}" if told else "")
-        return Suspect(node, ratio, since, words)
-    if signs is None:
+def _of_job(
+    pace: NodeJobPacedPayload | None,
+    config: SlowNodeConfig,
+    signs: str,
+    since: datetime | None,
+    clocks: float | None,
+) -> Slowed | None:
+    behind = pace.behind_since if pace is not None and pace.ratio else None
+    if pace is not None and pace.ratio and behind is not None and pace.ratio >= config.ratio_min:
+        words = f"steps {pace.ratio:.2f}x the other hosts'" + (f"; {signs}" if signs else "")
+        return Slowed(pace, pace.ratio, behind, words)
+    if since is None or pace is None:
         return None
-    if job_slowdown is not None:  # the job logs step times: they must show it
-        if job_slowdown < config.ratio_min:
+    if pace.slowdown is not None:  # the job logs step times: they must show it
+        if pace.slowdown < config.ratio_min:
             return None
-        return Suspect(
-            node, job_slowdown, signs.since, f"{told}; the job {job_slowdown:.2f}x its best pace"
+        return Slowed(
+            pace, pace.slowdown, since, f"{signs}; the job {pace.slowdown:.2f}x its best pace"
         )
-    return Suspect(node, signs.slowdown or config.assumed_slowdown, signs.since, told)
+    return Slowed(pace, clocks or config.assumed_slowdown, since, signs)
 
 
-def _costs(job: TrainingJob, s: Suspect, config: SlowNodeConfig, now: datetime) -> Costs:
-    basis = max(filter(None, (job.last_checkpoint_at, job.running_since)), default=now)
+def _due(node: Node, config: SlowNodeConfig) -> list[datetime]:
+    """When what this node slows has been so for `evidence_s`."""
+    found = slowed(node, config) if node.slow or node.pace else None
+    return [] if found is None else [found.since + timedelta(seconds=config.evidence_s)]
+
+
+# Not on GPU samples, the most frequent event of all: a sign's start is a state change, which
+# `_due` turns into a tick once it has lasted `evidence_s`.
+@rule(NAME, on=(NodeJobPaced, NodeTick), config=SlowNodeConfig, due=_due)
+def slow_node(node: Node, event: Event, config: SlowNodeConfig) -> Iterator[Trigger]:
+    if not node.slow and not node.pace:
+        return
+    now = event.occurred_at
+    found = slowed(node, config)
+    if found is None or not node.may_quarantine_at(now):
+        return
+    job = found.job
+    plan = node.slow_plans.get(job.job_id) if job is not None else None
+    if plan is not None and job is not None:
+        if job.checkpoint_at is not None and job.checkpoint_at > plan.at:
+            step = f"at checkpoint step {job.checkpoint_step}, as decided {plan.at.isoformat()}"
+            yield _take(node, event, config, found, plan.timing, step)
+        return
+    if (now - found.since).total_seconds() < config.evidence_s:
+        return
+    if job is None:
+        yield quarantine(
+            rule=NAME,
+            cause=event,
+            nodes=(node.node_id,),
+            window=node.episode(now),
+            reason=f"slow with no job on it since {found.since.isoformat()}: {found.said}",
+            config=config,
+            fault=FAULT,
+        )
+        return
+    yield from _decide(node, event, config, found, job, now)
+
+
+def _costs(
+    job: NodeJobPacedPayload, s: Slowed, config: SlowNodeConfig, node: Node, now: datetime
+) -> Costs:
+    started = node.jobs[job.job_id].since
+    basis = max(filter(None, (job.checkpoint_at, started)))
     return Costs(
-        gpus=job.gpus or max(1, len(job.nodes)) * config.gpus_per_node,
+        gpus=job.gpus or max(1, job.nodes) * (node.gpu_count or config.gpus_per_node),
         slowdown=max(1.0, s.slowdown),
         since_checkpoint_s=max(0.0, (now - basis).total_seconds()),
-        cadence_s=cadence_s(job.checkpoint_times),
+        cadence_s=job.cadence_s,
         restart_s=config.restart_s,
         write_s=config.checkpoint_write_s,
         leave_s=config.leave_s,
@@ -149,50 +181,18 @@ def _costs(job: TrainingJob, s: Suspect, config: SlowNodeConfig, now: datetime) 
     )
 
 
-def _due(job: TrainingJob, config: SlowNodeConfig) -> list[datetime]:
-    """When a node the job already suspects has been slow for `evidence_s`."""
-    if not job.running:
-        return []
-    return [s.since + timedelta(seconds=config.evidence_s) for s in suspects(job, config)]
-
-
-@rule(
-    NAME,
-    on=(StepTimesObserved, JobNodeSlowed, CheckpointSaved, JobTick, JobNodesImplicated),
-    config=SlowNodeConfig,
-    due=_due,
-)
-def slow_node(job: TrainingJob, event: Event, config: SlowNodeConfig) -> Iterator[Trigger]:
-    if isinstance(event, JobNodesImplicated):
-        yield from _moved(job, event, config)
-        return
-    if not job.running:
-        return
-    now = event.occurred_at
-    for s in suspects(job, config):
-        plan = job.slow_plans.get(s.node)
-        if plan is not None:
-            if isinstance(event, CheckpointSaved) and now > plan.at:
-                yield _take(
-                    job,
-                    event,
-                    config,
-                    s,
-                    plan.timing,
-                    f"at checkpoint step {event.payload.step}, as decided {plan.at.isoformat()}",
-                )
-            continue
-        if (now - s.since).total_seconds() >= config.evidence_s:
-            yield from _decide(job, event, config, s, now)
-
-
 def _decide(
-    job: TrainingJob, event: Event, config: SlowNodeConfig, s: Suspect, now: datetime
+    node: Node,
+    event: Event,
+    config: SlowNodeConfig,
+    s: Slowed,
+    job: NodeJobPacedPayload,
+    now: datetime,
 ) -> Iterator[Trigger]:
-    costs = _costs(job, s, config, now)
+    costs = _costs(job, s, config, node, now)
     timing = choose(costs, job.job_id, None if config.timing == "auto" else config.timing)
-    why = f"{s.node} slows job {job.job_id} ({s.said}); {said(timing, costs)}"
-    window = f"attempt-{job.attempt}/{s.node}/{timing.chosen}"
+    why = f"{node.node_id} slows job {job.job_id} ({s.said}); {said(timing, costs)}"
+    window = f"{job.job_id}/attempt-{job.attempt}/{timing.chosen}"
     common: dict[str, Any] = {
         "cause": event,
         "source": f"rule/{NAME}",
@@ -202,61 +202,40 @@ def _decide(
         "timing": timing,
     }
     if timing.chosen == "now":
-        yield _take(job, event, config, s, timing, "now")
+        yield _take(node, event, config, s, timing, "now")
     elif timing.chosen == "ask":
         yield RequestCheckpoint.decide(
-            window=window, signal=config.signal, nodes=(s.node,), **common
+            subject=job.job_id, window=window, signal=config.signal, nodes=(node.node_id,), **common
         )
     else:
         leave = timing.chosen == "leave"
         yield Notify.decide(
             window=window,
-            title=f"{s.node} slows job {job.job_id}: "
+            title=f"{node.node_id} slows job {job.job_id}: "
             + ("left in service" if leave else "out at the job's next checkpoint"),
             text=s.said,
-            incident=f"{NAME}/{s.node}",
-            nodes=(s.node,),
+            incident=f"{NAME}/{node.node_id}",
+            nodes=(node.node_id,),
             job_id=job.job_id,
             **common,
         )
 
 
 def _take(
-    job: TrainingJob, event: Event, config: SlowNodeConfig, s: Suspect, timing: Timing, when: str
+    node: Node, event: Event, config: SlowNodeConfig, s: Slowed, timing: Timing, when: str
 ) -> Trigger:
+    attempt = s.job.attempt if s.job is not None else 0
     return quarantine(
         rule=NAME,
         cause=event,
-        nodes=(s.node,),
-        window=f"attempt-{job.attempt}/{s.node}/{timing.chosen}",
-        reason=f"{s.node} slows job {job.job_id} ({s.said}); taken out {when}, "
-        f"then the job restarts from its checkpoint without it: {timing.saved_gpu_h:,.1f} GPU-h "
+        nodes=(node.node_id,),
+        window=f"{timing.job_id}/attempt-{attempt}/{timing.chosen}/out",
+        reason=f"{node.node_id} slows job {timing.job_id} ({s.said}); taken out {when}, then "
+        f"the job restarts from its checkpoint without it: {timing.saved_gpu_h:,.1f} GPU-h "
         "saved against taking it out at once",
         config=config,
-        jobs=(job.job_id,),
+        jobs=(timing.job_id,),
         fault=FAULT,
         move_jobs=True,
         timing=timing,
-    )
-
-
-def _moved(
-    job: TrainingJob, event: JobNodesImplicated, config: SlowNodeConfig
-) -> Iterator[RestartJob]:
-    """The drain that moves the job succeeded: restart it from its checkpoint without them."""
-    if not event.payload.move or not job.running or len(job.restarts) >= config.max_restarts:
-        return
-    avoid = tuple(sorted({*implicated_in(job, job.attempt), *event.payload.nodes}))
-    where = f"checkpoint step {job.last_checkpoint_step}" if job.last_checkpoint_uri else "scratch"
-    yield RestartJob.decide(
-        cause=event,
-        source=f"rule/{NAME}",
-        rule=NAME,
-        window=f"attempt-{job.attempt}/moved",
-        reason=f"moved off {', '.join(event.payload.nodes)} (slow): restart from {where}",
-        severity=config.severity,
-        checkpoint_uri=job.last_checkpoint_uri,
-        checkpoint_step=job.last_checkpoint_step,
-        attempt=job.attempt,
-        exclude_nodes=avoid,
     )

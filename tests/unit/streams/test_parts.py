@@ -17,6 +17,7 @@ from streams.brain.parts import NotSplittable, Part, PartBrain, split_types
 from streams.brain.process import Brain
 from streams.rules.registry import RuleEngine
 from streams.settings import StreamsSettings
+from streams.testing import checkpoint, facts, running, sample, step_times
 from tests.support.crossing_day import PAIR, crossing_day
 from tests.support.peer_rule import MODULE as PEER_RULE
 
@@ -105,3 +106,27 @@ def test_the_live_path_knows_nothing_of_parts() -> None:
             a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names
         }
         assert "streams.brain.parts" not in imported, name
+
+
+def _slow_day() -> list[Event]:
+    """A job on four nodes: one host behind the others in step times, another's GPU throttling
+    under it, checkpoints every half hour; what the nodes decide rests on what the job tells."""
+    hosts = ("n1", "n2", "n3", "n4")
+    day: list[Event] = [
+        facts("n2", gpu_model="NVIDIA H100 80GB HBM3"),
+        running(nodes=hosts, at_s=1.0),
+    ]
+    for t in range(60, 7200, 60):
+        day += [step_times(h, 1.8 if h == "n3" and t > 4200 else 1.0, at_s=t) for h in hosts]
+        day.append(sample("n2", gpu=1, at_s=t + 1, utilization_pct=99.0, sm_clock_mhz=1000,
+                          throttle_reasons=("HwSlowdown",)))  # fmt: skip
+    day += [checkpoint(i, at_s=1800.0 * i + 5) for i in range(1, 4)]
+    return sorted(day, key=lambda e: e.occurred_at)
+
+
+@pytest.mark.parametrize("count", [2, 3])
+def test_a_slow_node_s_decisions_split_by_node(count: int) -> None:
+    history = _slow_day()
+    whole = rerun_stream(history, Brain(engine()), TICK_S)
+    assert {t.payload.rule for t in whole} >= {"slow_node"}, whole
+    assert decisions(decided_by_parts(history, count, engine())) == decisions(whole)

@@ -26,6 +26,7 @@ from streams.testing import (
 HOSTS = ("n1", "n2", "n3", "n4")
 GPUS = 32
 CADENCE_S = 1800.0
+RULES = ("slow_node", "restart_off_slow_node")
 
 
 def _story(**config: Any) -> Story:
@@ -55,7 +56,7 @@ def _checkpoints(story: Story, *at_s: float) -> None:
 
 
 def _of(decided: list[Trigger], cls: type[Trigger]) -> list[Any]:
-    return [t for t in decided if isinstance(t, cls) and t.payload.rule == "slow_node"]
+    return [t for t in decided if isinstance(t, cls) and t.payload.rule in RULES]
 
 
 def test_a_host_slowing_mid_interval_is_taken_out_at_the_next_checkpoint_and_the_job_moves() -> (
@@ -89,7 +90,7 @@ def test_a_host_slowing_mid_interval_is_taken_out_at_the_next_checkpoint_and_the
     assert not [t for t in again if isinstance(t, RestartJob)]
     # The next attempt, without n3, starts afresh: nothing is suspected.
     story.tell(running(attempt=2, at_s=5600.0, nodes=("n1", "n2", "n4", "n5")))
-    assert story.jobs[JOB].steps == {} and story.jobs[JOB].slow_plans == {}
+    assert story.jobs[JOB].steps == {} and story.nodes["n3"].slow_plans == {}
 
 
 def test_right_after_a_checkpoint_taking_it_out_now_costs_least() -> None:
@@ -165,9 +166,9 @@ def test_gpus_held_back_under_a_job_that_logs_no_step_times_are_priced_by_their_
     assert plan.payload.timing.chosen == "at_checkpoint"
     assert "GPU 3 HwThermalSlowdown at 1,100 of 1,980 MHz" in plan.payload.reason
     assert "1.80x slower" in plan.payload.reason
-    # The throttle lifts: the node tells the job, which forgets it.
+    # The throttle lifts: the node's signs end.
     story.tell(sample("n2", gpu=3, at_s=4100.0, utilization_pct=98.0, sm_clock_mhz=1980))
-    assert story.jobs[JOB].slow_nodes == {}
+    assert story.nodes["n2"].slow == {}
 
 
 def test_gpus_held_back_while_the_job_keeps_its_pace_cost_it_nothing() -> None:
@@ -177,7 +178,7 @@ def test_gpus_held_back_while_the_job_keeps_its_pace_cost_it_nothing() -> None:
     for t in range(60, 1500, 60):
         decided += _interval(story, float(t))
         decided += story.tell(_thermal("n2", float(t) + 1))
-    assert story.jobs[JOB].slow_nodes["n2"].signs
+    assert story.nodes["n2"].slow and story.nodes["n2"].pace[JOB].slowdown == 1.0
     assert not [t for t in decided if t.payload.rule == "slow_node"]
 
 
@@ -188,7 +189,7 @@ def test_a_slow_node_with_no_job_is_taken_out_at_once_after_the_evidence_window(
     for t in range(0, 420, 30):
         decided += story.tell(_thermal("n9", float(t), gpu=0))
     [drain] = [t for t in decided if isinstance(t, QuarantineNodes)]
-    assert drain.payload.rule == "slow_idle_node"
+    assert drain.payload.rule == "slow_node" and drain.payload.timing is None
     assert drain.payload.nodes == ("n9",) and not drain.payload.move_jobs
     assert (
         drain.occurred_at.timestamp() - story.nodes["n9"].slow["thermal:0"].since.timestamp() >= 300
@@ -202,7 +203,7 @@ def test_in_shadow_it_decides_and_nothing_is_taken_as_done() -> None:
     decided = _run(story, 3660.0, 4200.0, {"n2": 1.8})
     [drain] = _of(decided, QuarantineNodes)
     assert drain.payload.shadow
-    assert story.jobs[JOB].slow_taken == ()
+    assert story.nodes["n2"].story is None  # nothing taken as done
 
 
 def test_history_counts_each_timed_decision_once_by_the_way_chosen() -> None:

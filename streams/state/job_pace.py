@@ -1,0 +1,80 @@
+"""A job tells its nodes how fast it goes (`NodeJobPaced`): each host whether its step times are
+behind the other hosts', every node the job's slowdown against its best pace this attempt, and its
+checkpoints (when, where it resumes from, how often). The node weighs this against its own GPUs'
+signs of slowness (`slow_node`). Like every forward, it runs from the job to its nodes, never back:
+a node's decision never reaches a job (`streams.brain.parts`).
+
+Told only on a change of what a node would hear, rounded (`STEP`): a job logging every step of a
+thousand hosts tells a host again when its standing moves, not every interval.
+"""
+
+from __future__ import annotations
+
+from schemas.envelope import Event
+from schemas.events import CheckpointSaved, StepTimesObserved
+from streams.state.internal import NodeJobPaced, derived_id
+from streams.state.pace import BEHIND, cadence_s, pace_s, slow_since
+from streams.state.training_job import TrainingJob
+
+STEP = 0.05  # ratios told to the nearest 5 %
+JOB = "*"  # `pace_told`'s key for the job-wide slowdown last told to every node
+
+
+def reports(job: TrainingJob, event: Event, window_s: float) -> tuple[TrainingJob, list[Event]]:
+    """What the job tells its nodes of its pace after `event`, and itself as it remembers that."""
+    if not job.running or not isinstance(event, StepTimesObserved | CheckpointSaved):
+        return job, []
+    slowdown = _slowdown(job)
+    if isinstance(event, CheckpointSaved) or job.pace_told.get(JOB) != _word(slowdown):
+        nodes = job.nodes
+    else:
+        nodes = (event.payload.node,)
+    told = dict(job.pace_told)
+    out: list[Event] = []
+    cadence = cadence_s(job.checkpoint_times)
+    for node in nodes:
+        if job.nodes and node not in job.nodes:
+            continue  # a host name the job's scheduler does not know it by
+        behind = slow_since(job.steps, node, BEHIND)
+        ratio = behind[1] if behind else None
+        word = "|".join(
+            (_word(ratio), _word(slowdown), str(job.last_checkpoint_step), _word(cadence))
+        )
+        if told.get(node) == word:
+            continue
+        told[node] = word
+        payload = {
+            "job_id": job.job_id,
+            "attempt": job.attempt,
+            "gpus": job.gpus,
+            "nodes": len(job.nodes),
+            "ratio": ratio,
+            "behind_since": behind[0] if behind else None,
+            "slowdown": slowdown,
+            "checkpoint_at": job.last_checkpoint_at,
+            "checkpoint_step": job.last_checkpoint_step,
+            "cadence_s": cadence,
+        }
+        out.append(_paced(event, node, word, payload))
+    told[JOB] = _word(slowdown)
+    return job.model_copy(update={"pace_told": told}), out
+
+
+def _slowdown(job: TrainingJob) -> float | None:
+    pace, best = pace_s(job.steps), job.pace_best_s
+    return round(pace / best, 3) if pace and best else None
+
+
+def _word(value: float | None) -> str:
+    return "-" if value is None else f"{round(value / STEP) * STEP:.2f}"
+
+
+def _paced(event: Event, node: str, word: str, payload: dict[str, object]) -> NodeJobPaced:
+    return NodeJobPaced(
+        event_id=derived_id(event.event_id, node, word),
+        source="streams",
+        cluster=event.cluster,
+        subject=node,
+        occurred_at=event.occurred_at,
+        payload=payload,
+    )
