@@ -14,13 +14,15 @@ so a line with none of them (most lines) costs one search. The formats:
   [00:07<05:03,  1.09it/s]`.
 
 A bar's rate is tqdm's moving average of recent steps, not one step's time; it is what the bar
-says. Bars that are not training (`Validation DataLoader 0:`, `Sanity Checking`, `Map:`,
-`Loading checkpoint shards:`) have a description other than `Epoch N:`, or a unit other than
-`it`, and are not read. Not read either, because they time part of a step or no step:
-DeepSpeed's `time (ms) | forward: … | step: …` breakdown (its `step` is the optimizer's),
-its `SamplesPerSec` throughput (the batch size is not on the line), and the Trainer's closing
-`{'train_runtime': …, 'train_steps_per_second': …}` (one average over the whole run, printed
-once at its end: it says nothing of the pace of the last interval).
+says. Lightning before 2.0 counted validation batches in its epoch bar too, so while it validates
+that bar's rate is validation's: the median of an interval outweighs it. Bars that are not training
+(`Validation DataLoader 0:`, `Sanity Checking`, `Map:`, `Loading checkpoint shards:`) have a
+description other than `Epoch N:`, or a unit other than `it`, and are not read. Not read either,
+because they time part of a step or no step: DeepSpeed's `time (ms) | forward: … | step: …`
+breakdown (its `step` is the optimizer's), its `SamplesPerSec` throughput (the batch size is not on
+the line), and the Trainer's closing `{'train_runtime': …, 'train_steps_per_second': …}` (one
+average over the whole run, printed once at its end: it says nothing of the pace of the last
+interval).
 """
 
 from __future__ import annotations
