@@ -51,3 +51,9 @@ class TailSettings(BaseSettings):
     max_lines_per_event: int = Field(
         default=LOG_LINES, gt=0, le=LOG_LINES, description="Lines per message (contract limit)."
     )
+    step_summary_s: float = Field(
+        default=60.0,
+        gt=0,
+        description="How often the step times read from trainers' lines are sent: one "
+        "StepTimesObserved per job and rank (steps, median, slowest, last step, trainer).",
+    )

@@ -3,6 +3,11 @@
 Memory stays bounded: each poll reads at most `read_chunk_bytes` per file and sends what it
 read before reading more; offsets are saved only after the events are sent, so a crash repeats
 lines rather than losing them.
+
+Step times (`collectors.logs.steps`) are not sent as read: every `step_summary_s` each rank's
+are sent as one `StepTimesObserved`, all ranks' at once so that they cover the same interval.
+What is pending is sent early when the job's file has been rotated away and read to its end,
+and when the tailer is stopped.
 """
 
 from __future__ import annotations
@@ -17,15 +22,18 @@ from datetime import UTC, datetime
 
 import structlog
 
+from collectors.clock import MONOTONIC, Clock
 from collectors.events import Stamp
 from collectors.logs.offsets import OffsetStore, identity
 from collectors.logs.patterns import Matcher
 from collectors.logs.peers import peer_of
 from collectors.logs.prefixes import read_prefix
 from collectors.logs.settings import TailSettings
+from collectors.logs.step_summaries import StepSummaries
+from collectors.logs.steps import step_time
 from collectors.loop import poll_forever
 from collectors.sink import EventSink
-from schemas.events import LogLinesObserved, LogSignalDetected
+from schemas.events import LogLinesObserved, LogSignalDetected, StepTimesObserved
 from schemas.events.logs import LogLine, LogLinesObservedPayload, LogSignalDetectedPayload
 from schemas.limits import MIN_TIME, max_future_skew
 
@@ -47,18 +55,22 @@ class Followed:
 
 
 class LogTailer:
-    def __init__(self, settings: TailSettings, sink: EventSink) -> None:
+    def __init__(self, settings: TailSettings, sink: EventSink, clock: Clock = MONOTONIC) -> None:
         self.settings = settings
         self.sink = sink
+        self.clock = clock
         self.store = OffsetStore(settings.state_file)
         self.matcher = Matcher(settings.patterns, defaults=settings.default_patterns)
         self.stamp = Stamp(source=f"tailer@{settings.node}", cluster=settings.cluster)
         self._job_re = re.compile(settings.job_pattern)
         self.files: dict[str, Followed] = {}
+        self.steps = StepSummaries(settings.node)
+        self._steps_due = clock.now() + settings.step_summary_s
 
     async def run(self, stop: asyncio.Event) -> None:
         try:
-            await poll_forever(self.poll_once, self.settings.poll_s, stop, "tailer")
+            await poll_forever(self.poll_once, self.settings.poll_s, stop, "tailer", self.clock)
+            await self.send_step_summaries()
         finally:
             self.close()
 
@@ -83,9 +95,20 @@ class LogTailer:
             if not more and rotated_away:
                 os.close(f.fd)  # rotated away and fully read
                 del self.files[f.key]
+                await self.send_step_summaries(f.job)
         self.store.forget_gone(set(self.files))
         self.store.save()
+        if self.clock.now() >= self._steps_due:
+            self._steps_due = self.clock.now() + self.settings.step_summary_s
+            await self.send_step_summaries()
         return sent
+
+    async def send_step_summaries(self, job: str | None = None) -> None:
+        """Each rank's pending step times as one `StepTimesObserved` (of `job` alone if given);
+        one not sent (the sink away) stays pending and grows until the next interval's."""
+        for key, payload in self.steps.ready(job):
+            await self.sink.emit(self.stamp.make(StepTimesObserved, key[0], payload))
+            self.steps.forget(key)
 
     def _matched(self) -> dict[str, str]:
         found: dict[str, str] = {}
@@ -161,6 +184,7 @@ class LogTailer:
         marker = self._marker_of(f)
         signals = []
         records = []
+        step_times = []
         now = datetime.now(UTC)
         local, horizon = now.astimezone().tzinfo, now + max_future_skew()
         for line in lines:
@@ -168,6 +192,8 @@ class LogTailer:
             rank, body = found.rank, found.body
             at = found.at if found.at and MIN_TIME <= found.at <= horizon else None
             records.append(LogLine(at=at, line=line, node=node, rank=rank, stream=stream))
+            if (found_step := step_time(body)) is not None:
+                step_times.append((rank, found_step))
             pattern = self.matcher.match(body, completion_marker=marker)
             if pattern is not None:
                 signals.append(
@@ -186,3 +212,6 @@ class LogTailer:
             await self.sink.emit(self.stamp.make(LogLinesObserved, f.job, payload))
         for signal in signals:
             await self.sink.emit(self.stamp.make(LogSignalDetected, f.job, signal))
+        # Only once the lines are sent: lines sent again after a failure add no step twice.
+        for rank, found_step in step_times:
+            self.steps.add(f.job, rank, found_step)

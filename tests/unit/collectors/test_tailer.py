@@ -1,4 +1,6 @@
+import asyncio
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -7,8 +9,9 @@ from collectors.logs.settings import TailSettings
 from collectors.logs.tailer import LogTailer
 from collectors.sink import RecordingSink
 from schemas.envelope import Event
-from schemas.events import LogLinesObserved, LogSignalDetected
+from schemas.events import LogLinesObserved, LogSignalDetected, StepTimesObserved
 from schemas.events.logs import LogSignal
+from tests.support.clock import ManualClock
 
 
 def tail_settings(tmp_path: Path, **kw: object) -> TailSettings:
@@ -238,3 +241,108 @@ async def test_a_lines_own_time_is_kept_and_one_out_of_range_is_not(
         (None, None),
     ]
     assert [e.payload.rank for e in sink.of_type(LogSignalDetected)] == [3]
+
+
+def maxtext(rank: int, step: int, seconds: float) -> str:
+    return f"[rank{rank}]:completed step: {step}, seconds: {seconds:.3f}, loss: 2.000"
+
+
+Summary = tuple[str, int | None, int, float, float, int | None, str]
+
+
+def step_summaries(sink: RecordingSink) -> list[Summary]:
+    """Job, rank, steps, median, max (to the nanosecond), last step, trainer of each sent."""
+    summaries: list[Summary] = []
+    for event in sink.of_type(StepTimesObserved):
+        p = event.payload
+        times = round(p.median_s, 9), round(p.max_s, 9)
+        summaries.append((event.subject, p.rank, p.steps, *times, p.last_step, p.trainer))
+    return summaries
+
+
+async def test_step_times_are_sent_once_an_interval_one_summary_per_rank(
+    tmp_path: Path, logs: Path
+) -> None:
+    clock = ManualClock()
+    sink = RecordingSink()
+    tailer = LogTailer(tail_settings(tmp_path, step_summary_s=60), sink, clock)
+    log = logs / "slurm-7.out"
+    append(log, maxtext(0, 1, 1.0), maxtext(1, 1, 1.1), maxtext(0, 2, 3.0), maxtext(0, 3, 2.0))
+    append(log, maxtext(1, 2, 1.3), "[rank1]:loss 2.0, no time here")
+    await tailer.poll_once()
+    assert step_summaries(sink) == []  # the interval has not ended
+    clock.t = 60.0
+    append(log, maxtext(1, 3, 1.2))
+    await tailer.poll_once()
+    assert step_summaries(sink) == [
+        ("slurm/c1/7", 0, 3, 2.0, 3.0, 3, "maxtext"),
+        ("slurm/c1/7", 1, 3, 1.2, 1.3, 3, "maxtext"),
+    ]
+    [event] = sink.of_type(StepTimesObserved)[:1]
+    assert event.payload.node == "n1"
+    # The next interval starts empty: a rank with no new step time sends nothing.
+    append(log, maxtext(0, 4, 2.5))
+    clock.t = 120.0
+    await tailer.poll_once()
+    assert step_summaries(sink)[2:] == [("slurm/c1/7", 0, 1, 2.5, 2.5, 4, "maxtext")]
+
+
+async def test_two_readers_of_the_same_steps_count_them_once(tmp_path: Path, logs: Path) -> None:
+    # Megatron-DeepSpeed prints DeepSpeed's pipeline line and Megatron's for every step.
+    clock = ManualClock()
+    sink = RecordingSink()
+    tailer = LogTailer(tail_settings(tmp_path, step_summary_s=60), sink, clock)
+    append(
+        logs / "slurm-8.out",
+        "steps: 1 loss: 10.6554 iter time (s): 4.218 samples/sec: 7.586",
+        " iteration        1/    2500 | elapsed time per iteration (ms): 4220.8 | lm loss: 10.6 |",
+        "steps: 2 loss: 10.6521 iter time (s): 1.337 samples/sec: 23.934",
+        " iteration        2/    2500 | elapsed time per iteration (ms): 1346.3 | lm loss: 10.6 |",
+    )
+    await tailer.poll_once()
+    clock.t = 60.0
+    await tailer.poll_once()
+    assert step_summaries(sink) == [("slurm/c1/8", None, 2, 2.78355, 4.2208, 2, "megatron")]
+
+
+async def test_pending_step_times_are_sent_at_a_files_end_and_at_stop(
+    tmp_path: Path, logs: Path
+) -> None:
+    clock = ManualClock()
+    sink = RecordingSink()
+    tailer = LogTailer(tail_settings(tmp_path), sink, clock)
+    append(logs / "slurm-9.out", maxtext(0, 10, 1.5))
+    append(logs / "slurm-10.out", maxtext(2, 20, 0.5))
+    await tailer.poll_once()
+    os.rename(logs / "slurm-9.out", logs / "slurm-9.out.1")  # rotated away, read to its end
+    await tailer.poll_once()
+    assert step_summaries(sink) == [("slurm/c1/9", 0, 1, 1.5, 1.5, 10, "maxtext")]
+    stop = asyncio.Event()
+    stop.set()
+    await tailer.run(stop)  # stopped: what is pending goes before the tailer closes
+    assert step_summaries(sink)[1:] == [("slurm/c1/10", 2, 1, 0.5, 0.5, 20, "maxtext")]
+    assert tailer.files == {}
+
+
+async def test_a_summary_not_sent_stays_pending(tmp_path: Path, logs: Path) -> None:
+    class Down(RecordingSink):
+        down = False
+
+        async def emit_batch(self, events: Sequence[Event]) -> None:
+            if self.down and any(isinstance(e, StepTimesObserved) for e in events):
+                raise ConnectionError("kafka away")
+            await super().emit_batch(events)
+
+    clock = ManualClock()
+    sink = Down()
+    tailer = LogTailer(tail_settings(tmp_path, step_summary_s=60), sink, clock)
+    log = logs / "slurm-11.out"
+    append(log, maxtext(0, 1, 1.0))
+    await tailer.poll_once()
+    sink.down, clock.t = True, 60.0
+    with pytest.raises(ConnectionError):
+        await tailer.poll_once()
+    sink.down, clock.t = False, 120.0
+    append(log, maxtext(0, 2, 3.0))
+    await tailer.poll_once()
+    assert step_summaries(sink) == [("slurm/c1/11", 0, 2, 2.0, 3.0, 2, "maxtext")]
