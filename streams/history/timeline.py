@@ -24,6 +24,7 @@ NOISY_TYPES = frozenset(
         "NcclSampled",
         "NodeHeartbeat",
         "LogLinesObserved",
+        "StepTimesObserved",
         "NodeStatusChanged",
         "JobStatusChanged",
     }
