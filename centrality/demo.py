@@ -17,6 +17,9 @@ as Slack does, and everything is read back from ClickHouse:
   validation → reboot → validation and is released, the other is rebooted, still fails, and is
   escalated to a person (Slack, and a ticket through a local webhook). The demo plays the
   scheduler for the reboots: the node reported down, then back, as the Slurm watcher would;
+- a node slows its job (its host's step times creep up to 1.8x the others'): it is taken out at
+  the job's next checkpoint, not mid-interval, and the job restarts from that checkpoint without
+  it; the decision says the GPU-hours it saves against taking it out at once (docs/rules.md);
 - then the timelines of one job and two nodes, from ClickHouse.
 """
 
@@ -26,6 +29,7 @@ import asyncio
 import contextlib
 import json
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -59,7 +63,9 @@ from schemas.events import (
     NodeHeartbeat,
     NodeStateObserved,
     Notify,
+    QuarantineNodes,
     ReleaseNodes,
+    StepTimesObserved,
 )
 from schemas.events.nodes import DRAIN_REASON_PREFIX
 from schemas.signing import SigningSettings, ensure_key_file
@@ -75,6 +81,8 @@ FLEET = 32
 GPUS = 8
 H100, A100 = "NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-80GB"  # as NVML names them
 A100_NODES = range(9, 17)  # the rest are H100s
+SLOWED_ON = tuple(f"gpu-node-{n:02d}" for n in range(25, 29))
+SLOW = SLOWED_ON[2]
 # Failures are counted over any hour (hopping windows, a 5-minute hop), not clock hours, so five
 # failures in 40 minutes count wherever the hour boundary falls.
 RULES: dict[str, Any] = {
@@ -108,7 +116,8 @@ class Story:
 def story(run: str, now: datetime) -> Story:
     s = Story(
         jobs={
-            r: f"slurm/{CLUSTER}/{run}-{r}" for r in ("crash", "done", "preempt", "flaky", "idle")
+            r: f"slurm/{CLUSTER}/{run}-{r}"
+            for r in ("crash", "done", "preempt", "flaky", "idle", "slowed")
         },
         nodes={
             "xid": node(11),
@@ -117,6 +126,7 @@ def story(run: str, now: datetime) -> Story:
             "idle": node(12),
             "ladder": node(20),
             "escalated": node(21),
+            "slow": SLOW,
         },
     )
     t0 = now - timedelta(minutes=75)
@@ -211,6 +221,7 @@ def story(run: str, now: datetime) -> Story:
             payload={"gpu": 5, "xid": 79, "message": "GPU has fallen off the bus."},
         )
     )
+    attempt(j["slowed"], 1, SLOWED_ON, 0, 0, tuple(_slowed(j["slowed"], at)))
     attempt(j["idle"], 1, (node(12),), 0, 0)  # holds gpu-node-12, which does nothing
     for minutes in (1, 74):
         e += [
@@ -218,6 +229,25 @@ def story(run: str, now: datetime) -> Story:
             for g in range(GPUS)
         ]
     return s
+
+
+def _slowed(job: str, at: Callable[[str, float], dict[str, Any]]) -> list[Event]:
+    """A job on four nodes that checkpoints every 15 minutes; from minute 41 one host's steps
+    creep up to 1.8x the others' (a GPU heating up), a step-time summary a minute per host."""
+    out: list[Event] = [
+        CheckpointSaved(**at(job, m), payload={"step": 100 * m, "uri": f"s3://ckpt/slowed/{m}"})
+        for m in range(5, 70, 15)
+    ]
+    for m in range(1, 56):
+        for host in SLOWED_ON:
+            seconds = min(1.8, 1.0 + 0.1 * max(0, m - 40)) if host == SLOW else 1.0
+            out.append(
+                StepTimesObserved(
+                    **at(job, m),
+                    payload={"node": host, "steps": 60, "median_s": seconds, "max_s": seconds},
+                )
+            )
+    return sorted(out, key=lambda e: e.occurred_at)
 
 
 def missing(s: Story, rows: list[HistoryRow]) -> list[str]:
@@ -234,6 +264,8 @@ def missing(s: Story, rows: list[HistoryRow]) -> list[str]:
         (s.nodes["healthy"], "ReleaseNodes"),
         (s.nodes["ladder"], "ReleaseNodes"),
         (s.nodes["escalated"], "EscalateNodes"),
+        (s.nodes["slow"], "QuarantineNodes"),
+        (s.jobs["slowed"], "RestartJob"),
     ]
     notices = [(s.nodes["broken"], "benchmark_verdict"), (s.jobs["idle"], "idle_allocation")]
     return [f"{t} done for {subject}" for subject, t in wanted if (subject, t) not in acted] + [
@@ -343,7 +375,7 @@ def _run(
             "CENTRALITY_SLACK_BACKLOG_MAX": "200",
             "CENTRALITY_WEBHOOK_URL": tickets.url,
             "CENTRALITY_STREAMS_RULE_CONFIG": json.dumps(RULES),
-            # Five nodes are drained within the hour: a fifth of the fleet may be.
+            # Six nodes are drained within the hour: a fifth of the fleet may be.
             "CENTRALITY_ACTIONS_QUARANTINE_MAX_SHARE": "0.2",
             "CENTRALITY_MEMORY_UNHEALTHY": json.dumps(
                 {
@@ -448,6 +480,25 @@ def _judged(node_id: str, events: list[Event]) -> str:
     return f"{node_id}: no verdict yet"
 
 
+def _planned(events: list[Event]) -> list[Event]:
+    """The slow node's own decisions (its plan, its quarantine and what was done about it)."""
+    return [e for e in events if e.type in STORY_TYPES and e.type != "NodeStateObserved"]
+
+
+def _saving(events: list[Event]) -> str:
+    """The quarantine carried out at the checkpoint, with the figures the rule weighed."""
+    for e in events:
+        if isinstance(e, QuarantineNodes) and e.payload.timing is not None:
+            t = e.payload.timing
+            ways = ", ".join(f"{k.replace('_', ' ')} {v:.1f}" for k, v in t.gpu_h.of().items())
+            return (
+                f"{e.payload.nodes[0]} out {t.chosen.replace('_', ' ')}: "
+                f"{t.saved_gpu_h:.1f} GPU-h saved against taking it out at once "
+                f"(expected GPU-h of each way: {ways})"
+            )
+    return "no timed quarantine yet"
+
+
 def narrate(console: Console, r: DemoResult, clickhouse: ClickHouseSettings) -> None:
     j, n = r.story.jobs, r.story.nodes
     since, until = datetime.now(UTC) - timedelta(hours=2), datetime.now(UTC) + timedelta(minutes=1)
@@ -494,6 +545,11 @@ def narrate(console: Console, r: DemoResult, clickhouse: ClickHouseSettings) -> 
     ):
         console.print(Panel(_chain(f"{n[role]}: {why}", of("node", n[role]), skip="RestartJob"),
                             title="6. the remediation ladder"))  # fmt: skip
+    slow = of("node", n["slow"])
+    console.print(Panel(_chain(f"{n['slow']} slows {j['slowed']}", [*_planned(slow),
+                        *of("job", j["slowed"])]), title="7. a slow node, out at its job's "
+                        "checkpoint"))  # fmt: skip
+    console.print(Panel(_saving(slow), title="what waiting for the checkpoint saved"))
     for ticket in r.tickets:
         console.print(
             Panel(

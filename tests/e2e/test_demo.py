@@ -167,10 +167,23 @@ def test_the_demo_tells_the_whole_story(
     assert len(ticket["serials"][nodes["escalated"]]) == 8
     assert any(f"{nodes['escalated']}: hardware service needed" in t for t in told)
 
+    # The slow node: planned at the next checkpoint, out at it, the job moved off it.
+    slow = chain(clickhouse_settings, "node", nodes["slow"])
+    [plan] = [e for e in slow if e.type == "Notify" and e.payload.rule == "slow_node"]  # type: ignore[attr-defined]
+    [out] = [e for e in slow if e.type == "QuarantineNodes"]
+    assert plan.payload.timing.chosen == "at_checkpoint"  # type: ignore[attr-defined]
+    assert out.payload.move_jobs and out.payload.timing == plan.payload.timing  # type: ignore[attr-defined]
+    assert out.occurred_at > plan.occurred_at and "at checkpoint step 5000" in out.payload.reason  # type: ignore[attr-defined]
+    moved = chain(clickhouse_settings, "job", jobs["slowed"])
+    [again] = [e for e in moved if e.type == "RestartJob"]
+    assert again.payload.exclude_nodes == (nodes["slow"],)  # type: ignore[attr-defined]
+    assert again.payload.checkpoint_uri.endswith("/50")  # type: ignore[attr-defined]
+
     shown = console.export_text()
     for heading in ("1. a crash", "2. a finished job", "3. preemption", "4. drain", "5. an idle",
                     "6. the remediation ladder", "the ticket", "What Slack was told",
-                    "Timelines", "judged against the datasheet"):  # fmt: skip
+                    "Timelines", "judged against the datasheet", "7. a slow node",
+                    "GPU-h saved against taking it out at once"):  # fmt: skip
         assert heading in shown
     # What Slack was told: every message taken by the fake (its checks, its pace), in words.
     assert result.slack_refusals == []

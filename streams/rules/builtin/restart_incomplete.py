@@ -19,7 +19,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from schemas.events import JobExited, JobExitedPayload, JobState, RestartJob
+from schemas.events import JobExited, JobExitedPayload, JobState, RestartJob, trigger_id
 from streams.rules.registry import RuleConfig, rule
 from streams.state.training_job import TrainingJob
 
@@ -61,7 +61,8 @@ def restart_incomplete_exit(
         return
     if p.attempt > config.max_restarts:
         return
-    if any(r.attempt == p.attempt for r in job.restarts):
+    mine = trigger_id("RestartJob", NAME, event.subject, f"attempt-{p.attempt}")
+    if any(r.attempt == p.attempt and r.trigger_id != mine for r in job.restarts):
         return  # restarted while it ran (a slow node moved off): this exit is that requeue's
     earlier = [r.at for r in job.restarts if r.attempt < p.attempt]
     if earlier and (event.occurred_at - max(earlier)).total_seconds() < config.backoff_s:
