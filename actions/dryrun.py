@@ -39,6 +39,9 @@ class PlanningAdapter:
     def release(self, job_id: str) -> dict[str, Any]:
         return self.plan.add("release", job_id=job_id)
 
+    def signal(self, job_id: str, *, signal: str) -> dict[str, Any]:
+        return self.plan.add("signal", job_id=job_id, signal=signal)
+
     def drain(self, nodes: Sequence[str], *, reason: str) -> dict[str, Any]:
         return self.plan.add("drain", nodes=list(nodes), reason=reason)
 

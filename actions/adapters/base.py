@@ -42,6 +42,12 @@ class SchedulerAdapter(Protocol):
         """Let a job that is held (submitted, waiting for a follow-up's go) start."""
         ...
 
+    def signal(self, job_id: str, *, signal: str) -> dict[str, Any]:
+        """Send `signal` (`USR1`, `TERM`, …) to the running job's processes: the hook a job
+        honours by writing a checkpoint (docs/jobs.md). PermanentError when the job is not
+        running or the scheduler cannot deliver a signal."""
+        ...
+
     def drain(self, nodes: Sequence[str], *, reason: str) -> dict[str, Any]:
         """Stop new work landing on `nodes` (running work may finish)."""
         ...

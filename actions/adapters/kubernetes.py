@@ -11,6 +11,9 @@
 - requeue `k8s/<ns>/<name>`: a batch Job or a Kubeflow PyTorchJob of that name is deleted and
   created again without its status, every container's env `CENTRALITY_RESUME_FROM` set to the
   checkpoint, `centrality.io/requeues` counting the requeues.
+- signal: refused (PermanentError). The API sends a container's processes a signal only by
+  deleting its pod (its stop signal, then SIGKILL), which ends the job; exec into a pod is not
+  ours to do. A job on Kubernetes checkpoints at its own cadence.
 - run_on_nodes: one Job per node, bound by `nodeName` (runs on cordoned, tainted nodes), in
   the project's image, requesting the node's GPUs.
 """
@@ -134,6 +137,12 @@ class KubernetesAdapter:
         ns, name = parse_job_id(job_id, "k8s", 2)
         call("resume job", self.batch.patch_namespaced_job, name, ns, {"spec": {"suspend": False}})
         return {"scheduler": self.name, "job_id": job_id, "action": "unsuspended"}
+
+    def signal(self, job_id: str, *, signal: str) -> dict[str, Any]:
+        raise PermanentError(
+            f"Kubernetes cannot send {signal} to the processes of {job_id} (only deleting its "
+            "pods signals them, which ends them): let the job checkpoint at its own cadence"
+        )
 
     def drain(self, nodes: Sequence[str], *, reason: str) -> dict[str, Any]:
         for node in nodes:

@@ -10,7 +10,8 @@ reaches another model's figures and its runner still passes it (no thresholds): 
 datasheet check is what fails it.
 A node in `healed_by` is healthy once the rung named there ran on it (a GPU reset or a reboot),
 so a demo's remediation ladder ends in a release; GPU resets and inventories are answered as
-`actions.remediation` prints them.
+`actions.remediation` prints them. The signals asked of a job (`signal`) are kept per job, and
+written to `signals_file` where one is set, for a simulator to answer.
 """
 
 from __future__ import annotations
@@ -66,6 +67,7 @@ class InMemoryAdapter:
         self.reset: list[tuple[str, tuple[int, ...]]] = []
         self.cancelled: dict[str, str] = {}
         self.released: list[str] = []
+        self.signalled: dict[str, list[str]] = {}  # job → the signals sent to it, in order
         self.drained: dict[str, str] = {}
         self.taints: dict[str, set[str]] = {}
         self.runs: list[tuple[tuple[str, ...], tuple[str, ...]]] = []
@@ -78,6 +80,7 @@ class InMemoryAdapter:
         self.gpu_models = dict(settings.gpu_models)
         self.performs_as = dict(settings.performs_as)
         self.unhealthy_file = settings.unhealthy_file
+        self.signals_file = settings.signals_file
         self.execute_runs = False
 
     def fail(self, method: str, *errors: Exception) -> None:
@@ -125,6 +128,13 @@ class InMemoryAdapter:
         self._call("release")
         self.released.append(job_id)
         return {"scheduler": self.name, "job_id": job_id, "action": "released"}
+
+    def signal(self, job_id: str, *, signal: str) -> dict[str, Any]:
+        self._call("signal")
+        self.signalled.setdefault(job_id, []).append(signal)
+        if self.signals_file is not None:
+            _write_json(self.signals_file, self.signalled)
+        return {"scheduler": self.name, "job_id": job_id, "signal": signal, "action": "signalled"}
 
     def drain(self, nodes: Sequence[str], *, reason: str) -> dict[str, Any]:
         self._call("drain")
@@ -223,8 +233,13 @@ def write_unhealthy(path: Path, unhealthy: Mapping[str, str], fleet: Iterable[st
     reading it meanwhile sees the old or the new, never half."""
     ours = set(fleet)
     kept = {n: why for n, why in read_unhealthy(path).items() if n not in ours}
+    _write_json(path, kept | dict(unhealthy))
+
+
+def _write_json(path: Path, value: Any) -> None:
+    """`value` in `path` all at once: a reader sees the old file or the new, never half."""
     scratch = path.with_name(f".{path.name}.tmp")
-    scratch.write_text(json.dumps(kept | dict(unhealthy)))
+    scratch.write_text(json.dumps(value))
     scratch.replace(path)
 
 

@@ -8,6 +8,8 @@
 - run_on_nodes: a node is named by its IP; one job per node pinned by the entrypoint resource
   `node:<ip>` Ray gives every node. Only the driver (the command) is pinned: tasks it starts may
   run elsewhere.
+- signal: the Job API only stops a job (SIGINT, then SIGTERM, then SIGKILL to its driver):
+  PermanentError; a Ray job checkpoints at its own cadence.
 - drain/resume: not offered by the Job API: PermanentError. taint/untaint: no-ops (Ray has none).
 """
 
@@ -104,6 +106,12 @@ class RayAdapter:
 
     def release(self, job_id: str) -> dict[str, Any]:
         raise PermanentError("Ray jobs cannot be held, so there is nothing to release")
+
+    def signal(self, job_id: str, *, signal: str) -> dict[str, Any]:
+        raise PermanentError(
+            f"Ray's Job API cannot send {signal} to {job_id} (it only stops jobs): let the "
+            "job checkpoint at its own cadence"
+        )
 
     def drain(self, nodes: Sequence[str], *, reason: str) -> dict[str, Any]:
         raise PermanentError("the Ray adapter cannot drain nodes (no Job API for it)")

@@ -45,6 +45,11 @@ class MemorySettings(BaseSettings):
         description="A JSON file of node → why its benchmark fails, read at each benchmark "
         "beside `unhealthy`: a simulator keeps it as its nodes break and are repaired.",
     )
+    signals_file: Path | None = Field(
+        default=None,
+        description="A JSON file of job → the signals sent to it, oldest first, rewritten at "
+        "each signal: a simulator reads it to answer a checkpoint request as its job would.",
+    )
 
 
 class SlurmSettings(BaseSettings):

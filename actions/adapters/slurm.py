@@ -12,6 +12,11 @@ Contracts the cluster sees:
   `task-prolog.sh`, `epilog.sh`, installed as the cluster's Prolog, TaskProlog and Epilog)
   turns that into `CENTRALITY_RESUME_FROM=<uri>` in every task's environment without asking
   the controller per task (a job script can also read the Comment itself). The job keeps its id.
+- signal: `scancel --signal=SIG` (every step: slurmstepd signals its tasks) and then
+  `scancel --signal=SIG --batch` (the batch script's shell, not what it started). Never
+  `--full`: it also signals the `srun` in the batch script, and srun answers TERM or HUP by
+  killing its step and keeps a first INT to itself (docs/jobs.md, "Asked for a checkpoint").
+  A job that is not RUNNING gets nothing: PermanentError.
 - taint: Slurm has no taints; the key becomes a node feature (`sinfo -o %f`), a marker that
   repels nothing. Keeping work off a node is `drain`.
 - run_on_nodes: one task per node via `sbatch --nodelist … --wrap 'srun …'`, output in
@@ -127,6 +132,23 @@ class SlurmAdapter:
         job = self._local_id(job_id)
         self.cli.run("scontrol", "release", job)
         return {"scheduler": self.name, "job_id": job_id, "action": "released"}
+
+    def signal(self, job_id: str, *, signal: str) -> dict[str, Any]:
+        job = self._local_id(job_id)
+        # scancel answers a finished job "Invalid job id" and a pending one "try again later"
+        # (temporary to `classify`): neither has a process to write a checkpoint now.
+        state = slurm_job_word(self.cli.job(job).get("JobState"))
+        if state != "RUNNING":
+            raise PermanentError(f"job {job_id} is {state}, not running: no {signal} sent")
+        self.cli.run("scancel", f"--signal={signal}", job)
+        self.cli.run("scancel", f"--signal={signal}", "--batch", job)
+        return {
+            "scheduler": self.name,
+            "job_id": job_id,
+            "signal": signal,
+            "action": "signalled",
+            "to": ["steps", "batch script"],
+        }
 
     def drain(self, nodes: Sequence[str], *, reason: str) -> dict[str, Any]:
         if not reason.strip():

@@ -8,6 +8,7 @@ from actions.handlers import (  # noqa: F401
     reboot_nodes,
     release_job,
     release_nodes,
+    request_checkpoint,
     reset_gpus,
     restart_job,
     run_benchmark,
