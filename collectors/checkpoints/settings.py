@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from pydantic import Field
@@ -13,7 +14,13 @@ from collectors.events import hostname
 class CheckpointSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="CENTRALITY_CHECKPOINT_", extra="ignore")
 
-    cluster: str = Field(default="default", description="Cluster name stamped on notices.")
+    cluster: str = Field(
+        # A Slurm job's id is named by its cluster (`current_job_id`): its notices must be too,
+        # or what they lead to is judged against another cluster's fleet.
+        default_factory=lambda: os.environ.get("SLURM_CLUSTER_NAME", "default"),
+        description="Cluster name stamped on notices; in a Slurm job, Slurm's "
+        "SLURM_CLUSTER_NAME unless set, else `default`.",
+    )
     source: str = Field(default_factory=lambda: f"checkpoints@{hostname()}", description="Source.")
     timeout_s: float = Field(default=10.0, gt=0, description="How long notify_checkpoint waits.")
     roots: tuple[str, ...] = Field(default=(), description="Globs of checkpoint directories.")

@@ -177,7 +177,8 @@ def test_the_demo_tells_the_whole_story(
     moved = chain(clickhouse_settings, "job", jobs["slowed"])
     [again] = [e for e in moved if e.type == "RestartJob"]
     assert again.payload.exclude_nodes == (nodes["slow"],)  # type: ignore[attr-defined]
-    assert again.payload.checkpoint_uri.endswith("/50")  # type: ignore[attr-defined]
+    # From the newest checkpoint when the drain was done: history the demo sent all at once.
+    assert again.payload.checkpoint_uri.endswith("/65")  # type: ignore[attr-defined]
 
     shown = console.export_text()
     for heading in ("1. a crash", "2. a finished job", "3. preemption", "4. drain", "5. an idle",
