@@ -39,6 +39,9 @@ class GpuSpec:
     names: tuple[str, ...]  # as NVML reports them
     matmul_tflops: float  # dense BF16/FP16 tensor
     memory_gbps: float
+    # The datasheet's maximum (boost) SM clock: a busy GPU far below it is being held back
+    # (`streams.state.slowness`). None where the datasheet gives none we could read.
+    max_sm_clock_mhz: int | None = None
     matmul_floor: float = MATMUL_FLOOR
     memory_floor: float = MEMORY_FLOOR
 
@@ -52,20 +55,20 @@ class GpuSpec:
 
 
 SPECS = (
-    GpuSpec("A100 40GB SXM", ("NVIDIA A100-SXM4-40GB",), 312, 1555),
-    GpuSpec("A100 40GB PCIe", ("NVIDIA A100-PCIE-40GB",), 312, 1555),
-    GpuSpec("A100 80GB SXM", ("NVIDIA A100-SXM4-80GB",), 312, 2039),
-    GpuSpec("A100 80GB PCIe", ("NVIDIA A100 80GB PCIe",), 312, 1935),
-    GpuSpec("H100 SXM", ("NVIDIA H100 80GB HBM3",), 989, 3350),
-    GpuSpec("H100 PCIe", ("NVIDIA H100 PCIe",), 756, 2000),
-    GpuSpec("H100 NVL", ("NVIDIA H100 NVL",), 835, 3900),
-    GpuSpec("H200 SXM", ("NVIDIA H200",), 989, 4800),
-    GpuSpec("H200 NVL", ("NVIDIA H200 NVL",), 835, 4800),
+    GpuSpec("A100 40GB SXM", ("NVIDIA A100-SXM4-40GB",), 312, 1555, 1410),
+    GpuSpec("A100 40GB PCIe", ("NVIDIA A100-PCIE-40GB",), 312, 1555, 1410),
+    GpuSpec("A100 80GB SXM", ("NVIDIA A100-SXM4-80GB",), 312, 2039, 1410),
+    GpuSpec("A100 80GB PCIe", ("NVIDIA A100 80GB PCIe",), 312, 1935, 1410),
+    GpuSpec("H100 SXM", ("NVIDIA H100 80GB HBM3",), 989, 3350, 1980),
+    GpuSpec("H100 PCIe", ("NVIDIA H100 PCIe",), 756, 2000, 1755),
+    GpuSpec("H100 NVL", ("NVIDIA H100 NVL",), 835, 3900, 1785),
+    GpuSpec("H200 SXM", ("NVIDIA H200",), 989, 4800, 1980),
+    GpuSpec("H200 NVL", ("NVIDIA H200 NVL",), 835, 4800, 1785),
     GpuSpec("B200", ("NVIDIA B200",), 2250, 8000),
-    GpuSpec("L40S", ("NVIDIA L40S",), 362, 864),
+    GpuSpec("L40S", ("NVIDIA L40S",), 362, 864, 2520),
     # Measured GEMMs on the MI300X reach about half its peak (AMD's own "max-achievable FLOPs"):
     # its floor is lower, or every healthy one would fail.
-    GpuSpec("MI300X", ("AMD Instinct MI300X",), 1307, 5300, matmul_floor=0.35),
+    GpuSpec("MI300X", ("AMD Instinct MI300X",), 1307, 5300, 2100, matmul_floor=0.35),
 )
 _BY_NAME = {name.casefold(): spec for spec in SPECS for name in spec.names}
 

@@ -38,6 +38,7 @@ from schemas.events import (
     NodeHealthChecked,
     NodeHeartbeat,
     NodeStateObserved,
+    StepTimesObserved,
     Trigger,
 )
 from schemas.events.incidents import IncidentPayload
@@ -104,6 +105,16 @@ def ended(
 def checkpoint(step: int, subject: str = JOB, at_s: float = 0.0) -> CheckpointSaved:
     return CheckpointSaved(
         **envelope(subject, at_s), payload={"step": step, "uri": f"s3://ckpt/step-{step}"}
+    )
+
+
+def step_times(
+    node: str, median_s: float, job: str = JOB, at_s: float = 0.0, steps: int = 10
+) -> StepTimesObserved:
+    """One host's step times over an interval, as the log tailer summarises them."""
+    return StepTimesObserved(
+        **envelope(job, at_s),
+        payload={"node": node, "steps": steps, "median_s": median_s, "max_s": median_s},
     )
 
 
@@ -221,6 +232,7 @@ def result(
         "shadow": trigger.payload.shadow,
         "nodes": getattr(trigger.payload, "nodes", ()),
         "jobs": getattr(trigger.payload, "jobs", ()),
+        "move_jobs": getattr(trigger.payload, "move_jobs", False),
         "operator": trigger.payload.operator,
         "reason": trigger.payload.reason,
         "decided_at": trigger.occurred_at,

@@ -49,6 +49,39 @@ Ladder = Annotated[
 ]
 
 
+# How a decision about a slow node under a running job was timed (docs/rules.md, `slow_node`).
+TimingChoice = Literal["now", "at_checkpoint", "ask", "leave"]
+
+
+GpuHours = Annotated[float, Field(ge=0, le=1e12)]
+
+
+class TimingCosts(Payload):
+    """Expected GPU-hours of each way (None: a way the job did not allow)."""
+
+    now: GpuHours
+    leave: GpuHours
+    at_checkpoint: GpuHours | None = None
+    ask: GpuHours | None = None
+
+    def of(self) -> dict[TimingChoice, float]:
+        """The ways weighed and their figures."""
+        ways: tuple[TimingChoice, ...] = ("now", "at_checkpoint", "ask", "leave")
+        return {w: v for w in ways if (v := getattr(self, w)) is not None}
+
+
+class Timing(Payload):
+    """What each way of timing the decision was expected to cost the job, in GPU-hours, and the
+    one chosen: the work lost since the checkpoint, the slowdown until the next, the restart."""
+
+    chosen: TimingChoice
+    job_id: str = Field(max_length=SUBJECT)
+    gpu_h: TimingCosts
+    saved_gpu_h: float = Field(
+        ge=-1e12, le=1e12, description="Against taking the node out at once (`now`)."
+    )
+
+
 class TriggerPayload(Payload):
     rule: str = Field(min_length=1, max_length=NAME)
     window: str = Field(
@@ -77,6 +110,9 @@ class TriggerPayload(Payload):
         max_length=NAME,
         description="What kind of fault the decision is about (`xid:79`, `health:nvlink`), for "
         "grouping into incidents with other nodes' faults of the same kind; None: the rule's.",
+    )
+    timing: Timing | None = Field(
+        default=None, description="A decision timed to a running job's checkpoints: its costs."
     )
 
 

@@ -18,7 +18,15 @@ from pydantic import BaseModel
 
 from schemas.envelope import Event
 from schemas.events import Trigger
-from streams.state import incidents, node, node_incidents, node_set, peers, training_job
+from streams.state import (
+    incidents,
+    node,
+    node_incidents,
+    node_set,
+    node_slowness,
+    peers,
+    training_job,
+)
 from streams.state.dispatch import by_type
 from streams.state.forwards import forwards
 from streams.state.internal import JobTick, NodeTick
@@ -88,9 +96,16 @@ JOBS = Kind(
     tick=JobTick,
     tells=peers.told,
 )
-NODES = Kind(
-    "nodes", node.Node, node.apply, node.fold, tick=NodeTick, reports=node_incidents.reports
-)
+
+
+def _node_reports(state: node.Node, event: Event, window_s: float) -> tuple[node.Node, list[Event]]:
+    """A node reports to its incident and, when slow, to its jobs."""
+    state, told = node_incidents.reports(state, event, window_s)
+    state, slowed = node_slowness.reports(state, event, window_s)
+    return state, [*told, *slowed]
+
+
+NODES = Kind("nodes", node.Node, node.apply, node.fold, tick=NodeTick, reports=_node_reports)
 NODE_SETS = Kind("node_sets", node_set.NodeSet, node_set.apply, node_set.fold)
 INCIDENT_BOOKS = Kind(
     "incident_books",

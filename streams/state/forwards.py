@@ -172,6 +172,7 @@ def _implicated(result: ActionStarted | ActionSucceeded | ActionFailed | ActionH
                 "reason": p.reason or p.action,
                 "trigger_id": p.trigger_id,
                 "cause": result.event_id,
+                "move": p.move_jobs and isinstance(result, ActionSucceeded),
             },
         )
         for job in p.jobs

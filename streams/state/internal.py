@@ -140,6 +140,9 @@ class JobNodesImplicatedPayload(Payload):
     reason: str
     trigger_id: uuid.UUID  # the quarantine that implicated them
     cause: uuid.UUID  # the action result that told it
+    # The drain succeeded and the quarantine asked to move its jobs off the nodes: the job is
+    # restarted from its checkpoint now, not when it ends by itself (`slow_node`).
+    move: bool = False
 
 
 class JobNodesImplicated(Event):
@@ -149,6 +152,21 @@ class JobNodesImplicated(Event):
 
     type: Literal["JobNodesImplicated"] = "JobNodesImplicated"
     payload: JobNodesImplicatedPayload
+
+
+class JobNodeSlowedPayload(Payload):
+    node: str
+    signs: tuple[str, ...] = ()  # what holds it back, said for people; empty: nothing any more
+    since: datetime | None = None  # the oldest of them began
+    slowdown: float | None = Field(default=None, ge=1.0)  # its worst GPU's clock shortfall
+
+
+class JobNodeSlowed(Event):
+    """A node this job runs on is slow but alive, or no longer (`subject`: the job id): its
+    GPUs' own samples say so (`streams.state.slowness`), told on each change of what they say."""
+
+    type: Literal["JobNodeSlowed"] = "JobNodeSlowed"
+    payload: JobNodeSlowedPayload
 
 
 class NodePeerNamedPayload(Payload):
@@ -267,6 +285,7 @@ _INTERNAL: dict[str, type[Event]] = {
         NodeActionReported,
         JobActionReported,
         JobNodesImplicated,
+        JobNodeSlowed,
         NodePeerNamed,
         FaultReported,
         IncidentAssigned,

@@ -52,6 +52,7 @@ from streams.state.internal import (
     NodePeerNamed,
 )
 from streams.state.judge import Judged, judge, model_of
+from streams.state.slowness import RISES_SEEN, SlowSign, signs_after
 from streams.state.stamp import Entity, stamped
 from streams.state.story import (
     RUNG_STAGES,
@@ -222,6 +223,8 @@ class Node(Entity):
     failures: tuple[Failure, ...] = ()  # failed attempts that ran here, event time
     named_as_peer: tuple[PeerNamed, ...] = ()  # by jobs' log lines, the latest kept
     lost: Lost | None = None  # heartbeats stopped: unreachable until one comes again
+    slow: dict[str, SlowSign] = Field(default_factory=dict)  # slow but alive (`slowness`)
+    slow_told: str | None = None  # the signs and jobs its jobs were last told of
     # Incidents (streams.state.incidents): the open incident the node belongs to and its state
     # as last told to it; a fault told to the book whose incident is not named yet.
     incident: str | None = None
@@ -406,6 +409,12 @@ def _(event: GpuSampled, state: Node) -> Node:
     update: dict[str, object] = {}
     if rose:
         update["gpus"] = {**state.gpus, p.gpu: old.model_copy(update=rose)}
+    # A GPU's first counts are what it gathered before we saw it, not a rise.
+    known = p.gpu in state.gpus
+    rises = {n: getattr(p, n) - getattr(old, n) for n in RISES_SEEN if known and n in rose}
+    slow = signs_after(state.slow, p, rises, state.facts.gpu_model, event.occurred_at)
+    if slow is not None:
+        update["slow"] = slow
     idle = _idle_since(state.gpu_idle_since.get(p.gpu, None), p.utilization_pct, event.occurred_at)
     if p.utilization_pct is not None and (
         p.gpu not in state.gpu_idle_since or idle != state.gpu_idle_since[p.gpu]

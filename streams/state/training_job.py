@@ -12,7 +12,7 @@ from datetime import datetime
 from functools import singledispatch
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from schemas.envelope import Event
 from schemas.events import (
@@ -24,7 +24,11 @@ from schemas.events import (
     JobSubmitted,
     LogSignal,
     LogSignalDetected,
+    Notify,
+    QuarantineNodes,
+    RequestCheckpoint,
     RestartJob,
+    StepTimesObserved,
 )
 from schemas.events.jobs import is_failure
 from schemas.groups import JOBS, Facts
@@ -39,7 +43,16 @@ from streams.state.bounds import (
     node_ids,
 )
 from streams.state.dispatch import by_type
-from streams.state.internal import JobActionReported, JobNodesImplicated
+from streams.state.internal import JobActionReported, JobNodesImplicated, JobNodeSlowed
+from streams.state.pace import (
+    CHECKPOINTS_KEPT,
+    SIGNS_KEPT,
+    HostSteps,
+    NodeSlow,
+    SlowPlan,
+    pace_s,
+    steps_after,
+)
 from streams.state.stamp import Entity, stamped
 
 
@@ -132,6 +145,15 @@ class TrainingJob(Entity):
     last_signal: str | None = None  # the latest edge signal its logs gave (what people read)
     last_signal_at: datetime | None = None
     implicated: tuple[Implicated, ...] = ()  # nodes its restarts avoid, the latest kept
+    # How fast it goes (`streams.state.pace`), this attempt's: hosts' step times, the best pace
+    # its hosts went at together, what its nodes say holds them back; checkpoint times, kept
+    # across attempts (the cadence is the job's).
+    steps: dict[str, HostSteps] = Field(default_factory=dict)
+    pace_best_s: float | None = None
+    slow_nodes: dict[str, NodeSlow] = Field(default_factory=dict)
+    slow_plans: dict[str, SlowPlan] = Field(default_factory=dict)  # out at the next checkpoint
+    slow_taken: tuple[str, ...] = ()  # slow nodes decided out from under this attempt
+    checkpoint_times: tuple[datetime, ...] = ()
 
     @classmethod
     def new(cls, event: Event) -> TrainingJob:
@@ -258,6 +280,11 @@ def _(event: JobStateChanged, state: TrainingJob) -> TrainingJob:
             "progress_at": t,
             "first_started_at": state.first_started_at or t,
             "lost_s": state.lost_s + (_seconds(state.ended_at, t) if state.attempts else 0.0),
+            "steps": {},
+            "pace_best_s": None,
+            "slow_nodes": {},
+            "slow_plans": {},
+            "slow_taken": (),
         }
     return state.model_copy(update=update)
 
@@ -272,6 +299,7 @@ def _(event: CheckpointSaved, state: TrainingJob) -> TrainingJob:
         "last_checkpoint_uri": event.payload.uri,
         "last_checkpoint_step": event.payload.step,
         "last_checkpoint_at": t,
+        "checkpoint_times": tuple(sorted({*state.checkpoint_times, t}))[-CHECKPOINTS_KEPT:],
     }
     if state.progress_at is not None and t > state.progress_at:
         update |= {"productive_s": state.productive_s + _seconds(state.progress_at, t)}
@@ -389,3 +417,61 @@ def _(event: JobNodesImplicated, state: TrainingJob) -> TrainingJob:
     if not fresh:
         return state  # told again (each of the quarantine's results tells it)
     return state.model_copy(update={"implicated": (*state.implicated, *fresh)[-IMPLICATED_KEPT:]})
+
+
+@fold.register
+def _(event: StepTimesObserved, state: TrainingJob) -> TrainingJob:
+    steps = steps_after(state.steps, event.payload, event.occurred_at, state.pace_best_s)
+    if steps is None:
+        return state
+    pace = pace_s(steps)
+    best = state.pace_best_s
+    update: dict[str, object] = {"steps": steps}
+    if pace is not None and (best is None or pace < best):
+        update["pace_best_s"] = pace
+    return state.model_copy(update=update)
+
+
+@fold.register
+def _(event: JobNodeSlowed, state: TrainingJob) -> TrainingJob:
+    p = event.payload
+    if not p.signs or p.since is None:
+        if p.node not in state.slow_nodes:
+            return state
+        return state.model_copy(
+            update={"slow_nodes": {n: s for n, s in state.slow_nodes.items() if n != p.node}}
+        )
+    if state.nodes and p.node not in state.nodes:
+        return state  # told by a node the job has left
+    slow = NodeSlow(
+        signs=tuple(clip(s) for s in p.signs[:SIGNS_KEPT]), since=p.since, slowdown=p.slowdown
+    )
+    if state.slow_nodes.get(p.node) == slow:
+        return state
+    return state.model_copy(update={"slow_nodes": {**state.slow_nodes, p.node: slow}})
+
+
+def _planned(event: Notify | RequestCheckpoint, state: TrainingJob) -> TrainingJob:
+    """A slow node to take out at the next checkpoint, as the job's own decision said."""
+    timing = event.payload.timing
+    if timing is None or timing.chosen not in ("ask", "at_checkpoint"):
+        return state
+    plan = SlowPlan(timing=timing, at=event.occurred_at, trigger_id=event.event_id)
+    fresh = {n: plan for n in event.payload.nodes if n not in state.slow_plans}
+    if not fresh:
+        return state
+    return state.model_copy(update={"slow_plans": {**state.slow_plans, **fresh}})
+
+
+fold.register(Notify, _planned)
+fold.register(RequestCheckpoint, _planned)
+
+
+@fold.register
+def _(event: QuarantineNodes, state: TrainingJob) -> TrainingJob:
+    p = event.payload
+    if not p.move_jobs or state.job_id not in p.jobs:
+        return state
+    taken = tuple(dict.fromkeys((*state.slow_taken, *p.nodes)))[-JOB_NODES_KEPT:]
+    plans = {n: plan for n, plan in state.slow_plans.items() if n not in p.nodes}
+    return state.model_copy(update={"slow_taken": taken, "slow_plans": plans})

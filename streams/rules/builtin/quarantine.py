@@ -13,6 +13,7 @@ from datetime import timedelta
 
 from schemas.envelope import Event
 from schemas.events import QuarantineBatch, QuarantineNodes
+from schemas.events.triggers import Timing
 from schemas.limits import SMALL_LIST
 from streams.rules.registry import RuleConfig
 from streams.state.node import Node
@@ -34,6 +35,8 @@ def quarantine(
     jobs: Iterable[str] = (),
     batch: QuarantineBatch | None = None,
     fault: str | None = None,
+    move_jobs: bool = False,
+    timing: Timing | None = None,
 ) -> QuarantineNodes:
     return QuarantineNodes.decide(
         cause=cause,
@@ -47,6 +50,8 @@ def quarantine(
         jobs=tuple(dict.fromkeys(jobs))[:SMALL_LIST],
         batch=batch,
         fault=fault,
+        move_jobs=move_jobs,
+        timing=timing,
     )
 
 

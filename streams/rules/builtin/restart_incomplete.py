@@ -61,6 +61,8 @@ def restart_incomplete_exit(
         return
     if p.attempt > config.max_restarts:
         return
+    if any(r.attempt == p.attempt for r in job.restarts):
+        return  # restarted while it ran (a slow node moved off): this exit is that requeue's
     earlier = [r.at for r in job.restarts if r.attempt < p.attempt]
     if earlier and (event.occurred_at - max(earlier)).total_seconds() < config.backoff_s:
         return

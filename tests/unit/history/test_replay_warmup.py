@@ -47,11 +47,11 @@ def test_a_window_straddling_the_start_is_decided_as_live_only_with_warmup() -> 
 
 
 def test_default_warmup_is_the_longest_duration_in_the_loaded_rules() -> None:
-    assert default_warmup_s() == 3600.0
+    assert default_warmup_s() == 7200.0  # slow_node's leave_s
     wider = StreamsSettings(
-        rule_config={"repeated_failures_on_node_set": {"window": {"window_s": 7200}}}
+        rule_config={"repeated_failures_on_node_set": {"window": {"window_s": 10800}}}
     )
-    assert default_warmup_s(wider) == 7200.0
+    assert default_warmup_s(wider) == 10800.0
     others = [b.spec.name for b in current_brain().engine.rules]
     only_restarts = StreamsSettings(
         rule_config={n: {"enabled": False} for n in others if n != "restart_incomplete_exit"}

@@ -1,0 +1,122 @@
+"""A node slow but alive: what its GPUs' own samples say holds it back.
+
+A sign is kept per kind and GPU, from the first sample that showed it to the last. Throttles and
+low clocks end with the first sample of that GPU without them (the throttle lifted, the clocks
+came back). Corrected errors and row remaps have no such end: a burst of them keeps its sign for
+`STICKY_S` after the last rise.
+
+What a sign means for a job running there is the job's to weigh, with its ranks' step times
+(`streams/rules/builtin/slow_node.py`): a throttled GPU whose host steps as fast as the others
+costs the job nothing.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from pydantic import BaseModel, ConfigDict
+
+from schemas.events.gpus import GpuSampledPayload
+from schemas.gpu_specs import spec_of
+
+# NVML's clock-throttle reasons that hold a busy GPU back; the others (idle, application clocks,
+# a software power cap a busy GPU sits at by design, sync boost) are normal.
+HOLDING_BACK = {
+    "HwSlowdown": "throttle",
+    "HwThermalSlowdown": "thermal",
+    "SwThermalSlowdown": "thermal",
+    "HwPowerBrakeSlowdown": "power",
+}
+# A busy GPU below this share of its model's maximum SM clock is held back whatever NVML says.
+CLOCK_SHARE = 0.7
+BUSY_PCT = 50.0
+# Corrected ECC errors risen by this many in one sample (a burst, not the slow count of a
+# healthy HBM stack), and any new row remap: memory degrading; each kept for an hour.
+CORRECTED_BURST = 100
+STICKY_S = 3600.0
+STICKY = frozenset({"corrected_errors", "row_remaps"})
+RISES_SEEN = frozenset({"ecc_single_bit", "remapped_rows_correctable"})  # counters read here
+SIGNS_KEPT = 64
+
+
+class SlowSign(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    kind: str  # throttle, thermal, power, clocks, corrected_errors, row_remaps
+    gpu: int
+    since: datetime
+    at: datetime  # the last sample that showed it
+    said: str  # for people: "GPU 3 HwThermalSlowdown at 1,100 of 1,980 MHz"
+    slowdown: float | None = None  # the model's max clock over this one's, where both are known
+
+    @property
+    def key(self) -> str:
+        return f"{self.kind}:{self.gpu}"
+
+
+def seen(
+    p: GpuSampledPayload, rises: dict[str, int], model: str | None
+) -> dict[str, tuple[str, float | None]]:
+    """The kinds of sign one sample shows (`rises`: how far its counters rose since the last),
+    each with its words and slowdown."""
+    found: dict[str, tuple[str, float | None]] = {}
+    clocks = _clocks(p, model)
+    for reason in p.throttle_reasons:
+        kind = HOLDING_BACK.get(reason)
+        if kind is not None:
+            found[kind] = (f"GPU {p.gpu} {reason}{clocks[0]}", clocks[1])
+    if clocks[1] is not None and not found and clocks[1] >= 1 / CLOCK_SHARE:
+        found["clocks"] = (f"GPU {p.gpu} clocks{clocks[0]}", clocks[1])
+    single = rises.get("ecc_single_bit", 0)
+    if single >= CORRECTED_BURST:
+        found["corrected_errors"] = (f"GPU {p.gpu} {single:,} corrected ECC errors", None)
+    remapped = rises.get("remapped_rows_correctable", 0)
+    if remapped:
+        found["row_remaps"] = (f"GPU {p.gpu} {remapped:,} rows remapped", None)
+    return found
+
+
+def _clocks(p: GpuSampledPayload, model: str | None) -> tuple[str, float | None]:
+    """ " at 1,100 of 1,980 MHz" and 1.8 for a busy GPU of a known model; else ("", None)."""
+    spec = spec_of(model) if p.sm_clock_mhz else None
+    busy = p.utilization_pct is None or p.utilization_pct >= BUSY_PCT
+    if spec is None or spec.max_sm_clock_mhz is None or not p.sm_clock_mhz or not busy:
+        return "", None
+    slowdown = max(1.0, spec.max_sm_clock_mhz / p.sm_clock_mhz)
+    return f" at {p.sm_clock_mhz:,} of {spec.max_sm_clock_mhz:,} MHz", round(slowdown, 3)
+
+
+def signs_after(
+    signs: dict[str, SlowSign],
+    p: GpuSampledPayload,
+    rises: dict[str, int],
+    model: str | None,
+    at: datetime,
+) -> dict[str, SlowSign] | None:
+    """The node's signs after one GPU's sample; None when they are unchanged (most samples)."""
+    found = seen(p, rises, model)
+    mine = [s for s in signs.values() if s.gpu == p.gpu]
+    if not found and not mine:
+        return None
+    out = {k: s for k, s in signs.items() if s.gpu != p.gpu or _lasts(s, at)}
+    for kind, (said, slowdown) in found.items():
+        old = signs.get(f"{kind}:{p.gpu}")
+        since = old.since if old is not None else at
+        sign = SlowSign(kind=kind, gpu=p.gpu, since=since, at=at, said=said, slowdown=slowdown)
+        out[sign.key] = sign
+    if len(out) > SIGNS_KEPT:
+        out = dict(sorted(out.items(), key=lambda kv: kv[1].at)[-SIGNS_KEPT:])
+    return None if out == signs else out
+
+
+def _lasts(sign: SlowSign, at: datetime) -> bool:
+    """A sticky sign outlives samples without it, for a while."""
+    return sign.kind in STICKY and at - sign.at <= timedelta(seconds=STICKY_S)
+
+
+def summary(signs: dict[str, SlowSign]) -> tuple[tuple[str, ...], datetime | None, float | None]:
+    """What people read of them (worst first), since when, and the worst clock shortfall."""
+    ordered = sorted(signs.values(), key=lambda s: (-(s.slowdown or 0.0), s.gpu, s.kind))
+    slowdowns = [s.slowdown for s in ordered if s.slowdown is not None]
+    since = min((s.since for s in ordered), default=None)
+    return tuple(s.said for s in ordered), since, max(slowdowns, default=None)

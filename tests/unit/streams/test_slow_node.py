@@ -1,0 +1,202 @@
+"""Slow but alive (issue 43): a node that slows its job is taken out when that costs the job least
+(now, at its next checkpoint, after a checkpoint asked for, or left), and the job moves off it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from schemas.events import Notify, QuarantineNodes, RequestCheckpoint, RestartJob, Trigger
+from streams.testing import (
+    JOB,
+    Story,
+    checkpoint,
+    ended,
+    facts,
+    result,
+    running,
+    sample,
+    step_times,
+)
+
+HOSTS = ("n1", "n2", "n3", "n4")
+GPUS = 32
+CADENCE_S = 1800.0
+
+
+def _story(**config: Any) -> Story:
+    story = Story(config={"slow_node": config} if config else None)
+    story.tell(running(nodes=HOSTS, at_s=0.0))
+    return story
+
+
+def _interval(story: Story, at_s: float, slow: dict[str, float] | None = None) -> list[Trigger]:
+    """Each host's step times for the minute ending at `at_s`: 1 s a step, `slow` hosts more."""
+    slow = slow or {}
+    return story.tell(*(step_times(h, slow.get(h, 1.0), at_s=at_s) for h in HOSTS))
+
+
+def _run(story: Story, start_s: float, end_s: float, slow: dict[str, float]) -> list[Trigger]:
+    out: list[Trigger] = []
+    t = start_s
+    while t <= end_s:
+        out += _interval(story, t, slow)
+        t += 60.0
+    return out
+
+
+def _checkpoints(story: Story, *at_s: float) -> None:
+    for i, t in enumerate(at_s, start=1):
+        story.tell(checkpoint(100 * i, at_s=t))
+
+
+def _of(decided: list[Trigger], cls: type[Trigger]) -> list[Any]:
+    return [t for t in decided if isinstance(t, cls) and t.payload.rule == "slow_node"]
+
+
+def test_a_host_slowing_mid_interval_is_taken_out_at_the_next_checkpoint_and_the_job_moves() -> (
+    None
+):
+    story = _story()
+    _run(story, 60.0, 1800.0, {})
+    _checkpoints(story, 1800.0, 3600.0)
+    # n3 slows at 4200 s, 600 s into the interval: waiting costs 0.8 of the 1200 s left at 1.8x.
+    decided = _run(story, 3660.0, 4140.0, {}) + _run(story, 4200.0, 5000.0, {"n3": 1.8})
+    [plan] = _of(decided, Notify)
+    timing = plan.payload.timing
+    assert timing.chosen == "at_checkpoint" and plan.payload.nodes == ("n3",)
+    assert timing.gpu_h.at_checkpoint < timing.gpu_h.now < timing.gpu_h.leave
+    assert "out at the job's next checkpoint" in plan.payload.title
+    assert not _of(decided, QuarantineNodes)  # not before the checkpoint
+
+    taken = _of(story.tell(checkpoint(300, at_s=5500.0)), QuarantineNodes)
+    [drain] = taken
+    assert drain.payload.nodes == ("n3",) and drain.payload.jobs == (JOB,)
+    assert drain.payload.move_jobs and drain.payload.timing == timing
+    assert "at checkpoint step 300" in drain.payload.reason
+    assert f"{timing.saved_gpu_h:,.1f} GPU-h saved" in drain.payload.reason
+
+    # Only once the drain succeeded is the job restarted, from that checkpoint, without n3.
+    assert not _of(story.tell(result(drain, at_s=5501.0, error="scontrol: refused")), RestartJob)
+    [restart] = _of(story.tell(result(drain, at_s=5502.0)), RestartJob)
+    assert restart.payload.checkpoint_step == 300 and restart.payload.exclude_nodes == ("n3",)
+    # The requeue ends the attempt: that exit is the restart's, not a second one.
+    again = story.tell(ended(state="PREEMPTED", attempt=1, at_s=5510.0, nodes=HOSTS))
+    assert not [t for t in again if isinstance(t, RestartJob)]
+    # The next attempt, without n3, starts afresh: nothing is suspected.
+    story.tell(running(attempt=2, at_s=5600.0, nodes=("n1", "n2", "n4", "n5")))
+    assert story.jobs[JOB].steps == {} and story.jobs[JOB].slow_plans == {}
+
+
+def test_right_after_a_checkpoint_taking_it_out_now_costs_least() -> None:
+    story = _story()
+    _run(story, 60.0, 1800.0, {})
+    _checkpoints(story, 1800.0, 3600.0)
+    decided = _run(story, 3660.0, 4200.0, {"n2": 1.8})
+    [drain] = _of(decided, QuarantineNodes)
+    assert drain.payload.timing.chosen == "now" and drain.payload.move_jobs
+    assert drain.payload.timing.saved_gpu_h == 0.0
+    assert not _of(decided, Notify)
+
+
+def test_a_job_that_honours_the_hook_is_asked_for_a_checkpoint_then_moved() -> None:
+    story = _story(ask_checkpoint=True, signal="USR2")
+    _run(story, 60.0, 1800.0, {})
+    _checkpoints(story, 1800.0, 3600.0)
+    decided = _run(story, 3660.0, 4800.0, {"n4": 2.0})
+    [ask] = _of(decided, RequestCheckpoint)
+    assert ask.subject == JOB and ask.payload.signal == "USR2" and ask.payload.nodes == ("n4",)
+    assert ask.payload.timing.chosen == "ask"
+    [drain] = _of(story.tell(checkpoint(250, at_s=4830.0)), QuarantineNodes)
+    assert drain.payload.nodes == ("n4",) and drain.payload.timing.chosen == "ask"
+
+
+def test_a_slight_slowdown_against_a_costly_restart_is_left_and_said_once() -> None:
+    story = _story(restart_s=7200.0)
+    _run(story, 60.0, 1800.0, {})
+    _checkpoints(story, 1800.0, 3600.0)
+    decided = _run(story, 3660.0, 6000.0, {"n1": 1.2})
+    [left] = _of(decided, Notify)
+    assert left.payload.timing.chosen == "leave" and "left in service" in left.payload.title
+    assert left.payload.timing.saved_gpu_h > 0
+    assert not _of(decided, QuarantineNodes)
+
+
+def test_a_blip_shorter_than_the_evidence_window_decides_nothing() -> None:
+    story = _story()
+    _run(story, 60.0, 1800.0, {})
+    decided = _run(story, 1860.0, 2040.0, {"n3": 3.0}) + _run(story, 2100.0, 3000.0, {})
+    assert not [t for t in decided if t.payload.rule == "slow_node"]
+
+
+@pytest.mark.parametrize("timing", ["now", "leave"])
+def test_a_forced_timing_is_kept(timing: str) -> None:
+    story = _story(timing=timing)
+    _run(story, 60.0, 1800.0, {})
+    _checkpoints(story, 1800.0, 3600.0)
+    decided = _run(story, 3660.0, 4800.0, {"n3": 1.8})
+    chosen = {t.payload.timing.chosen for t in decided if t.payload.timing is not None}
+    assert chosen == {timing}
+
+
+def _thermal(node: str, at_s: float, gpu: int = 3) -> Any:
+    return sample(
+        node,
+        gpu=gpu,
+        at_s=at_s,
+        utilization_pct=98.0,
+        sm_clock_mhz=1100,
+        throttle_reasons=("HwThermalSlowdown",),
+    )
+
+
+def test_gpus_held_back_under_a_job_that_logs_no_step_times_are_priced_by_their_clocks() -> None:
+    story = _story()
+    story.tell(facts("n2", gpu_model="NVIDIA H100 80GB HBM3"))
+    _checkpoints(story, 600.0, 2400.0)
+    decided: list[Trigger] = []
+    for t in range(3300, 4000, 30):  # 900 s into the interval: 600 s left at 1.8x
+        decided += story.tell(_thermal("n2", float(t)))
+    [plan] = _of(decided, Notify)
+    assert plan.payload.timing.chosen == "at_checkpoint"
+    assert "GPU 3 HwThermalSlowdown at 1,100 of 1,980 MHz" in plan.payload.reason
+    assert "1.80x slower" in plan.payload.reason
+    # The throttle lifts: the node tells the job, which forgets it.
+    story.tell(sample("n2", gpu=3, at_s=4100.0, utilization_pct=98.0, sm_clock_mhz=1980))
+    assert story.jobs[JOB].slow_nodes == {}
+
+
+def test_gpus_held_back_while_the_job_keeps_its_pace_cost_it_nothing() -> None:
+    story = _story()
+    story.tell(facts("n2", gpu_model="NVIDIA H100 80GB HBM3"))
+    decided: list[Trigger] = []
+    for t in range(60, 1500, 60):
+        decided += _interval(story, float(t))
+        decided += story.tell(_thermal("n2", float(t) + 1))
+    assert story.jobs[JOB].slow_nodes["n2"].signs
+    assert not [t for t in decided if t.payload.rule == "slow_node"]
+
+
+def test_a_slow_node_with_no_job_is_taken_out_at_once_after_the_evidence_window() -> None:
+    story = Story()
+    story.tell(facts("n9", gpu_model="NVIDIA H100 80GB HBM3"))
+    decided: list[Trigger] = []
+    for t in range(0, 420, 30):
+        decided += story.tell(_thermal("n9", float(t), gpu=0))
+    [drain] = [t for t in decided if isinstance(t, QuarantineNodes)]
+    assert drain.payload.rule == "slow_idle_node"
+    assert drain.payload.nodes == ("n9",) and not drain.payload.move_jobs
+    assert (
+        drain.occurred_at.timestamp() - story.nodes["n9"].slow["thermal:0"].since.timestamp() >= 300
+    )
+
+
+def test_in_shadow_it_decides_and_nothing_is_taken_as_done() -> None:
+    story = _story(mode="shadow")
+    _run(story, 60.0, 1800.0, {})
+    _checkpoints(story, 1800.0, 3600.0)
+    decided = _run(story, 3660.0, 4200.0, {"n2": 1.8})
+    [drain] = _of(decided, QuarantineNodes)
+    assert drain.payload.shadow
+    assert story.jobs[JOB].slow_taken == ()
