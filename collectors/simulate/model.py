@@ -170,6 +170,7 @@ class ClusterModel:
         self.spells = draw_spells(config, names, self._slow_rng) if config.slow_nodes else []
         self._spells_due = list(self.spells)
         self.slow: dict[str, SlowSpell] = {}  # node → its spell, while it lasts
+        self._stretch_slow: dict[str, float] = {}  # node → its factor since the last tick
         # job → GPU-seconds its slow nodes cost in work it kept: running time (1 - 1/factor
         # of it) that the job's checkpoints count productive although no work was done.
         self.slow_lost_gpu_s: dict[str, float] = {}
@@ -651,10 +652,11 @@ class ClusterModel:
         """Each running job's work since the last tick: a job runs at its slowest node's pace
         (its all-reduces wait for that node's ranks), so a node `factor` times slow leaves
         `1 - 1/factor` of the time undone, and the checkpoint and end its work reaches later."""
+        self._stretch_slow = {name: spell.factor for name, spell in self.slow.items()}
         for job in self.jobs.values():
             if job.started_s is None:
                 continue
-            factor = max((self.slow[n].factor for n in job.nodes if n in self.slow), default=1.0)
+            factor = max((self._stretch_slow.get(n, 1.0) for n in job.nodes), default=1.0)
             behind = (now_s - job.paced_s) * (1 - 1 / factor)
             job.lag_s += behind
             job.next_checkpoint_s += behind
@@ -671,17 +673,13 @@ class ClusterModel:
             job.slow_unsaved_s = 0.0
 
     def _step_times(self, job: SimJob, steps: int) -> list[Event]:
-        """Each host's step times over its last `steps` steps, as its trainer's log shows them."""
+        """Each host's step times over its last `steps` steps (the stretch since the last tick,
+        at the slowness that held over it), as its trainer's log shows them."""
         out = []
         for i, name in enumerate(job.nodes):
-            spell = self.slow.get(name)
+            factor = self._stretch_slow.get(name, 1.0)
             payload = step_times(
-                name,
-                i * self.config.gpus,
-                steps,
-                job.step,
-                spell.factor if spell else 1.0,
-                self._slow_rng,
+                name, i * self.config.gpus, steps, job.step, factor, self._slow_rng
             )
             out.append(self._make(self.stamp_logs, StepTimesObserved, job.id, payload))
         return out
