@@ -5,6 +5,7 @@ and the GPU-hours each world lost, slowness included."""
 from __future__ import annotations
 
 import asyncio
+import io
 import time
 import uuid
 from datetime import UTC, datetime, timedelta
@@ -12,11 +13,13 @@ from pathlib import Path
 from typing import Any, cast
 
 import pytest
+from rich.console import Console
 
 from centrality.bench.goodput import (
     SLOW_CLUSTERS,
     Options,
     fleet_ettr,
+    print_slow,
     rule_config,
     slow_figures,
 )
@@ -164,6 +167,12 @@ def test_the_three_worlds_lose_what_slowness_and_each_policy_cost(tmp_path: Path
     lost = {n: figures[n]["lost_gpu_h"] + figures[n]["open_gpu_h"] for n in fleets}
     assert figures["saved_vs_now_gpu_h"] == round(lost["now"] - lost["timed"], 1) > 0
     assert figures["saved_vs_left_gpu_h"] == round(lost["left"] - lost["timed"], 1) > 5
+    out = io.StringIO()
+    print_slow(figures, Console(file=out, width=200))
+    said = out.getvalue()
+    assert "1 spells, steps x2.00 to x2.00, 10.0 h in all" in said
+    assert f"timed saved {figures['saved_vs_now_gpu_h']} GPU-h against draining at once" in said
+    assert "leave it (enabled=false)" in said
     # The slow node was taken out (and stays out while it throttles).
     assert fleets["now"].model.nodes["slow-now-0000"].drained
 
