@@ -109,6 +109,9 @@ class Period:
         self._watch: AIOKafkaConsumer | None = None
         self._told: dict[str, str] = {}
         self._restarts: dict[uuid.UUID, RestartJob] = {}  # by id, until carried out
+        # Requeues of running jobs carried out before their trigger was read (the two come on
+        # topics of their own): which attempt they name is the trigger's to say.
+        self._unmatched: dict[uuid.UUID, tuple[Fleet, str]] = {}
         self._sent = time.monotonic()  # when the tick's events were sent
         self._requeues: list[tuple[Fleet, str, tuple[str, ...], float]] = []
 
@@ -206,12 +209,15 @@ class Period:
             return
         if isinstance(event, RestartJob):
             self._restarts[event.event_id] = event
+            if event.event_id in self._unmatched:
+                self._move(*self._unmatched.pop(event.event_id), self._restarts.pop(event.event_id))
             return
         if not isinstance(event, ActionSucceeded) or event.payload.dry_run:
             return
         p = event.payload
         if p.trigger_type == "RestartJob":
-            self._restart(fleet, event.subject, self._restarts.pop(p.trigger_id, None))
+            trigger = self._restarts.pop(p.trigger_id, None)
+            self._restart(fleet, event.subject, p.trigger_id, trigger)
         elif p.trigger_type == "RequestCheckpoint":
             fleet.checkpoints_asked += 1
             model.checkpoint(event.subject)
@@ -220,20 +226,29 @@ class Period:
         elif p.trigger_type == "ReleaseNodes":
             model.resume(p.nodes)
 
-    def _restart(self, fleet: Fleet, job_id: str, trigger: RestartJob | None) -> None:
-        """A requeue carried out: of a failed job, or of the running attempt it named (a job
-        moved off a slow node; a restart decided on an attempt since ended is not this one)."""
-        model, avoid = fleet.model, trigger.payload.exclude_nodes if trigger else ()
+    def _restart(
+        self, fleet: Fleet, job_id: str, trigger_id: uuid.UUID, trigger: RestartJob | None
+    ) -> None:
+        """A requeue carried out: of a failed job, or of a running one (moved off a slow node)."""
+        model = fleet.model
         if job_id in model.failed:
             took_s = time.monotonic() - fleet.failed_real.get(job_id, time.monotonic())
+            avoid = trigger.payload.exclude_nodes if trigger else ()
             fleet.restarts += 1
             self._requeues.append((fleet, job_id, avoid, took_s))
-            return
-        job = model.jobs.get(job_id)
-        attempt = trigger.payload.attempt if trigger else None
-        if job is not None and job.started_s is not None and job.attempt == attempt:
+        elif trigger is None:
+            self._unmatched[trigger_id] = (fleet, job_id)
+        else:
+            self._move(fleet, job_id, trigger)
+
+    def _move(self, fleet: Fleet, job_id: str, trigger: RestartJob) -> None:
+        """The running attempt the restart named, requeued (a restart decided on an attempt
+        since ended is not this one's)."""
+        job = fleet.model.jobs.get(job_id)
+        if job is not None and job.started_s is not None and job.attempt == trigger.payload.attempt:
             fleet.moved += 1
-            self._requeues.append((fleet, job_id, avoid, time.monotonic() - self._sent))
+            took_s = time.monotonic() - self._sent
+            self._requeues.append((fleet, job_id, trigger.payload.exclude_nodes, took_s))
 
     def _drain(self, fleet: Fleet, p: ActionPayload) -> None:
         model = fleet.model

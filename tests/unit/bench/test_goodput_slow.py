@@ -185,6 +185,20 @@ def test_a_restart_decided_on_an_attempt_since_ended_moves_nothing(tmp_path: Pat
     assert f.moved == 0 and f.model.jobs["slurm/slow-timed/1"].attempt == 1
 
 
+def test_a_move_carried_out_before_its_trigger_is_read_waits_for_it(tmp_path: Path) -> None:
+    """The trigger and its result come on topics of their own, in either order."""
+    f = fleet("slow-now")
+    p = period([f], tmp_path)
+    asyncio.run(p._emit(f, f.model.tick(0.0)))
+    trigger, job = restart(f, 1, ("slow-now-0000",)), "slurm/slow-now/1"
+    asyncio.run(p._apply(f, succeeded(f, "RestartJob", job, trigger_id=trigger.event_id)))
+    assert f.moved == 0
+    asyncio.run(p._apply(f, trigger))
+    asyncio.run(p._requeue())
+    assert f.moved == 1 and f.model.jobs[job].attempt == 2
+    assert f.model.jobs[job].avoid == {"slow-now-0000"}
+
+
 def test_a_slow_node_taken_out_is_returned_once_sound(tmp_path: Path) -> None:
     f = fleet("slow-now")
     p = period([f], tmp_path)
