@@ -9,6 +9,11 @@ The circuit breakers count in wall-clock windows, which a compressed day would t
 opened here (`bench scale` and `bench hostile` measure them). Everything runs in topics and a
 database of the run's own, deleted afterwards.
 
+With `--slow-nodes N`, three more fleets meet N slow-node spells (`collectors/simulate/slow.py`)
+and nothing else, differing only in the `slow_node` rule's policy: as configured (timing `auto`,
+`ask_checkpoint`), draining at once (`timing=now`) and leaving the node (`enabled=false`), each a
+scope of its cluster; their GPU-hours lost, slowness included, are set side by side.
+
 Before it is deleted, `centrality whatif` prices the rules-acting fleet's history under no rules
 at all (`*.enabled=false`), set beside the difference measured with the person-only fleet; with
 `--off RULE`, a third fleet runs with that one rule off, and the what-if of that rule off is set
@@ -48,7 +53,7 @@ from collectors.simulate.taxonomy import LLAMA3_405B
 from schemas.admin import ensure_topics
 from schemas.emitter import Emitter
 from schemas.emitter.settings import EmitterSettings
-from streams.analysis.goodput import by_cluster, fold, job_time
+from streams.analysis.goodput import Ettr, by_cluster, fold, job_time
 from streams.analysis.outcomes import outcomes
 from streams.analysis.whatif.candidate import CandidateError, candidate
 from streams.analysis.whatif.price import PricingSettings
@@ -57,6 +62,17 @@ from streams.settings import StreamsSettings
 
 AUTO, MANUAL, OFF = "auto", "manual", "off"
 HOUR_S = 3600.0
+SLOW_RULE = "slow_node"
+# The slow-node fleets (clusters), by the world each lives in, and that world's slow_node config
+# (a scope of its cluster). Timed is the rule as a user would run it: timing `auto` (the
+# cheapest of now, at the next checkpoint, asking for one now, or leaving the node) with a job
+# that honours the checkpoint hook.
+SLOW_WORLDS: dict[str, dict[str, Any]] = {
+    "timed": {"timing": "auto", "ask_checkpoint": True},
+    "now": {"timing": "now"},
+    "left": {"enabled": False},
+}
+SLOW_CLUSTERS = {f"slow-{name}": name for name in SLOW_WORLDS}
 
 
 @dataclass(frozen=True)
@@ -71,6 +87,8 @@ class Options:
     repair_s: float
     seed: int
     off: str | None = None  # a rule the third fleet runs without
+    slow_nodes: int = 0  # slow-node spells the slow-node fleets meet (0: no such fleets)
+    restart_s: float = 600.0  # a requeued job's way back there
     ready_timeout_s: float = 180.0
 
     @property
@@ -107,21 +125,50 @@ class Options:
             check_resend_s=self.interval_s,
         )
 
+    def slow_sim(self, cluster: str) -> SimConfig:
+        """A slow-node fleet: the same jobs, and slow nodes instead of the table's
+        interruptions, so that what its worlds lose apart is their slow_node policy's doing
+        (an interruption striking a running job in one world and an idle node in the other
+        would weigh more than the policy)."""
+        return self.sim(cluster).model_copy(
+            update={
+                "taxonomy": None,
+                "slow_nodes": self.slow_nodes,
+                "restart_s": self.restart_s,
+            }
+        )
+
+    @property
+    def clusters(self) -> tuple[str, ...]:
+        return (AUTO, MANUAL, OFF, *(SLOW_CLUSTERS if self.slow_nodes else ()))
+
+
+def rule_config(opts: Options) -> dict[str, Any]:
+    """Today's rule config, with the worlds' own scopes over it: the third fleet's rule off
+    there alone, each slow-node fleet's slow_node policy."""
+    config: dict[str, Any] = StreamsSettings().rule_config
+    if opts.off:
+        config = _scoped(config, opts.off, [{"match": {"cluster": OFF}, "enabled": False}])
+    if opts.slow_nodes:
+        scopes = [{"match": {"cluster": c}} | SLOW_WORLDS[w] for c, w in SLOW_CLUSTERS.items()]
+        config = _scoped(config, SLOW_RULE, scopes)
+    return config
+
+
+def _scoped(config: dict[str, Any], name: str, scopes: list[dict[str, Any]]) -> dict[str, Any]:
+    rule = config.get(name, {})
+    return {**config, name: {**rule, "scopes": [*rule.get("scopes", []), *scopes]}}
+
 
 def worker_env(run: BenchRun, opts: Options) -> dict[str, str]:
-    # The third fleet's rule is off there alone (a scope of its cluster, over today's config).
-    config = StreamsSettings().rule_config
-    if opts.off:
-        scope = {"match": {"cluster": OFF}, "enabled": False}
-        rule = config.get(opts.off, {})
-        config = {**config, opts.off: {**rule, "scopes": [*rule.get("scopes", []), scope]}}
-    off = {"CENTRALITY_STREAMS_RULE_CONFIG": json.dumps(config)} if opts.off else {}
+    scoped = opts.off or opts.slow_nodes
+    off = {"CENTRALITY_STREAMS_RULE_CONFIG": json.dumps(rule_config(opts))} if scoped else {}
     return {
         **run.env(),
         # Automation off on one cluster: there every action is refused (on the others, the
         # warm-up story's included, every one is allowed).
         "CENTRALITY_ACTIONS_ALLOW": json.dumps({MANUAL: [], "*": handler_names()}),
-        "CENTRALITY_ACTIONS_FLEET_SIZE": json.dumps(dict.fromkeys((AUTO, MANUAL, OFF), opts.nodes)),
+        "CENTRALITY_ACTIONS_FLEET_SIZE": json.dumps(dict.fromkeys(opts.clusters, opts.nodes)),
         "CENTRALITY_ACTIONS_QUARANTINE_MAX_SHARE": "1.0",
         "CENTRALITY_ACTIONS_RESTART_MAX_PER_WINDOW": "1000",
         "CENTRALITY_MEMORY_UNHEALTHY_FILE": str(run.dir / "unhealthy.json"),
@@ -145,6 +192,8 @@ async def measure(
     ]
     if opts.off:
         fleets.append(Fleet(ClusterModel(opts.sim(OFF), start), automated=True))
+    for cluster in SLOW_CLUSTERS if opts.slow_nodes else ():
+        fleets.append(Fleet(ClusterModel(opts.slow_sim(cluster), start), automated=True))
     lags = LagSampler(
         run.kafka,
         worker_lags(run.kafka, run.groups, {w: INPUTS[w] for w in ("streams", "actions")}),
@@ -168,26 +217,73 @@ async def measure(
     return fleets, period.late
 
 
+def fleet_ettr(fleet: Fleet, end: datetime) -> Ettr:
+    """The fleet's job time up to `end`, as `centrality report` judges it from the jobs'
+    events, and then slowness: running time on a slow node that the jobs' checkpoints count
+    productive did only 1/factor of its work, and the rest of it is lost. No job event tells
+    that, the simulation does (`ClusterModel.slow_lost_gpu_s`); slow time an attempt never
+    saved is in the events' lost (or open) time already, whole."""
+    times = [job_time(job, end) for job in fold(fleet.job_events).values()]
+    [(_, e)] = by_cluster(times).items()
+    slow = sum(fleet.model.slow_lost_gpu_s.values())
+    return replace(e, productive_gpu_s=e.productive_gpu_s - slow, lost_gpu_s=e.lost_gpu_s + slow)
+
+
+def world(opts: Options, fleet: Fleet, end: datetime) -> dict[str, Any]:
+    """One fleet's figures."""
+    e = fleet_ettr(fleet, end)
+    struck = Counter(f.cause.component for f, _ in fleet.model.struck)
+    return {
+        "ettr": None if e.ettr is None else round(e.ettr, 4),
+        "productive_gpu_h": round(e.productive_gpu_s / HOUR_S, 1),
+        "lost_gpu_h": round(e.lost_gpu_s / HOUR_S, 1),
+        "open_gpu_h": round(e.open_gpu_s / HOUR_S, 1),
+        "out_of_service_gpu_h": round(fleet.node_out_s * opts.gpus / HOUR_S, 1),
+        "interruptions": sum(struck.values()),
+        "jobs_interrupted": sum(1 for _, job in fleet.model.struck if job),
+        "restarts_by_automation": fleet.restarts,
+        "restarts_by_a_person": fleet.by_hand,
+        "precision": _precision(fleet),
+        "restarts": _restarts(fleet, end),
+    }
+
+
+def slow_figures(opts: Options, fleets: list[Fleet], end: datetime) -> dict[str, Any]:
+    """The slow-node fleets side by side: each world's figures and what slowness cost it (in
+    its `lost_gpu_h`), and what the timed policy saved against draining at once and against
+    leaving the node (positive: GPU-hours the other world lost more)."""
+    worlds = {
+        SLOW_CLUSTERS[f.cluster]: world(opts, f, end)
+        | {
+            "slow_lost_gpu_h": round(sum(f.model.slow_lost_gpu_s.values()) / HOUR_S, 1),
+            "checkpoints_asked": f.checkpoints_asked,
+            "jobs_moved": f.moved,
+        }
+        for f in fleets
+    }
+    timed = worlds["timed"]
+    return {
+        "spells": [
+            {
+                "node": s.node,
+                "at_h": round(s.at_s / HOUR_S, 2),
+                "hours": round((s.until_s - s.at_s) / HOUR_S, 2),
+                "factor": round(s.factor, 2),
+            }
+            for s in fleets[0].model.spells  # drawn alike in every world
+        ],
+        "restart_s": opts.restart_s,
+        "policies": SLOW_WORLDS,
+        **worlds,
+        "saved_vs_now_gpu_h": round(_lost(worlds["now"]) - _lost(timed), 1),
+        "saved_vs_left_gpu_h": round(_lost(worlds["left"]) - _lost(timed), 1),
+    }
+
+
 def figures(opts: Options, fleets: list[Fleet]) -> dict[str, Any]:
     end = fleets[0].model.start + timedelta(seconds=opts.hours * HOUR_S)
-    out: dict[str, Any] = {}
-    for fleet in fleets:
-        times = [job_time(job, end) for job in fold(fleet.job_events).values()]
-        [(_, e)] = by_cluster(times).items()
-        struck = Counter(f.cause.component for f, _ in fleet.model.struck)
-        out[fleet.cluster] = {
-            "ettr": None if e.ettr is None else round(e.ettr, 4),
-            "productive_gpu_h": round(e.productive_gpu_s / HOUR_S, 1),
-            "lost_gpu_h": round(e.lost_gpu_s / HOUR_S, 1),
-            "open_gpu_h": round(e.open_gpu_s / HOUR_S, 1),
-            "out_of_service_gpu_h": round(fleet.node_out_s * opts.gpus / HOUR_S, 1),
-            "interruptions": sum(struck.values()),
-            "jobs_interrupted": sum(1 for _, job in fleet.model.struck if job),
-            "restarts_by_automation": fleet.restarts,
-            "restarts_by_a_person": fleet.by_hand,
-            "precision": _precision(fleet),
-            "restarts": _restarts(fleet, end),
-        }
+    slow = [f for f in fleets if f.cluster in SLOW_CLUSTERS]
+    out = {f.cluster: world(opts, f, end) for f in fleets if f not in slow}
     auto, manual = out[AUTO], out[MANUAL]
     off = out.get(OFF)
     return {
@@ -206,6 +302,7 @@ def figures(opts: Options, fleets: list[Fleet]) -> dict[str, Any]:
         "saved_gpu_h": round(_lost(manual) - _lost(auto), 1),
         **({OFF: off, "off_rule": opts.off, "off_cost_gpu_h": round(_lost(off) - _lost(auto), 1)}
            if off is not None else {}),
+        **({"slow_nodes": slow_figures(opts, slow, end)} if slow else {}),
     }  # fmt: skip
 
 
@@ -311,7 +408,32 @@ def print_result(result: dict[str, Any], console: Console) -> None:
         for outcome, count in judged.items():
             restarts.add_row(rule, outcome, str(count))
     console.print(restarts)
+    if "slow_nodes" in result:
+        print_slow(result["slow_nodes"], console)
     print_calibrations(result["whatif"], console, "")
+
+
+def print_slow(slow: dict[str, Any], console: Console) -> None:
+    factors = [s["factor"] for s in slow["spells"]] or [0.0]
+    table = Table(
+        "slow_node", "ETTR", "lost GPU-h", "of which slowness", "not decided GPU-h",
+        "out of service GPU-h", "checkpoints asked", "jobs moved",
+        title=f"slow nodes: {len(slow['spells'])} spells, steps x{min(factors):.2f} to "
+        f"x{max(factors):.2f}, {sum(s['hours'] for s in slow['spells']):.1f} h in all "
+        f"(a requeue's way back: {slow['restart_s']:g} s)",
+        caption=f"timed saved {slow['saved_vs_now_gpu_h']} GPU-h against draining at once, "
+        f"{slow['saved_vs_left_gpu_h']} against leaving the node",
+    )  # fmt: skip
+    said = {"timed": "as configured (timing auto)", "now": "drain at once (timing=now)",
+            "left": "leave it (enabled=false)"}  # fmt: skip
+    for name, words in said.items():
+        r = slow[name]
+        ettr = "—" if r["ettr"] is None else f"{100 * r['ettr']:.1f} %"
+        table.add_row(
+            words, ettr, str(r["lost_gpu_h"]), str(r["slow_lost_gpu_h"]), str(r["open_gpu_h"]),
+            str(r["out_of_service_gpu_h"]), str(r["checkpoints_asked"]), str(r["jobs_moved"]),
+        )  # fmt: skip
+    console.print(table)
 
 
 def print_calibrations(calibrations: list[dict[str, Any]], console: Console, over: str) -> None:
@@ -343,6 +465,16 @@ def bench_goodput(
         help="A rule a third fleet runs without (automation otherwise on), for the what-if of "
         "that rule off to be set beside.",
     ),
+    slow_nodes: int = typer.Option(
+        0,
+        min=0,
+        help="Slow-node spells over the period: three more fleets meet them, as the slow_node "
+        "rule is configured (timing auto, asking for checkpoints), draining at once and leaving "
+        "the node (0: none).",
+    ),
+    restart_s: float = typer.Option(
+        600.0, min=0, help="A requeued job's way back in the slow-node fleets (seconds)."
+    ),
     runs: int = typer.Option(
         1,
         min=1,
@@ -360,8 +492,6 @@ def bench_goodput(
             candidate(StreamsSettings(), sets=[f"{off}.enabled=false"])
         except CandidateError as exc:
             raise UserError(f"--off {off}: {exc}", "name a rule `centrality rules` lists") from None
-    stack = Stack()
-    stack.up(progress=lambda msg: log.log(msg))
     pricing = PricingSettings()
     opts = Options(
         nodes=nodes,
@@ -374,7 +504,17 @@ def bench_goodput(
         repair_s=pricing.repair_s,
         seed=seed,
         off=off,
+        slow_nodes=slow_nodes,
+        restart_s=restart_s,
     )
+    if slow_nodes:
+        try:  # the worlds' scopes load as the streams worker would load them
+            candidate(StreamsSettings().model_copy(update={"rule_config": rule_config(opts)}))
+        except CandidateError as exc:
+            hint = f"it needs the {SLOW_RULE} rule (`centrality rules`)"
+            raise UserError(f"--slow-nodes: {exc}", hint) from None
+    stack = Stack()
+    stack.up(progress=lambda msg: log.log(msg))
     results = [run_bench(stack, replace(opts, seed=seed + i), log) for i in range(runs)]
     result = results[0] if runs == 1 else {
         "runs": results,

@@ -10,6 +10,12 @@ seconds they really took (restarts after the drains decided with them). The pers
 for what automation left undone) answers a dead job `response_s` after it failed: runs it again,
 and takes a node that failed it out for `repair_s`. A node automation kept out after a failed
 benchmark is mended by a person too, after both delays.
+
+Slow nodes fail no job, so while a fleet has one every tick is waited on: the workers' answers
+(a checkpoint asked for, a quarantine that moves the job, the restart that follows) land at the
+tick's instant plus what they took, as a failure's do. A slow node taken out is returned by a
+person once its spell is over (its benchmark fails until then), `response_s` after it was taken
+out at the soonest.
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ from schemas.events import (
     QuarantineNodes,
     RestartJob,
 )
+from schemas.events.actions import ActionPayload
 from schemas.settings import KafkaSettings
 from streams.state.entities import JOBS
 
@@ -62,6 +69,8 @@ class Fleet:
     quarantines: list[tuple[str, str, bool]] = field(default_factory=list)  # rule, node, right
     restarts: int = 0  # requeues by automation
     by_hand: int = 0  # requeues by a person
+    moved: int = 0  # running jobs automation requeued (off a slow node)
+    checkpoints_asked: int = 0  # checkpoints automation asked running jobs for
 
     faulty: list[tuple[float, frozenset[str]]] = field(default_factory=list)  # after each tick
 
@@ -99,7 +108,11 @@ class Period:
         self.late = 0  # settles the workers had not answered within SETTLE_MAX_S
         self._watch: AIOKafkaConsumer | None = None
         self._told: dict[str, str] = {}
-        self._exclude: dict[uuid.UUID, tuple[str, ...]] = {}  # RestartJob → its exclude_nodes
+        self._restarts: dict[uuid.UUID, RestartJob] = {}  # by id, until carried out
+        # Requeues of running jobs carried out before their trigger was read (the two come on
+        # topics of their own): which attempt they name is the trigger's to say.
+        self._unmatched: dict[uuid.UUID, tuple[Fleet, str]] = {}
+        self._sent = time.monotonic()  # when the tick's events were sent
         self._requeues: list[tuple[Fleet, str, tuple[str, ...], float]] = []
 
     async def run(self, duration_s: float, interval_s: float, check: Callable[[], None]) -> None:
@@ -109,11 +122,15 @@ class Period:
             t = 0.0
             while t <= duration_s:
                 struck = False
+                self._sent = time.monotonic()
                 for fleet in self.fleets.values():
                     faults = len(fleet.model.struck)
                     events = fleet.model.tick(t)
-                    fleet.faulty.append((t, frozenset(fleet.model.broken)))
+                    fleet.faulty.append(
+                        (t, frozenset(fleet.model.broken.keys() | fleet.model.slow))
+                    )
                     struck |= len(fleet.model.struck) > faults or _failures(events)
+                    struck |= bool(fleet.model.slow)
                     await self._emit(fleet, events)
                 if struck:
                     await self._settle(check)
@@ -191,23 +208,57 @@ class Period:
                 fleet.quarantines.append((event.payload.rule, node, right))
             return
         if isinstance(event, RestartJob):
-            self._exclude[event.event_id] = event.payload.exclude_nodes
+            self._restarts[event.event_id] = event
+            if event.event_id in self._unmatched:
+                self._move(*self._unmatched.pop(event.event_id), self._restarts.pop(event.event_id))
             return
         if not isinstance(event, ActionSucceeded) or event.payload.dry_run:
             return
         p = event.payload
-        if p.trigger_type == "RestartJob" and event.subject in model.failed:
-            took_s = time.monotonic() - fleet.failed_real.get(event.subject, time.monotonic())
-            avoid = self._exclude.pop(p.trigger_id, ())
-            self._requeues.append((fleet, event.subject, avoid, took_s))
+        if p.trigger_type == "RestartJob":
+            trigger = self._restarts.pop(p.trigger_id, None)
+            self._restart(fleet, event.subject, p.trigger_id, trigger)
+        elif p.trigger_type == "RequestCheckpoint":
+            fleet.checkpoints_asked += 1
+            model.checkpoint(event.subject)
         elif p.trigger_type == "QuarantineNodes":
-            model.drain(p.nodes)
-            for node in p.nodes:
-                cause = model.broken.get(node)
-                if cause is not None and cause.benchmark_sees:  # it will be kept: a person mends it
-                    fleet.repairs.setdefault(node, model.now_s + self.response_s + self.repair_s)
+            self._drain(fleet, p)
         elif p.trigger_type == "ReleaseNodes":
             model.resume(p.nodes)
+
+    def _restart(
+        self, fleet: Fleet, job_id: str, trigger_id: uuid.UUID, trigger: RestartJob | None
+    ) -> None:
+        """A requeue carried out: of a failed job, or of a running one (moved off a slow node)."""
+        model = fleet.model
+        if job_id in model.failed:
+            took_s = time.monotonic() - fleet.failed_real.get(job_id, time.monotonic())
+            avoid = trigger.payload.exclude_nodes if trigger else ()
+            fleet.restarts += 1
+            self._requeues.append((fleet, job_id, avoid, took_s))
+        elif trigger is None:
+            self._unmatched[trigger_id] = (fleet, job_id)
+        else:
+            self._move(fleet, job_id, trigger)
+
+    def _move(self, fleet: Fleet, job_id: str, trigger: RestartJob) -> None:
+        """The running attempt the restart named, requeued (a restart decided on an attempt
+        since ended is not this one's)."""
+        job = fleet.model.jobs.get(job_id)
+        if job is not None and job.started_s is not None and job.attempt == trigger.payload.attempt:
+            fleet.moved += 1
+            took_s = time.monotonic() - self._sent
+            self._requeues.append((fleet, job_id, trigger.payload.exclude_nodes, took_s))
+
+    def _drain(self, fleet: Fleet, p: ActionPayload) -> None:
+        model = fleet.model
+        model.drain(p.nodes)
+        for node in p.nodes:
+            cause, spell = model.broken.get(node), model.slow.get(node)
+            if cause is not None and cause.benchmark_sees:  # it will be kept: a person mends it
+                fleet.repairs.setdefault(node, model.now_s + self.response_s + self.repair_s)
+            elif spell is not None:  # kept while it throttles: a person returns it after
+                fleet.repairs.setdefault(node, max(spell.until_s, model.now_s + self.response_s))
 
     async def _requeue(self) -> None:
         """The restarts the workers carried out, at the instant of the failure plus what they
@@ -218,7 +269,6 @@ class Period:
             model = fleet.model
             tick_s = model.now_s
             model.now_s = tick_s + min(took_s, model.config.interval_s / 2)
-            fleet.restarts += 1
             await self._emit(fleet, model.requeue(job, avoid))
             model.now_s = tick_s
         self._requeues.clear()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 
 class SimConfig(BaseModel):
@@ -51,7 +51,40 @@ class SimConfig(BaseModel):
         default=120.0, gt=0, description="A job placed on a faulty node fails this long in."
     )
     check_resend_s: float = Field(default=300.0, gt=0, description="A failing check's resend.")
+    # Slow but alive nodes ("fail-slow"): a GPU throttling, its host's ranks making the whole job
+    # wait. Alibaba's Falcon study (Wu et al., arXiv:2410.12588, 2024) saw them last from tens of
+    # seconds to nearly ten hours on a 10,000-GPU production cluster; durations are drawn
+    # log-uniform over `slow_duration_s` so both ends show.
+    slow_nodes: int = Field(
+        default=0, ge=0, description="Slow spells over `horizon_s`, each on a node drawn uniformly."
+    )
+    slow_factor: tuple[float, float] = Field(
+        default=(1.3, 2.0), description="A slow host's step time, times the job's others' (drawn)."
+    )
+    slow_duration_s: tuple[float, float] = Field(
+        default=(60.0, 36_000.0), description="How long a spell lasts (drawn log-uniform)."
+    )
+    restart_s: float = Field(
+        default=0.0,
+        ge=0,
+        description="A requeued job's way back: the scheduler's requeue, its start and its "
+        "checkpoint's load, before it runs again (0: at once).",
+    )
     node_prefix: str = Field(default="node-", description="Node names: prefix, then a number.")
     nodes_per_switch: int = Field(
         default=32, ge=1, description="Nodes in a row under one leaf switch (`s0`, `s1`...)."
     )
+
+    @field_validator("slow_factor", "slow_duration_s")
+    @classmethod
+    def _a_range(cls, value: tuple[float, float]) -> tuple[float, float]:
+        if not 0 < value[0] <= value[1]:
+            raise ValueError(f"{value}: expected (low, high), 0 < low <= high")
+        return value
+
+    @field_validator("slow_factor")
+    @classmethod
+    def _slower(cls, value: tuple[float, float]) -> tuple[float, float]:
+        if value[0] < 1:
+            raise ValueError(f"{value}: a slow node's steps take at least as long (factor >= 1)")
+        return value

@@ -18,6 +18,8 @@ from collectors.events import Stamp
 from collectors.gpu.fake import FakeGpuBackend, Fault
 from collectors.simulate.config import SimConfig
 from collectors.simulate.faulted import Faulted, Kind
+from collectors.simulate.slow import SlowSpell, step_times
+from collectors.simulate.slow import draw as draw_spells
 from collectors.simulate.taxonomy import TAXONOMIES, Cause, PlannedFault, draw
 from schemas.envelope import Event
 from schemas.events import (
@@ -34,6 +36,7 @@ from schemas.events import (
     NodeHealthChecked,
     NodeHeartbeat,
     NodeStateObserved,
+    StepTimesObserved,
 )
 from schemas.events.checkpoints import CheckpointSavedPayload
 from schemas.events.gpus import GpuXidObservedPayload, NcclSampledPayload
@@ -70,9 +73,18 @@ class SimJob:
     base_s: float = 0.0  # the work done when this attempt started (its checkpoint's)
     saved_s: float = 0.0  # the work its last checkpoint kept
     avoid: frozenset[str] = frozenset()  # nodes its requeue excluded (Slurm's --exclude)
+    not_before_s: float = 0.0  # a requeued job's way back (`SimConfig.restart_s`) ends then
+    # Slow nodes: what this attempt's work lags its running time, accounted up to `paced_s`;
+    # of that lag, what was run since the last checkpoint (lost with the attempt if it ends
+    # without saving, else lost to slowness); a checkpoint asked for, written at the next tick.
+    lag_s: float = 0.0
+    paced_s: float = 0.0
+    slow_unsaved_s: float = 0.0
+    checkpoint_asked: bool = False
 
     def progress_s(self, now_s: float) -> float:
-        return self.base_s + (now_s - self.started_s if self.started_s is not None else 0.0)
+        ran_s = now_s - self.started_s if self.started_s is not None else 0.0
+        return self.base_s + ran_s - self.lag_s
 
 
 @dataclass
@@ -152,6 +164,16 @@ class ClusterModel:
             else []
         )
         self.struck: list[tuple[PlannedFault, str | None]] = []  # applied: the job it took down
+        # Slow spells have a generator of their own (their draws and the step times' noise):
+        # a seed without them draws everything else as it always did.
+        self._slow_rng = random.Random(f"slow/{config.seed}")
+        self.spells = draw_spells(config, names, self._slow_rng) if config.slow_nodes else []
+        self._spells_due = list(self.spells)
+        self.slow: dict[str, SlowSpell] = {}  # node → its spell, while it lasts
+        self._stretch_slow: dict[str, float] = {}  # node → its factor since the last tick
+        # job → GPU-seconds its slow nodes cost in work it kept: running time (1 - 1/factor
+        # of it) that the job's checkpoints count productive although no work was done.
+        self.slow_lost_gpu_s: dict[str, float] = {}
         self.broken: dict[str, Cause] = {}  # node → what is wrong with it (the truth)
         self._faulty_gpu: dict[str, int] = {}
         self.failed: dict[str, tuple[SimJob, float]] = {}  # jobs waiting for a requeue, since
@@ -193,6 +215,7 @@ class ClusterModel:
 
     def tick(self, now_s: float) -> list[Event]:
         """Advance to `now_s` and return what happened, in order."""
+        self._pace(now_s)
         self.now_s = now_s
         out: list[Event] = []
         if now_s == 0.0:
@@ -201,6 +224,7 @@ class ClusterModel:
             for fate, slow in self._initial:
                 out.extend(self._submit(fate, slow))
         out.extend(self._come_back())
+        self._slow_spells()
         while self.planned and self.planned[0].at_s <= now_s:
             out.extend(self._strike(self.planned.pop(0)))
         out.extend(self._schedule())
@@ -298,6 +322,8 @@ class ClusterModel:
         out: list[Event] = []
         for job_id in list(self.pending):
             job = self.jobs[job_id]
+            if job.not_before_s > self.now_s:
+                continue  # on its way back from a requeue: not a candidate yet
             allowed = [n for n in free if n not in job.avoid]
             if job.nodes_wanted > len(allowed):
                 break  # FIFO: the head of the queue waits for room
@@ -305,7 +331,8 @@ class ClusterModel:
             free = [n for n in free if n not in job.nodes]
             for name in job.nodes:
                 self.nodes[name].job = job.id
-            job.started_s = self.now_s
+            job.started_s = job.paced_s = self.now_s
+            job.lag_s = job.slow_unsaved_s = 0.0
             job.next_checkpoint_s = self.now_s + self.config.checkpoint_every_s
             job.next_nccl_s = self.now_s
             self.pending.remove(job_id)
@@ -319,17 +346,18 @@ class ClusterModel:
             return []
         out: list[Event] = []
         ran_s = self.now_s - job.started_s
-        job.step = int(job.progress_s(self.now_s))
+        stepped = int(job.progress_s(self.now_s)) - job.step
+        job.step += stepped
+        if self.config.slow_nodes and stepped > 0:
+            out.extend(self._step_times(job, stepped))
         if self.now_s >= job.next_nccl_s:
             job.next_nccl_s += self.config.nccl_every_s
             out.append(self._nccl(job))
-        if self.now_s >= job.next_checkpoint_s:
-            job.next_checkpoint_s += self.config.checkpoint_every_s
-            payload = CheckpointSavedPayload(
-                step=job.step, uri=f"s3://sim-ckpt/{job.id}/step-{job.step}"
-            )
-            out.append(self._make(self.stamp_jobs, CheckpointSaved, job.id, payload))
-            job.saved_s = job.progress_s(self.now_s)
+        due = self.now_s >= job.next_checkpoint_s
+        if due or job.checkpoint_asked:
+            if due:
+                job.next_checkpoint_s += self.config.checkpoint_every_s
+            out.append(self._save(job))
         faulty = [n for n in job.nodes if n in self.broken]
         if faulty and ran_s >= self.config.crash_after_s:
             # What broke the node breaks every job placed there, the same way.
@@ -342,6 +370,15 @@ class ClusterModel:
         elif job.progress_s(self.now_s) >= job.duration_s:
             out.extend(self._end(job, "complete", None))
         return out
+
+    def _save(self, job: SimJob) -> Event:
+        job.checkpoint_asked = False
+        job.saved_s = job.progress_s(self.now_s)
+        self._keep_slow(job)
+        payload = CheckpointSavedPayload(
+            step=job.step, uri=f"s3://sim-ckpt/{job.id}/step-{job.step}"
+        )
+        return self._make(self.stamp_jobs, CheckpointSaved, job.id, payload)
 
     def _nccl(self, job: SimJob) -> Event:
         healthy = self.config.nccl_busbw_gbps * self.rng.uniform(0.95, 1.02)
@@ -369,6 +406,7 @@ class ClusterModel:
         if fate != "complete":
             self._fault(job.id, "job", f"{'crashed' if fate == 'crash' else 'preempted'}: {reason}")
         if fate == "complete":
+            self._keep_slow(job)
             signal = LogSignalDetectedPayload(
                 signal=LogSignal.TRAINING_COMPLETE,
                 line=f"Training Complete at step {job.step}",
@@ -430,6 +468,8 @@ class ClusterModel:
         node = self.nodes[self.names[fault.node]]
         if node.down_until_s is not None:
             return []  # already out: nothing runs there to interrupt
+        if node.name in self.slow:
+            self._recover(node.name)  # what is wrong with it now shows instead
         cause, out = fault.cause, []
         job = self.jobs.get(node.job) if node.job else None
         self.struck.append((fault, job.id if job else None))
@@ -467,6 +507,7 @@ class ClusterModel:
             faults,
             seed=self.config.seed * 100_003 + index,
             clock=lambda: self.now_s,
+            model=self.config.gpu_models[index % len(self.config.gpu_models)],
         )
         backend.open()
         return backend
@@ -495,19 +536,49 @@ class ClusterModel:
         return out
 
     def requeue(self, job_id: str, avoid: Iterable[str] = ()) -> list[Event]:
-        """The failed job runs again (automation's requeue, or a person's), from its last
-        checkpoint, as its next attempt, never on the nodes to `avoid`."""
+        """The job runs again (automation's requeue, or a person's), from its last checkpoint,
+        as its next attempt, never on the nodes to `avoid`: a failed job, or a running one,
+        whose attempt then ends as Slurm's requeue ends it (its work since the checkpoint
+        lost). It is placed `restart_s` later, the time a requeue takes to run again."""
         found = self.failed.pop(job_id, None)
-        if found is None:
+        running = self.jobs.get(job_id)
+        if found is not None:
+            job, out = found[0], []
+        elif running is not None and running.started_s is not None:
+            job, out = running, self._stop(running)
+        else:
             return []
-        job = found[0]
         job.attempt += 1
         job.avoid = frozenset(avoid)
         job.base_s = job.saved_s
         job.started_s, job.nodes = None, ()
+        job.not_before_s = self.now_s + self.config.restart_s
         self.jobs[job.id] = job
         self.pending.append(job.id)
-        return [self._state(job, JobState.PENDING, None, "PENDING"), *self._schedule()]
+        return [*out, self._state(job, JobState.PENDING, None, "PENDING"), *self._schedule()]
+
+    def _stop(self, job: SimJob) -> list[Event]:
+        """A running attempt requeued: it ends (the scheduler's word REQUEUED, a preemption to
+        the job) and gives its nodes back."""
+        exited = JobExitedPayload(
+            state=JobState.PREEMPTED,
+            raw_state="REQUEUED",
+            reason="requeued while running",
+            nodes=job.nodes,
+            gpus=len(job.nodes) * self.config.gpus,
+            attempt=job.attempt,
+        )
+        for name in job.nodes:
+            self.nodes[name].job = None
+        job.checkpoint_asked = False
+        return [self._make(self.stamp_jobs, JobExited, job.id, exited)]
+
+    def checkpoint(self, job_id: str) -> None:
+        """The running job was asked for a checkpoint now (a signal its trainer honours): it
+        writes one at its next tick."""
+        job = self.jobs.get(job_id)
+        if job is not None and job.started_s is not None:
+            job.checkpoint_asked = True
 
     def drain(self, nodes: Iterable[str], reason: str | None = None) -> list[Event]:
         """Nothing new is placed on `nodes`; with `reason`, a person drained them and the
@@ -535,8 +606,80 @@ class ClusterModel:
     def unhealthy(self) -> dict[str, str]:
         """Nodes whose benchmark would fail now, and why (the truth, for a benchmark to tell)."""
         bad = {node: "a broken GPU: benchmark below thresholds" for node in self.bad_nodes}
-        return bad | {
-            node: f"{cause.component}: benchmark below thresholds"
-            for node, cause in self.broken.items()
-            if cause.benchmark_sees
+        slow = {
+            node: f"throttled ({s.reason}): benchmark below thresholds"
+            for node, s in self.slow.items()
         }
+        return (
+            bad
+            | slow
+            | {
+                node: f"{cause.component}: benchmark below thresholds"
+                for node, cause in self.broken.items()
+                if cause.benchmark_sees
+            }
+        )
+
+    # -- slow nodes --------------------------------------------------------------------------
+
+    def _slow_spells(self) -> None:
+        """Spells over by now end; those due begin, on a node in service and sound (on another,
+        what is wrong with it already shows)."""
+        for name, spell in list(self.slow.items()):
+            if spell.until_s <= self.now_s:
+                self._recover(name)
+        while self._spells_due and self._spells_due[0].at_s <= self.now_s:
+            spell = self._spells_due.pop(0)
+            node = self.nodes[spell.node]
+            if (
+                node.down_until_s is None
+                and spell.node not in self.broken
+                and spell.node not in self.slow
+            ):
+                self.slow[spell.node] = spell
+                throttled = (
+                    Fault("throttle", g, 0.0, spell.reason) for g in range(self.config.gpus)
+                )
+                node.backend = self._backend(node, tuple(throttled))
+                self._fault(spell.node, "node", spell.said)
+
+    def _recover(self, name: str) -> None:
+        del self.slow[name]
+        if name not in self.broken:
+            self.nodes[name].backend = self._backend(self.nodes[name], ())
+
+    def _pace(self, now_s: float) -> None:
+        """Each running job's work since the last tick: a job runs at its slowest node's pace
+        (its all-reduces wait for that node's ranks), so a node `factor` times slow leaves
+        `1 - 1/factor` of the time undone, and the checkpoint and end its work reaches later."""
+        self._stretch_slow = {name: spell.factor for name, spell in self.slow.items()}
+        for job in self.jobs.values():
+            if job.started_s is None:
+                continue
+            factor = max((self._stretch_slow.get(n, 1.0) for n in job.nodes), default=1.0)
+            behind = (now_s - job.paced_s) * (1 - 1 / factor)
+            job.lag_s += behind
+            job.next_checkpoint_s += behind
+            job.slow_unsaved_s += behind
+            job.paced_s = now_s
+
+    def _keep_slow(self, job: SimJob) -> None:
+        """The job saved its work: the time its slow nodes cost since its last save is kept as
+        lost to slowness (were it not saved, the attempt's end would lose all of it anyway)."""
+        if job.slow_unsaved_s:
+            gpus = job.nodes_wanted * self.config.gpus
+            lost = self.slow_lost_gpu_s.get(job.id, 0.0) + job.slow_unsaved_s * gpus
+            self.slow_lost_gpu_s[job.id] = lost
+            job.slow_unsaved_s = 0.0
+
+    def _step_times(self, job: SimJob, steps: int) -> list[Event]:
+        """Each host's step times over its last `steps` steps (the stretch since the last tick,
+        at the slowness that held over it), as its trainer's log shows them."""
+        out = []
+        for i, name in enumerate(job.nodes):
+            factor = self._stretch_slow.get(name, 1.0)
+            payload = step_times(
+                name, i * self.config.gpus, steps, job.step, factor, self._slow_rng
+            )
+            out.append(self._make(self.stamp_logs, StepTimesObserved, job.id, payload))
+        return out

@@ -453,13 +453,15 @@ def _admit(
         counts[name] = min(counts.get(name, 0) + 1, cfg.for_count)
         if counts[name] < cfg.for_count:
             return [], "for_count"
-    if (now - since).total_seconds() < cfg.for_s:
+    # Zero holds nothing, whatever the clocks: an action result stamped by another clock than
+    # the events before it (behind them) must not read as inside a window of no length.
+    if cfg.for_s and (now - since).total_seconds() < cfg.for_s:
         return [], "for_s"
     last = fired.get(name)
     fresh = [t for t in decided if last is None or t.event_id not in last.trigger_ids]
     if not fresh:
         return [], "decided before"
-    if last is not None and (now - last.at).total_seconds() < cfg.cooldown_s:
+    if last is not None and cfg.cooldown_s and (now - last.at).total_seconds() < cfg.cooldown_s:
         return [], "cooldown"
     kept = (*(last.trigger_ids if last else ()), *(t.event_id for t in fresh))
     fired[name] = Fired(at=now, trigger_ids=kept[-FIRED_IDS_KEPT:])

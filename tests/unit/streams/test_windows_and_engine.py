@@ -102,6 +102,14 @@ def test_cooldown_suppresses_other_decisions_for_a_while() -> None:
     assert counts == [1, 0, 1]
 
 
+def test_no_cooldown_holds_nothing_told_behind_the_last_decision() -> None:
+    """An action result is stamped by the action worker's clock, which may be behind the
+    events the rule decided on before (a simulation ahead of the clock, an agent's clock
+    ahead): without a cooldown, what it decides goes out."""
+    counts = run(engine(), ended("j", attempt=2, at_s=600), ended("j", attempt=1, at_s=0))
+    assert counts == [1, 1]
+
+
 def test_for_s_needs_the_condition_to_hold_that_long() -> None:
     e = engine(for_s=30)
     counts = run(
