@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hostlist import expand_hostlist
 
 from centrality.pipeline import Pipeline
 from schemas.emitter import Emitter
@@ -122,15 +123,15 @@ def test_a_slow_node_is_drained_at_the_checkpoint_the_job_was_asked_for(
     try:
         with Pipeline(env, tmp_path / "logs", ("streams", "actions", "sink", "watch slurm")) as p:
             local = slurm_cluster.sbatch(
-                "-N", "2", "-w", "node1,node2", "--requeue", "--open-mode=append",
-                f"--output={out}", str(script),
+                "-N", "2", "--requeue", "--open-mode=append", f"--output={out}", str(script),
                 env={**slurm_cluster.env(), **worker_env, "OUT_DIR": str(tmp_path)},
             )  # fmt: skip
             job = f"slurm/{cluster}/{local}"
             slurm_cluster.wait_job(local, {"RUNNING"})
+            fast, slow = expand_hostlist(slurm_cluster.job_field(local, "NodeList"))
             sender = threading.Thread(
                 target=step_times,
-                args=(kafka_settings, cluster, job, {"node1": 1.0, "node2": 2.0}, stop),
+                args=(kafka_settings, cluster, job, {fast: 1.0, slow: 2.0}, stop),
             )
             sender.start()
             until(
@@ -145,8 +146,8 @@ def test_a_slow_node_is_drained_at_the_checkpoint_the_job_was_asked_for(
             )
             stop.set()
             sender.join()
-            rows = history(clickhouse_settings, job, "node2")
-            node2 = slurm_cluster.node_field("node2", "%T|%E")
+            rows = history(clickhouse_settings, job, slow)
+            drained = slurm_cluster.node_field(slow, "%T|%E")
             excluded = slurm_cluster.job_field(local, "ExcNodeList")
             report = subprocess.run(
                 [str(Path(sys.executable).with_name("centrality")), "report", "--since", "1h",
@@ -158,16 +159,16 @@ def test_a_slow_node_is_drained_at_the_checkpoint_the_job_was_asked_for(
         slurm_cluster.tidy()
 
     [ask] = [p for t, _, p in rows if t == "RequestCheckpoint"]
-    assert ask["signal"] == "USR1" and ask["nodes"] == ["node2"]
+    assert ask["signal"] == "USR1" and ask["nodes"] == [slow]
     assert ask["timing"]["chosen"] == "ask" and ask["timing"]["saved_gpu_h"] > 0
     [(asked_at, saved)] = [(at, p) for t, at, p in rows if t == "CheckpointSaved"]
     [(drained_at, drain)] = [(at, p) for t, at, p in rows if t == "QuarantineNodes"]
-    assert drain["nodes"] == ["node2"] and drain["move_jobs"]
+    assert drain["nodes"] == [slow] and drain["move_jobs"]
     assert drained_at >= asked_at  # only once the checkpoint was written
     [restart] = [p for t, _, p in rows if t == "RestartJob"]
-    assert restart["checkpoint_uri"] == saved["uri"] and restart["exclude_nodes"] == ["node2"]
+    assert restart["checkpoint_uri"] == saved["uri"] and restart["exclude_nodes"] == [slow]
     assert f"resumed from step {saved['step']}" in _output(slurm_cluster, local)
-    assert "DRAIN" in node2.upper() and "node2" in excluded
+    assert "DRAIN" in drained.upper() and slow in excluded
     timed = json.loads(report.stdout)["timed"]
     assert timed["ask"]["decisions"] == 1 and timed["ask"]["saved_gpu_h"] > 0
 
