@@ -72,6 +72,13 @@ class SlurmSettings(BaseSettings):
     requeue_pending_timeout_s: float = Field(
         default=30.0, description="How long a requeued job may take to become PENDING again."
     )
+    requeue_release_delay_s: float = Field(
+        default=1.5,
+        ge=0,
+        description="How long a requeued job stays held before it is released: Slurm 22.05 "
+        "revokes the credential of a job started again on a node within the second its last "
+        "instance ended there, and the job fails without running.",
+    )
     poll_interval_s: float = Field(default=0.25, description="Between job state polls.")
     reboot_args: list[str] = Field(
         default_factory=list,

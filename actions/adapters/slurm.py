@@ -1,10 +1,12 @@
 """Slurm through its own commands (`scontrol`, `sbatch`, `sinfo`), for clusters we can reach.
 
 Contracts the cluster sees:
-- requeue: `scontrol requeue`, then, once PENDING, `StartTime=now` (or Slurm waits ~2 minutes)
-  and the job's Comment set to `centrality-resume=<uri>`; nodes to avoid join the job's
-  `ExcNodeList` in that same update, so it never starts without them (Slurm refuses to update
-  a job that has ended: "Job has already finished"). A job those exclusions would leave too few
+- requeue: `scontrol requeuehold`, then, once PENDING (and held), `StartTime=now` (or Slurm
+  waits ~2 minutes) and the job's Comment set to `centrality-resume=<uri>`; nodes to avoid join
+  the job's `ExcNodeList` in that same update, then `scontrol release` (`requeue_release_delay_s`
+  later: within the second its last instance ended, 22.05 fails it): it never starts without
+  them, even requeued while it ran (Slurm refuses to update a job that has ended: "Job has
+  already finished"). A job those exclusions would leave too few
   usable nodes in its partition is not requeued: it would pend for ever (`BadConstraints`).
 - reboot: `scontrol reboot reason=…` (plus `reboot_args`). Without `ASAP`/`nextstate=RESUME`
   a drained node comes back drained, so it is validated before it takes work; the reboot is
@@ -69,7 +71,9 @@ class SlurmAdapter:
     ) -> dict[str, Any]:
         job = self._local_id(job_id)
         excluded = self._exclusions(job, exclude) if exclude else None
-        self.cli.run("scontrol", "requeue", job)
+        # Held while its resume point and exclusions are set: a job requeued while it ran may
+        # start again within the second, before them (seen on 22.05: it started from scratch).
+        self.cli.run("scontrol", "requeuehold", job)
         fields = self._wait_state(job, {"PENDING"}, self.settings.requeue_pending_timeout_s)
         update = ["scontrol", "update", f"jobid={job}", "StartTime=now"]
         if checkpoint_uri is not None:
@@ -80,6 +84,8 @@ class SlurmAdapter:
         if excluded is not None:
             update.append(f"ExcNodeList={hostlist_of(excluded)}")
         self.cli.run(*update)
+        time.sleep(self.settings.requeue_release_delay_s)
+        self.cli.run("scontrol", "release", job)
         done: dict[str, Any] = {
             "scheduler": self.name,
             "job_id": job_id,

@@ -66,10 +66,24 @@ def test_a_resumed_jobs_tasks_see_the_checkpoint_without_a_single_rpc(
     outputs = [run("task-prolog.sh", node, SLURM_PROCID=str(task)) for task in range(64)]
     assert set(outputs) == {f"export CENTRALITY_RESUME_FROM={URI}\n"}
     assert calls(node) == ""
-    run("epilog.sh", node)
+    run("epilog.sh", node, SLURM_JOB_COMMENT=f"centrality-resume={URI}")
     assert run("task-prolog.sh", node) == ""
     assert list(Path(node["CENTRALITY_SLURM_PROLOG_DIR"]).iterdir()) == []
     assert calls(node) == ""
+
+
+def test_an_instance_s_epilog_leaves_the_next_instance_s_checkpoint(node: dict[str, str]) -> None:
+    """Requeued while it ran, the job starts again on this node before the last instance's
+    epilog runs there (Slurm 22.05): that epilog must not take the new checkpoint away."""
+    run("prolog.sh", node, SLURM_JOB_COMMENT="")  # the first instance: from scratch
+    run("prolog.sh", node, SLURM_JOB_COMMENT=f"centrality-resume={URI}")  # the next one
+    run("epilog.sh", node, SLURM_JOB_COMMENT="")  # the first one's, late
+    assert run("task-prolog.sh", node) == f"export CENTRALITY_RESUME_FROM={URI}\n"
+    run("prolog.sh", node, SLURM_JOB_COMMENT="centrality-resume=s3://later")  # and again
+    run("epilog.sh", node, SLURM_JOB_COMMENT=f"centrality-resume={URI}")
+    assert run("task-prolog.sh", node) == "export CENTRALITY_RESUME_FROM=s3://later\n"
+    run("epilog.sh", node, SLURM_JOB_COMMENT="centrality-resume=s3://later")
+    assert run("task-prolog.sh", node) == ""
 
 
 def test_the_call_log_sees_a_prolog_that_asks(node: dict[str, str], tmp_path: Path) -> None:
@@ -103,7 +117,7 @@ def test_jobs_do_not_see_each_others_checkpoints(node: dict[str, str]) -> None:
     assert (
         run("task-prolog.sh", node, SLURM_JOB_ID="1") == "export CENTRALITY_RESUME_FROM=s3://one\n"
     )
-    run("epilog.sh", node, SLURM_JOB_ID="1")
+    run("epilog.sh", node, SLURM_JOB_ID="1", SLURM_JOB_COMMENT="centrality-resume=s3://one")
     assert run("task-prolog.sh", node, SLURM_JOB_ID="1") == ""
     assert (
         run("task-prolog.sh", node, SLURM_JOB_ID="2") == "export CENTRALITY_RESUME_FROM=s3://two\n"
