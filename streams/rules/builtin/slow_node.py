@@ -155,7 +155,7 @@ def slow_node(node: Node, event: Event, config: SlowNodeConfig) -> Iterator[Trig
             rule=NAME,
             cause=event,
             nodes=(node.node_id,),
-            window=node.episode(now),
+            window=f"idle/since-{found.since.isoformat()}",  # once a spell, in shadow too
             reason=f"slow with no job on it since {found.since.isoformat()}: {found.said}",
             config=config,
             fault=FAULT,

@@ -243,3 +243,12 @@ def test_what_if_prices_another_timing_and_leaving_the_node_by_the_rule_s_own_fi
         priced = [p for d in compare(candidate, recorded) if (p := timed_price(d)) is not None]
         assert sum(p.work_gpu_h for p in priced) == pytest.approx(expected)
     assert not [d for d in compare(recorded, recorded) if d.status != "same"]
+
+
+def test_in_shadow_a_slow_node_with_no_job_is_decided_once_a_spell() -> None:
+    story = Story(config={"slow_node": {"mode": "shadow"}})
+    story.tell(facts("n9", gpu_model="NVIDIA H100 80GB HBM3"))
+    for t in range(0, 900, 30):
+        story.tell(_thermal("n9", float(t), gpu=0))
+    [drain] = [t for t in story.decisions if isinstance(t, QuarantineNodes)]
+    assert drain.payload.shadow and drain.payload.nodes == ("n9",)
