@@ -54,7 +54,7 @@ from streams.state.internal import (
 )
 from streams.state.judge import Judged, judge, model_of
 from streams.state.pace import SlowPlan
-from streams.state.slowness import RISES_SEEN, SlowSign, signs_after
+from streams.state.slowness import RISES_SEEN, SlowSign, quiet, signs_after
 from streams.state.stamp import Entity, stamped
 from streams.state.story import (
     RUNG_STAGES,
@@ -415,11 +415,14 @@ def _(event: GpuSampled, state: Node) -> Node:
     if rose:
         update["gpus"] = {**state.gpus, p.gpu: old.model_copy(update=rose)}
     # A GPU's first counts are what it gathered before we saw it, not a rise.
-    known = p.gpu in state.gpus
-    rises = {n: getattr(p, n) - getattr(old, n) for n in RISES_SEEN if known and n in rose}
-    slow = signs_after(state.slow, p, rises, state.facts.gpu_model, event.occurred_at)
-    if slow is not None:
-        update["slow"] = slow
+    rises: dict[str, int] = {}
+    if rose and p.gpu in state.gpus:
+        rises = {n: getattr(p, n) - getattr(old, n) for n in RISES_SEEN if n in rose}
+    model = state.facts.gpu_model
+    if not quiet(state.slow, p, rises, model):
+        slow = signs_after(state.slow, p, rises, model, event.occurred_at)
+        if slow is not None:
+            update["slow"] = slow
     idle = _idle_since(state.gpu_idle_since.get(p.gpu, None), p.utilization_pct, event.occurred_at)
     if p.utilization_pct is not None and (
         p.gpu not in state.gpu_idle_since or idle != state.gpu_idle_since[p.gpu]

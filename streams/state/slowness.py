@@ -60,13 +60,14 @@ def seen(
     """The kinds of sign one sample shows (`rises`: how far its counters rose since the last),
     each with its words and slowdown."""
     found: dict[str, tuple[str, float | None]] = {}
-    clocks = _clocks(p, model)
+    slowdown = _slowdown(p, model)
+    clocks = "" if slowdown is None else f" at {p.sm_clock_mhz:,} of {_top(model):,} MHz"
     for reason in p.throttle_reasons:
         kind = HOLDING_BACK.get(reason)
         if kind is not None:
-            found[kind] = (f"GPU {p.gpu} {reason}{clocks[0]}", clocks[1])
-    if clocks[1] is not None and not found and clocks[1] >= 1 / CLOCK_SHARE:
-        found["clocks"] = (f"GPU {p.gpu} clocks{clocks[0]}", clocks[1])
+            found[kind] = (f"GPU {p.gpu} {reason}{clocks}", slowdown)
+    if slowdown is not None and not found and slowdown >= 1 / CLOCK_SHARE:
+        found["clocks"] = (f"GPU {p.gpu} clocks{clocks}", slowdown)
     single = rises.get("ecc_single_bit", 0)
     if single >= CORRECTED_BURST:
         found["corrected_errors"] = (f"GPU {p.gpu} {single:,} corrected ECC errors", None)
@@ -76,14 +77,38 @@ def seen(
     return found
 
 
-def _clocks(p: GpuSampledPayload, model: str | None) -> tuple[str, float | None]:
-    """ " at 1,100 of 1,980 MHz" and 1.8 for a busy GPU of a known model; else ("", None)."""
-    spec = spec_of(model) if p.sm_clock_mhz else None
-    busy = p.utilization_pct is None or p.utilization_pct >= BUSY_PCT
-    if spec is None or spec.max_sm_clock_mhz is None or not p.sm_clock_mhz or not busy:
-        return "", None
-    slowdown = max(1.0, spec.max_sm_clock_mhz / p.sm_clock_mhz)
-    return f" at {p.sm_clock_mhz:,} of {spec.max_sm_clock_mhz:,} MHz", round(slowdown, 3)
+_TOPS: dict[str | None, int | None] = {}  # a fleet's few model names: asked by every sample
+
+
+def _top(model: str | None) -> int | None:
+    if model not in _TOPS:
+        spec = spec_of(model)
+        _TOPS[model] = None if spec is None else spec.max_sm_clock_mhz
+    return _TOPS[model]
+
+
+def _slowdown(p: GpuSampledPayload, model: str | None) -> float | None:
+    """The model's maximum clock over a busy GPU's (1.8 for 1,100 of 1,980 MHz); None when the
+    GPU is idle, its clock or its model's maximum unknown."""
+    clock = p.sm_clock_mhz
+    if not clock or (p.utilization_pct is not None and p.utilization_pct < BUSY_PCT):
+        return None
+    top = _top(model)
+    return None if top is None else round(max(1.0, top / clock), 3)
+
+
+def quiet(
+    signs: dict[str, SlowSign], p: GpuSampledPayload, rises: dict[str, int], model: str | None
+) -> bool:
+    """A sample that changes no sign: nearly every one, on a node without signs, at full clock.
+    The GPU samples are the most frequent event of all: this is their whole cost here."""
+    if signs or p.throttle_reasons or rises:
+        return False
+    clock, top = p.sm_clock_mhz, _TOPS.get(model, 0)
+    if not clock or (top is not None and clock >= CLOCK_SHARE * top > 0):
+        return True
+    slowdown = _slowdown(p, model)
+    return slowdown is None or slowdown < 1 / CLOCK_SHARE
 
 
 def signs_after(

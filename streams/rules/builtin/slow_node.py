@@ -110,11 +110,13 @@ def _of_job(
     since: datetime | None,
     clocks: float | None,
 ) -> Slowed | None:
-    behind = pace.behind_since if pace is not None and pace.ratio else None
-    if pace is not None and pace.ratio and behind is not None and pace.ratio >= config.ratio_min:
-        words = f"steps {pace.ratio:.2f}x the other hosts'" + (f"; {signs}" if signs else "")
-        return Slowed(pace, pace.ratio, behind, words)
-    if since is None or pace is None:
+    if pace is None:
+        return None
+    ratio, behind = pace.ratio, pace.behind_since
+    if ratio is not None and behind is not None and ratio >= config.ratio_min:
+        words = f"steps {ratio:.2f}x the other hosts'" + (f"; {signs}" if signs else "")
+        return Slowed(pace, ratio, behind, words)
+    if since is None:
         return None
     if pace.slowdown is not None:  # the job logs step times: they must show it
         if pace.slowdown < config.ratio_min:
