@@ -8,6 +8,7 @@ Contracts the cluster sees:
   them, even requeued while it ran (Slurm refuses to update a job that has ended: "Job has
   already finished"). A job those exclusions would leave too few
   usable nodes in its partition is not requeued: it would pend for ever (`BadConstraints`).
+  Nor is a CANCELLED job: Slurm would requeue it, undoing whoever cancelled it.
 - reboot: `scontrol reboot reason=…` (plus `reboot_args`). Without `ASAP`/`nextstate=RESUME`
   a drained node comes back drained, so it is validated before it takes work; the reboot is
   done when the watcher sees the node back, not when this returns. `infra/slurm/` (`prolog.sh`,
@@ -70,7 +71,12 @@ class SlurmAdapter:
         self, job_id: str, *, checkpoint_uri: str | None, exclude: Sequence[str] = ()
     ) -> dict[str, Any]:
         job = self._local_id(job_id)
-        excluded = self._exclusions(job, exclude) if exclude else None
+        fields = self.cli.job(job)
+        if slurm_job_word(fields.get("JobState")) == "CANCELLED":
+            # Slurm requeues a cancelled job as readily as a failed one: a stale decision
+            # would bring back what someone ended on purpose.
+            raise PermanentError(f"job {job} was cancelled: Centrality does not bring it back")
+        excluded = self._exclusions(job, fields, exclude) if exclude else None
         # Held while its resume point and exclusions are set: a job requeued while it ran may
         # start again within the second, before them (seen on 22.05: it started from scratch).
         self.cli.run("scontrol", "requeuehold", job)
@@ -103,10 +109,9 @@ class SlurmAdapter:
         self.cli.run(*argv, hostlist_of(nodes))
         return {"scheduler": self.name, "rebooting": list(nodes), "reason": reason}
 
-    def _exclusions(self, job: str, exclude: Sequence[str]) -> list[str]:
+    def _exclusions(self, job: str, fields: Mapping[str, str], exclude: Sequence[str]) -> list[str]:
         """The job's excluded nodes with `exclude` added, once sure the job still fits the
         usable nodes of its partition (PermanentError otherwise: it is not requeued)."""
-        fields = self.cli.job(job)
         known = fields.get("ExcNodeList", "(null)")
         excluded = sorted(
             {*expand_nodes(exclude), *(expand_nodes([known]) if known != "(null)" else ())}

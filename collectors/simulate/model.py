@@ -567,6 +567,7 @@ class ClusterModel:
             nodes=job.nodes,
             gpus=len(job.nodes) * self.config.gpus,
             attempt=job.attempt,
+            requeued=True,
         )
         for name in job.nodes:
             self.nodes[name].job = None

@@ -123,6 +123,7 @@ class JobTracker:
                     reason=end.reason,
                     attempt=ended,
                     nodes=end.nodes or last_nodes,
+                    requeued=True,
                 )
             else:
                 payload = JobExitedPayload(
@@ -131,6 +132,7 @@ class JobTracker:
                     reason=seen.reason or "requeued",
                     attempt=ended,
                     nodes=last_nodes,
+                    requeued=True,
                 )
             out.append(self.make(JobExited, job, entry, payload, when(None)))
             entry["exited"] = ended

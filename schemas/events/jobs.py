@@ -102,6 +102,12 @@ class JobExitedPayload(Payload):
     attempt: int = Field(default=1, ge=1, le=UINT32_MAX)
     nodes: Nodes = ()
     gpus: int = Field(default=0, ge=0, le=UINT32_MAX)
+    requeued: bool = Field(
+        default=False,
+        description="The scheduler itself started another attempt of the job after this one "
+        "(a requeue seen between two looks, a controller's own retry): the job went on, and "
+        "restarting it again would only end the attempt that followed.",
+    )
 
 
 @event(topic="jobs")

@@ -36,6 +36,17 @@ def test_cancelled_job_is_left_alone() -> None:
     assert decide(checkpoint(1), exited("CANCELLED")) == []
 
 
+def test_an_attempt_the_scheduler_followed_with_another_is_left_alone() -> None:
+    # Slurm requeued it itself, or a watcher new to the cluster tells of a job's earlier
+    # attempts: a requeue now would end the attempt that followed, or revive a cancelled job.
+    requeued = exited("PREEMPTED", exit_code=None)
+    requeued = requeued.model_copy(
+        update={"payload": requeued.payload.model_copy(update={"requeued": True})}
+    )
+    assert decide(checkpoint(1), requeued) == []
+    assert len(decide(checkpoint(1), exited("PREEMPTED", exit_code=None))) == 1
+
+
 def test_clean_exit_without_completion_is_left_alone_by_default() -> None:
     # Most trainers print their own last line; restarting a finished job redoes its work.
     assert decide(checkpoint(5), exited("SUCCEEDED", exit_code=0)) == []

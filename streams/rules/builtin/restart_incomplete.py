@@ -7,6 +7,11 @@ attempt's crash. An attempt that ended SUCCEEDED (exit 0) without its completion
 alone by default: its trainer may simply print another line, and restarting it would redo
 finished work. `on_success_without_marker: restart` treats it as a silent death instead.
 
+An attempt the scheduler itself followed with another (`requeued`: Slurm requeued it, or a
+watcher seeing the job for the first time tells of its earlier attempts) is not restarted: the
+job went on, and a requeue now would end the attempt that followed, or bring back a job someone
+cancelled since.
+
 A restart avoids the nodes quarantines took out while the job ran or failed there (fatal XIDs,
 failed health checks, repeated failures on a node set: `TrainingJob.implicated`): the decision
 names them in `exclude_nodes`, and the requeue keeps the job off them (docs/remediation.md).
@@ -55,7 +60,7 @@ def restart_incomplete_exit(
     job: TrainingJob, event: JobExited, config: RestartIncompleteConfig
 ) -> Iterator[RestartJob]:
     p = event.payload
-    if p.state is JobState.CANCELLED or job.completed(p.attempt):
+    if p.state is JobState.CANCELLED or p.requeued or job.completed(p.attempt):
         return
     if _succeeded(p) and config.on_success_without_marker == "leave":
         return

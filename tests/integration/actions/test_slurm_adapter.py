@@ -51,6 +51,20 @@ def test_requeue_runs_a_failed_job_again_from_the_checkpoint(
     assert slurm.job_logs(f"slurm/ctest/{job}", tail_lines=1).endswith("resume=none\n")
 
 
+def test_a_cancelled_job_is_not_brought_back(
+    slurm: SlurmAdapter, slurm_cluster: SlurmCluster
+) -> None:
+    # Slurm itself would requeue it: a late decision must not undo whoever cancelled it.
+    job = slurm_cluster.sbatch("--requeue", "--wrap", "sleep 60")
+    slurm_cluster.wait_job(job, {"RUNNING"})
+    slurm.cancel(f"slurm/ctest/{job}", reason="a person changed their mind")
+    assert slurm_cluster.wait_job(job, {"CANCELLED"}) == "CANCELLED"
+    with pytest.raises(PermanentError, match=f"job {job} was cancelled"):
+        slurm.requeue(f"slurm/ctest/{job}", checkpoint_uri="s3://ckpt/step-1")
+    assert slurm_cluster.job_state(job) == "CANCELLED"
+    assert slurm_cluster.job_field(job, "Restarts") == "0"
+
+
 @pytest.mark.parametrize("job_id", ["ray/raysubmit_1", "slurm/other/12", "slurm/ctest/x", "12"])
 def test_a_foreign_job_id_is_permanent(slurm: SlurmAdapter, job_id: str) -> None:
     with pytest.raises(PermanentError):

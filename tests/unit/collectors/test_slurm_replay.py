@@ -203,6 +203,9 @@ async def test_each_job_tells_its_story(
     end = VERSION_ENDS.get((key, version, records), VERSION_ENDS.get((key, version, ""), end))
     assert story(events, subject) == expected
     exits = [e.payload for e in events if e.subject == subject and isinstance(e, JobExited)]
+    # An attempt Slurm followed with another is told as requeued: no rule restarts it again.
+    last = max(attempt for *_, attempt in expected)
+    assert [x.requeued for x in exits] == [x.attempt < last for x in exits]
     if end is not None:
         assert (exits[-1].exit_code, exits[-1].signal, exits[-1].nodes) == end
 
