@@ -6,6 +6,7 @@ history and put in the result). All of it is in the event: live and replay judge
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict
@@ -16,6 +17,9 @@ from schemas.gpu_specs import spec_of
 # Below this share of its peers' median a node fails (the runner's --fleet-fraction sets it).
 FLEET_FRACTION = 0.85
 FLEET_PEERS_MIN = 3  # fewer peers make no baseline: one slow peer would set it
+# A node that passed, yet below this share of its peers' median: slow evidence, weighed by
+# `slow_node` only beside its jobs' step times (streams.state.slowness, BENCHMARK).
+FLEET_SLOW_SHARE = 0.95
 
 
 class Figures(BaseModel):
@@ -101,15 +105,43 @@ def judge(p: BenchmarkCompletedPayload, model: str | None) -> Judged:
                 )
     if fleet is not None and without is None:
         share = p.thresholds.get("fleet_fraction", FLEET_FRACTION)
-        mine = figures(p)
-        for what, value, median, unit in (
-            ("slowest GPU's matmul", mine.matmul_tflops, fleet.matmul_tflops, "TFLOP/s"),
-            ("slowest GPU's memory", mine.memory_gbps, fleet.memory_gbps, "GB/s"),
-            ("NCCL bus bandwidth", mine.busbw_gbps, fleet.busbw_gbps, "GB/s"),
-        ):
-            if value is not None and median is not None and value < share * median:
+        for what, value, median, unit in _against(figures(p), fleet):
+            if value < share * median:
                 reasons.append(
                     f"{what} {value:.1f} {unit} = {value / median:.0%} of the median "
                     f"{median:.1f} of {fleet.peers} peers (< {share:.0%})"
                 )
     return Judged("fail" if reasons else "pass", tuple(reasons), basis)
+
+
+def behind_fleet(p: BenchmarkCompletedPayload, model: str | None) -> tuple[str, float] | None:
+    """A node's figure furthest behind its model's fleet median, in words, and the median over
+    it; None when none is under `FLEET_SLOW_SHARE` of it, or no baseline judges the node."""
+    fleet = p.fleet
+    if fleet is None or _without(fleet, model, model or "?") is not None:
+        return None
+    worst: tuple[str, float] | None = None
+    for what, value, median, unit in _against(figures(p), fleet):
+        if (
+            not value
+            or value >= FLEET_SLOW_SHARE * median
+            or (worst and median / value <= worst[1])
+        ):
+            continue
+        said = (
+            f"benchmark: {what} {value:.1f} {unit} = {value / median:.0%} of the median "
+            f"{median:.1f} of {fleet.peers} peers"
+        )
+        worst = (said, round(median / value, 3))
+    return worst
+
+
+def _against(mine: Figures, fleet: FleetBaseline) -> Iterator[tuple[str, float, float, str]]:
+    """Each figure the node and its fleet both have: what, the node's, the median, the unit."""
+    for what, value, median, unit in (
+        ("slowest GPU's matmul", mine.matmul_tflops, fleet.matmul_tflops, "TFLOP/s"),
+        ("slowest GPU's memory", mine.memory_gbps, fleet.memory_gbps, "GB/s"),
+        ("NCCL bus bandwidth", mine.busbw_gbps, fleet.busbw_gbps, "GB/s"),
+    ):
+        if value is not None and median is not None:
+            yield what, value, median, unit

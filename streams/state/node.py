@@ -52,9 +52,9 @@ from streams.state.internal import (
     NodeJobPacedPayload,
     NodePeerNamed,
 )
-from streams.state.judge import Judged, judge, model_of
+from streams.state.judge import Judged, behind_fleet, judge, model_of
 from streams.state.pace import SlowPlan
-from streams.state.slowness import RISES_SEEN, SlowSign, quiet, signs_after
+from streams.state.slowness import RISES_SEEN, SlowSign, benchmarked, quiet, signs_after
 from streams.state.stamp import Entity, stamped
 from streams.state.story import (
     RUNG_STAGES,
@@ -493,11 +493,16 @@ def _(event: NodePeerNamed, state: Node) -> Node:
 @fold.register
 def _(event: BenchmarkCompleted, state: Node) -> Node:
     p = event.payload
-    judged = judge(p, model_of(p, state.facts.gpu_model))
+    model = model_of(p, state.facts.gpu_model)
+    judged = judge(p, model)
     update: dict[str, object] = {
         "last_benchmark_verdict": judged.verdict,
         "last_benchmark_at": event.occurred_at,
     }
+    behind = behind_fleet(p, model) if judged.verdict == "pass" else None
+    slow = benchmarked(state.slow, behind, event.occurred_at)
+    if slow is not None:
+        update["slow"] = slow
     story = state.story
     # A verdict of the story's own benchmark counts, and so does one run since it began (an
     # operator's benchmark of a kept node); an older one, redelivered, does not.

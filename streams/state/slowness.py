@@ -35,6 +35,11 @@ BUSY_PCT = 50.0
 CORRECTED_BURST = 100
 STICKY_S = 3600.0
 STICKY = frozenset({"corrected_errors", "row_remaps"})
+# A benchmark that passed behind its fleet's median (streams.state.judge.behind_fleet): kept
+# until the node's next benchmark, for the node as a whole (no GPU's samples end it). It starts no
+# spell of its own: it only makes a host that lags its job's other hosts count sooner.
+BENCHMARK = "benchmark"
+WHOLE_NODE = -1
 RISES_SEEN = frozenset({"ecc_single_bit", "remapped_rows_correctable"})  # counters read here
 SIGNS_KEPT = 64
 
@@ -42,8 +47,8 @@ SIGNS_KEPT = 64
 class SlowSign(BaseModel):
     model_config = ConfigDict(frozen=True)
 
-    kind: str  # throttle, thermal, power, clocks, corrected_errors, row_remaps
-    gpu: int
+    kind: str  # throttle, thermal, power, clocks, corrected_errors, row_remaps, benchmark
+    gpu: int  # WHOLE_NODE for a benchmark
     since: datetime
     at: datetime  # the last sample that showed it
     said: str  # for people: "GPU 3 HwThermalSlowdown at 1,100 of 1,980 MHz"
@@ -140,8 +145,25 @@ def _lasts(sign: SlowSign, at: datetime) -> bool:
 
 
 def summary(signs: dict[str, SlowSign]) -> tuple[tuple[str, ...], datetime | None, float | None]:
-    """What people read of them (worst first), since when, and the worst clock shortfall."""
+    """What people read of them (worst first), since when the GPUs showed any, and the worst
+    clock shortfall (a benchmark's is told, not counted: it was measured off the job)."""
     ordered = sorted(signs.values(), key=lambda s: (-(s.slowdown or 0.0), s.gpu, s.kind))
-    slowdowns = [s.slowdown for s in ordered if s.slowdown is not None]
-    since = min((s.since for s in ordered), default=None)
+    now = [s for s in ordered if s.kind != BENCHMARK]
+    slowdowns = [s.slowdown for s in now if s.slowdown is not None]
+    since = min((s.since for s in now), default=None)
     return tuple(s.said for s in ordered), since, max(slowdowns, default=None)
+
+
+def benchmarked(
+    signs: dict[str, SlowSign], behind: tuple[str, float] | None, at: datetime
+) -> dict[str, SlowSign] | None:
+    """The node's signs after a benchmark that passed `behind` its fleet (None: not behind, or
+    not a pass); None when they are unchanged."""
+    key = f"{BENCHMARK}:{WHOLE_NODE}"
+    out = {k: s for k, s in signs.items() if k != key}
+    if behind is not None:
+        said, slowdown = behind
+        out[key] = SlowSign(
+            kind=BENCHMARK, gpu=WHOLE_NODE, since=at, at=at, said=said, slowdown=slowdown
+        )
+    return None if out == signs else out

@@ -1,15 +1,17 @@
 """A node slow but alive → taken out when it costs its job least; with no job, at once.
 
 The node's GPUs give signs of what holds them back (throttle, thermal, power, low clocks,
-corrected-error bursts, row remaps: `streams.state.slowness`); each job running here tells the
-node how fast it goes (`streams.state.job_pace`): this host's step times against the job's other
-hosts', the job's against its best pace this attempt, its checkpoints. The node slows a job when
-its host is `ratio_min` behind the others, or when its GPUs show signs while the job goes
-`ratio_min` slower than its best (or logs no step times at all). Once slow for `evidence_s`, it
-weighs (`streams.rules.timing`): out now, at the job's next checkpoint, after asking the job for a
-checkpoint now (`ask_checkpoint`: the job honours the hook, docs/jobs.md), or left. The choice and
-each figure are in the reason and the trigger's `timing`. Taken out is a quarantine that moves the
-job: once drained, `restart_off_slow_node` restarts it from its checkpoint without the node.
+corrected-error bursts, row remaps: `streams.state.slowness`; a benchmark that passed behind its
+fleet's median only lowers how far behind a host must be, to `ratio_min_benchmarked`); each job
+running here tells the node how fast it goes (`streams.state.job_pace`): this host's step times
+against the job's other hosts', the job's against its best pace this attempt, its checkpoints. The
+node slows a job when its host is `ratio_min` behind the others, or when its GPUs show signs while
+the job goes `ratio_min` slower than its best (or logs no step times at all). Once slow for
+`evidence_s`, it weighs (`streams.rules.timing`): out now, at the job's next checkpoint, after
+asking the job for a checkpoint now (`ask_checkpoint`: the job honours the hook, docs/jobs.md), or
+left. The choice and each figure are in the reason and the trigger's `timing`. Taken out is a
+quarantine that moves the job: once drained, `restart_off_slow_node` restarts it from its
+checkpoint without the node.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from streams.rules.timing import Costs, choose, said
 from streams.state.internal import NodeJobPaced, NodeJobPacedPayload, NodeTick
 from streams.state.node import Node
 from streams.state.pace import BEHIND
-from streams.state.slowness import summary
+from streams.state.slowness import BENCHMARK, WHOLE_NODE, summary
 
 NAME = "slow_node"
 FAULT = "slow"
@@ -51,6 +53,14 @@ class SlowNodeConfig(RuleConfig):
     signal: CheckpointSignal = Field(default="USR1", description="The hook's signal.")
     ratio_min: float = Field(
         default=1.15, ge=BEHIND, le=100.0, description="How much slower counts as slow."
+    )
+    ratio_min_benchmarked: float = Field(
+        default=BEHIND,
+        ge=BEHIND,
+        le=100.0,
+        description="How much slower a host counts as slow on a node whose last benchmark "
+        "passed behind its fleet's median (under FLEET_SLOW_SHARE of it): two weaker signs "
+        "together. That benchmark alone slows nothing.",
     )
     evidence_s: float = Field(
         default=300.0, ge=0, description="How long a node must have been slow before deciding."
@@ -99,7 +109,12 @@ def slowed(node: Node, config: SlowNodeConfig) -> Slowed | None:
     signs = "; ".join(said)
     if not node.jobs:
         return None if since is None else Slowed(None, clocks or 1.0, since, signs)
-    found = [s for j in node.jobs if (s := _of_job(node.pace.get(j), config, signs, since, clocks))]
+    least = config.ratio_min_benchmarked if f"{BENCHMARK}:{WHOLE_NODE}" in node.slow else None
+    found = [
+        s
+        for j in node.jobs
+        if (s := _of_job(node.pace.get(j), config, signs, since, clocks, least))
+    ]
     return max(found, key=lambda s: (s.job.gpus or 0) if s.job else 0, default=None)
 
 
@@ -109,11 +124,13 @@ def _of_job(
     signs: str,
     since: datetime | None,
     clocks: float | None,
+    least: float | None,
 ) -> Slowed | None:
+    """`least`: how far behind a host counts, when not `ratio_min` (a benchmark behind)."""
     if pace is None:
         return None
     ratio, behind = pace.ratio, pace.behind_since
-    if ratio is not None and behind is not None and ratio >= config.ratio_min:
+    if ratio is not None and behind is not None and ratio >= (least or config.ratio_min):
         words = f"steps {ratio:.2f}x the other hosts'" + (f"; {signs}" if signs else "")
         return Slowed(pace, ratio, behind, words)
     if since is None:

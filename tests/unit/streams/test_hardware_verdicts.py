@@ -6,7 +6,7 @@ from __future__ import annotations
 from schemas.events import FleetBaseline, Notify, ReleaseNodes, RunBenchmark, Trigger
 from schemas.events.actions import BenchmarkCompletedPayload
 from schemas.gpu_specs import SPECS, spec_of
-from streams.state.judge import judge
+from streams.state.judge import behind_fleet, judge
 from streams.state.story import Stage
 from streams.testing import Story, benchmark, facts, result, xid
 
@@ -119,3 +119,16 @@ def test_without_a_usable_baseline_the_verdict_goes_on_and_says_why() -> None:
             judged.basis
             == f"runner thresholds and the H100 SXM datasheet; no fleet baseline: {why}"
         )
+
+
+def test_the_figure_furthest_behind_the_fleet_is_the_one_told() -> None:
+    peers = PEERS.model_copy(update={"busbw_gbps": 400.0})
+    # matmul 93 %, memory 98 %, all-reduce 90 % of the medians: the all-reduce is furthest.
+    p = benchmark("h1", tflops=800.0, memory_gbps=2900.0, busbw_gbps=360.0, fleet=peers).payload
+    assert behind_fleet(p, H100) == (
+        "benchmark: NCCL bus bandwidth 360.0 GB/s = 90% of the median 400.0 of 5 peers",
+        round(400.0 / 360.0, 3),
+    )
+    near = benchmark("h1", tflops=850.0, memory_gbps=2950.0, fleet=PEERS).payload
+    assert behind_fleet(near, H100) is None  # 99 %: with its peers
+    assert behind_fleet(slow_h100(PEERS.model_copy(update={"peers": 2})), H100) is None

@@ -7,13 +7,21 @@ from typing import Any
 
 import pytest
 
-from schemas.events import Notify, QuarantineNodes, RequestCheckpoint, RestartJob, Trigger
+from schemas.events import (
+    FleetBaseline,
+    Notify,
+    QuarantineNodes,
+    RequestCheckpoint,
+    RestartJob,
+    Trigger,
+)
 from streams.analysis.replay.rerun import compare
 from streams.analysis.timed import timed
 from streams.analysis.whatif.price import timed_price
 from streams.testing import (
     JOB,
     Story,
+    benchmark,
     checkpoint,
     ended,
     facts,
@@ -180,6 +188,56 @@ def test_gpus_held_back_while_the_job_keeps_its_pace_cost_it_nothing() -> None:
         decided += story.tell(_thermal("n2", float(t) + 1))
     assert story.nodes["n2"].slow and story.nodes["n2"].pace[JOB].slowdown == 1.0
     assert not [t for t in decided if t.payload.rule == "slow_node"]
+
+
+H100 = "NVIDIA H100 80GB HBM3"
+PEERS = FleetBaseline(model=H100, window_s=7 * 86400.0, peers=5, matmul_tflops=857.0)
+
+
+def _benchmarked(story: Story, node: str, tflops: float, at_s: float) -> None:
+    """`node`, in service, passed a benchmark of `tflops` on each GPU against PEERS' median."""
+    story.tell(
+        facts(node, at_s=at_s, gpu_model=H100),
+        benchmark(node, at_s=at_s, tflops=tflops, fleet=PEERS),
+    )
+
+
+def test_a_benchmark_behind_its_fleet_makes_a_host_a_little_behind_count() -> None:
+    # 1.12x the other hosts: under ratio_min (1.15), so alone it is not the node's doing.
+    alone = _story()
+    _run(alone, 60.0, 1800.0, {})
+    _checkpoints(alone, 1800.0)
+    decided = _run(alone, 1860.0, 2700.0, {"n3": 1.12})
+    assert not [t for t in decided if t.payload.rule == "slow_node"]
+    # The same host on a node that passed its last benchmark at 91 % of its peers' median.
+    story = _story()
+    _benchmarked(story, "n3", 780.0, at_s=10.0)
+    sign = story.nodes["n3"].slow["benchmark:-1"]
+    assert sign.slowdown == round(857.0 / 780.0, 3)
+    assert sign.said == (
+        "benchmark: slowest GPU's matmul 780.0 TFLOP/s = 91% of the median 857.0 of 5 peers"
+    )
+    _run(story, 60.0, 1800.0, {})
+    _checkpoints(story, 1800.0)
+    [weighed] = _of(_run(story, 1860.0, 2700.0, {"n3": 1.12}), Notify)
+    assert weighed.payload.nodes == ("n3",)
+    assert weighed.payload.reason.startswith(
+        "n3 slows job slurm/test/42 (steps 1.12x the other hosts'; benchmark: slowest GPU's "
+        "matmul 780.0 TFLOP/s = 91% of the median 857.0 of 5 peers); leave it"
+    )  # 1.12x over 32 GPUs costs less than a restart: weighed, and left
+
+
+def test_a_benchmark_behind_its_fleet_alone_takes_nothing_out_and_the_next_one_ends_it() -> None:
+    story = _story()
+    _benchmarked(story, "n2", 700.0, at_s=10.0)  # 82 % of the median fails: it is no sign
+    assert story.nodes["n2"].slow == {} and story.nodes["n2"].last_benchmark_verdict == "fail"
+    _benchmarked(story, "n2", 780.0, at_s=20.0)
+    _benchmarked(story, "n9", 780.0, at_s=20.0)  # no job on it
+    decided = _run(story, 60.0, 1800.0, {})  # n2's host keeps the job's pace
+    decided += story.wait(1900.0)  # n9 idle all along
+    assert not [t for t in decided if t.payload.rule == "slow_node"]
+    _benchmarked(story, "n2", 850.0, at_s=1950.0)  # 99 %: back with its peers
+    assert story.nodes["n2"].slow == {} and "benchmark:-1" in story.nodes["n9"].slow
 
 
 def test_a_slow_node_with_no_job_is_taken_out_at_once_after_the_evidence_window() -> None:
