@@ -179,8 +179,11 @@ class SlurmCluster:
         return self._run("scontrol", *args)
 
     def sbatch(self, *args: str, env: dict[str, str] | None = None) -> str:
-        """Submit; returns the numeric job id."""
-        return self._run("sbatch", "--parsable", *args, env=env).strip().split(";")[0]
+        """Submit; returns the numeric job id. Output goes to `output_dir` unless `args` say
+        where (Slurm's default is the submitting directory: the checkout)."""
+        told = any(a.startswith(("--output", "-o")) for a in args)
+        where = () if told else (f"--output={self.output_dir}/slurm-%j.out",)
+        return self._run("sbatch", "--parsable", *where, *args, env=env).strip().split(";")[0]
 
     def squeue(self, fmt: str, job_id: str | None = None) -> list[str]:
         args = ["-h", "-o", fmt] + (["-j", job_id] if job_id else [])
