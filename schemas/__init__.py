@@ -5,7 +5,8 @@ operators' keys, dead-letter records, node groups and hostlists, and the tables 
 words come from (XIDs, GPU specs, Slurm states). Imports nothing else of Centrality.
 
 `schemas.runtime` is the shared runtime built on it: the Emitter, Kafka clients, metrics,
-tracing, outage probes, logging and the topic reader. The contract never imports it.
+tracing, outage probes, logging and the topic reader. The contract never imports it
+(tests/static/test_contract_boundary.py).
 """
 
 import schemas.events  # noqa: F401  (registers every event type)

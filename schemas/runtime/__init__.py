@@ -5,6 +5,7 @@
 every process shares: metrics and health (`metrics`), outages, tracing, logging and where the
 local stack serves (`local_stack`).
 
-It imports the contract; no module of the contract imports it, so a producer in another
-language is held to the contract alone.
+It imports the contract; no module of the contract imports it
+(tests/static/test_contract_boundary.py), so a producer in another language is held to the
+contract alone.
 """
