@@ -28,7 +28,7 @@ import structlog
 
 from actions.ledger import History
 from schemas.events import QuarantineBatch, Trigger
-from schemas.metrics.catalog import BATCH_WAITING
+from schemas.runtime.metrics.catalog import BATCH_WAITING
 
 log = structlog.get_logger("actions.batches")
 

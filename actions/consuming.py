@@ -19,11 +19,11 @@ from aiokafka.errors import KafkaError
 
 from actions.bounds import MAX_KEY_BYTES, MAX_RAW_BYTES
 from actions.inflight import Inflight
-from schemas import kafka_clients
-from schemas.batches import SkippingFetcher
 from schemas.deadletter import DeadLetter
-from schemas.metrics.kafka import sampling_lag
-from schemas.outages import OUTAGES
+from schemas.runtime import kafka_clients
+from schemas.runtime.batches import SkippingFetcher
+from schemas.runtime.metrics.kafka import sampling_lag
+from schemas.runtime.outages import OUTAGES
 
 log = structlog.get_logger("actions")
 Record: TypeAlias = ConsumerRecord[bytes, bytes]

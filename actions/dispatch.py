@@ -49,7 +49,6 @@ from actions.slack.message import Message
 from actions.slack.notifier import Notifier
 from actions.threads import in_thread
 from actions.webhook import Webhook, make_webhook
-from schemas import tracing
 from schemas.envelope import Event, utcnow
 from schemas.events import (
     ActionFailed,
@@ -60,8 +59,9 @@ from schemas.events import (
     Trigger,
 )
 from schemas.events.incidents import told_by_incident
-from schemas.fleet import FleetReader
-from schemas.metrics.catalog import ACTIONS, BREAKER_REFUSALS
+from schemas.runtime import tracing
+from schemas.runtime.fleet import FleetReader
+from schemas.runtime.metrics.catalog import ACTIONS, BREAKER_REFUSALS
 
 log = structlog.get_logger("actions")
 

@@ -6,7 +6,7 @@ Without `CENTRALITY_ACTIONS_FLEET_SIZE` for a cluster, its fleet is the nodes th
 consumer of its own (no group: every worker sees every node), seeded on start from the last
 window by record time, so a restarted worker knows the fleet before it acts on any trigger. It
 runs beside trigger handling and never blocks it: a watcher that fails is logged and retried.
-The window ends at the cluster's frontier (`schemas.frontier`), not the clock: heartbeats
+The window ends at the cluster's frontier (`schemas.runtime.frontier`), not the clock: heartbeats
 arriving late (a simulated day sent in a minute) are counted as of their own time.
 """
 
@@ -20,15 +20,15 @@ from datetime import UTC, datetime, timedelta
 import structlog
 from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
 
-from schemas import kafka_clients
 from schemas.codec import DecodeError, decode
 from schemas.envelope import utcnow
 from schemas.events import NodeHeartbeat
-from schemas.fleet import Fleet
-from schemas.frontier import Frontier, reached
 from schemas.groups import Match
-from schemas.outages import OUTAGES
-from schemas.settings import KafkaSettings
+from schemas.runtime import kafka_clients
+from schemas.runtime.fleet import Fleet
+from schemas.runtime.frontier import Frontier, reached
+from schemas.runtime.outages import OUTAGES
+from schemas.runtime.settings import KafkaSettings
 from schemas.topics import partition_count, topic_name
 
 log = structlog.get_logger("actions.fleet")

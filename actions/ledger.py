@@ -22,11 +22,11 @@ from aiokafka.errors import KafkaError, KafkaTimeoutError
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, wait_random_exponential
 
-from schemas import kafka_clients
 from schemas.envelope import utcnow
-from schemas.outages import OUTAGES
-from schemas.settings import KafkaSettings
-from schemas.topic_reader import TopicReader
+from schemas.runtime import kafka_clients
+from schemas.runtime.outages import OUTAGES
+from schemas.runtime.settings import KafkaSettings
+from schemas.runtime.topic_reader import TopicReader
 from schemas.topics import topic_name
 
 log = structlog.get_logger("actions.ledger")

@@ -18,8 +18,8 @@ import structlog
 from schemas.codec import DecodeError, decode
 from schemas.events import Notify, SilenceAdded, SilenceExpired, Trigger
 from schemas.operators import Operator, Unauthenticated, authenticate
-from schemas.settings import KafkaSettings
-from schemas.topic_reader import Records, TopicReader
+from schemas.runtime.settings import KafkaSettings
+from schemas.runtime.topic_reader import Records, TopicReader
 from schemas.topics import topic_name
 
 log = structlog.get_logger("actions.silences")

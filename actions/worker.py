@@ -36,13 +36,8 @@ from actions.silence_ends import SilenceEnds, owner
 from actions.silences import KafkaSilences
 from actions.slack.notifier import Notifier, make_notifier
 from actions.slack.teller import IncidentTeller
-from schemas import kafka_clients, tracing
 from schemas.codec import DecodeError, decode
-from schemas.emitter import Emitter
 from schemas.events import Trigger
-from schemas.fleet import FleetReader
-from schemas.metrics.catalog import EVENTS_IN, PROCESSING_SECONDS, labelled
-from schemas.metrics.server import READINESS, watch_kafka
 from schemas.operators import (
     Operator,
     OperatorSettings,
@@ -50,7 +45,12 @@ from schemas.operators import (
     authenticate,
     signed_by_operator,
 )
-from schemas.settings import KafkaSettings
+from schemas.runtime import kafka_clients, tracing
+from schemas.runtime.emitter import Emitter
+from schemas.runtime.fleet import FleetReader
+from schemas.runtime.metrics.catalog import EVENTS_IN, PROCESSING_SECONDS, labelled
+from schemas.runtime.metrics.server import READINESS, watch_kafka
+from schemas.runtime.settings import KafkaSettings
 from schemas.signing import SigningSettings, verify
 from schemas.topics import topic_name
 

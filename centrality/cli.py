@@ -17,8 +17,8 @@ from centrality.errors import UserError
 from centrality.progress import tracking, wanted
 from centrality.runner import run_until_signalled
 from centrality.version import version
-from schemas import tracing
-from schemas.logs import configure_logging
+from schemas.runtime import tracing
+from schemas.runtime.logs import configure_logging
 
 app = typer.Typer(
     help="Centrality: an event-sourced control plane for GPU training clusters.",
@@ -135,8 +135,8 @@ def streams() -> None:
     """Run the Faust streams worker (tables, rules, triggers); it stops within
     `CENTRALITY_STREAMS_STOP_TIMEOUT_S` of SIGTERM or Ctrl-C, whatever it is doing."""
     from centrality.supervise import run_with_stop_deadline
-    from schemas.admin import catalog_names, require_topics
-    from schemas.settings import KafkaSettings
+    from schemas.runtime.admin import catalog_names, require_topics
+    from schemas.runtime.settings import KafkaSettings
     from schemas.signing import SigningSettings
     from streams.faust.topics import (
         NotCopartitionedError,
@@ -168,7 +168,7 @@ def streams() -> None:
 def actions() -> None:
     """Run the action worker (triggers → scheduler adapters → action results)."""
     from actions.worker import ActionWorker
-    from schemas.admin import catalog_names
+    from schemas.runtime.admin import catalog_names
     from schemas.signing import SigningSettings
     from streams.history.baseline import FleetBaselines
     from streams.history.settings import ClickHouseSettings

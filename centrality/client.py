@@ -41,7 +41,6 @@ from centrality.fleet import (
     selected,
 )
 from centrality.outcome import Outcome, OutcomeWatch
-from schemas import kafka_clients
 from schemas.codec import encode
 from schemas.envelope import Event, utcnow
 from schemas.events import (
@@ -55,9 +54,10 @@ from schemas.events import (
     Trigger,
 )
 from schemas.events.incidents import IncidentEvent
-from schemas.fleet import read_incidents
 from schemas.operators import OperatorKey, OperatorSettings
-from schemas.settings import KafkaSettings
+from schemas.runtime import kafka_clients
+from schemas.runtime.fleet import read_incidents
+from schemas.runtime.settings import KafkaSettings
 from schemas.topics import topic_name
 from streams.state.internal import node_set_key
 

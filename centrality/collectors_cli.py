@@ -17,7 +17,7 @@ from rich.table import Table
 from centrality.progress import tracking, wanted
 from centrality.runner import run_until_signalled
 from collectors.sink import EventSink, RecordingSink
-from schemas.logs import configure_logging
+from schemas.runtime.logs import configure_logging
 
 if TYPE_CHECKING:
     from collectors.nccl.output import NcclOutput
@@ -40,8 +40,8 @@ async def open_sink(dry_run: bool, *, one_shot: bool = False) -> AsyncIterator[E
         yield RecordingSink(keep=False)
         return
     from centrality.oneshot import sending
-    from schemas.metrics.server import watch_kafka
-    from schemas.settings import KafkaSettings
+    from schemas.runtime.metrics.server import watch_kafka
+    from schemas.runtime.settings import KafkaSettings
 
     kafka = KafkaSettings()
     watch_kafka(kafka)
@@ -61,7 +61,7 @@ def _serve(
     dry_run: bool,
     make: Callable[[EventSink], Callable[[asyncio.Event], Coroutine[Any, Any, None]]],
 ) -> None:
-    from schemas.settings import KafkaSettings
+    from schemas.runtime.settings import KafkaSettings
     from schemas.topics import topic_name
 
     configure_logging()

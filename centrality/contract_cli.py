@@ -22,13 +22,13 @@ from rich.table import Table
 from centrality.errors import START_HINT, UserError
 from centrality.oneshot import sending
 from schemas.codec import encode
-from schemas.emitter.settings import EmitterSettings
 from schemas.envelope import Event
 from schemas.events import Trigger
 from schemas.jsonschema import JSON_DIR, export, stale
 from schemas.operators import OperatorKey, OperatorKeyError, OperatorSettings
 from schemas.registry import event_types
-from schemas.settings import KafkaSettings
+from schemas.runtime.emitter.settings import EmitterSettings
+from schemas.runtime.settings import KafkaSettings
 from schemas.topics import spec, topic_name
 
 ENVELOPE = {"event_id", "source", "cluster", "subject", "occurred_at", "observed_at"}

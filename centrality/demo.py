@@ -48,8 +48,6 @@ from centrality.slack_fake import Channel, Message, SlackFake
 from centrality.slack_render import render_thread
 from centrality.stack.stack import Stack
 from centrality.webhook_stub import WebhookStub
-from schemas.admin import ensure_topics
-from schemas.emitter import Emitter
 from schemas.envelope import Event, utcnow
 from schemas.events import (
     BenchmarkCompleted,
@@ -68,6 +66,8 @@ from schemas.events import (
     StepTimesObserved,
 )
 from schemas.events.nodes import DRAIN_REASON_PREFIX
+from schemas.runtime.admin import ensure_topics
+from schemas.runtime.emitter import Emitter
 from schemas.signing import SigningSettings, ensure_key_file
 from streams.history.migrations import migrate
 from streams.history.query import HistoryRow, rows_for, wait_for

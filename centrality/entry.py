@@ -19,7 +19,7 @@ from typer.core import TyperCommand, TyperGroup, TyperOption
 
 from centrality import service_errors, usage_errors  # noqa: F401  (they register explainers)
 from centrality.errors import UNAVAILABLE, explain, one_line
-from schemas.logs import CentralityHandler
+from schemas.runtime.logs import CentralityHandler
 
 
 class Options:

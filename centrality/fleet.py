@@ -1,4 +1,4 @@
-"""Selecting from the fleet as the streams app sees it (`schemas.fleet`): what `centrality
+"""Selecting from the fleet as the streams app sees it (`schemas.runtime.fleet`): what `centrality
 nodes`, `jobs`, `silence` and the Python client take as NAMES and filters.
 
 States are the statuses' own words, one name each (`schemas.events.status`): an unknown one is
@@ -17,9 +17,9 @@ import hostlist
 from schemas.events import JobStatusChanged, NodeStatusChanged
 from schemas.events.jobs import JobState
 from schemas.events.status import NODE_STATES, OUT_OF_SERVICE
-from schemas.fleet import Fleet as Fleet
-from schemas.fleet import FleetReader as FleetReader
-from schemas.fleet import read_fleet as read_fleet
+from schemas.runtime.fleet import Fleet as Fleet
+from schemas.runtime.fleet import FleetReader as FleetReader
+from schemas.runtime.fleet import read_fleet as read_fleet
 
 Kind = Literal["node", "job"]
 JOB_STATES: tuple[str, ...] = tuple(s.value for s in JobState)

@@ -30,7 +30,7 @@ from centrality.fleet import (
 )
 from centrality.output import console, tsv
 from schemas.envelope import utcnow
-from schemas.settings import KafkaSettings
+from schemas.runtime.settings import KafkaSettings
 
 JSON = typer.Option(False, "--json", help="One JSON document instead of a table.")
 TSV = typer.Option(False, "--tsv", help="Tab-separated lines, a header first, times in ISO 8601.")

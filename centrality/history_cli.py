@@ -168,7 +168,7 @@ def history_node(
 @history_app.command("lag")
 def history_lag(json: bool = JSON) -> None:
     """How far the history sink's consumer group is behind, per topic."""
-    from schemas.settings import KafkaSettings
+    from schemas.runtime.settings import KafkaSettings
     from streams.history.lag import group_lag
     from streams.history.sink import HistorySink, SinkSettings
 
@@ -224,7 +224,7 @@ def replay(
     json: bool = JSON,
 ) -> None:
     """Re-decide a range of history with the current rules, next to what was decided then."""
-    from schemas.settings import KafkaSettings
+    from schemas.runtime.settings import KafkaSettings
     from streams.analysis.replay import explain as explaining
     from streams.analysis.replay.clickhouse_source import ClickHouseSource
     from streams.analysis.replay.kafka_source import OffsetsUnavailable
@@ -443,7 +443,7 @@ def _source(
         start, end = time_range(since or "1h", until or "now")
         scope = Scope(start, end, job=job, node=node)
         return ClickHouseSource(ClickHouseSettings(), scope)
-    from schemas.settings import KafkaSettings
+    from schemas.runtime.settings import KafkaSettings
     from streams.analysis.replay.kafka_source import KafkaSource, OffsetRange
 
     if since is not None or until is not None:

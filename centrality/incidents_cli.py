@@ -20,8 +20,8 @@ from centrality.fleet_cli import CLUSTER, JSON
 from centrality.output import age, console, said
 from schemas.envelope import utcnow
 from schemas.events.incidents import IncidentEvent
-from schemas.fleet import read_fleet, read_incidents
-from schemas.settings import KafkaSettings
+from schemas.runtime.fleet import read_fleet, read_incidents
+from schemas.runtime.settings import KafkaSettings
 
 STATE = typer.Option(None, "--state", help="Only open or only resolved incidents.")
 

@@ -13,9 +13,9 @@ import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-from schemas.emitter import Emitter
-from schemas.emitter.settings import EmitterSettings
-from schemas.settings import KafkaSettings
+from schemas.runtime.emitter import Emitter
+from schemas.runtime.emitter.settings import EmitterSettings
+from schemas.runtime.settings import KafkaSettings
 
 
 class Undelivered(RuntimeError):

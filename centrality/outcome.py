@@ -15,11 +15,11 @@ from typing import Any, Literal, Self
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
-from schemas import kafka_clients
 from schemas.codec import DecodeError, decode
 from schemas.deadletter import DeadLetter
 from schemas.events import ActionFailed, ActionHeld, ActionSucceeded
-from schemas.settings import KafkaSettings
+from schemas.runtime import kafka_clients
+from schemas.runtime.settings import KafkaSettings
 from schemas.topics import topic_name
 
 # `unchanged`: nothing was sent, as nothing was to be done (a release of nodes in service).

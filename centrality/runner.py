@@ -7,9 +7,9 @@ import signal
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 
-from schemas.admin import require_topics
-from schemas.metrics.server import serving
-from schemas.settings import KafkaSettings
+from schemas.runtime.admin import require_topics
+from schemas.runtime.metrics.server import serving
+from schemas.runtime.settings import KafkaSettings
 
 
 def run_until_signalled(

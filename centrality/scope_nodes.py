@@ -10,9 +10,9 @@ from dataclasses import dataclass
 
 from centrality import service_errors  # noqa: F401  (Kafka away: its one line)
 from centrality.errors import explain, one_line
-from schemas.fleet import read_fleet
 from schemas.groups import NODES, Facts
-from schemas.settings import KafkaSettings
+from schemas.runtime.fleet import read_fleet
+from schemas.runtime.settings import KafkaSettings
 from streams.rules.registry import BoundRule
 
 

@@ -7,11 +7,11 @@ from aiokafka.errors import KafkaConnectionError, KafkaTimeoutError, NoBrokersAv
 from centrality.errors import START_HINT, UNAVAILABLE, USAGE, Failure, explains
 from centrality.oneshot import Undelivered
 from centrality.stack.process import ServiceError
-from schemas.admin import MissingTopicsError
+from schemas.runtime.admin import MissingTopicsError
 
 
 def _kafka_address() -> str:
-    from schemas.settings import KafkaSettings
+    from schemas.runtime.settings import KafkaSettings
 
     return KafkaSettings().bootstrap
 
@@ -32,7 +32,7 @@ explains(NoBrokersAvailable)(_kafka_down)
 def _kafka_timeout(exc: KafkaTimeoutError) -> Failure:
     """A request that timed out: the broker away, or a broker that answers and lacks the topic
     (a producer waits for its metadata until it gives up)."""
-    from schemas.metrics.server import tcp_reachable
+    from schemas.runtime.metrics.server import tcp_reachable
 
     if not tcp_reachable(_kafka_address())():
         return _kafka_down(exc)
@@ -46,7 +46,7 @@ def _kafka_timeout(exc: KafkaTimeoutError) -> Failure:
 
 @explains(Undelivered)
 def _undelivered(exc: Undelivered) -> Failure:
-    from schemas.metrics.server import tcp_reachable
+    from schemas.runtime.metrics.server import tcp_reachable
 
     if tcp_reachable(_kafka_address())():  # it answers, and did not take them: not "down"
         return Failure(

@@ -24,15 +24,15 @@ from centrality.contract_cli import signing_operator
 from centrality.errors import UserError
 from centrality.fleet import matcher
 from centrality.output import console, when
-from schemas import kafka_clients
 from schemas.codec import DecodeError, decode, encode
 from schemas.envelope import Event, utcnow
 from schemas.events import SilenceAdded, SilenceExpired, Trigger
 from schemas.events.silences import DURATION_MAX_S
 from schemas.operators import OperatorKey, OperatorSettings, Unauthenticated, authenticate
 from schemas.registry import event_types
-from schemas.settings import KafkaSettings
-from schemas.topic_reader import Records, TopicReader
+from schemas.runtime import kafka_clients
+from schemas.runtime.settings import KafkaSettings
+from schemas.runtime.topic_reader import Records, TopicReader
 from schemas.topics import topic_name
 
 if TYPE_CHECKING:

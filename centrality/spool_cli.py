@@ -15,10 +15,10 @@ from rich.table import Table
 
 from centrality.errors import UserError
 from schemas.deadletter import DeadLetter
-from schemas.emitter.settings import EmitterSettings
-from schemas.emitter.spool import Spool, spool_dirs
-from schemas.settings import KafkaSettings
-from schemas.topic_reader import Records, TopicReader
+from schemas.runtime.emitter.settings import EmitterSettings
+from schemas.runtime.emitter.spool import Spool, spool_dirs
+from schemas.runtime.settings import KafkaSettings
+from schemas.runtime.topic_reader import Records, TopicReader
 from schemas.topics import topic_name
 
 spool_app = typer.Typer(help="The spool: what was sent while Kafka did not take it.")
@@ -162,7 +162,7 @@ async def _delete_before(kafka: KafkaSettings, ends: dict[int, int]) -> None:
     from aiokafka import TopicPartition
     from aiokafka.admin.records_to_delete import RecordsToDelete
 
-    from schemas import kafka_clients
+    from schemas.runtime import kafka_clients
 
     admin = kafka_clients.admin(kafka)
     await admin.start()

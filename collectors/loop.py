@@ -9,7 +9,7 @@ from typing import Any
 import structlog
 
 from collectors.clock import MONOTONIC, Clock
-from schemas.metrics.catalog import POLLS
+from schemas.runtime.metrics.catalog import POLLS
 
 log = structlog.get_logger(__name__)
 

@@ -13,7 +13,7 @@ E = TypeVar("E", bound=Event)
 
 
 class EventSink(Protocol):
-    """What a collector needs of the Emitter; `schemas.emitter.Emitter` satisfies it."""
+    """What a collector needs of the Emitter; `schemas.runtime.emitter.Emitter` satisfies it."""
 
     async def emit(self, event: Event) -> None: ...
 

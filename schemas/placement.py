@@ -12,13 +12,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from aiokafka import AIOKafkaConsumer
 from aiokafka.partitioner import murmur2
 
 from schemas.codec import DecodeError
 from schemas.envelope import Event
-from schemas.settings import KafkaSettings
-from schemas.topics import topic_name
 
 # The catalog topics whose events are folded into per-key state.
 PLACED = ("jobs", "nodes", "gpu")
@@ -47,17 +44,6 @@ class Placement:
             return None
         name, partitions = placed
         return misplaced(events, topic=name, key=key, partition=partition, partitions=partitions)
-
-
-def read_by(consumer: AIOKafkaConsumer, settings: KafkaSettings) -> Placement:
-    """The placement a consumer of `settings`' topics checks, with the partition counts its
-    metadata holds (a topic it has not seen yet is checked for all but its partition)."""
-
-    def partitions(topic: str) -> int | None:
-        found = consumer.partitions_for_topic(topic)
-        return len(found) if found else None
-
-    return Placement.of(lambda name: topic_name(name, settings), partitions)
 
 
 def partition_for(key: bytes, partitions: int) -> int:

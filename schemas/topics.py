@@ -3,16 +3,85 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal, Protocol, Self, get_args
 
-from schemas.settings import KafkaSettings, Layout, TopicFamily, TopicSettings
+from pydantic import Field, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
 
 DAY_MS = 24 * 3600 * 1000
+
+
+class Prefixed(Protocol):
+    """What names a deployment's topics: `schemas.runtime.settings.KafkaSettings` is one."""
+
+    @property
+    def topic_prefix(self) -> str: ...
+
+
+TopicFamily = Literal["tables", "logs", "triggers", "deadletter"]
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How the topics of one family are spread and replicated on the cluster."""
+
+    partitions: int
+    replication_factor: int
+    min_insync_replicas: int
+
+
+class TopicSettings(BaseSettings):
+    """`CENTRALITY_TOPICS_*`: partitions, replication factor and `min.insync.replicas` per topic
+    family. `tables`: the topics the streams tables are keyed by (jobs, nodes, gpu, actions, and
+    the streams worker's own topics and changelogs); their partition count is the most streams
+    workers that share the load, and all of them must have it (checked when the worker starts).
+    `logs`: raw log lines. `triggers`: triggers and the action ledger (the most action workers
+    that share the load). `deadletter`: dead letters. On a cluster of 3+ brokers use replication
+    factor 3 and `min.insync.replicas` 2: every producer of ours waits for all in-sync replicas.
+    """
+
+    model_config = SettingsConfigDict(env_prefix="CENTRALITY_TOPICS_", extra="ignore")
+
+    tables_partitions: int = Field(default=4, ge=1, description="Partitions of `tables` topics.")
+    tables_replication_factor: int = Field(default=1, ge=1, description="Their replicas.")
+    tables_min_insync_replicas: int = Field(default=1, ge=1, description="Their min ISR.")
+    logs_partitions: int = Field(default=4, ge=1, description="Partitions of the logs topic.")
+    logs_replication_factor: int = Field(default=1, ge=1, description="Its replicas.")
+    logs_min_insync_replicas: int = Field(default=1, ge=1, description="Its min ISR.")
+    triggers_partitions: int = Field(
+        default=4, ge=1, description="Partitions of the triggers and action-ledger topics."
+    )
+    triggers_replication_factor: int = Field(default=1, ge=1, description="Their replicas.")
+    triggers_min_insync_replicas: int = Field(default=1, ge=1, description="Their min ISR.")
+    deadletter_partitions: int = Field(
+        default=1, ge=1, description="Partitions of the dead-letter topic."
+    )
+    deadletter_replication_factor: int = Field(default=1, ge=1, description="Its replicas.")
+    deadletter_min_insync_replicas: int = Field(default=1, ge=1, description="Its min ISR.")
+
+    @model_validator(mode="after")
+    def _reachable_isr(self) -> Self:
+        for family in get_args(TopicFamily):
+            layout = self.of(family)
+            if layout.min_insync_replicas > layout.replication_factor:
+                raise ValueError(
+                    f"{family}: min_insync_replicas {layout.min_insync_replicas} > "
+                    f"replication_factor {layout.replication_factor} (no write could succeed)"
+                )
+        return self
+
+    def of(self, family: TopicFamily) -> Layout:
+        return Layout(
+            partitions=getattr(self, f"{family}_partitions"),
+            replication_factor=getattr(self, f"{family}_replication_factor"),
+            min_insync_replicas=getattr(self, f"{family}_min_insync_replicas"),
+        )
 
 
 @dataclass(frozen=True)
 class TopicSpec:
     """What a topic is for; how many partitions and replicas it has is its family's `Layout`
-    (`TopicSettings`), a setting of the deployment rather than of the contract."""
+    (`TopicSettings`, above), set per deployment rather than fixed by the catalog."""
 
     name: str
     key: str
@@ -26,7 +95,7 @@ class TopicSpec:
     # rolls its segments this often, so what it holds stays near one record per key.
     segment_ms: int | None = None
 
-    def full_name(self, settings: KafkaSettings) -> str:
+    def full_name(self, settings: Prefixed) -> str:
         return f"{settings.topic_prefix}{self.name}"
 
     def configs(self, layout: Layout) -> dict[str, str]:
@@ -142,7 +211,7 @@ def spec(name: str) -> TopicSpec:
         raise KeyError(f"{name!r} is not in the topic catalog: {sorted(_BY_NAME)}") from None
 
 
-def topic_name(name: str, settings: KafkaSettings) -> str:
+def topic_name(name: str, settings: Prefixed) -> str:
     return spec(name).full_name(settings)
 
 

@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from schemas.local_stack import LocalStackSettings
+from schemas.runtime.local_stack import LocalStackSettings
 from streams.state.incidents import WINDOW_S as INCIDENT_WINDOW_S
 
 

@@ -16,9 +16,9 @@ import pytest
 
 from centrality.stack.settings import StackSettings
 from centrality.stack.stack import Stack
-from schemas.admin import ensure_topics
-from schemas.outages import OUTAGES
-from schemas.settings import KafkaSettings
+from schemas.runtime.admin import ensure_topics
+from schemas.runtime.outages import OUTAGES
+from schemas.runtime.settings import KafkaSettings
 from streams.history.client import connect
 from streams.history.migrations import migrate
 from streams.history.settings import ClickHouseSettings

@@ -6,7 +6,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from schemas.codec import decode
 from schemas.envelope import Event
-from schemas.settings import KafkaSettings
+from schemas.runtime.settings import KafkaSettings
 from schemas.topics import partition_count, topic_name
 
 

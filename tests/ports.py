@@ -25,8 +25,8 @@ def free_port_offset(avoid: Collection[int] = ()) -> int:
     """A `CENTRALITY_STACK_PORT_OFFSET` whose every port (servers and metrics) is free now; from
     a random start, so sessions running side by side rarely try the same ones."""
     from centrality.stack.settings import StackSettings
-    from schemas.local_stack import MAX_PORT_OFFSET, PORT_STEP
-    from schemas.metrics.server import DEFAULT_PORTS
+    from schemas.runtime.local_stack import MAX_PORT_OFFSET, PORT_STEP
+    from schemas.runtime.metrics.server import DEFAULT_PORTS
 
     steps = MAX_PORT_OFFSET // PORT_STEP
     start = random.randrange(10, steps)  # above 1000: clear of anyone's default stack

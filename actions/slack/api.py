@@ -22,7 +22,7 @@ from actions.errors import PermanentError, TemporaryError
 from actions.ledger import ThreadRef
 from actions.slack.message import Message
 from actions.slack.settings import SlackSettings
-from schemas.metrics.catalog import SLACK_CALLS
+from schemas.runtime.metrics.catalog import SLACK_CALLS
 
 log = structlog.get_logger("actions.slack")
 

@@ -38,7 +38,7 @@ from actions.slack.digest import digest_message
 from actions.slack.message import Message
 from actions.slack.settings import SlackSettings
 from actions.threads import in_thread
-from schemas.metrics.catalog import SLACK_MESSAGES, SLACK_WAITING
+from schemas.runtime.metrics.catalog import SLACK_MESSAGES, SLACK_WAITING
 
 log = structlog.get_logger("actions.slack")
 

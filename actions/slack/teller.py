@@ -30,13 +30,13 @@ from actions.ledger import KafkaLedger, Told, retrying_transient
 from actions.slack.notifier import Delivery, Notifier
 from actions.slack.settings import SlackSettings
 from actions.slack.telling import Telling, telling, told_after
-from schemas import kafka_clients
 from schemas.codec import DecodeError, decode
 from schemas.deadletter import DeadLetter
 from schemas.envelope import utcnow
 from schemas.events.incidents import INCIDENT_TYPES, IncidentEvent
-from schemas.metrics.catalog import EVENTS_IN, INCIDENTS_TOLD, labelled
-from schemas.settings import KafkaSettings
+from schemas.runtime import kafka_clients
+from schemas.runtime.metrics.catalog import EVENTS_IN, INCIDENTS_TOLD, labelled
+from schemas.runtime.settings import KafkaSettings
 from schemas.topics import topic_name
 
 log = structlog.get_logger("actions.slack")

@@ -25,8 +25,8 @@ from rich.table import Table
 
 from centrality.bench.cli import bench_app
 from centrality.bench.run import delete_topics
-from schemas.admin import ensure_topics
-from schemas.settings import KafkaSettings
+from schemas.runtime.admin import ensure_topics
+from schemas.runtime.settings import KafkaSettings
 
 _TICKS = os.sysconf("SC_CLK_TCK")
 _PAGE = os.sysconf("SC_PAGE_SIZE")

@@ -24,7 +24,7 @@ from centrality.bench.cli import bench_app, report
 from centrality.bench.console_fleet import TROUBLE, fleet, publish
 from centrality.bench.run import BenchRun
 from centrality.stack.stack import Stack
-from schemas.admin import ensure_topics
+from schemas.runtime.admin import ensure_topics
 
 if TYPE_CHECKING:
     from playwright.sync_api import Page

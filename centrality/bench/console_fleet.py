@@ -7,11 +7,11 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from schemas import kafka_clients
 from schemas.codec import encode
 from schemas.envelope import Event
 from schemas.events import JobStatusChanged, NodeStatusChanged
-from schemas.settings import KafkaSettings
+from schemas.runtime import kafka_clients
+from schemas.runtime.settings import KafkaSettings
 from schemas.topics import topic_name
 
 MODELS = ("NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-80GB")

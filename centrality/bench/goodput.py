@@ -50,9 +50,9 @@ from centrality.stack.stack import Stack
 from collectors.simulate.config import SimConfig
 from collectors.simulate.model import ClusterModel
 from collectors.simulate.taxonomy import LLAMA3_405B
-from schemas.admin import ensure_topics
-from schemas.emitter import Emitter
-from schemas.emitter.settings import EmitterSettings
+from schemas.runtime.admin import ensure_topics
+from schemas.runtime.emitter import Emitter
+from schemas.runtime.emitter.settings import EmitterSettings
 from streams.analysis.goodput import Ettr, by_cluster, fold, job_time
 from streams.analysis.outcomes import outcomes
 from streams.analysis.whatif.candidate import CandidateError, candidate

@@ -37,7 +37,6 @@ from centrality.bench.scale_watch import LagSampler
 from collectors.simulate.model import ClusterModel
 from collectors.simulate.runner import group
 from schemas.codec import DecodeError, decode
-from schemas.emitter import Emitter
 from schemas.envelope import Event
 from schemas.events import (
     ActionSucceeded,
@@ -47,7 +46,8 @@ from schemas.events import (
     RestartJob,
 )
 from schemas.events.actions import ActionPayload
-from schemas.settings import KafkaSettings
+from schemas.runtime.emitter import Emitter
+from schemas.runtime.settings import KafkaSettings
 from streams.state.entities import JOBS
 
 SETTLE_MAX_S = 30.0  # the longest wait for the workers to answer one tick

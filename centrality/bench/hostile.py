@@ -37,9 +37,9 @@ from centrality.bench.hostile_watch import (
 from centrality.bench.run import INPUTS, BenchRun, local_stack
 from centrality.pipeline import WORKERS, Pipeline
 from centrality.stack.stack import Stack
-from schemas import kafka_clients
-from schemas.admin import ensure_topics
-from schemas.settings import KafkaSettings
+from schemas.runtime import kafka_clients
+from schemas.runtime.admin import ensure_topics
+from schemas.runtime.settings import KafkaSettings
 from schemas.topics import topic_name
 from streams.history.migrations import migrate
 

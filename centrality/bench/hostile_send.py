@@ -18,8 +18,8 @@ from aiokafka import AIOKafkaProducer
 from aiokafka.errors import KafkaError
 
 from centrality.bench.hostile_storm import TOPICS, Hostile
-from schemas import kafka_clients
-from schemas.settings import KafkaSettings
+from schemas.runtime import kafka_clients
+from schemas.runtime.settings import KafkaSettings
 from schemas.topics import topic_name
 
 CODECS = (

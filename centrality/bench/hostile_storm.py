@@ -26,9 +26,8 @@ from pydantic import SecretStr
 from centrality.bench.hostile_schema import DocumentFactory, EventSchema, load
 from schemas.codec import DecodeError, decode
 from schemas.placement import partition_for
-from schemas.settings import TopicSettings
 from schemas.signing import SIGNATURE_HEADER, signature
-from schemas.topics import partition_count
+from schemas.topics import TopicSettings, partition_count
 
 TOPICS = ("jobs", "logs", "nodes", "gpu", "triggers", "actions")
 KIND_MODULES = ("centrality.bench.hostile_kinds",)

@@ -20,10 +20,10 @@ from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.errors import KafkaError
 
-from schemas import kafka_clients
 from schemas.codec import DecodeError, decode
 from schemas.events import ActionStarted, ActionSucceeded, RestartJob
-from schemas.settings import KafkaSettings
+from schemas.runtime import kafka_clients
+from schemas.runtime.settings import KafkaSettings
 from schemas.topics import partition_count, topic_name
 from streams.history.client import connect
 from streams.history.settings import ClickHouseSettings

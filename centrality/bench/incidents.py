@@ -51,9 +51,9 @@ from centrality.bench.scale_watch import cpu_s
 from centrality.pipeline import Pipeline
 from centrality.slack_fake import SlackFake
 from centrality.stack.stack import Stack
-from schemas.admin import ensure_topics
-from schemas.emitter import Emitter
-from schemas.emitter.settings import EmitterSettings
+from schemas.runtime.admin import ensure_topics
+from schemas.runtime.emitter import Emitter
+from schemas.runtime.emitter.settings import EmitterSettings
 from streams.history.migrations import migrate
 from streams.rules.builtin.heartbeat_lost import HeartbeatLostConfig, silence_limit_s
 from streams.state.node import Node

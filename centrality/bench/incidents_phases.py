@@ -18,8 +18,8 @@ from centrality.bench.incidents_watch import Seen, Watch
 from centrality.bench.scale import percentile_ms
 from centrality.pipeline import Pipeline
 from centrality.slack_fake import SlackFake
-from schemas.fleet import read_fleet, read_incidents
-from schemas.settings import KafkaSettings
+from schemas.runtime.fleet import read_fleet, read_incidents
+from schemas.runtime.settings import KafkaSettings
 from streams.state.node import LOST_RULE
 
 QUIET_S = 5.0  # Slack told all it had once no call came for this long (it keeps a call a second)

@@ -24,7 +24,7 @@ from schemas.events import (
     QuarantineNodes,
 )
 from schemas.events.incidents import IncidentEvent, IncidentPayload, IncidentResolved
-from schemas.settings import KafkaSettings
+from schemas.runtime.settings import KafkaSettings
 from streams.state.node import LOST_RULE
 
 TOPICS = ("nodes", "status", "incidents", "triggers", "actions")

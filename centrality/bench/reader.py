@@ -15,8 +15,8 @@ import time
 
 import orjson
 
-from schemas.settings import KafkaSettings
-from schemas.topic_reader import TopicReader
+from schemas.runtime.settings import KafkaSettings
+from schemas.runtime.topic_reader import TopicReader
 from schemas.topics import topic_name
 
 

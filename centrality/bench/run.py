@@ -21,11 +21,11 @@ from rich.console import Console
 
 from centrality.pipeline import WORKERS
 from centrality.stack.stack import Stack
-from schemas import kafka_clients
-from schemas.emitter import Emitter
-from schemas.emitter.settings import EmitterSettings
 from schemas.events import CheckpointSaved, JobExited
-from schemas.settings import KafkaSettings
+from schemas.runtime import kafka_clients
+from schemas.runtime.emitter import Emitter
+from schemas.runtime.emitter.settings import EmitterSettings
+from schemas.runtime.settings import KafkaSettings
 from streams.history.client import connect
 from streams.history.settings import ClickHouseSettings
 

@@ -40,9 +40,9 @@ from centrality.pipeline import Pipeline
 from centrality.stack.stack import Stack
 from collectors.simulate.config import SimConfig
 from collectors.simulate.runner import SimStats, simulate
-from schemas.admin import ensure_topics
-from schemas.emitter import Emitter
-from schemas.emitter.settings import EmitterSettings
+from schemas.runtime.admin import ensure_topics
+from schemas.runtime.emitter import Emitter
+from schemas.runtime.emitter.settings import EmitterSettings
 from streams.history.migrations import migrate
 
 SAMPLE_S = 2.0  # lag and memory sampling period

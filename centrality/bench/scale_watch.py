@@ -16,7 +16,6 @@ from aiokafka.errors import KafkaError
 
 from centrality.bench.hostile_watch import Offsets, partitions, process_groups, reader_at
 from collectors.sink import EventSink
-from schemas import kafka_clients
 from schemas.codec import DecodeError, decode
 from schemas.envelope import Event
 from schemas.events import (
@@ -28,7 +27,8 @@ from schemas.events import (
     RestartJob,
 )
 from schemas.events.jobs import JobState
-from schemas.settings import KafkaSettings
+from schemas.runtime import kafka_clients
+from schemas.runtime.settings import KafkaSettings
 from schemas.topics import topic_name
 
 _TICK_S = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100

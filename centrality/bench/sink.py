@@ -16,11 +16,11 @@ import typer
 from centrality.bench.cli import bench_app, report
 from centrality.bench.history_data import node_telemetry
 from centrality.bench.run import delete_topics
-from schemas import kafka_clients
-from schemas.admin import ensure_topics
 from schemas.codec import encode_batch
 from schemas.envelope import Event
-from schemas.settings import KafkaSettings
+from schemas.runtime import kafka_clients
+from schemas.runtime.admin import ensure_topics
+from schemas.runtime.settings import KafkaSettings
 from schemas.topics import topic_name
 from streams.history.client import connect
 from streams.history.migrations import migrate

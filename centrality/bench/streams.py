@@ -26,12 +26,12 @@ from centrality.bench.cli import bench_app, report
 from centrality.bench.history_data import job_run, node_telemetry
 from centrality.bench.run import delete_topics
 from centrality.stack.process import ManagedProcess
-from schemas import kafka_clients
-from schemas.admin import ensure_topics
 from schemas.codec import decode, encode, encode_batch
 from schemas.events import JobExited
 from schemas.placement import partition_for
-from schemas.settings import KafkaSettings
+from schemas.runtime import kafka_clients
+from schemas.runtime.admin import ensure_topics
+from schemas.runtime.settings import KafkaSettings
 from schemas.topics import partition_count, topic_name
 from streams.brain.process import Brain
 from streams.rules.registry import RuleEngine

@@ -18,7 +18,7 @@ from centrality.client import Fleet as Client
 from centrality.outcome import Outcome
 from schemas.events import JobStatusChanged, NodeStatusChanged
 from schemas.events.status import OUT_OF_SERVICE
-from schemas.fleet import Fleet
+from schemas.runtime.fleet import Fleet
 
 Verb = Literal["quarantine", "release", "benchmark", "requeue", "cancel"]
 NODE_VERBS = ("quarantine", "release", "benchmark")

@@ -26,7 +26,7 @@ def console(
     from centrality.console.serve import serve
     from centrality.console.settings import ConsoleSettings
     from centrality.runner import run_until_signalled
-    from schemas.settings import KafkaSettings
+    from schemas.runtime.settings import KafkaSettings
 
     settings = ConsoleSettings()
     settings = settings.model_copy(

@@ -16,9 +16,9 @@ from actions.ledger import Told
 from centrality.fleet import FleetReader
 from centrality.silence_cli import Book
 from schemas.events.incidents import IncidentEvent
-from schemas.fleet import Fleet, IncidentReader
-from schemas.settings import KafkaSettings
-from schemas.topic_reader import Records, TopicReader
+from schemas.runtime.fleet import Fleet, IncidentReader
+from schemas.runtime.settings import KafkaSettings
+from schemas.runtime.topic_reader import Records, TopicReader
 from schemas.topics import topic_name
 
 log = structlog.get_logger("console.live")

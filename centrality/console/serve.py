@@ -18,7 +18,7 @@ from centrality.console.guard import Guard
 from centrality.console.live import Live
 from centrality.console.settings import ConsoleSettings
 from centrality.console.signer import signer
-from schemas.settings import KafkaSettings
+from schemas.runtime.settings import KafkaSettings
 
 log = structlog.get_logger("console")
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from centrality.client import Fleet as Client
 from schemas.operators import OperatorKeyError, OperatorSettings
-from schemas.settings import KafkaSettings
+from schemas.runtime.settings import KafkaSettings
 
 
 @dataclass(frozen=True)

@@ -7,9 +7,9 @@ from collections.abc import Iterator
 
 from centrality.doctor import Finding, check
 from centrality.errors import START_HINT
-from schemas import kafka_clients
-from schemas.admin import inspect_topics
-from schemas.settings import KafkaSettings
+from schemas.runtime import kafka_clients
+from schemas.runtime.admin import inspect_topics
+from schemas.runtime.settings import KafkaSettings
 
 TIMEOUT_MS = 5000
 

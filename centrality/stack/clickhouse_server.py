@@ -47,7 +47,7 @@ from centrality.stack.clickhouse_native import (
     encode_compressed_blocks,
     reencode,
 )
-from schemas.logs import configure_logging
+from schemas.runtime.logs import configure_logging
 
 log = structlog.get_logger("centrality.clickhouse")
 

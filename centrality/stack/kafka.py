@@ -30,8 +30,8 @@ import structlog
 
 from centrality.stack.process import ManagedProcess, ServiceError, port_open
 from centrality.stack.settings import StackSettings
-from schemas import kafka_clients
-from schemas.settings import KafkaSettings
+from schemas.runtime import kafka_clients
+from schemas.runtime.settings import KafkaSettings
 
 # Must match `kafka.version` in maven/pom.xml; it names the cache dir so an upgrade refetches.
 KAFKA_VERSION = "4.1.1"

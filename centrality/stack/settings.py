@@ -1,5 +1,5 @@
 """Settings of the local stack: where it keeps its state and which loopback ports it serves (those
-its clients read too are `schemas.local_stack`'s; this adds what only the servers need)."""
+its clients read too are `schemas.runtime.local_stack`'s; this adds what only the servers need)."""
 
 import re
 from pathlib import Path
@@ -7,7 +7,7 @@ from typing import Literal, Self
 
 from pydantic import Field, SecretStr, model_validator
 
-from schemas.local_stack import KAFKA_CONTROLLER_PORT, LocalStackSettings
+from schemas.runtime.local_stack import KAFKA_CONTROLLER_PORT, LocalStackSettings
 
 SecureListener = Literal["SSL", "SASL_PLAINTEXT", "SASL_SSL"]
 
@@ -20,7 +20,7 @@ def _home(*parts: str) -> Path:
 
 class StackSettings(LocalStackSettings):
     """`CENTRALITY_STACK_*`: the embedded Kafka broker and ClickHouse server `up` runs. The
-    first five (`schemas.local_stack`) are read by every client and worker too: with
+    first five (`schemas.runtime.local_stack`) are read by every client and worker too: with
     `CENTRALITY_STACK_PORT_OFFSET` alone a second stack, its clients and its workers' metrics
     run beside the first."""
 

@@ -15,8 +15,8 @@ from centrality.stack.clickhouse import LocalClickHouse
 from centrality.stack.kafka import LocalKafka, wait_ready
 from centrality.stack.process import ServiceError
 from centrality.stack.settings import StackSettings
-from schemas.admin import CatalogReport, ensure_topics
-from schemas.settings import KafkaSettings
+from schemas.runtime.admin import CatalogReport, ensure_topics
+from schemas.runtime.settings import KafkaSettings
 from streams.history.migrations import migrate
 from streams.history.settings import ClickHouseSettings
 

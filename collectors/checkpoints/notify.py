@@ -44,7 +44,7 @@ def current_job_id(cluster: str | None = None) -> str | None:
 
 
 def _emitter() -> AbstractAsyncContextManager[EventSink]:
-    from schemas.emitter import Emitter
+    from schemas.runtime.emitter import Emitter
 
     return Emitter()
 

@@ -37,11 +37,13 @@ import structlog
 from faust.types import TP
 from pydantic import SecretStr
 
-from schemas import tracing
 from schemas.codec import DecodeError, decode, encode
-from schemas.deadletter import DeadLetter, count_dead_letter
+from schemas.deadletter import DeadLetter
 from schemas.envelope import Event
-from schemas.metrics.catalog import (
+from schemas.placement import partition_for
+from schemas.runtime import tracing
+from schemas.runtime.deadletter import count_dead_letter
+from schemas.runtime.metrics.catalog import (
     DECISIONS,
     EVENTS_IN,
     EVENTS_OUT,
@@ -49,8 +51,7 @@ from schemas.metrics.catalog import (
     count_types,
     labelled,
 )
-from schemas.placement import partition_for
-from schemas.settings import KafkaSettings
+from schemas.runtime.settings import KafkaSettings
 from schemas.signing import SigningSettings, signed_headers
 from streams.brain.plan import Plan, Refused, plan
 from streams.brain.timers import Timers

@@ -6,8 +6,9 @@ sent again (`streams.faust.failures`), but a table's changelog record is handed 
 outcome only looked at afterwards (fix 11 in `streams.faust.transport`): one that failed stops the
 worker before any commit past it. In a whole-cluster outage every record in flight failed so, and
 the worker stopped, though nothing was wrong with any record and the broker takes them all once
-it is back. So a batch's age leaves out the time the cluster was away (`schemas.outages`): the
-outage ends, the batches are sent, and only time with the cluster up counts toward the timeout.
+it is back. So a batch's age leaves out the time the cluster was away
+(`schemas.runtime.outages`): the outage ends, the batches are sent, and only time with the
+cluster up counts toward the timeout.
 A partition that has no leader while the cluster answers still fails its batches as before.
 """
 
@@ -18,7 +19,7 @@ from typing import Any
 
 from aiokafka.producer import message_accumulator
 
-from schemas.outages import OUTAGES
+from schemas.runtime.outages import OUTAGES
 
 # aiokafka's own, whatever `install` put in its place since (`streams.faust.canary` checks it).
 AIOKAFKA_BATCH = message_accumulator.MessageBatch

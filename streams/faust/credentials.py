@@ -1,7 +1,7 @@
 """Faust's broker credentials from the `KafkaSettings` every client of ours uses.
 
 Faust builds its own aiokafka clients (consumer, producer, admin) from `broker_credentials`;
-these carry the same TLS context and SASL user as `schemas.kafka_clients` gives ours.
+these carry the same TLS context and SASL user as `schemas.runtime.kafka_clients` gives ours.
 """
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from __future__ import annotations
 import faust
 from faust.types.auth import CredentialsT
 
-from schemas.kafka_clients import ssl_context
-from schemas.settings import KafkaSettings
+from schemas.runtime.kafka_clients import ssl_context
+from schemas.runtime.settings import KafkaSettings
 
 
 def broker_credentials(kafka: KafkaSettings) -> CredentialsT | None:

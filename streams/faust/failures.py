@@ -6,7 +6,7 @@ ones (a broker unreachable, a leader moving, a request timing out) are retried w
 exponential backoff, for a bounded time and never past a stop request, so one partition's
 trouble cannot hold the others (they share the agent) for ever.
 
-The budget does not run down while the whole Kafka cluster is away (`schemas.outages`): then
+The budget does not run down while the whole Kafka cluster is away (`schemas.runtime.outages`): then
 every partition waits alike, and giving a message up would only lose it (its dead letter cannot
 be sent either). Nor is each retry logged meanwhile: the outage's own lines say it.
 """
@@ -27,7 +27,7 @@ from tenacity import (
 )
 from tenacity.stop import stop_base
 
-from schemas.outages import OUTAGES
+from schemas.runtime.outages import OUTAGES
 
 log = structlog.get_logger("streams")
 T = TypeVar("T")

@@ -1,8 +1,10 @@
-"""The Faust worker's metrics and health (`schemas.metrics`), served beside Faust's own loop.
+"""The Faust worker's metrics and health (`schemas.runtime.metrics`), served beside Faust's own
+loop.
 
 Ready once the group gave this worker its partitions (an empty share counts: it is in the
 group) and the tables are recovered from their changelogs; not while a rebalance or a recovery
-is under way, nor while Kafka is unreachable (probed, and said in few lines: `schemas.outages`).
+is under way, nor while Kafka is unreachable (probed, and said in few lines:
+`schemas.runtime.outages`).
 Table sizes and consumer lag are sampled on the worker's loop every `SAMPLE_S`: a table's size is
 a walk over its store, too much per scrape.
 """
@@ -14,9 +16,9 @@ from typing import Any
 
 import rocksdict
 
-from schemas.metrics.catalog import CONSUMER_LAG, STORE_BYTES, TABLE_ENTRIES
-from schemas.metrics.server import READINESS, serving, watch_kafka
-from schemas.settings import KafkaSettings
+from schemas.runtime.metrics.catalog import CONSUMER_LAG, STORE_BYTES, TABLE_ENTRIES
+from schemas.runtime.metrics.server import READINESS, serving, watch_kafka
+from schemas.runtime.settings import KafkaSettings
 
 SAMPLE_S = 15.0
 

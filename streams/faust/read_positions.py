@@ -21,8 +21,8 @@ until it ends, and the partition is behind until then.
 Read to its end, a partition may still only have reached the past: events arriving now that
 happened long ago (a simulated day sent in a minute, an agent's spool after an outage) tell
 where their nodes were then, not that they are silent now. A tick is judged no later than each
-input's frontier (`schemas.frontier`): the history's own time while it arrives, the clock for
-a fleet reporting as it goes.
+input's frontier (`schemas.runtime.frontier`): the history's own time while it arrives, the
+clock for a fleet reporting as it goes.
 
 Records are folded in their partition's order but for telemetry that later records overtake
 (a heartbeat queued behind an XID of its partition, `streams.faust.lanes`): until such a record is
@@ -36,7 +36,7 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
-from schemas.frontier import Frontier, reached
+from schemas.runtime.frontier import Frontier, reached
 
 # (topic, partition) → the next offset to read: the end as last fetched (None: not fetched yet),
 # or where reading started; each raises when it cannot answer (the partition is not held here).

@@ -18,10 +18,10 @@ from __future__ import annotations
 import asyncio
 import time
 
-from schemas import kafka_clients
-from schemas.admin import CatalogReport, ensure_topics
-from schemas.settings import KafkaSettings, TopicSettings
-from schemas.topics import CATALOG, DAY_MS, TopicSpec
+from schemas.runtime import kafka_clients
+from schemas.runtime.admin import CatalogReport, ensure_topics
+from schemas.runtime.settings import KafkaSettings
+from schemas.topics import CATALOG, DAY_MS, TopicSettings, TopicSpec
 from streams.settings import StreamsSettings
 from streams.state.entities import KINDS
 

@@ -32,8 +32,8 @@ import faust
 from schemas.codec import DecodeError, decode
 from schemas.envelope import Event
 from schemas.placement import Placement
-from schemas.settings import KafkaSettings, TopicSettings
-from schemas.topics import topic_name
+from schemas.runtime.settings import KafkaSettings
+from schemas.topics import TopicSettings, topic_name
 from streams.faust import credentials, observe, topics
 from streams.faust import transport as faust_transport
 from streams.faust.lanes import LanedApp, Lanes, routine
@@ -222,7 +222,7 @@ def _app(
         producer_max_batch_size=256 * 1024,
         stream_buffer_maxsize=16384,
         consumer_auto_offset_reset="earliest",  # streams.faust.transport relies on it (fix 7)
-        Worker=Worker,  # logs through schemas.logs
+        Worker=Worker,  # logs through schemas.runtime.logs
     )
 
 

@@ -98,19 +98,20 @@ scheme `centrality-kafka://host:port` (see `install`).
 12. Transactions. Faust reads uncommitted records unless it runs transactions itself, so a
    foreign transactional producer's aborted records (Flink or Kafka Streams exactly-once, a
    librdkafka `transactional.id`) were folded as if they had happened. Our consumer reads
-   committed records only, as every other consumer of ours does (`schemas.kafka_clients`), and
-   keeps, per partition, where its last fetch left it (`fetched`): transaction markers and
-   aborted records take offsets and are never handed over, so only the fetch position tells a
-   tick that such a partition is read to its end (`streams.faust.read_positions`). Faust commits the
-   last record's offset + 1, so a partition whose log ends in a marker kept a lag of one for
-   good; ours commits the fetch position there once every record before it is committed.
+   committed records only, as every other consumer of ours does
+   (`schemas.runtime.kafka_clients`), and keeps, per partition, where its last fetch left it
+   (`fetched`): transaction markers and aborted records take offsets and are never handed over,
+   so only the fetch position tells a tick that such a partition is read to its end
+   (`streams.faust.read_positions`). Faust commits the last record's offset + 1, so a partition
+   whose log ends in a marker kept a lag of one for good; ours commits the fetch position there
+   once every record before it is committed.
 
 13. Outages. In a whole-cluster Kafka outage the changelog sender's retries (fix 3) and aiokafka's
    batch lifetime counted down as if one partition were in trouble: after `send_retry_s` a
    record was dropped, after a quarter of it a record in flight failed and stopped the worker
-   (fix 11). Neither runs while the cluster is away (`schemas.outages`): the sender waits, and
-   aiokafka's batches do not expire (`streams.faust.batch_lifetime`), so a worker rides the outage
-   out and sends everything once the broker is back.
+   (fix 11). Neither runs while the cluster is away (`schemas.runtime.outages`): the sender
+   waits, and aiokafka's batches do not expire (`streams.faust.batch_lifetime`), so a worker
+   rides the outage out and sends everything once the broker is back.
 
 All Faust workarounds, these and the others, are listed in streams/faust/README.md beside this
 file; the private names they rely on are checked at start-up by `streams.faust.canary`.

@@ -1,4 +1,4 @@
-"""Faust's worker, logging as every other process does (`schemas.logs`).
+"""Faust's worker, logging as every other process does (`schemas.runtime.logs`).
 
 `faust worker` sets up logging itself when it starts: the root logger's handlers cleared, its own
 coloured plain-text handler put there. `on_setup_root_logger` is called right after that, so ours
@@ -12,7 +12,7 @@ import sys
 
 import faust
 
-from schemas.logs import configure_logging
+from schemas.runtime.logs import configure_logging
 
 
 class Worker(faust.Worker):

@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 from aiokafka import TopicPartition
 
-from schemas import kafka_clients
-from schemas.settings import KafkaSettings
+from schemas.runtime import kafka_clients
+from schemas.runtime.settings import KafkaSettings
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ from urllib.parse import urlsplit
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from schemas.local_stack import LocalStackSettings
+from schemas.runtime.local_stack import LocalStackSettings
 
 # Package data, so a wheel carries them as the source tree does.
 DDL_DIR = Path(__file__).resolve().parent / "ddl"

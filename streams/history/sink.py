@@ -16,7 +16,7 @@ While ClickHouse is down the oldest batch is retried with backoff and fetching i
 (back-pressure); the lag (end offsets minus committed) keeps being logged as `sink_progress`.
 While Kafka is down the sink waits: nothing it fetched is lost and nothing uncommitted is
 committed; the lag is not asked for (it was the request that timed out and ended the sink). Both
-outages are said in a few lines, not one per retry (`schemas.outages`).
+outages are said in a few lines, not one per retry (`schemas.runtime.outages`).
 """
 
 from __future__ import annotations
@@ -47,15 +47,16 @@ from tenacity import (
     wait_random_exponential,
 )
 
-from schemas import kafka_clients, tracing
-from schemas.batches import SkippedBatch, SkippingFetcher
-from schemas.deadletter import count_dead_letter
-from schemas.metrics.catalog import EVENTS_IN, PROCESSING_SECONDS, labelled
-from schemas.metrics.kafka import partition_lags, report_lag
-from schemas.metrics.server import READINESS, watch_clickhouse, watch_kafka
-from schemas.outages import OUTAGES
-from schemas.placement import Placement, read_by
-from schemas.settings import KafkaSettings
+from schemas.placement import Placement
+from schemas.runtime import kafka_clients, tracing
+from schemas.runtime.batches import SkippedBatch, SkippingFetcher
+from schemas.runtime.deadletter import count_dead_letter
+from schemas.runtime.metrics.catalog import EVENTS_IN, PROCESSING_SECONDS, labelled
+from schemas.runtime.metrics.kafka import partition_lags, report_lag
+from schemas.runtime.metrics.server import READINESS, watch_clickhouse, watch_kafka
+from schemas.runtime.outages import OUTAGES
+from schemas.runtime.placement import read_by
+from schemas.runtime.settings import KafkaSettings
 from schemas.topics import CATALOG, topic_name
 from streams.history import writer
 from streams.history.migrations import migrate, plan
@@ -103,8 +104,8 @@ class Batch:
     links: list[Link] = field(default_factory=list)
     """While tracing: the traces of (the first `LINKS_MAX`) records, for the insert's span."""
     passed: dict[TopicPartition, int] = field(default_factory=dict)
-    """Offsets past the records with nothing to store (`schemas.batches.Fetch.passed`): committed
-    with the batch, and no part of its token (a refetch may stop short of them)."""
+    """Offsets past the records with nothing to store (`schemas.runtime.batches.Fetch.passed`):
+    committed with the batch, and no part of its token (a refetch may stop short of them)."""
 
     @property
     def offsets(self) -> dict[TopicPartition, int]:

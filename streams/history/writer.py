@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from schemas.deadletter import DeadLetter
-from schemas.logs import configure_logging
-from schemas.outages import CLICKHOUSE_LOGGERS
 from schemas.placement import Placement
+from schemas.runtime.logs import configure_logging
+from schemas.runtime.outages import CLICKHOUSE_LOGGERS
 from streams.history.client import connect
 from streams.history.rows import DEAD_LETTER_COLUMNS, EVENT_COLUMNS, Record, Rows, add_record
 from streams.history.settings import ClickHouseSettings
@@ -45,7 +45,7 @@ def start(settings: ClickHouseSettings, parent_pid: int) -> None:
     _settings = settings
     configure_logging()  # a spawned process starts with nothing configured
     # A failed insert goes back to the sink, which says it (or counts it while ClickHouse is
-    # away: schemas.outages); the client's own warnings would say it again at every retry.
+    # away: schemas.runtime.outages); the client's own warnings would say it again at every retry.
     for name in CLICKHOUSE_LOGGERS:
         logging.getLogger(name).setLevel(logging.ERROR)
 

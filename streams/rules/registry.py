@@ -21,12 +21,12 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from schemas import tracing
 from schemas.envelope import Event
 from schemas.events import Trigger
 from schemas.events.triggers import Severity as Severity  # rules import it from here
 from schemas.groups import Match
 from schemas.limits import TEXT
+from schemas.runtime import tracing
 from streams.rules.invalid import decision_invalid
 from streams.rules.scopes import Scope, chosen, clash
 from streams.rules.signals import KEEP_SIGNALS_MAX, Signals

@@ -11,7 +11,7 @@ from playwright.async_api import Page, expect
 
 from centrality.bench.browser import ConsoleProcess
 from centrality.bench.console_fleet import fleet, node_status, publish
-from schemas.settings import KafkaSettings
+from schemas.runtime.settings import KafkaSettings
 from tests.browser.conftest import Shots, console_env, logged_in
 from tests.ports import free_port
 from tests.support.operators import ALICE

@@ -16,8 +16,8 @@ from centrality.bench.console_fleet import fleet, node_status, publish
 from centrality.local_http import LocalServer, QuietHandler
 from centrality.pipeline import Pipeline
 from schemas.events import NodeStatusChanged
-from schemas.settings import KafkaSettings
-from schemas.topic_reader import TopicReader
+from schemas.runtime.settings import KafkaSettings
+from schemas.runtime.topic_reader import TopicReader
 from schemas.topics import topic_name
 from tests.browser.conftest import Shots, console_env, logged_in, trusted_on
 from tests.support.operators import ALICE, MALLORY

@@ -24,7 +24,7 @@ from centrality.pipeline import Pipeline
 from centrality.slack_fake import SlackFake
 from collectors.simulate.config import SimConfig
 from collectors.simulate.model import ClusterModel
-from schemas.settings import KafkaSettings
+from schemas.runtime.settings import KafkaSettings
 from streams.history.query import rows_for
 from streams.history.settings import ClickHouseSettings
 from tests.browser.conftest import Shots, console_env, logged_in, trusted_on

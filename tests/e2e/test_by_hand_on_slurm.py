@@ -26,10 +26,10 @@ import pytest
 from centrality.fleet import read_fleet
 from centrality.pipeline import Pipeline
 from centrality.slack_fake import SlackFake
-from schemas.emitter import Emitter
 from schemas.envelope import utcnow
 from schemas.events import GpuXidObserved
-from schemas.settings import KafkaSettings
+from schemas.runtime.emitter import Emitter
+from schemas.runtime.settings import KafkaSettings
 from streams.history.query import rows_for
 from streams.history.settings import ClickHouseSettings
 from tests.support.slurm import SlurmCluster

@@ -12,8 +12,8 @@ from aiokafka import AIOKafkaProducer
 
 from centrality.pipeline import Pipeline
 from schemas.deadletter import DeadLetter
-from schemas.emitter import Emitter
-from schemas.settings import KafkaSettings
+from schemas.runtime.emitter import Emitter
+from schemas.runtime.settings import KafkaSettings
 from schemas.signing import signed_headers
 from schemas.topics import topic_name
 from streams.history.query import wait_for_types

@@ -13,9 +13,9 @@ import pytest
 from aiokafka import AIOKafkaProducer
 
 from centrality.pipeline import Pipeline
-from schemas.emitter import Emitter
 from schemas.envelope import Event
-from schemas.settings import KafkaSettings
+from schemas.runtime.emitter import Emitter
+from schemas.runtime.settings import KafkaSettings
 from schemas.topics import topic_name
 from streams.testing import checkpoint
 from tests.factories import exited

@@ -122,8 +122,8 @@ def xid_nodes(stack: Stack) -> set[str]:
 
 DELIVER_SPOOL = """
 import asyncio
-from schemas.emitter import Emitter, EmitterSettings
-from schemas.settings import KafkaSettings
+from schemas.runtime.emitter import Emitter, EmitterSettings
+from schemas.runtime.settings import KafkaSettings
 
 async def main() -> None:
     emitter = Emitter(KafkaSettings(), EmitterSettings())

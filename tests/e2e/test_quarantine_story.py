@@ -22,8 +22,8 @@ from centrality.pipeline import Pipeline
 from centrality.slack_fake import SlackFake
 from collectors.simulate.config import SimConfig
 from collectors.simulate.model import ClusterModel
-from schemas.fleet import read_incidents
-from schemas.settings import KafkaSettings
+from schemas.runtime.fleet import read_incidents
+from schemas.runtime.settings import KafkaSettings
 from streams.history.query import HistoryRow, rows_for
 from streams.history.settings import ClickHouseSettings
 

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from centrality.pipeline import Pipeline
-from schemas.emitter import Emitter
 from schemas.envelope import Event
-from schemas.settings import KafkaSettings
+from schemas.runtime.emitter import Emitter
+from schemas.runtime.settings import KafkaSettings
 from schemas.topics import CATALOG
 from streams.history.query import wait_for_types
 from streams.testing import checkpoint

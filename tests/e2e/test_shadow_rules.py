@@ -26,9 +26,9 @@ import pytest
 
 from centrality.pipeline import Pipeline
 from centrality.slack_fake import SlackFake
-from schemas.emitter import Emitter
 from schemas.envelope import Event
-from schemas.settings import KafkaSettings
+from schemas.runtime.emitter import Emitter
+from schemas.runtime.settings import KafkaSettings
 from streams.history.query import HistoryRow, wait_for
 from streams.history.settings import ClickHouseSettings
 from streams.testing import T0, health, log_signal, xid

@@ -23,10 +23,10 @@ import pytest
 from hostlist import expand_hostlist
 
 from centrality.pipeline import Pipeline
-from schemas.emitter import Emitter
 from schemas.envelope import utcnow
 from schemas.events import StepTimesObserved
-from schemas.settings import KafkaSettings
+from schemas.runtime.emitter import Emitter
+from schemas.runtime.settings import KafkaSettings
 from streams.history.query import rows_for
 from streams.history.settings import ClickHouseSettings
 from tests.support.slurm import SlurmCluster

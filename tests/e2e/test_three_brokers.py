@@ -26,11 +26,11 @@ from actions.ledger import LedgerEntry
 from centrality.pipeline import Pipeline
 from collectors.simulate.config import SimConfig
 from collectors.simulate.model import ClusterModel
-from schemas.admin import ensure_topics, inspect_topics
 from schemas.events import QuarantineNodes, Trigger
 from schemas.placement import partition_for
-from schemas.settings import KafkaSettings, TopicSettings
-from schemas.topics import CATALOG, partition_count, topic_name
+from schemas.runtime.admin import ensure_topics, inspect_topics
+from schemas.runtime.settings import KafkaSettings
+from schemas.topics import CATALOG, TopicSettings, partition_count, topic_name
 from streams.faust.topics import changelogs, internal_topics
 from streams.history.client import connect
 from streams.history.settings import ClickHouseSettings

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from centrality.pipeline import Pipeline
-from schemas.settings import KafkaSettings
+from schemas.runtime.settings import KafkaSettings
 from schemas.topics import topic_name
 from tests.support.otlp import OtlpReceiver, ReceivedSpan
 

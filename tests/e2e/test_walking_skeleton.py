@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from centrality.pipeline import Pipeline
-from schemas.emitter import Emitter
 from schemas.envelope import Event
-from schemas.settings import KafkaSettings
+from schemas.runtime.emitter import Emitter
+from schemas.runtime.settings import KafkaSettings
 from streams.history.query import rows_for, wait_for_types
 from streams.history.settings import ClickHouseSettings
 from streams.testing import checkpoint, completed

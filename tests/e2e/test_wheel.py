@@ -41,9 +41,9 @@ BASE_IMPORTS = """
 import importlib, importlib.util, pkgutil, sys
 import schemas
 modules = [m.name for m in pkgutil.walk_packages(schemas.__path__, "schemas.")]
-modules = [m for m in modules if m != "schemas.faust_codec"]  # a codec for Faust users
-modules += ["schemas.emitter", "collectors.checkpoints.notify", "collectors.checkpoints.callbacks",
-            "centrality.cli"]
+modules = [m for m in modules if m != "schemas.runtime.faust_codec"]  # a codec for Faust users
+modules += ["schemas.runtime.emitter", "collectors.checkpoints.notify",
+            "collectors.checkpoints.callbacks", "centrality.cli"]
 for name in modules:
     importlib.import_module(name)
 present = [n for n in sys.argv[1:] if importlib.util.find_spec(n) is not None]

@@ -18,7 +18,7 @@ from packaging.requirements import Requirement
 ROOT = Path(__file__).resolve().parents[2]
 PRODUCER_MODULES = (
     "schemas.*",
-    "schemas.emitter",
+    "schemas.runtime.emitter",
     "collectors.checkpoints.notify",
     "collectors.checkpoints.callbacks",
     "centrality.cli",
@@ -35,10 +35,10 @@ class Hide(importlib.abc.MetaPathFinder):
 
 sys.meta_path.insert(0, Hide())
 for name in sys.argv[2:]:
-    if name == "schemas.*":  # every module of the contract but the codec for Faust users
+    if name == "schemas.*":  # all of schemas (contract, runtime) but the Faust codec
         import schemas
         walked = [m.name for m in pkgutil.walk_packages(schemas.__path__, "schemas.")]
-        for module in [m for m in walked if m != "schemas.faust_codec"]:
+        for module in [m for m in walked if m != "schemas.runtime.faust_codec"]:
             importlib.import_module(module)
     else:
         importlib.import_module(name)

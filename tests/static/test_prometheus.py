@@ -13,8 +13,8 @@ from pathlib import Path
 import yaml
 from prometheus_client import REGISTRY
 
-import schemas.metrics.catalog
-import schemas.metrics.server  # registers the metrics read at scrape time
+import schemas.runtime.metrics.catalog
+import schemas.runtime.metrics.server  # registers the metrics read at scrape time
 
 ROOT = Path(__file__).resolve().parents[2]
 PROMETHEUS = ROOT / "infra" / "prometheus"
@@ -126,12 +126,12 @@ def test_dashboard_covers_what_the_issue_asks_for() -> None:
         assert grid["x"] + grid["w"] <= 24
         used |= {n for t in panel["targets"] for n in names_in(t["expr"])}
     for counter in (
-        schemas.metrics.catalog.EVENTS_IN,
-        schemas.metrics.catalog.EVENTS_OUT,
-        schemas.metrics.catalog.DEAD_LETTERS,
-        schemas.metrics.catalog.DECISIONS,
-        schemas.metrics.catalog.ACTIONS,
-        schemas.metrics.catalog.BREAKER_REFUSALS,
+        schemas.runtime.metrics.catalog.EVENTS_IN,
+        schemas.runtime.metrics.catalog.EVENTS_OUT,
+        schemas.runtime.metrics.catalog.DEAD_LETTERS,
+        schemas.runtime.metrics.catalog.DECISIONS,
+        schemas.runtime.metrics.catalog.ACTIONS,
+        schemas.runtime.metrics.catalog.BREAKER_REFUSALS,
     ):
         assert f"{counter.describe()[0].name}_total" in used
     assert {

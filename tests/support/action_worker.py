@@ -15,10 +15,10 @@ from actions.settings import ActionsSettings
 from actions.worker import ActionWorker
 from centrality.slack_fake import SlackFake
 from schemas.codec import decode
-from schemas.emitter import Emitter
 from schemas.envelope import Event
 from schemas.events import Trigger
-from schemas.settings import KafkaSettings
+from schemas.runtime.emitter import Emitter
+from schemas.runtime.settings import KafkaSettings
 from schemas.topics import topic_name
 from tests.support.slack import notifier_for
 from tests.support.triggers import SIGNING, signature_of

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from confluent_kafka import Producer
 
-from schemas.settings import KafkaSettings
+from schemas.runtime.settings import KafkaSettings
 from schemas.topics import topic_name
 
 CODECS = ("gzip", "snappy", "lz4", "zstd")

@@ -23,8 +23,8 @@ from aiokafka import TopicPartition
 from centrality.stack.kafka import LocalKafka, Quorum
 from centrality.stack.process import ServiceError
 from centrality.stack.settings import StackSettings
-from schemas import kafka_clients
-from schemas.settings import KafkaSettings
+from schemas.runtime import kafka_clients
+from schemas.runtime.settings import KafkaSettings
 from tests.ports import free_ports
 
 _HEAP_MB = 256  # three on a CI box, beside the workers and ClickHouse

@@ -15,7 +15,7 @@ from pydantic import SecretStr
 
 from centrality.stack.settings import StackSettings
 from centrality.stack.stack import Stack
-from schemas.settings import KafkaSettings, SaslMechanism, SecurityProtocol
+from schemas.runtime.settings import KafkaSettings, SaslMechanism, SecurityProtocol
 from streams.history.settings import ClickHouseSettings
 from tests.ports import free_ports
 from tests.support.tls import Certificates, make_certificates

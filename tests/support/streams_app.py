@@ -7,7 +7,7 @@ from pathlib import Path
 
 from pydantic import SecretStr
 
-from schemas.settings import KafkaSettings
+from schemas.runtime.settings import KafkaSettings
 from streams.faust.app import StreamsApp
 from streams.settings import StreamsSettings
 

@@ -37,7 +37,7 @@ from schemas.envelope import Event
 from schemas.events.jobs import JobSubmittedPayload
 from schemas.events.nodes import HealthStatus, NodeFactsObservedPayload
 from schemas.limits import MAP_ENTRIES, MAP_KEY, NAME, TEXT
-from schemas.metrics.catalog import POLLS
+from schemas.runtime.metrics.catalog import POLLS
 
 log = structlog.get_logger(__name__)
 

@@ -31,14 +31,15 @@ from typing import Any
 
 from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
 
-from schemas import kafka_clients
-from schemas.batches import SkippingFetcher
 from schemas.codec import DecodeError, decode
 from schemas.envelope import Event
 from schemas.events import Trigger
 from schemas.events.actions import ActionPayload
-from schemas.placement import Placement, read_by
-from schemas.settings import KafkaSettings
+from schemas.placement import Placement
+from schemas.runtime import kafka_clients
+from schemas.runtime.batches import SkippingFetcher
+from schemas.runtime.placement import read_by
+from schemas.runtime.settings import KafkaSettings
 from schemas.topics import partition_count, spec, topic_name
 from streams.analysis.replay.source import History
 from streams.history.query import event_time_key

@@ -7,10 +7,10 @@ from collections.abc import Sequence
 from aiokafka.admin import NewTopic
 from aiokafka.errors import TopicAlreadyExistsError
 
-from schemas import kafka_clients
 from schemas.codec import encode
 from schemas.envelope import Event
-from schemas.settings import KafkaSettings
+from schemas.runtime import kafka_clients
+from schemas.runtime.settings import KafkaSettings
 
 
 async def redrive(

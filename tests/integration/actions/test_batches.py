@@ -12,7 +12,7 @@ from actions.adapters.memory import InMemoryAdapter
 from centrality.slack_fake import SlackFake
 from schemas.envelope import Event
 from schemas.events import ActionStarted, ActionSucceeded
-from schemas.settings import KafkaSettings
+from schemas.runtime.settings import KafkaSettings
 from tests.support.action_worker import count, send, wait_for, worker
 from tests.support.triggers import benchmark, suspect
 

@@ -13,11 +13,11 @@ from actions.adapters.memory import InMemoryAdapter
 from actions.fleet import FleetWatcher, ObservedFleet
 from centrality.slack_fake import SlackFake
 from schemas.codec import encode
-from schemas.emitter import Emitter
 from schemas.envelope import Event
 from schemas.events import NodeHealthChecked, NodeHeartbeat, NodeStatusChanged, QuarantineNodes
 from schemas.events.actions import ActionFailed, ActionSucceeded
-from schemas.settings import KafkaSettings
+from schemas.runtime.emitter import Emitter
+from schemas.runtime.settings import KafkaSettings
 from schemas.topics import topic_name
 from tests.support.action_worker import send, wait_for, worker
 from tests.support.triggers import quarantine

@@ -18,7 +18,7 @@ from actions.adapters.settings import KubernetesSettings, project_image
 from actions.errors import PermanentError, TemporaryError
 from centrality.slack_fake import SlackFake
 from schemas.events import ActionFailed, ActionSucceeded, QuarantineNodes
-from schemas.settings import KafkaSettings
+from schemas.runtime.settings import KafkaSettings
 from tests.factories import exited
 from tests.support.action_worker import count, send, wait_for, worker
 from tests.support.kube_api import KubeApiServer

@@ -10,7 +10,7 @@ from contextlib import asynccontextmanager
 from structlog.testing import capture_logs
 
 from actions.ledger import KafkaLedger, LedgerEntry
-from schemas.settings import KafkaSettings
+from schemas.runtime.settings import KafkaSettings
 
 
 def entry(subject: str) -> LedgerEntry:

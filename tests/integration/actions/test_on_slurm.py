@@ -18,7 +18,7 @@ from schemas.events import (
     RestartJob,
     RunBenchmark,
 )
-from schemas.settings import KafkaSettings
+from schemas.runtime.settings import KafkaSettings
 from tests.factories import exited
 from tests.kafka_helpers import read_events
 from tests.support.action_worker import count, send, wait_for, worker

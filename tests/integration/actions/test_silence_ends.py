@@ -16,9 +16,9 @@ from actions.adapters.memory import InMemoryAdapter
 from actions.ledger import read_ledger
 from centrality.slack_fake import Message, SlackFake
 from schemas.codec import encode
-from schemas.emitter import Emitter
 from schemas.events import ActionHeld, SilenceAdded, SilenceExpired
-from schemas.settings import KafkaSettings
+from schemas.runtime.emitter import Emitter
+from schemas.runtime.settings import KafkaSettings
 from tests.support.action_worker import count, send, wait_for, worker
 from tests.support.operators import ALICE, expired, silence, trusted_json
 from tests.support.triggers import quarantine

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from centrality.stack.clickhouse import LocalClickHouse
-from schemas.settings import KafkaSettings
+from schemas.runtime.settings import KafkaSettings
 from schemas.topics import topic_name
 from streams.history.lag import group_lag
 from tests.integration.history.test_sink import by_subject, produce

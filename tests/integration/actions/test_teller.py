@@ -11,10 +11,10 @@ import pytest
 
 from actions.adapters.memory import InMemoryAdapter
 from centrality.slack_fake import SlackFake
-from schemas.emitter import Emitter
 from schemas.envelope import Event
 from schemas.events.incidents import IncidentUpdated
-from schemas.settings import KafkaSettings
+from schemas.runtime.emitter import Emitter
+from schemas.runtime.settings import KafkaSettings
 from tests.support.action_worker import worker
 from tests.support.incidents import incident
 from tests.support.until import until_true

@@ -8,7 +8,7 @@ from actions.adapters.memory import InMemoryAdapter
 from actions.errors import TemporaryError
 from centrality.slack_fake import SlackFake
 from schemas.events import ActionFailed, ActionStarted, ActionSucceeded
-from schemas.settings import KafkaSettings
+from schemas.runtime.settings import KafkaSettings
 from tests.support.action_worker import count, send, wait_for, worker
 from tests.support.triggers import notify, restart
 

@@ -18,9 +18,9 @@ from actions.adapters.memory import InMemoryAdapter
 from centrality.slack_fake import SlackFake
 from schemas.codec import encode
 from schemas.deadletter import DeadLetter
-from schemas.emitter import Emitter
 from schemas.events import ActionFailed, ActionSucceeded, RestartJob
-from schemas.settings import KafkaSettings
+from schemas.runtime.emitter import Emitter
+from schemas.runtime.settings import KafkaSettings
 from schemas.topics import topic_name
 from tests.integration.streams.foreign import committed_up_to_end
 from tests.kafka_helpers import read_messages

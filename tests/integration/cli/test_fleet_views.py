@@ -22,7 +22,6 @@ from aiokafka import AIOKafkaProducer
 from centrality.bench.history_data import insert_events
 from centrality.client import Fleet, WaitTimeout
 from centrality.commands import command
-from schemas.emitter import Emitter
 from schemas.envelope import Event
 from schemas.events import (
     ActionStarted,
@@ -31,7 +30,8 @@ from schemas.events import (
     NodeStatusChanged,
     QuarantineNodes,
 )
-from schemas.settings import KafkaSettings
+from schemas.runtime.emitter import Emitter
+from schemas.runtime.settings import KafkaSettings
 from schemas.topics import topic_name
 from streams.history.client import connect
 from streams.history.settings import ClickHouseSettings

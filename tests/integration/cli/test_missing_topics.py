@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from centrality.collectors_cli import COLLECTED
-from schemas.admin import catalog_names, require_topics
-from schemas.settings import KafkaSettings
+from schemas.runtime.admin import catalog_names, require_topics
+from schemas.runtime.settings import KafkaSettings
 from streams.history.sink import HistorySink
 from tests.ports import free_port
 
@@ -82,7 +82,7 @@ def test_a_worker_on_a_prefix_never_created_names_its_topics_and_the_fix(
 
 
 def _listed(kafka: KafkaSettings) -> list[str]:
-    from schemas import kafka_clients
+    from schemas.runtime import kafka_clients
 
     async def listed() -> list[str]:
         admin = kafka_clients.admin(kafka)

@@ -12,9 +12,9 @@ import pytest
 from centrality.doctor.rules import rules as rules_check
 from centrality.rules_cli import rules
 from centrality.stack.stack import Stack
-from schemas.emitter import Emitter
 from schemas.events import NodeStatusChanged
-from schemas.settings import KafkaSettings
+from schemas.runtime.emitter import Emitter
+from schemas.runtime.settings import KafkaSettings
 
 pytestmark = pytest.mark.integration
 

@@ -14,9 +14,9 @@ from actions.ledger import KafkaLedger, LedgerEntry
 from centrality.silence_cli import list_cmd
 from centrality.stack.stack import Stack
 from schemas.codec import encode
-from schemas.emitter import Emitter
 from schemas.events import SilenceAdded
-from schemas.settings import KafkaSettings
+from schemas.runtime.emitter import Emitter
+from schemas.runtime.settings import KafkaSettings
 from tests.support.operators import ALICE, silence, trusted_json
 
 pytestmark = pytest.mark.integration

@@ -16,7 +16,6 @@ from collectors.logs.tailer import LogTailer
 from collectors.simulate.config import SimConfig
 from collectors.simulate.runner import simulate
 from schemas.codec import decode
-from schemas.emitter import Emitter
 from schemas.events import (
     CheckpointSaved,
     GpuSampled,
@@ -27,7 +26,8 @@ from schemas.events import (
     NodeHeartbeat,
 )
 from schemas.events.logs import LogSignal
-from schemas.settings import KafkaSettings
+from schemas.runtime.emitter import Emitter
+from schemas.runtime.settings import KafkaSettings
 from tests.kafka_helpers import read_events, read_messages
 
 pytestmark = pytest.mark.integration

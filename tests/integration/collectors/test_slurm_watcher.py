@@ -11,12 +11,12 @@ import pytest
 from collectors.sink import RecordingSink
 from collectors.watchers.slurm.settings import SlurmWatchSettings
 from collectors.watchers.slurm.watcher import SlurmWatcher
-from schemas.emitter import Emitter
 from schemas.envelope import Event
 from schemas.events import JobExited, JobStateChanged, JobSubmitted
 from schemas.events.jobs import JobState
 from schemas.events.nodes import NodeFactsObserved, NodeStateObserved, SchedulerNodeState
-from schemas.settings import KafkaSettings
+from schemas.runtime.emitter import Emitter
+from schemas.runtime.settings import KafkaSettings
 from streams.state.node import Node
 from tests.integration.streams.worker import StreamsWorker, table_contents
 from tests.kafka_helpers import read_events

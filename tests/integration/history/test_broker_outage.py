@@ -18,10 +18,10 @@ import pytest
 
 from centrality.stack.kafka import LocalKafka
 from centrality.stack.settings import StackSettings
-from schemas.admin import ensure_topics
-from schemas.emitter import Emitter, EmitterSettings
 from schemas.events import ActionSucceeded
-from schemas.settings import KafkaSettings
+from schemas.runtime.admin import ensure_topics
+from schemas.runtime.emitter import Emitter, EmitterSettings
+from schemas.runtime.settings import KafkaSettings
 from streams.history.client import connect
 from streams.history.settings import ClickHouseSettings
 from tests.factories import exited

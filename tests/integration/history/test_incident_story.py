@@ -16,7 +16,7 @@ from centrality.commands import command
 from schemas.codec import decode
 from schemas.envelope import Event
 from schemas.events import JobExited, NodeStatusChanged, QuarantineNodes, RestartJob, Trigger
-from schemas.settings import KafkaSettings
+from schemas.runtime.settings import KafkaSettings
 from streams.history.client import connect
 from streams.history.query import status_before
 from streams.history.settings import ClickHouseSettings

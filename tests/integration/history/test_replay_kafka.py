@@ -18,7 +18,7 @@ from centrality.cli import app
 from schemas.codec import encode
 from schemas.envelope import Event
 from schemas.events import JobExited, QuarantineNodes, RestartJob, Trigger
-from schemas.settings import KafkaSettings
+from schemas.runtime.settings import KafkaSettings
 from schemas.topics import partition_count, topic_name
 from streams.history.client import connect
 from streams.history.settings import ClickHouseSettings

@@ -18,7 +18,7 @@ from schemas.codec import encode, encode_batch
 from schemas.deadletter import DeadLetter
 from schemas.envelope import Event
 from schemas.placement import Placement
-from schemas.settings import KafkaSettings
+from schemas.runtime.settings import KafkaSettings
 from schemas.topics import topic_name
 from streams.history import writer
 from streams.history.client import connect

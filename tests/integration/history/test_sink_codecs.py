@@ -16,7 +16,7 @@ import pytest
 from centrality.bench.history_data import incident
 from schemas.codec import encode
 from schemas.envelope import Event
-from schemas.settings import KafkaSettings
+from schemas.runtime.settings import KafkaSettings
 from streams.history.client import connect
 from streams.history.settings import ClickHouseSettings
 from streams.history.sink import HistorySink, SinkSettings

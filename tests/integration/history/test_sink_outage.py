@@ -15,7 +15,7 @@ from centrality.bench.history_data import node_telemetry
 from centrality.stack.clickhouse import LocalClickHouse
 from centrality.stack.settings import StackSettings
 from schemas.envelope import Event
-from schemas.settings import KafkaSettings
+from schemas.runtime.settings import KafkaSettings
 from streams.history.client import connect
 from streams.history.lag import group_lag
 from streams.history.settings import ClickHouseSettings

@@ -14,7 +14,7 @@ from aiokafka import AIOKafkaConsumer
 from schemas.codec import decode
 from schemas.events import JobExited
 from schemas.operators import authenticate
-from schemas.settings import KafkaSettings
+from schemas.runtime.settings import KafkaSettings
 from schemas.signing import verify
 from schemas.topics import topic_name
 from tests.kafka_helpers import read_events

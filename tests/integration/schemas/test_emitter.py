@@ -9,10 +9,11 @@ import pytest
 
 from schemas import limits
 from schemas.codec import MAX_MESSAGE_BYTES, MessageTooLarge, decode
-from schemas.deadletter import DEAD_LETTER_COUNTS, DeadLetter
-from schemas.emitter import Emitter, EmitterSettings, SyncEmitter
+from schemas.deadletter import DeadLetter
 from schemas.events import GpuSampled, JobExited, LogLinesObserved
-from schemas.settings import KafkaSettings
+from schemas.runtime.deadletter import DEAD_LETTER_COUNTS
+from schemas.runtime.emitter import Emitter, EmitterSettings, SyncEmitter
+from schemas.runtime.settings import KafkaSettings
 from streams.testing import envelope
 from tests.factories import exited
 from tests.kafka_helpers import read_events, read_messages
@@ -163,9 +164,8 @@ async def _limited_catalog(settings: KafkaSettings, max_bytes: int) -> KafkaSett
     """
     from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
-    from schemas.admin import ensure_topics
-    from schemas.settings import TopicSettings
-    from schemas.topics import CATALOG
+    from schemas.runtime.admin import ensure_topics
+    from schemas.topics import CATALOG, TopicSettings
 
     limited = settings.model_copy(update={"topic_prefix": f"{settings.topic_prefix}limited."})
     spec = next(s for s in CATALOG if s.name == "jobs")
@@ -187,8 +187,8 @@ async def test_a_record_the_broker_refuses_is_refused_not_spooled_and_blocks_not
     kafka_settings: KafkaSettings, tmp_path: Path
 ) -> None:
     from schemas.codec import encode
-    from schemas.emitter.core import RecordRefused
-    from schemas.emitter.spool import Spool, SpooledRecord
+    from schemas.runtime.emitter.core import RecordRefused
+    from schemas.runtime.emitter.spool import Spool, SpooledRecord
     from schemas.topics import topic_name
 
     kafka_settings = await _limited_catalog(kafka_settings, 2048)

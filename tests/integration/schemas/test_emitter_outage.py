@@ -20,12 +20,12 @@ from aiokafka import AIOKafkaConsumer
 
 from centrality.stack.kafka import LocalKafka
 from centrality.stack.settings import StackSettings
-from schemas import kafka_clients
-from schemas.admin import ensure_topics
 from schemas.codec import decode, encode
-from schemas.emitter import Emitter, EmitterSettings, SpoolFullError
 from schemas.events import GpuSampled
-from schemas.settings import KafkaSettings
+from schemas.runtime import kafka_clients
+from schemas.runtime.admin import ensure_topics
+from schemas.runtime.emitter import Emitter, EmitterSettings, SpoolFullError
+from schemas.runtime.settings import KafkaSettings
 from schemas.topics import topic_name
 from streams.testing import envelope
 from tests.factories import exited

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from schemas import kafka_clients
 from schemas.deadletter import DeadLetter
-from schemas.settings import KafkaSettings
+from schemas.runtime import kafka_clients
+from schemas.runtime.settings import KafkaSettings
 from schemas.topics import topic_name
 from tests.ports import free_port
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
-from schemas.admin import TopicCatalogError, ensure_topics
-from schemas.settings import KafkaSettings, TopicSettings
-from schemas.topics import CATALOG, DAY_MS, spec
+from schemas.runtime.admin import TopicCatalogError, ensure_topics
+from schemas.runtime.settings import KafkaSettings
+from schemas.topics import CATALOG, DAY_MS, TopicSettings, spec
 
 pytestmark = pytest.mark.integration
 

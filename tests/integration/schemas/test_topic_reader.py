@@ -1,6 +1,6 @@
 """A topic read whole, then again from where it ended, on the real broker: each record once,
 a reload from the start, and a consumer that sits paused between reads (an idle consumer's
-long poll held every read's first request up by half a second: `schemas.topic_reader`)."""
+long poll held every read's first request up by half a second: `schemas.runtime.topic_reader`)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ import asyncio
 
 import pytest
 
-from schemas.emitter import Emitter
 from schemas.events import NodeStatusChanged
-from schemas.settings import KafkaSettings
-from schemas.topic_reader import Records, TopicReader
+from schemas.runtime.emitter import Emitter
+from schemas.runtime.settings import KafkaSettings
+from schemas.runtime.topic_reader import Records, TopicReader
 from schemas.topics import topic_name
 from streams.testing import envelope
 

@@ -17,7 +17,7 @@ from tests.unit.schemas.test_tracing import no_otel_env  # noqa: F401  (a fixtur
 
 @pytest.mark.usefixtures("no_otel_env")
 def test_the_last_spans_leave_when_the_process_exits() -> None:
-    script = "from schemas import tracing\n" + "\n".join(
+    script = "from schemas.runtime import tracing\n" + "\n".join(
         [
             "assert tracing.configure('centrality-test')",
             "with tracing.span('last words'):",

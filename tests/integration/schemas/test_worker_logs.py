@@ -18,9 +18,9 @@ from typing import IO, Any
 
 import orjson
 
-from schemas.emitter import Emitter
 from schemas.envelope import Event
-from schemas.settings import KafkaSettings
+from schemas.runtime.emitter import Emitter
+from schemas.runtime.settings import KafkaSettings
 from streams.testing import ended, running
 
 CLI = Path(sys.executable).with_name("centrality")

@@ -10,7 +10,7 @@ from pathlib import Path
 import orjson
 
 from centrality.stack.stack import Stack
-from schemas.settings import KafkaSettings
+from schemas.runtime.settings import KafkaSettings
 from streams.history.settings import ClickHouseSettings
 
 CLI = str(Path(sys.executable).with_name("centrality"))

@@ -17,7 +17,7 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from centrality.stack.kafka import LocalKafka, wait_ready
 from centrality.stack.process import port_open
 from centrality.stack.settings import StackSettings
-from schemas.settings import KafkaSettings
+from schemas.runtime.settings import KafkaSettings
 from tests.ports import free_ports
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]

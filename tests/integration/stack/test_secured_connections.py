@@ -1,6 +1,6 @@
 """Every Kafka security protocol and SASL mechanism against the real broker, and ClickHouse over
-HTTPS with a password, through the clients the workers use (`schemas.kafka_clients`, the Emitter,
-the catalog admin, `streams.history.client`) and librdkafka."""
+HTTPS with a password, through the clients the workers use (`schemas.runtime.kafka_clients`, the
+Emitter, the catalog admin, `streams.history.client`) and librdkafka."""
 
 from __future__ import annotations
 
@@ -13,11 +13,11 @@ import confluent_kafka
 import pytest
 from aiokafka.errors import KafkaError
 
-from schemas import kafka_clients
-from schemas.admin import ensure_topics
-from schemas.emitter import Emitter
-from schemas.kafka_probe import kafka_answers
-from schemas.settings import KafkaSettings, SaslMechanism, SecurityProtocol
+from schemas.runtime import kafka_clients
+from schemas.runtime.admin import ensure_topics
+from schemas.runtime.emitter import Emitter
+from schemas.runtime.kafka_probe import kafka_answers
+from schemas.runtime.settings import KafkaSettings, SaslMechanism, SecurityProtocol
 from schemas.topics import CATALOG, topic_name
 from streams.history.client import connect
 from tests.factories import exited

@@ -18,8 +18,8 @@ import pytest
 
 from centrality.stack.process import port_open
 from centrality.stack.settings import StackSettings
-from schemas.metrics.server import DEFAULT_PORTS
-from schemas.settings import KafkaSettings
+from schemas.runtime.metrics.server import DEFAULT_PORTS
+from schemas.runtime.settings import KafkaSettings
 from streams.history.client import connect
 from streams.history.settings import ClickHouseSettings
 from tests.kafka_helpers import read_events

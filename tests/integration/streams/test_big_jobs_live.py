@@ -22,7 +22,7 @@ from centrality.slack_fake import SlackFake
 from schemas.envelope import Event, utcnow
 from schemas.events import ActionSucceeded, Notify, QuarantineNodes
 from schemas.limits import TEXT
-from schemas.settings import KafkaSettings
+from schemas.runtime.settings import KafkaSettings
 from streams.testing import T0
 from tests.integration.history.test_replay_kafka import kafka_args, whole_topics
 from tests.integration.streams.test_hostile_input import dead_letters

@@ -11,7 +11,7 @@ from pathlib import Path
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 
-from schemas.settings import KafkaSettings
+from schemas.runtime.settings import KafkaSettings
 from tests.integration.streams.test_streams_worker import (
     emit,
     oracle,

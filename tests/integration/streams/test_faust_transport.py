@@ -21,7 +21,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.structs import OffsetAndMetadata
 
-from schemas.settings import KafkaSettings
+from schemas.runtime.settings import KafkaSettings
 from streams.faust import transport as faust_transport
 
 RECORDS = 10

@@ -1,5 +1,5 @@
 """The real Faust worker (`python -m streams worker`, as `centrality streams` runs it) logs
-through schemas.logs: with no broker to reach it starts, fails and stops, and every line it
+through schemas.runtime.logs: with no broker to reach it starts, fails and stops, and every line it
 writes on the way (Faust's, mode's, aiokafka's) is one JSON object. With a broker it is
 tests/integration/streams/test_worker_logs.py."""
 

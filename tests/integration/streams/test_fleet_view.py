@@ -23,7 +23,7 @@ from centrality.fleet import Fleet, read_fleet
 from collectors.simulate.config import SimConfig
 from collectors.simulate.model import ClusterModel
 from schemas.events import NodeFactsObserved
-from schemas.settings import KafkaSettings
+from schemas.runtime.settings import KafkaSettings
 from schemas.topics import topic_name
 from streams.brain.views import job_status, node_status, restart_budget
 from streams.history.lag import group_lag

@@ -16,12 +16,12 @@ import orjson
 from confluent_kafka.admin import AdminClient
 
 from schemas import limits
-from schemas.admin import ensure_topics
 from schemas.codec import encode
 from schemas.deadletter import DeadLetter
 from schemas.envelope import Event
 from schemas.placement import partition_for
-from schemas.settings import KafkaSettings
+from schemas.runtime.admin import ensure_topics
+from schemas.runtime.settings import KafkaSettings
 from schemas.topics import partition_count, topic_name
 from streams.testing import checkpoint, ended, health, heartbeat, running, sample, xid
 from tests.integration.streams.foreign import CODECS, committed_up_to_end, produce

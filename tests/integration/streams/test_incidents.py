@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from collectors.events import Stamp
-from schemas.fleet import Fleet, Incidents, read_fleet, read_incidents
-from schemas.settings import KafkaSettings
+from schemas.runtime.fleet import Fleet, Incidents, read_fleet, read_incidents
+from schemas.runtime.settings import KafkaSettings
 from tests.integration.streams.worker import emit, heartbeat, ticking_worker
 
 pytestmark = pytest.mark.integration

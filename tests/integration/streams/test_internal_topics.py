@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
-from schemas.settings import KafkaSettings, TopicSettings
+from schemas.runtime.settings import KafkaSettings
+from schemas.topics import TopicSettings
 from streams.faust.topics import (
     NotCopartitionedError,
     changelogs,

@@ -19,7 +19,7 @@ from schemas.events import GpuXidObserved, NodeHealthChecked
 from schemas.events.gpus import GpuXidObservedPayload
 from schemas.events.nodes import HealthStatus, NodeHealthCheckedPayload
 from schemas.placement import partition_for
-from schemas.settings import KafkaSettings
+from schemas.runtime.settings import KafkaSettings
 from schemas.topics import partition_count
 from tests.integration.streams.worker import StreamsWorker, emit, heartbeat, triggers_sent
 from tests.support.placed import crowd_on_partition_of

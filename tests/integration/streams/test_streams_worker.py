@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from schemas.emitter import Emitter
 from schemas.envelope import Event
-from schemas.settings import KafkaSettings
+from schemas.runtime.emitter import Emitter
+from schemas.runtime.settings import KafkaSettings
 from streams.brain.process import Brain
 from streams.rules.registry import RuleEngine
 from streams.settings import StreamsSettings

@@ -26,7 +26,7 @@ from collectors.events import Stamp
 from schemas.events import NodeHealthChecked, NodeHeartbeat
 from schemas.events.nodes import HealthStatus, NodeHealthCheckedPayload
 from schemas.placement import partition_for
-from schemas.settings import KafkaSettings
+from schemas.runtime.settings import KafkaSettings
 from schemas.topics import partition_count
 from streams.faust.topics import node_ticks
 from streams.settings import StreamsSettings

@@ -17,7 +17,7 @@ from schemas.codec import encode
 from schemas.envelope import Event
 from schemas.events import GpuXidObserved, NodeHeartbeat
 from schemas.events.gpus import GpuXidObservedPayload
-from schemas.settings import KafkaSettings
+from schemas.runtime.settings import KafkaSettings
 from schemas.topics import topic_name
 from tests.integration.streams.foreign import committed_up_to_end
 from tests.integration.streams.worker import (

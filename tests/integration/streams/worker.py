@@ -20,11 +20,11 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from centrality.stack.process import ManagedProcess
 from collectors.events import Stamp
 from schemas.codec import decode
-from schemas.emitter import Emitter
 from schemas.envelope import Event
 from schemas.events import NodeHeartbeat
 from schemas.events.nodes import NodeHeartbeatPayload
-from schemas.settings import KafkaSettings
+from schemas.runtime.emitter import Emitter
+from schemas.runtime.settings import KafkaSettings
 from schemas.topics import partition_count, topic_name
 
 SESSION_TIMEOUT_S = 6

@@ -12,7 +12,7 @@ from actions.inflight import Inflight
 from actions.ledger import History, LedgerEntry
 from centrality.slack_fake import SlackFake
 from schemas.events import ActionStarted, ActionSucceeded
-from schemas.metrics.catalog import BATCH_WAITING
+from schemas.runtime.metrics.catalog import BATCH_WAITING
 from tests.support.triggers import benchmark, release, suspect
 from tests.unit.actions.test_dispatch import Rig
 from tests.unit.actions.test_inflight import TP

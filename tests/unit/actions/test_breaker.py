@@ -14,7 +14,7 @@ from actions.fleet import FleetSizes, ObservedFleet
 from actions.ledger import DRAIN, History, LedgerEntry
 from actions.settings import ActionsSettings
 from schemas.events import NodeHeartbeat, NodeStatusChanged
-from schemas.fleet import Fleet
+from schemas.runtime.fleet import Fleet
 from tests.support.triggers import quarantine, restart
 
 NOW = datetime(2026, 1, 1, 12, tzinfo=UTC)

@@ -17,7 +17,7 @@ from centrality.bench.goodput_whatif import pooled
 from collectors.simulate.model import ClusterModel
 from collectors.simulate.taxonomy import LLAMA3_405B
 from schemas.envelope import Event
-from schemas.settings import KafkaSettings
+from schemas.runtime.settings import KafkaSettings
 
 START = datetime(2026, 3, 1, tzinfo=UTC)
 

@@ -29,7 +29,7 @@ from collectors.simulate.config import SimConfig
 from collectors.simulate.model import ClusterModel
 from schemas.envelope import Event
 from schemas.events import ActionSucceeded, RestartJob
-from schemas.settings import KafkaSettings
+from schemas.runtime.settings import KafkaSettings
 from streams.state.entities import JOBS
 
 START = datetime(2026, 3, 1, tzinfo=UTC)

@@ -12,7 +12,7 @@ from centrality.bench.hostile_report import Outcome
 from centrality.bench.hostile_watch import Group, PeakRss, StoryWatch, growth
 from schemas.codec import encode
 from schemas.events import ActionSucceeded, RestartJob
-from schemas.settings import KafkaSettings
+from schemas.runtime.settings import KafkaSettings
 from tests.factories import restarted
 from tests.support.triggers import restart
 

@@ -8,8 +8,8 @@ from aiokafka.errors import KafkaConnectionError
 
 from centrality.entry import CentralityGroup  # noqa: F401  (registers every explainer)
 from centrality.errors import UNAVAILABLE, USAGE, UserError, explain
-from schemas.admin import MissingTopicsError
-from schemas.settings import KafkaSettings
+from schemas.runtime.admin import MissingTopicsError
+from schemas.runtime.settings import KafkaSettings
 
 
 def test_a_cause_explains_what_was_raised_from_it() -> None:

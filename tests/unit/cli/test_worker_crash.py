@@ -6,7 +6,7 @@ import typer
 from typer.testing import CliRunner
 
 from centrality.entry import CentralityGroup, quiet_libraries
-from schemas.logs import configure_logging
+from schemas.runtime.logs import configure_logging
 
 app = typer.Typer(cls=CentralityGroup)
 

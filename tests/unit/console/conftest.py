@@ -18,7 +18,7 @@ from centrality.console.live import Live
 from centrality.console.settings import ConsoleSettings
 from centrality.console.signer import Signer
 from schemas.events import JobStatusChanged, NodeStatusChanged
-from schemas.settings import KafkaSettings
+from schemas.runtime.settings import KafkaSettings
 from tests.support.operators import ALICE
 
 TOKEN = "unit-token"

@@ -10,7 +10,7 @@ from actions.settings import ActionsSettings
 from centrality.bench.console_fleet import fleet
 from centrality.console.acting import Order, Refused, preview
 from schemas.events import JobStatusChanged, NodeStatusChanged
-from schemas.fleet import Fleet
+from schemas.runtime.fleet import Fleet
 
 NOW = datetime(2026, 11, 28, 12, 0, tzinfo=UTC)
 FLEET = Fleet()

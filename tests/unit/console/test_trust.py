@@ -11,7 +11,7 @@ from centrality.console.guard import Guard, loopback_host, same_origin
 from centrality.console.settings import ConsoleSettings
 from centrality.console.signer import signer
 from schemas.operators import OperatorSettings
-from schemas.settings import KafkaSettings
+from schemas.runtime.settings import KafkaSettings
 from tests.support.operators import ALICE, MALLORY, TRUSTED
 
 KAFKA = KafkaSettings(bootstrap="127.0.0.1:9")

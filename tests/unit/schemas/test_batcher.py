@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from schemas.codec import decode
-from schemas.emitter.batcher import Batcher, PendingBatch
 from schemas.events import GpuSampled
+from schemas.runtime.emitter.batcher import Batcher, PendingBatch
 from streams.testing import envelope
 
 

@@ -1,4 +1,4 @@
-"""The canary of `schemas.batches`: aiokafka's fetcher still names the batch it fails on."""
+"""The canary of `schemas.runtime.batches`: aiokafka's fetcher still names the batch it fails on."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from aiokafka.errors import UnsupportedCodecError
 from aiokafka.record.default_records import DefaultRecordBatchBuilder
 from aiokafka.record.memory_records import MemoryRecords
 
-from schemas.batches import locate
+from schemas.runtime.batches import locate
 
 LZ4 = 3
 

@@ -10,9 +10,9 @@ import pytest
 from faust.transport.drivers.aiokafka import credentials_to_aiokafka_auth
 from pydantic import SecretStr, ValidationError
 
-from schemas import kafka_clients
-from schemas.settings import KafkaSettings, Layout, TopicSettings
-from schemas.topics import CATALOG, partition_count, spec
+from schemas.runtime import kafka_clients
+from schemas.runtime.settings import KafkaSettings
+from schemas.topics import CATALOG, Layout, TopicSettings, partition_count, spec
 from streams.faust.credentials import broker_credentials
 from tests.support.tls import Certificates, make_certificates
 
@@ -182,6 +182,7 @@ def test_no_kafka_client_is_built_outside_kafka_clients() -> None:
         str(path.relative_to(root))
         for package in ("schemas", "streams", "actions", "collectors", "centrality")
         for path in (root / package).rglob("*.py")
-        if built.search(path.read_text()) and path != root / "schemas" / "kafka_clients.py"
+        if built.search(path.read_text())
+        and path != root / "schemas" / "runtime" / "kafka_clients.py"
     ]
     assert offenders == []

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 from structlog.testing import capture_logs
 
-from schemas import deadletter
-from schemas.deadletter import DeadLetter, LogThrottle, count_dead_letter
+from schemas.deadletter import DeadLetter
+from schemas.runtime import deadletter
+from schemas.runtime.deadletter import LogThrottle, count_dead_letter
 
 
 class Clock:

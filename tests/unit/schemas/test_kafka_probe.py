@@ -7,8 +7,8 @@ import asyncio
 
 import pytest
 
-from schemas.kafka_probe import kafka_answers
-from schemas.settings import KafkaSettings
+from schemas.runtime.kafka_probe import kafka_answers
+from schemas.runtime.settings import KafkaSettings
 from tests.ports import free_port
 from tests.support.fake_broker import Answer, api_versions, echo, serve
 

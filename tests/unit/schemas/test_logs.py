@@ -1,5 +1,6 @@
-"""The logging set-up every process shares (schemas.logs): one JSON object per line on stderr,
-structlog's lines and the standard library's alike, tracebacks as a field, the level obeyed."""
+"""The logging set-up every process shares (schemas.runtime.logs): one JSON object per line on
+stderr, structlog's lines and the standard library's alike, tracebacks as a field, the level
+obeyed."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ import pydantic
 import pytest
 import structlog
 
-from schemas.logs import LogSettings, configure_logging
+from schemas.runtime.logs import LogSettings, configure_logging
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -199,7 +200,7 @@ def test_bad_settings_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
 
 PROGRAM = (
     "import logging, structlog\n"
-    "from schemas.logs import configure_logging\n"
+    "from schemas.runtime.logs import configure_logging\n"
     "configure_logging()\n"
     "structlog.get_logger('agent').info('started', gpus=8)\n"
     "logging.getLogger('aiokafka').warning('plain record')\n"

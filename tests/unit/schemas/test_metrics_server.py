@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from schemas.deadletter import DeadLetter, count_dead_letter
-from schemas.emitter.spool import Spool, SpooledRecord
-from schemas.metrics.server import (
+from schemas.deadletter import DeadLetter
+from schemas.runtime.deadletter import count_dead_letter
+from schemas.runtime.emitter.spool import Spool, SpooledRecord
+from schemas.runtime.metrics.server import (
     DEFAULT_PORTS,
     READINESS,
     MetricsSettings,

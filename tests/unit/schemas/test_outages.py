@@ -1,4 +1,4 @@
-"""Outages of Kafka and ClickHouse as a worker sees them (schemas.outages): a line when one
+"""Outages of Kafka and ClickHouse as a worker sees them (schemas.runtime.outages): a line when one
 starts, a summary now and then, a line when it ends, the client libraries' retries held back
 meanwhile and counted, readiness and metrics following the probe, downtime added up."""
 
@@ -15,10 +15,16 @@ import pytest
 import structlog
 from prometheus_client import REGISTRY
 
-from schemas.logs import configure_logging
-from schemas.metrics.server import READINESS, watch_kafka
-from schemas.outages import KAFKA_LOGGERS, OUTAGES, REPEATS_SHOWN, Dependency, OutageSettings
-from schemas.settings import KafkaSettings
+from schemas.runtime.logs import configure_logging
+from schemas.runtime.metrics.server import READINESS, watch_kafka
+from schemas.runtime.outages import (
+    KAFKA_LOGGERS,
+    OUTAGES,
+    REPEATS_SHOWN,
+    Dependency,
+    OutageSettings,
+)
+from schemas.runtime.settings import KafkaSettings
 from tests.ports import free_port
 from tests.support.fake_broker import api_versions, serve
 

@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from schemas.emitter.spool import Spool, SpooledRecord, SpoolFullError
+from schemas.runtime.emitter.spool import Spool, SpooledRecord, SpoolFullError
 
 
 def record(n: int, key: bytes | None = b"k") -> SpooledRecord:

@@ -17,12 +17,12 @@ from typer.testing import CliRunner
 
 from actions.adapters.memory import InMemoryAdapter
 from centrality import cli
-from schemas import tracing
-from schemas.emitter import SyncEmitter
-from schemas.emitter.settings import EmitterSettings
-from schemas.settings import KafkaSettings
+from schemas.runtime import tracing
+from schemas.runtime.emitter import SyncEmitter
+from schemas.runtime.emitter.settings import EmitterSettings
+from schemas.runtime.settings import KafkaSettings
+from schemas.runtime.tracing import TracingSettings
 from schemas.signing import signed_headers, verify
-from schemas.tracing import TracingSettings
 from streams.testing import checkpoint
 
 OTEL_VARS = (

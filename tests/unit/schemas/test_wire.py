@@ -1,8 +1,8 @@
 import faust
 
-import schemas.faust_codec  # noqa: F401  (registers the codec)
+import schemas.runtime.faust_codec  # noqa: F401  (registers the codec)
 from schemas.codec import encode, encode_batch
-from schemas.wire import deserialize, serialize
+from schemas.runtime.wire import deserialize, serialize
 from streams.testing import checkpoint
 from tests.factories import exited
 

@@ -12,10 +12,10 @@ from centrality.entry import CentralityGroup  # noqa: F401  (registers every exp
 from centrality.errors import USAGE, explain
 from centrality.stack.settings import StackSettings
 from centrality.stack.stack import Stack
-from schemas.emitter.settings import EmitterSettings
-from schemas.local_stack import MAX_PORT_OFFSET, PORT_STEP
-from schemas.metrics.server import DEFAULT_PORTS, MetricsSettings
-from schemas.settings import KafkaSettings
+from schemas.runtime.emitter.settings import EmitterSettings
+from schemas.runtime.local_stack import MAX_PORT_OFFSET, PORT_STEP
+from schemas.runtime.metrics.server import DEFAULT_PORTS, MetricsSettings
+from schemas.runtime.settings import KafkaSettings
 from streams.history.settings import ClickHouseSettings
 from streams.settings import StreamsSettings
 

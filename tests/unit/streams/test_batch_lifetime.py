@@ -9,7 +9,7 @@ import pytest
 from aiokafka import TopicPartition
 from aiokafka.producer import message_accumulator
 
-from schemas.outages import OUTAGES
+from schemas.runtime.outages import OUTAGES
 from streams.faust import batch_lifetime
 
 

@@ -15,7 +15,7 @@ from aiokafka.errors import (
 )
 from faust.exceptions import ProducerSendError
 
-from schemas.outages import OUTAGES
+from schemas.runtime.outages import OUTAGES
 from streams.faust.failures import call_retrying, retrying, transient
 
 

@@ -12,9 +12,9 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from aiokafka.errors import KafkaConnectionError, KafkaTimeoutError, TopicAlreadyExistsError
 
-from schemas import kafka_clients
-from schemas.settings import KafkaSettings, TopicSettings
-from schemas.topics import CATALOG, TopicSpec
+from schemas.runtime import kafka_clients
+from schemas.runtime.settings import KafkaSettings
+from schemas.topics import CATALOG, TopicSettings, TopicSpec
 
 _DESCRIBE_SETTLE_S = 10.0
 # A topic created a moment ago may not be listed yet: asked again this long before it is missing.

@@ -13,7 +13,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.helpers import create_ssl_context
 
-from schemas.settings import KafkaSettings
+from schemas.runtime.settings import KafkaSettings
 
 
 def ssl_context(settings: KafkaSettings) -> ssl.SSLContext | None:

@@ -8,10 +8,10 @@ from collections.abc import Coroutine, Sequence
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
-from schemas.emitter.core import Emitter
-from schemas.emitter.settings import EmitterSettings
 from schemas.envelope import Event
-from schemas.settings import KafkaSettings
+from schemas.runtime.emitter.core import Emitter
+from schemas.runtime.emitter.settings import EmitterSettings
+from schemas.runtime.settings import KafkaSettings
 
 T = TypeVar("T")
 

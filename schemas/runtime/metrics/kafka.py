@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 import structlog
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
-from schemas.metrics.catalog import CONSUMER_LAG
+from schemas.runtime.metrics.catalog import CONSUMER_LAG
 
 log = structlog.get_logger("metrics")
 

@@ -15,8 +15,8 @@ from schemas.codec import DecodeError, decode
 from schemas.envelope import Event
 from schemas.events import JobStatusChanged, NodeStatusChanged
 from schemas.events.incidents import INCIDENT_TYPES, IncidentEvent
-from schemas.settings import KafkaSettings
-from schemas.topic_reader import Records, TopicReader
+from schemas.runtime.settings import KafkaSettings
+from schemas.runtime.topic_reader import Records, TopicReader
 from schemas.topics import topic_name
 
 # Decoded first as these: the whole union builds every event model (~0.2 s of a listing).

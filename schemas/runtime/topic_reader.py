@@ -19,8 +19,8 @@ from typing import Any
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
-from schemas import kafka_clients
-from schemas.settings import KafkaSettings
+from schemas.runtime import kafka_clients
+from schemas.runtime.settings import KafkaSettings
 
 Records = Sequence[Any]  # aiokafka ConsumerRecords of one fetch
 _FETCH_WAIT_MS = 10

@@ -1,7 +1,8 @@
 """A Faust codec for rule authors' own Faust apps: `value_serializer="centrality"`.
 
-Values decode to `schemas.wire.Decoded` (events, or the error with the raw bytes), so an agent can
-dead-letter bad input instead of Faust skipping it silently. Import this module to register it.
+Values decode to `schemas.runtime.wire.Decoded` (events, or the error with the raw bytes), so an
+agent can dead-letter bad input instead of Faust skipping it silently. Import this module to
+register it.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from typing import Any
 
 from faust.serializers import codecs
 
-from schemas.wire import deserialize, serialize
+from schemas.runtime.wire import deserialize, serialize
 
 
 class EventCodec(codecs.Codec):

@@ -5,7 +5,7 @@ from pathlib import Path
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from schemas.local_stack import LocalStackSettings
+from schemas.runtime.local_stack import LocalStackSettings
 
 
 class EmitterSettings(BaseSettings):

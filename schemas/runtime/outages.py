@@ -4,7 +4,7 @@ The streams, action and sink workers ride out a whole-cluster Kafka outage and a
 outage: they wait, keep what they hold and resume on their own. What an outage must not do is
 flood the log (aiokafka logs every reconnect of every connection: thousands of lines a minute
 per worker) or wear out retry budgets that are meant for one partition's trouble. So a worker
-watches what it depends on (`Outages.watch`; `schemas.metrics.server.serving` probes every
+watches what it depends on (`Outages.watch`; `schemas.runtime.metrics.server.serving` probes every
 `probe_interval_s`, a Kafka ApiVersions request or a `/ping`, in a thread, and at once when a
 client library of a dependency that looks up starts to warn, or one that looks away reports
 news: an outage and its end are seen within milliseconds, not after the hundreds of lines a
@@ -46,7 +46,7 @@ import structlog
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from schemas.metrics.catalog import (
+from schemas.runtime.metrics.catalog import (
     DEPENDENCY_DOWN_SECONDS,
     DEPENDENCY_LINES_HELD_BACK,
     DEPENDENCY_OUTAGES,

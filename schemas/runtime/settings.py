@@ -1,18 +1,17 @@
 """Kafka connection settings shared by every producer and consumer of the contract.
 
 One class for every client (Emitter, Faust worker, action worker, sink, replay, admin): how it
-reaches the broker and how it proves who it is. `schemas.kafka_clients` turns it into client
+reaches the broker and how it proves who it is. `schemas.runtime.kafka_clients` turns it into client
 arguments; nothing else builds a Kafka client.
 """
 
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, Self, get_args
+from typing import Literal, Self
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from schemas.local_stack import LocalStackSettings
+from schemas.runtime.local_stack import LocalStackSettings
 
 SecurityProtocol = Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"]
 SaslMechanism = Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
@@ -101,63 +100,3 @@ class KafkaSettings(BaseSettings):
     @property
     def tls(self) -> bool:
         return self.security_protocol.endswith("SSL")
-
-
-TopicFamily = Literal["tables", "logs", "triggers", "deadletter"]
-
-
-@dataclass(frozen=True)
-class Layout:
-    """How the topics of one family are spread and replicated on the cluster."""
-
-    partitions: int
-    replication_factor: int
-    min_insync_replicas: int
-
-
-class TopicSettings(BaseSettings):
-    """`CENTRALITY_TOPICS_*`: partitions, replication factor and `min.insync.replicas` per topic
-    family. `tables`: the topics the streams tables are keyed by (jobs, nodes, gpu, actions, and
-    the streams worker's own topics and changelogs); their partition count is the most streams
-    workers that share the load, and all of them must have it (checked when the worker starts).
-    `logs`: raw log lines. `triggers`: triggers and the action ledger (the most action workers
-    that share the load). `deadletter`: dead letters. On a cluster of 3+ brokers use replication
-    factor 3 and `min.insync.replicas` 2: every producer of ours waits for all in-sync replicas.
-    """
-
-    model_config = SettingsConfigDict(env_prefix="CENTRALITY_TOPICS_", extra="ignore")
-
-    tables_partitions: int = Field(default=4, ge=1, description="Partitions of `tables` topics.")
-    tables_replication_factor: int = Field(default=1, ge=1, description="Their replicas.")
-    tables_min_insync_replicas: int = Field(default=1, ge=1, description="Their min ISR.")
-    logs_partitions: int = Field(default=4, ge=1, description="Partitions of the logs topic.")
-    logs_replication_factor: int = Field(default=1, ge=1, description="Its replicas.")
-    logs_min_insync_replicas: int = Field(default=1, ge=1, description="Its min ISR.")
-    triggers_partitions: int = Field(
-        default=4, ge=1, description="Partitions of the triggers and action-ledger topics."
-    )
-    triggers_replication_factor: int = Field(default=1, ge=1, description="Their replicas.")
-    triggers_min_insync_replicas: int = Field(default=1, ge=1, description="Their min ISR.")
-    deadletter_partitions: int = Field(
-        default=1, ge=1, description="Partitions of the dead-letter topic."
-    )
-    deadletter_replication_factor: int = Field(default=1, ge=1, description="Its replicas.")
-    deadletter_min_insync_replicas: int = Field(default=1, ge=1, description="Its min ISR.")
-
-    @model_validator(mode="after")
-    def _reachable_isr(self) -> Self:
-        for family in get_args(TopicFamily):
-            layout = self.of(family)
-            if layout.min_insync_replicas > layout.replication_factor:
-                raise ValueError(
-                    f"{family}: min_insync_replicas {layout.min_insync_replicas} > "
-                    f"replication_factor {layout.replication_factor} (no write could succeed)"
-                )
-        return self
-
-    def of(self, family: TopicFamily) -> Layout:
-        return Layout(
-            partitions=getattr(self, f"{family}_partitions"),
-            replication_factor=getattr(self, f"{family}_replication_factor"),
-            min_insync_replicas=getattr(self, f"{family}_min_insync_replicas"),
-        )

@@ -29,10 +29,10 @@ from prometheus_client.registry import Collector
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from schemas.kafka_probe import kafka_answers
-from schemas.local_stack import LocalStackSettings
-from schemas.outages import CLICKHOUSE_LOGGERS, KAFKA_LOGGERS, OUTAGES, Dependency
-from schemas.settings import KafkaSettings
+from schemas.runtime.kafka_probe import kafka_answers
+from schemas.runtime.local_stack import LocalStackSettings
+from schemas.runtime.outages import CLICKHOUSE_LOGGERS, KAFKA_LOGGERS, OUTAGES, Dependency
+from schemas.runtime.settings import KafkaSettings
 
 log = structlog.get_logger("metrics")
 
@@ -206,8 +206,9 @@ def http_ok(url: str, timeout_s: float = 1.0) -> Callable[[], bool]:
 
 
 def watch_kafka(settings: KafkaSettings) -> Dependency:
-    """Kafka watched for outages (`schemas.outages`) and the `kafka` readiness check, from the
-    same probe: some bootstrap server answers a Kafka request (`schemas.kafka_probe`)."""
+    """Kafka watched for outages (`schemas.runtime.outages`) and the `kafka` readiness check, from
+    the same probe: some bootstrap server answers a Kafka request (`schemas.runtime.kafka_probe`).
+    """
     probe = kafka_answers(settings)
     kafka = OUTAGES.watch("kafka", settings.bootstrap, probe, KAFKA_LOGGERS)
     READINESS.add("kafka", kafka.reachable)
@@ -295,7 +296,7 @@ def start(worker: str, settings: MetricsSettings | None = None) -> MetricsServer
 @contextlib.asynccontextmanager
 async def serving(worker: str, settings: MetricsSettings | None = None) -> AsyncIterator[None]:
     """Metrics and health served, the loop's heartbeat beating and what the process depends on
-    probed (`schemas.outages`), for the block's duration."""
+    probed (`schemas.runtime.outages`), for the block's duration."""
     server = start(worker, settings)
     beat = asyncio.create_task(heartbeat())
     try:

@@ -5,7 +5,7 @@ fields; an exception's traceback as text in `exception`) unless stderr is a term
 rendered for reading. Records of libraries that use `logging` (Faust, mode, aiokafka, asyncio,
 `warnings`) go through the same processors, so a process never mixes formats. While a service a
 worker needs is away, its client libraries' warnings and errors are counted, not printed
-(`schemas.outages`).
+(`schemas.runtime.outages`).
 
 structlog's own lines are rendered and written directly, without a `logging.LogRecord`: the
 streams worker logs per decision, and that path stays as cheap as it can be.
@@ -25,7 +25,7 @@ from pydantic import Field, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from structlog.typing import EventDict, Processor, WrappedLogger
 
-from schemas.outages import unless_held_back
+from schemas.runtime.outages import unless_held_back
 
 Level = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
 

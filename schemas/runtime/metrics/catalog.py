@@ -125,7 +125,7 @@ DEPENDENCY_LINES_HELD_BACK = Counter(
 )
 # The spool depth (`centrality_spool_bytes`), readiness (`centrality_ready`) and the event
 # loop's heartbeat age (`centrality_heartbeat_age_seconds`) are read when scraped: see
-# `schemas.metrics.server`.
+# `schemas.runtime.metrics.server`.
 
 
 @functools.cache

@@ -147,7 +147,7 @@ def locate(exc: BaseException) -> tuple[TopicPartition, int, int]:
             return tp, int(batch.base_offset), int(batch.next_offset)
     raise UnlocatedBatchError(
         f"cannot tell which record batch failed ({exc!r}): aiokafka's fetcher changed; "
-        "see schemas/batches.py"
+        "see schemas/runtime/batches.py"
     ) from exc
 
 

@@ -24,16 +24,17 @@ from aiokafka.errors import (
     RecordTooLargeError,
 )
 
-from schemas import kafka_clients, tracing
 from schemas.codec import MAX_MESSAGE_BYTES, encode_checked, split_batches
-from schemas.deadletter import DeadLetter, count_dead_letter
-from schemas.emitter.batcher import Batcher, PendingBatch
-from schemas.emitter.settings import EmitterSettings
-from schemas.emitter.spool import Spool, SpooledRecord, SpoolFullError
+from schemas.deadletter import DeadLetter
 from schemas.envelope import Event
-from schemas.metrics.catalog import EVENTS_OUT, count_types, labelled
-from schemas.metrics.server import watch_spool
-from schemas.settings import KafkaSettings
+from schemas.runtime import kafka_clients, tracing
+from schemas.runtime.deadletter import count_dead_letter
+from schemas.runtime.emitter.batcher import Batcher, PendingBatch
+from schemas.runtime.emitter.settings import EmitterSettings
+from schemas.runtime.emitter.spool import Spool, SpooledRecord, SpoolFullError
+from schemas.runtime.metrics.catalog import EVENTS_OUT, count_types, labelled
+from schemas.runtime.metrics.server import watch_spool
+from schemas.runtime.settings import KafkaSettings
 from schemas.topics import spec, topic_name
 
 log = structlog.get_logger("emitter")

@@ -4,7 +4,8 @@ cluster speaks it, read back and checked (`kafka_answers`).
 A port that accepts a connection says little on a busy host. While a broker is away its port
 may be taken by another process, or, on loopback, a client's own connect can land on itself
 (TCP simultaneous open when the source port it draws is the broker's); a connect-only probe
-then calls Kafka back, and the outage's client lines flood the log again (`schemas.outages`).
+then calls Kafka back, and the outage's client lines flood the log again
+(`schemas.runtime.outages`).
 ApiVersions is what every client sends first, and brokers answer it before SASL authentication,
 so no credentials are needed; the encoding is aiokafka's own.
 """
@@ -21,8 +22,8 @@ from io import BytesIO
 from aiokafka.protocol.admin import ApiVersionRequest_v0, ApiVersionResponse_v0
 from aiokafka.protocol.api import ResponseHeader_v0
 
-from schemas.kafka_clients import ssl_context
-from schemas.settings import KafkaSettings
+from schemas.runtime.kafka_clients import ssl_context
+from schemas.runtime.settings import KafkaSettings
 
 # An answer is a few hundred bytes; a length past this is not a broker speaking.
 _ANSWER_BYTES_MAX = 1 << 20
