@@ -40,6 +40,7 @@ STICKY = frozenset({"corrected_errors", "row_remaps"})
 # spell of its own: it only makes a host that lags its job's other hosts count sooner.
 BENCHMARK = "benchmark"
 WHOLE_NODE = -1
+BENCHMARK_KEY = f"{BENCHMARK}:{WHOLE_NODE}"
 RISES_SEEN = frozenset({"ecc_single_bit", "remapped_rows_correctable"})  # counters read here
 SIGNS_KEPT = 64
 
@@ -159,11 +160,10 @@ def benchmarked(
 ) -> dict[str, SlowSign] | None:
     """The node's signs after a benchmark that passed `behind` its fleet (None: not behind, or
     not a pass); None when they are unchanged."""
-    key = f"{BENCHMARK}:{WHOLE_NODE}"
-    out = {k: s for k, s in signs.items() if k != key}
+    out = {k: s for k, s in signs.items() if k != BENCHMARK_KEY}
     if behind is not None:
         said, slowdown = behind
-        out[key] = SlowSign(
+        out[BENCHMARK_KEY] = SlowSign(
             kind=BENCHMARK, gpu=WHOLE_NODE, since=at, at=at, said=said, slowdown=slowdown
         )
     return None if out == signs else out

@@ -32,7 +32,7 @@ from streams.rules.timing import Costs, choose, said
 from streams.state.internal import NodeJobPaced, NodeJobPacedPayload, NodeTick
 from streams.state.node import Node
 from streams.state.pace import BEHIND
-from streams.state.slowness import BENCHMARK, WHOLE_NODE, summary
+from streams.state.slowness import BENCHMARK_KEY, summary
 
 NAME = "slow_node"
 FAULT = "slow"
@@ -109,7 +109,7 @@ def slowed(node: Node, config: SlowNodeConfig) -> Slowed | None:
     signs = "; ".join(said)
     if not node.jobs:
         return None if since is None else Slowed(None, clocks or 1.0, since, signs)
-    least = config.ratio_min_benchmarked if f"{BENCHMARK}:{WHOLE_NODE}" in node.slow else None
+    least = config.ratio_min_benchmarked if BENCHMARK_KEY in node.slow else None
     found = [
         s
         for j in node.jobs
