@@ -27,6 +27,7 @@ from schemas.events import (
     ActionSucceeded,
     BenchmarkCompleted,
     CheckpointSaved,
+    CollectivesTimed,
     FleetBaseline,
     GpuSampled,
     GpuXidObserved,
@@ -115,6 +116,34 @@ def step_times(
     return StepTimesObserved(
         **envelope(job, at_s),
         payload={"node": node, "steps": steps, "median_s": median_s, "max_s": median_s},
+    )
+
+
+def collectives_timed(
+    node: str,
+    exec_us: float,
+    job: str = JOB,
+    at_s: float = 0.0,
+    comm_nodes: int = 4,
+    timing: str = "kernel_gpu",
+    collective: str = "AllReduce",
+) -> CollectivesTimed:
+    """One host's collectives in one communicator over an interval, as the log tailer summarises
+    NCCL Inspector's records."""
+    return CollectivesTimed(
+        **envelope(job, at_s),
+        payload={
+            "node": node,
+            "communicator": "0x9e7a479f95a66c",
+            "collective": collective,
+            "size_bytes": 1 << 28,
+            "comm_ranks": 8 * comm_nodes,
+            "comm_nodes": comm_nodes,
+            "ranks": 8,
+            "count": 500,
+            "exec_us": exec_us,
+            "timing": timing,
+        },
     )
 
 

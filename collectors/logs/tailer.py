@@ -6,8 +6,10 @@ lines rather than losing them.
 
 Step times (`collectors.logs.steps`) are not sent as read: every `step_summary_s` each rank's
 are sent as one `StepTimesObserved`, all ranks' at once so that they cover the same interval.
-What is pending is sent early when the job's file has been rotated away and read to its end,
-and when the tailer is stopped.
+NCCL Inspector's records (`collectors.nccl.inspector`, a line per collective and rank) are not
+log lines people read: they are summarised the same way, one `CollectivesTimed` per communicator,
+collective and message size. What is pending is sent early when the job's file has been rotated
+away and read to its end, and when the tailer is stopped.
 """
 
 from __future__ import annotations
@@ -32,8 +34,14 @@ from collectors.logs.settings import TailSettings
 from collectors.logs.step_summaries import StepSummaries
 from collectors.logs.steps import step_time
 from collectors.loop import poll_forever
+from collectors.nccl.inspector import CollectiveRecord, CollectiveSummaries, read_record
 from collectors.sink import EventSink
-from schemas.events import LogLinesObserved, LogSignalDetected, StepTimesObserved
+from schemas.events import (
+    CollectivesTimed,
+    LogLinesObserved,
+    LogSignalDetected,
+    StepTimesObserved,
+)
 from schemas.events.logs import LogLine, LogLinesObservedPayload, LogSignalDetectedPayload
 from schemas.limits import MIN_TIME, max_future_skew
 
@@ -65,6 +73,7 @@ class LogTailer:
         self._job_re = re.compile(settings.job_pattern)
         self.files: dict[str, Followed] = {}
         self.steps = StepSummaries(settings.node)
+        self.collectives = CollectiveSummaries(settings.node)
         self._steps_due = clock.now() + settings.step_summary_s
 
     async def run(self, stop: asyncio.Event) -> None:
@@ -104,11 +113,15 @@ class LogTailer:
         return sent
 
     async def send_step_summaries(self, job: str | None = None) -> None:
-        """Each rank's pending step times as one `StepTimesObserved` (of `job` alone if given);
-        one not sent (the sink away) stays pending and grows until the next interval's."""
+        """Each rank's pending step times as one `StepTimesObserved`, and each communicator's
+        collectives as one `CollectivesTimed` (of `job` alone if given); one not sent (the sink
+        away) stays pending and grows until the next interval's."""
         for key, payload in self.steps.ready(job):
             await self.sink.emit(self.stamp.make(StepTimesObserved, key[0], payload))
             self.steps.forget(key)
+        for ckey, cpayload in self.collectives.ready(job):
+            await self.sink.emit(self.stamp.make(CollectivesTimed, ckey[0], cpayload))
+            self.collectives.forget(ckey)
 
     def _matched(self) -> dict[str, str]:
         found: dict[str, str] = {}
@@ -185,9 +198,13 @@ class LogTailer:
         signals = []
         records = []
         step_times = []
+        collectives: list[CollectiveRecord] = []
         now = datetime.now(UTC)
         local, horizon = now.astimezone().tzinfo, now + max_future_skew()
         for line in lines:
+            if (collective := read_record(line)) is not None:
+                collectives.append(collective)
+                continue
             found = read_prefix(line, local)
             rank, body = found.rank, found.body
             at = found.at if found.at and MIN_TIME <= found.at <= horizon else None
@@ -215,3 +232,5 @@ class LogTailer:
         # Only once the lines are sent: lines sent again after a failure add no step twice.
         for rank, found_step in step_times:
             self.steps.add(f.job, rank, found_step)
+        for collective in collectives:
+            self.collectives.add(f.job, collective)

@@ -10,6 +10,7 @@ from schemas.events.actions import (
     GpuBenchmark,
 )
 from schemas.events.checkpoints import CheckpointSaved
+from schemas.events.collectives import CollectivesTimed
 from schemas.events.gpus import GpuSampled, GpuXidObserved, NcclSampled
 from schemas.events.incidents import IncidentOpened, IncidentResolved, IncidentUpdated
 from schemas.events.jobs import (
@@ -57,6 +58,7 @@ __all__ = [
     "BenchmarkCompleted",
     "CancelJob",
     "CheckpointSaved",
+    "CollectivesTimed",
     "CompletionHook",
     "EscalateNodes",
     "FleetBaseline",

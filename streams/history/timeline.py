@@ -25,6 +25,7 @@ NOISY_TYPES = frozenset(
         "NodeHeartbeat",
         "LogLinesObserved",
         "StepTimesObserved",
+        "CollectivesTimed",
         "NodeStatusChanged",
         "JobStatusChanged",
     }

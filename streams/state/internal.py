@@ -165,6 +165,12 @@ class NodeJobPacedPayload(Payload):
     checkpoint_at: datetime | None = None  # its last checkpoint, and where it resumes from
     checkpoint_step: int | None = None
     cadence_s: float | None = None  # how often it saves them
+    # The job's other hosts wait for this one at their collectives (`streams.state.waits`):
+    # since when, their time over this host's, the wait, at which collective most.
+    waited_since: datetime | None = None
+    waited_ratio: float | None = None
+    waited_ms: float | None = None
+    waited_at: str | None = None
 
 
 class NodeJobPaced(Event):

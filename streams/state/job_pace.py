@@ -1,6 +1,7 @@
 """A job tells its nodes how fast it goes (`NodeJobPaced`): each host whether its step times are
-behind the other hosts', every node the job's slowdown against its best pace this attempt, and its
-checkpoints (when, where it resumes from, how often). The node weighs this against its own GPUs'
+behind the other hosts' and whether the others wait for it at their collectives, every node the
+job's slowdown against its best pace this attempt, and its checkpoints (when, where it resumes
+from, how often). The node weighs this against its own GPUs'
 signs of slowness (`slow_node`). Like every forward, it runs from the job to its nodes, never back:
 a node's decision never reaches a job (`streams.brain.parts`).
 
@@ -11,7 +12,7 @@ thousand hosts tells a host again when its standing moves, not every interval.
 from __future__ import annotations
 
 from schemas.envelope import Event
-from schemas.events import CheckpointSaved, StepTimesObserved
+from schemas.events import CheckpointSaved, CollectivesTimed, StepTimesObserved
 from streams.state.internal import NodeJobPaced, derived_id
 from streams.state.pace import BEHIND, cadence_s, pace_s, slow_since
 from streams.state.training_job import TrainingJob
@@ -22,7 +23,9 @@ JOB = "*"  # `pace_told`'s key for the job-wide slowdown last told to every node
 
 def reports(job: TrainingJob, event: Event, window_s: float) -> tuple[TrainingJob, list[Event]]:
     """What the job tells its nodes of its pace after `event`, and itself as it remembers that."""
-    if not job.running or not isinstance(event, StepTimesObserved | CheckpointSaved):
+    if not job.running or not isinstance(
+        event, StepTimesObserved | CheckpointSaved | CollectivesTimed
+    ):
         return job, []
     slowdown = _slowdown(job)
     if isinstance(event, CheckpointSaved) or job.pace_told.get(JOB) != _word(slowdown):
@@ -37,8 +40,15 @@ def reports(job: TrainingJob, event: Event, window_s: float) -> tuple[TrainingJo
             continue  # a host name the job's scheduler does not know it by
         behind = slow_since(job.steps, node, BEHIND)
         ratio = behind[1] if behind else None
+        waited = job.waits.waited.get(node)
         word = "|".join(
-            (_word(ratio), _word(slowdown), str(job.last_checkpoint_step), _word(cadence))
+            (
+                _word(ratio),
+                _word(slowdown),
+                str(job.last_checkpoint_step),
+                _word(cadence),
+                "waited" if waited else "-",  # its figures move with every interval
+            )
         )
         if told.get(node) == word:
             continue
@@ -54,6 +64,10 @@ def reports(job: TrainingJob, event: Event, window_s: float) -> tuple[TrainingJo
             "checkpoint_at": job.last_checkpoint_at,
             "checkpoint_step": job.last_checkpoint_step,
             "cadence_s": cadence,
+            "waited_since": waited.since if waited else None,
+            "waited_ratio": waited.ratio if waited else None,
+            "waited_ms": waited.wait_ms if waited else None,
+            "waited_at": waited.collective if waited else None,
         }
         out.append(_paced(event, node, word, payload))
     told[JOB] = _word(slowdown)

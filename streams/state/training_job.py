@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from schemas.envelope import Event
 from schemas.events import (
     CheckpointSaved,
+    CollectivesTimed,
     CompletionHook,
     JobExited,
     JobState,
@@ -43,6 +44,7 @@ from streams.state.dispatch import by_type
 from streams.state.internal import JobActionReported, JobNodesImplicated
 from streams.state.pace import CHECKPOINTS_KEPT, HostSteps, pace_s, steps_after
 from streams.state.stamp import Entity, stamped
+from streams.state.waits import Waits, waits_after
 
 
 class Attempt(BaseModel):
@@ -139,6 +141,7 @@ class TrainingJob(Entity):
     # across attempts (the cadence is the job's).
     steps: dict[str, HostSteps] = Field(default_factory=dict)
     pace_best_s: float | None = None
+    waits: Waits = Field(default_factory=Waits)  # whom its hosts wait for at collectives
     checkpoint_times: tuple[datetime, ...] = ()
     pace_told: dict[str, str] = Field(default_factory=dict)  # per node, what it was last told
 
@@ -269,6 +272,7 @@ def _(event: JobStateChanged, state: TrainingJob) -> TrainingJob:
             "lost_s": state.lost_s + (_seconds(state.ended_at, t) if state.attempts else 0.0),
             "steps": {},
             "pace_best_s": None,
+            "waits": Waits(),
             "pace_told": {},
         }
     return state.model_copy(update=update)
@@ -415,3 +419,9 @@ def _(event: StepTimesObserved, state: TrainingJob) -> TrainingJob:
     if pace is not None and (best is None or pace < best):
         update["pace_best_s"] = pace
     return state.model_copy(update=update)
+
+
+@fold.register
+def _(event: CollectivesTimed, state: TrainingJob) -> TrainingJob:
+    waits = waits_after(state.waits, event.payload, event.occurred_at)
+    return state if waits is None else state.model_copy(update={"waits": waits})

@@ -4,9 +4,11 @@ The node's GPUs give signs of what holds them back (throttle, thermal, power, lo
 corrected-error bursts, row remaps: `streams.state.slowness`; a benchmark that passed behind its
 fleet's median only lowers how far behind a host must be, to `ratio_min_benchmarked`); each job
 running here tells the node how fast it goes (`streams.state.job_pace`): this host's step times
-against the job's other hosts', the job's against its best pace this attempt, its checkpoints. The
-node slows a job when its host is `ratio_min` behind the others, or when its GPUs show signs while
-the job goes `ratio_min` slower than its best (or logs no step times at all). Once slow for
+against the job's other hosts', whether the other hosts wait for it at their collectives (NCCL
+Inspector's times, `streams.state.waits`), the job's against its best pace this attempt, its
+checkpoints. The node slows a job when its host is `ratio_min` behind the others, or when its GPUs
+show signs or its peers wait for it while the job goes `ratio_min` slower than its best (or logs
+no step times at all). Once slow for
 `evidence_s`, it weighs (`streams.rules.timing`): out now, at the job's next checkpoint, after
 asking the job for a checkpoint now (`ask_checkpoint`: the job honours the hook, docs/jobs.md), or
 left. The choice and each figure are in the reason and the trigger's `timing`. Taken out is a
@@ -133,6 +135,10 @@ def _of_job(
     if ratio is not None and behind is not None and ratio >= (least or config.ratio_min):
         words = f"steps {ratio:.2f}x the other hosts'" + (f"; {signs}" if signs else "")
         return Slowed(pace, ratio, behind, words)
+    if pace.waited_since is not None:  # named by its peers' collectives: as good as a sign
+        waited = _waited(pace)
+        signs = f"{signs}; {waited}" if signs else waited
+        since = min(filter(None, (since, pace.waited_since)))
     if since is None:
         return None
     if pace.slowdown is not None:  # the job logs step times: they must show it
@@ -142,6 +148,13 @@ def _of_job(
             pace, pace.slowdown, since, f"{signs}; the job {pace.slowdown:.2f}x its best pace"
         )
     return Slowed(pace, clocks or config.assumed_slowdown, since, signs)
+
+
+def _waited(pace: NodeJobPacedPayload) -> str:
+    return (
+        f"the other hosts wait for it at {pace.waited_at or 'their collectives'}: "
+        f"{pace.waited_ms or 0:,.1f} ms, their time {pace.waited_ratio or 0:.1f}x its own"
+    )
 
 
 def _due(node: Node, config: SlowNodeConfig) -> list[datetime]:

@@ -9,7 +9,12 @@ from collectors.logs.settings import TailSettings
 from collectors.logs.tailer import LogTailer
 from collectors.sink import RecordingSink
 from schemas.envelope import Event
-from schemas.events import LogLinesObserved, LogSignalDetected, StepTimesObserved
+from schemas.events import (
+    CollectivesTimed,
+    LogLinesObserved,
+    LogSignalDetected,
+    StepTimesObserved,
+)
 from schemas.events.logs import LogSignal
 from tests.support.clock import ManualClock
 
@@ -346,3 +351,53 @@ async def test_a_summary_not_sent_stays_pending(tmp_path: Path, logs: Path) -> N
     append(log, maxtext(0, 2, 3.0))
     await tailer.poll_once()
     assert step_summaries(sink) == [("slurm/c1/11", 0, 2, 2.0, 3.0, 2, "maxtext")]
+
+
+async def test_inspector_records_are_summarised_not_sent_as_lines(
+    tmp_path: Path, logs: Path
+) -> None:
+    fixture = Path(__file__).parents[2] / "fixtures" / "realworld" / "nccl" / "inspector"
+    record = (fixture / "inspector_exporter_readme_reducescatter_4_nodes.jsonl").read_text()
+    clock = ManualClock()
+    sink = RecordingSink()
+    tailer = LogTailer(tail_settings(tmp_path, step_summary_s=60), sink, clock)
+    append(logs / "slurm-12.out", record.strip(), "an ordinary line", record.strip())
+    await tailer.poll_once()
+    assert lines_of(sink) == ["an ordinary line"]
+    assert sink.of_type(CollectivesTimed) == []  # the interval has not ended
+    clock.t = 60.0
+    await tailer.poll_once()
+    [event] = sink.of_type(CollectivesTimed)
+    p = event.payload
+    assert (event.subject, p.node, p.communicator, p.collective) == (
+        "slurm/c1/12",
+        "n1",
+        "0x9e7a479f95a66c",
+        "ReduceScatter",
+    )
+    assert (p.count, p.ranks, p.exec_us, p.timing) == (2, 1, 110.0, "kernel_gpu")
+
+
+async def test_inspectors_dump_directory_is_followed_as_the_docs_say(tmp_path: Path) -> None:
+    # docs/events.md: Inspector's default directory names the Slurm job.
+    fixture = Path(__file__).parents[2] / "fixtures" / "realworld" / "nccl" / "inspector"
+    record = (fixture / "inspector_readme_verbose_reducescatter_v4.0.jsonl").read_text()
+    dump = tmp_path / "nccl" / "nccl-inspector-4242"
+    dump.mkdir(parents=True)
+    (dump / "gpu-7-pid438776.log").write_text(record)
+    settings = tail_settings(
+        tmp_path,
+        paths=(str(tmp_path / "nccl" / "nccl-inspector-*" / "*"),),
+        job_pattern=r"(?:slurm-|nccl-inspector-)(?P<job>\d+)",
+    )
+    sink = RecordingSink()
+    tailer = LogTailer(settings, sink, ManualClock())
+    await tailer.poll_once()
+    await tailer.send_step_summaries()
+    [event] = sink.of_type(CollectivesTimed)
+    assert (event.subject, event.payload.collective, event.payload.exec_us) == (
+        "slurm/c1/4242",
+        "ReduceScatter",
+        41057.0,
+    )
+    assert sink.of_type(LogLinesObserved) == []

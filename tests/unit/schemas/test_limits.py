@@ -85,6 +85,17 @@ VALID: dict[str, dict[str, Any]] = {
     },
     "SilenceExpired": {"silence_id": "s-0a1b2c3d", "operator": "o"},
     "StepTimesObserved": {"node": "n1", "steps": 3, "median_s": 1.5, "max_s": 2.0},
+    "CollectivesTimed": {
+        "node": "n1",
+        "communicator": "0x9e7a479f95a66c",
+        "collective": "AllReduce",
+        "size_bytes": 65536,
+        "comm_ranks": 32,
+        "comm_nodes": 4,
+        "ranks": 8,
+        "count": 10,
+        "exec_us": 110.0,
+    },
 }
 # A valid element of each list field, repeated past its maxItems.
 ITEMS: dict[str, Any] = {

@@ -72,7 +72,7 @@ def test_a_rule_on_events_no_table_routes_is_refused_naming_both(
         Story(rules=[mine])
     said = str(refused.value)
     assert f"rule '{rule}' ({mine}) reacts to ActionSucceeded, which no table routes" in said
-    assert "jobs: CheckpointSaved, JobActionReported, JobExited" in said  # what it may instead
+    assert "jobs: CheckpointSaved, CollectivesTimed, JobActionReported" in said  # what instead
 
 
 def test_a_mistyped_rule_name_says_which_it_may_have_meant() -> None:

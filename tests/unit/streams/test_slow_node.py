@@ -23,6 +23,7 @@ from streams.testing import (
     Story,
     benchmark,
     checkpoint,
+    collectives_timed,
     ended,
     facts,
     result,
@@ -310,3 +311,53 @@ def test_in_shadow_a_slow_node_with_no_job_is_decided_once_a_spell() -> None:
         story.tell(_thermal("n9", float(t), gpu=0))
     [drain] = [t for t in story.decisions if isinstance(t, QuarantineNodes)]
     assert drain.payload.shadow and drain.payload.nodes == ("n9",)
+
+
+def _in_step(
+    story: Story, at_s: float, step_s: float, waited: str | None, **kw: Any
+) -> list[Trigger]:
+    """A synchronous job's minute: every host logs the same step time (each waits for the
+    slowest), and, with `waited`, NCCL Inspector's times say whom they wait for: that host's
+    AllReduce takes 2 ms, the others' 40 ms."""
+    decided = story.tell(*(step_times(h, step_s, at_s=at_s) for h in HOSTS))
+    if waited is not None:
+        times = {h: 2_000.0 if h == waited else 40_000.0 for h in HOSTS}
+        decided += story.tell(*(collectives_timed(h, t, at_s=at_s, **kw) for h, t in times.items()))
+    return decided
+
+
+def _synchronous(waited: str | None, **kw: Any) -> list[Trigger]:
+    story = _story()
+    for t in range(60, 3660, 60):
+        _in_step(story, float(t), 1.0, None)
+        if t % 1800 == 0:
+            story.tell(checkpoint(t // 18, at_s=float(t)))
+    decided: list[Trigger] = []
+    for t in range(3660, 4800, 60):  # the job 1.6x its best pace from here on
+        decided += _in_step(story, float(t), 1.6, waited, **kw)
+    return decided
+
+
+def test_the_host_its_peers_wait_for_at_their_collectives_is_the_one_taken_out() -> None:
+    decided = _synchronous("n3")
+    taken = _of(decided, QuarantineNodes) + _of(decided, Notify)
+    assert [t.payload.nodes for t in taken] == [("n3",)]
+    reason = taken[0].payload.reason
+    assert "the other hosts wait for it at AllReduce: 38.0 ms, their time 20.0x its own" in reason
+    assert "the job 1.60x its best pace" in reason
+
+
+def test_without_a_host_named_a_job_slower_than_its_best_blames_no_node() -> None:
+    # Every host logs the same step time: nothing says which one holds the others back.
+    assert not [t for t in _synchronous(None) if t.payload.rule in RULES]
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"timing": "collective_cpu"},  # a CPU's span starts when queued: it names no one
+        {"comm_nodes": 1},  # a communicator inside one host compares no hosts
+    ],
+)
+def test_collective_times_that_cannot_name_a_host_name_none(kw: dict[str, Any]) -> None:
+    assert not [t for t in _synchronous("n3", **kw) if t.payload.rule in RULES]
