@@ -342,7 +342,10 @@ class StreamsApp:
         event, which the fold's context holds by weak reference only: `event` is passed along
         to keep it alive until a write made later (`streams.faust.write_behind`)."""
         self.top.tables[kind.table][key.encode()] = value
-        self.cache.put(kind.table, key, state)
+        if state.resident:
+            self.cache.put(kind.table, key, state)
+        else:
+            self.cache.drop(kind.table, key)
 
     async def _send(
         self, topic: Any, key: bytes | None, value: bytes, headers: list[tuple[str, bytes]]

@@ -28,5 +28,8 @@ class StateCache:
         while len(self._states) > self.max_entries:
             self._states.popitem(last=False)
 
+    def drop(self, table: str, key: str) -> None:
+        self._states.pop((table, key), None)
+
     def clear(self) -> None:
         self._states.clear()

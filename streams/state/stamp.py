@@ -17,6 +17,12 @@ class Entity(BaseModel):
     rule_memo: RuleMemo = RuleMemo()
     updated_at: datetime | None = None  # event time of the last event that changed it
 
+    @property
+    def resident(self) -> bool:
+        """Worth keeping decoded in the worker's memory (`streams.faust.state_cache`): one that
+        will hear more soon. A settled one is read from its table again if it ever does."""
+        return True
+
 
 E = TypeVar("E", bound=Entity)
 

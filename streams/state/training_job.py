@@ -171,6 +171,12 @@ class TrainingJob(Entity):
         return self.state is JobState.RUNNING
 
     @property
+    def resident(self) -> bool:
+        """An ended job hears little more (a late report, a restart): a job a minute would
+        otherwise grow the worker's memory for as long as it runs."""
+        return self.ended_at is None or self.running
+
+    @property
     def ticks(self) -> bool:
         """Clock ticks concern running jobs only (what did not happen while they ran)."""
         return self.running
@@ -206,6 +212,16 @@ class TrainingJob(Entity):
     def goodput(self) -> float | None:
         total = self.productive_s + self.lost_s
         return self.productive_s / total if total > 0 else None
+
+
+# How fast an attempt went is of no use once it is over, and by far the largest part of a job's
+# state (a few step-time summaries per host): a new attempt starts afresh anyway.
+_PACE_FORGOTTEN: dict[str, object] = {
+    "steps": {},
+    "pace_best_s": None,
+    "waits": Waits(),
+    "pace_told": {},
+}
 
 
 def apply(state: TrainingJob | None, event: Event) -> TrainingJob:
@@ -270,11 +286,7 @@ def _(event: JobStateChanged, state: TrainingJob) -> TrainingJob:
             "progress_at": t,
             "first_started_at": state.first_started_at or t,
             "lost_s": state.lost_s + (_seconds(state.ended_at, t) if state.attempts else 0.0),
-            "steps": {},
-            "pace_best_s": None,
-            "waits": Waits(),
-            "pace_told": {},
-        }
+        } | _PACE_FORGOTTEN
     return state.model_copy(update=update)
 
 
@@ -363,6 +375,7 @@ def _(event: JobExited, state: TrainingJob) -> TrainingJob:
             "gpus": p.gpus or state.gpus,
             "completion_attempt": still_pending,
         }
+        | (_PACE_FORGOTTEN if p.attempt >= state.attempt else {})
     )
 
 
@@ -410,6 +423,8 @@ def _(event: JobNodesImplicated, state: TrainingJob) -> TrainingJob:
 
 @fold.register
 def _(event: StepTimesObserved, state: TrainingJob) -> TrainingJob:
+    if not state.running:
+        return state  # a summary of an attempt over (sent at its end), or not yet begun
     steps = steps_after(state.steps, event.payload, event.occurred_at, state.pace_best_s)
     if steps is None:
         return state
@@ -423,5 +438,7 @@ def _(event: StepTimesObserved, state: TrainingJob) -> TrainingJob:
 
 @fold.register
 def _(event: CollectivesTimed, state: TrainingJob) -> TrainingJob:
+    if not state.running:
+        return state
     waits = waits_after(state.waits, event.payload, event.occurred_at)
     return state if waits is None else state.model_copy(update={"waits": waits})

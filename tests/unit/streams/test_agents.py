@@ -23,7 +23,17 @@ from streams.faust.state_cache import StateCache
 from streams.faust.topology import JOB_AGENT, NODE_AGENT
 from streams.state.entities import JOBS, NODES, forwarded
 from streams.state.internal import NodeActionReported, NodeTick, decode_internal
-from streams.testing import T0, checkpoint, ended, heartbeat, result, sample, xid
+from streams.testing import (
+    T0,
+    checkpoint,
+    ended,
+    heartbeat,
+    result,
+    running,
+    sample,
+    step_times,
+    xid,
+)
 from tests.support.streams_app import in_memory
 from tests.support.triggers import quarantine as quarantine_trigger
 
@@ -101,6 +111,25 @@ async def test_job_agent_folds_decides_and_forwards(
         1,
         2,
     )
+
+
+async def test_a_job_stays_decoded_in_memory_while_it_runs_and_leaves_at_its_end(
+    streams_app: StreamsApp, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A job a minute kept decoded for good grew the worker's memory for as long as it ran.
+    monkeypatch.setattr(streams_app.top.triggers_topic, "send", Sent())
+    monkeypatch.setattr(streams_app.top.forward_topic, "send", Sent())
+    job = "slurm/agent/cached"
+    async with streams_app.fold_jobs.test_context() as agent:
+        await agent.put(key=job.encode(), value=encode(running(job, nodes=("n1", "n2"))))
+        await agent.put(key=job.encode(), value=encode(step_times("n1", 1.0, job, at_s=60)))
+        await written(streams_app.top.tables["jobs"], job.encode(), "steps")
+        assert streams_app.cache.get("jobs", job) is not None
+        await agent.put(key=job.encode(), value=encode(ended(job, "SUCCEEDED", at_s=90)))
+        stored = await written(streams_app.top.tables["jobs"], job.encode(), "attempts")
+    assert streams_app.cache.get("jobs", job) is None
+    assert stored["steps"] == {}  # how fast an attempt over went is forgotten
+    assert streams_app.load(JOBS, job).attempts[0].state == "SUCCEEDED"  # read from the table
 
 
 async def test_node_agent_folds_a_gpu_batch_in_one_step(

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from streams.state.waits import KEYS_KEPT, WAIT_MIN_US, WAITED, Waits, waits_after
-from streams.testing import JOB, Story, collectives_timed, running
+from streams.testing import JOB, Story, collectives_timed, ended, running, step_times
 
 HOSTS = ("n1", "n2", "n3")
 
@@ -66,3 +66,20 @@ def test_a_new_attempt_starts_afresh() -> None:
     assert list(story.jobs[JOB].waits.waited) == ["n3"]
     story.tell(running(attempt=2, nodes=HOSTS, at_s=120.0))
     assert story.jobs[JOB].waits == Waits()
+
+
+def test_an_attempts_pace_is_forgotten_at_its_end_and_a_late_summary_changes_nothing() -> None:
+    story = Story()
+    story.tell(running(nodes=HOSTS, at_s=0.0))
+    story.tell(*(step_times(h, 1.0, at_s=60.0) for h in HOSTS))
+    story.tell(
+        *(collectives_timed(h, t, at_s=60.0) for h, t in zip(HOSTS, (4e4, 4e4, 2e3), strict=True))
+    )
+    job = story.jobs[JOB]
+    assert job.steps and job.waits.waited and job.pace_best_s == 1.0
+    story.tell(ended(state="SUCCEEDED", nodes=HOSTS, at_s=90.0))
+    # The tailer sends what it holds when the job's log ends: after the exit, often.
+    story.tell(step_times("n1", 1.0, at_s=95.0), collectives_timed("n1", 4e4, at_s=95.0))
+    job = story.jobs[JOB]
+    assert (job.steps, job.waits, job.pace_best_s, job.pace_told) == ({}, Waits(), None, {})
+    assert not job.resident
