@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import importlib
+import os
 import sys
 
 import orjson
@@ -134,7 +135,6 @@ def _print_status(stack: object) -> None:
 def streams() -> None:
     """Run the Faust streams worker (tables, rules, triggers); it stops within
     `CENTRALITY_STREAMS_STOP_TIMEOUT_S` of SIGTERM or Ctrl-C, whatever it is doing."""
-    from centrality.supervise import run_with_stop_deadline
     from schemas.runtime.admin import catalog_names, require_topics
     from schemas.runtime.settings import KafkaSettings
     from schemas.signing import SigningSettings
@@ -160,8 +160,12 @@ def streams() -> None:
         raise typer.Exit(2) from None
     # --quiet: no banner on stdout; the worker's lines (level: CENTRALITY_LOG_LEVEL) go to stderr.
     argv = [sys.executable, "-m", "streams", "--quiet", "worker", "--without-web"]
-    code = run_with_stop_deadline(argv, StreamsSettings().stop_timeout_s)
-    raise typer.Exit(code if code >= 0 else 128 - code)
+    # The supervisor alone stays beside the worker (centrality.supervise): this process, with
+    # all it loaded, is replaced by it (same pid, signals and output).
+    timeout_s = str(StreamsSettings().stop_timeout_s)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execv(sys.executable, [sys.executable, "-m", "centrality.supervise", timeout_s, *argv])
 
 
 @app.command()

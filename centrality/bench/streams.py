@@ -236,7 +236,7 @@ def bench_streams(
     background_eps: int = typer.Option(5000, help="Background GPU samples per second."),
     json: bool = typer.Option(False, "--json", help="Print one JSON line."),
 ) -> None:
-    """Streams worker rate vs a raw aiokafka loop (target ≥ 25%), and p50/p99 latency (≤ 1 s)."""
+    """Streams worker rate vs a raw aiokafka loop (target ≥ 50%), and p50/p99 latency (≤ 1 s)."""
     run = uuid.uuid4().hex[:8]
     progress = Console(stderr=True)
     kafka = KafkaSettings().model_copy(update={"topic_prefix": f"bench{run}."})

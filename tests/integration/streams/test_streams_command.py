@@ -55,3 +55,26 @@ def test_a_child_that_ignores_sigterm_is_killed_at_the_deadline(tmp_path: Path) 
 
 def test_a_child_that_stops_on_sigterm_is_waited_for() -> None:
     assert run_with_stop_deadline([sys.executable, "-c", "pass"], 5) == 0
+
+
+def test_the_supervisor_beside_the_worker_is_the_standard_library_alone(tmp_path: Path) -> None:
+    # The child reads what its parent holds: the supervisor `centrality streams` execs into.
+    child = (
+        "import os, pathlib\n"
+        "status = pathlib.Path(f'/proc/{os.getppid()}/status').read_text()\n"
+        "print(next(line.split()[1] for line in status.splitlines() if line.startswith('VmRSS')))\n"
+        "raise SystemExit(3)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "centrality.supervise", "5", sys.executable, "-c", child],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=Path(__file__).parents[3],
+    )
+    assert done.returncode == 3, done.stderr
+    assert int(done.stdout) < 25 * 1024  # kB; the CLI that used to stay beside it held ~65 MB
+    missing = subprocess.run(
+        [sys.executable, "-m", "centrality.supervise", "5"], capture_output=True, text=True
+    )
+    assert missing.returncode == 2 and "usage" in missing.stderr
