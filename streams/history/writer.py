@@ -74,7 +74,9 @@ def write_batch(
     records: list[Record], token: str, deadletter_topic: str, placement: Placement, max_rows: int
 ) -> Written:
     global _client
-    rows = rows_of(records, deadletter_topic, placement)
+    # This process's own copy of the batch (the sink keeps its own for a retry): let each
+    # record go once its rows are made, so the raw batch and its rows are never resident at once.
+    rows = rows_of(records, deadletter_topic, placement, consume=True)
     try:
         if _client is None:
             assert _settings is not None, "write_batch runs in a process started by start()"
@@ -91,13 +93,18 @@ def write_batch(
     return Written(len(rows), rows.rejected, by_type)
 
 
-def rows_of(records: list[Record], deadletter_topic: str, placement: Placement) -> Rows:
+def rows_of(
+    records: list[Record], deadletter_topic: str, placement: Placement, *, consume: bool = False
+) -> Rows:
     """Rows in offset order per partition, whatever order the fetches interleaved partitions in:
     a batch re-read after a crash must split into the same inserts, or a token would name
-    different rows than the first time and the server would drop them as a duplicate."""
+    different rows than the first time and the server would drop them as a duplicate.
+    `consume`: `records` is emptied on the way, each record freed as soon as it is decoded."""
+    pending = records if consume else list(records)
+    pending.sort(reverse=True)  # popped from the end: oldest first
     rows = Rows()
-    for record in sorted(records):
-        add_record(rows, record, deadletter_topic, placement)
+    while pending:
+        add_record(rows, pending.pop(), deadletter_topic, placement)
     return rows
 
 
