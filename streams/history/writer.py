@@ -22,6 +22,7 @@ from schemas.placement import Placement
 from schemas.runtime.logs import configure_logging
 from schemas.runtime.outages import CLICKHOUSE_LOGGERS
 from streams.history.client import connect
+from streams.history.malloc import map_large_blocks
 from streams.history.rows import DEAD_LETTER_COLUMNS, EVENT_COLUMNS, Record, Rows, add_record
 from streams.history.settings import ClickHouseSettings
 
@@ -45,10 +46,11 @@ class Written:
     """Event rows per (topic, type), for `centrality_events_in`."""
 
 
-def start(settings: ClickHouseSettings, parent_pid: int) -> None:
+def start(settings: ClickHouseSettings, parent_pid: int, mmap_threshold_bytes: int = 0) -> None:
     """Process initializer. A sink killed with SIGKILL cannot stop its pool: exit with it."""
     global _settings
     _settings = settings
+    map_large_blocks(mmap_threshold_bytes)
     for name in NOT_IMPORTED:
         sys.modules.setdefault(name, None)  # type: ignore[arg-type]  # None: ImportError
     configure_logging()  # a spawned process starts with nothing configured
