@@ -58,7 +58,7 @@ from schemas.runtime.outages import OUTAGES
 from schemas.runtime.placement import read_by
 from schemas.runtime.settings import KafkaSettings
 from schemas.topics import CATALOG, topic_name
-from streams.history import writer
+from streams.history import malloc, writer
 from streams.history.migrations import migrate, plan
 from streams.history.rows import SINK_CONSUMER, Record, estimated_rows
 from streams.history.settings import ClickHouseSettings
@@ -89,6 +89,14 @@ class SinkSettings(BaseSettings):
     retry_backoff_max_s: float = Field(default=30.0, description="Longest wait between retries.")
     lag_log_interval_s: float = Field(
         default=10.0, gt=0, description="How often the sink logs its lag (`sink_progress`)."
+    )
+    mmap_threshold_bytes: int = Field(
+        default=1 << 20,
+        ge=0,
+        le=32 << 20,
+        description="glibc only: memory blocks this large or larger, in the sink and its insert "
+        "processes, are given back to the system when freed (glibc's own threshold rises with "
+        "the batches, and their buffers then stay resident); 0 keeps glibc's behaviour.",
     )
 
 
@@ -161,6 +169,7 @@ class HistorySink:
         await self._retrying("migrate", lambda: asyncio.to_thread(migrate, self.clickhouse), stop)
         if stop.is_set():
             return
+        malloc.map_large_blocks(self.settings.mmap_threshold_bytes)
         self._pool = self._start_pool()
         # Batches handed to the pool, oldest first; committed strictly in this order.
         inflight: deque[tuple[Future[writer.Written], Batch]] = deque()
@@ -228,7 +237,7 @@ class HistorySink:
             self.settings.insert_processes,
             mp_context=multiprocessing.get_context("spawn"),
             initializer=writer.start,
-            initargs=(self.clickhouse, os.getpid()),
+            initargs=(self.clickhouse, os.getpid(), self.settings.mmap_threshold_bytes),
         )
 
     def _submit(self, batch: Batch) -> Future[writer.Written]:

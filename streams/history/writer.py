@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import threading
 import time
 from collections import Counter
@@ -21,6 +22,7 @@ from schemas.placement import Placement
 from schemas.runtime.logs import configure_logging
 from schemas.runtime.outages import CLICKHOUSE_LOGGERS
 from streams.history.client import connect
+from streams.history.malloc import map_large_blocks
 from streams.history.rows import DEAD_LETTER_COLUMNS, EVENT_COLUMNS, Record, Rows, add_record
 from streams.history.settings import ClickHouseSettings
 
@@ -29,6 +31,11 @@ _client: Any = None
 
 
 _TOPIC, _TYPE = EVENT_COLUMNS.index("topic"), EVENT_COLUMNS.index("type")
+# clickhouse-connect asks, at every insert, whether the rows are a pandas DataFrame or a numpy
+# array, and imports pandas (numpy, pyarrow with it) to ask: ~80 MB resident in each insert
+# process, for rows that are lists of Python objects. Blocked in these processes alone, they read
+# as not installed, which clickhouse-connect supports (they are its optional extras).
+NOT_IMPORTED = ("pandas", "numpy", "pyarrow", "polars")
 
 
 @dataclass(frozen=True)
@@ -39,10 +46,13 @@ class Written:
     """Event rows per (topic, type), for `centrality_events_in`."""
 
 
-def start(settings: ClickHouseSettings, parent_pid: int) -> None:
+def start(settings: ClickHouseSettings, parent_pid: int, mmap_threshold_bytes: int = 0) -> None:
     """Process initializer. A sink killed with SIGKILL cannot stop its pool: exit with it."""
     global _settings
     _settings = settings
+    map_large_blocks(mmap_threshold_bytes)
+    for name in NOT_IMPORTED:
+        sys.modules.setdefault(name, None)  # type: ignore[arg-type]  # None: ImportError
     configure_logging()  # a spawned process starts with nothing configured
     # A failed insert goes back to the sink, which says it (or counts it while ClickHouse is
     # away: schemas.runtime.outages); the client's own warnings would say it again at every retry.
@@ -58,18 +68,17 @@ def start(settings: ClickHouseSettings, parent_pid: int) -> None:
 
 
 def ready() -> None:
-    """Submitted once per process at start, so the first batch does not wait for imports:
-    clickhouse-connect imports pandas (seconds of CPU) at a process's first insert."""
-    from clickhouse_connect.driver import options
-
-    options.pd  # noqa: B018  (resolved lazily on first access)
+    """Submitted once per process at start, so the first batch does not wait for the process to
+    start and import (the pool starts its processes as work comes)."""
 
 
 def write_batch(
     records: list[Record], token: str, deadletter_topic: str, placement: Placement, max_rows: int
 ) -> Written:
     global _client
-    rows = rows_of(records, deadletter_topic, placement)
+    # This process's own copy of the batch (the sink keeps its own for a retry): let each
+    # record go once its rows are made, so the raw batch and its rows are never resident at once.
+    rows = rows_of(records, deadletter_topic, placement, consume=True)
     try:
         if _client is None:
             assert _settings is not None, "write_batch runs in a process started by start()"
@@ -86,13 +95,18 @@ def write_batch(
     return Written(len(rows), rows.rejected, by_type)
 
 
-def rows_of(records: list[Record], deadletter_topic: str, placement: Placement) -> Rows:
+def rows_of(
+    records: list[Record], deadletter_topic: str, placement: Placement, *, consume: bool = False
+) -> Rows:
     """Rows in offset order per partition, whatever order the fetches interleaved partitions in:
     a batch re-read after a crash must split into the same inserts, or a token would name
-    different rows than the first time and the server would drop them as a duplicate."""
+    different rows than the first time and the server would drop them as a duplicate.
+    `consume`: `records` is emptied on the way, each record freed as soon as it is decoded."""
+    pending = records if consume else list(records)
+    pending.sort(reverse=True)  # popped from the end: oldest first
     rows = Rows()
-    for record in sorted(records):
-        add_record(rows, record, deadletter_topic, placement)
+    while pending:
+        add_record(rows, pending.pop(), deadletter_topic, placement)
     return rows
 
 
