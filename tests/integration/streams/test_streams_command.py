@@ -78,3 +78,15 @@ def test_the_supervisor_beside_the_worker_is_the_standard_library_alone(tmp_path
         [sys.executable, "-m", "centrality.supervise", "5"], capture_output=True, text=True
     )
     assert missing.returncode == 2 and "usage" in missing.stderr
+
+
+def test_a_process_spawned_by_a_command_loads_none_of_the_cli() -> None:
+    # multiprocessing's spawn re-runs the command's script as `__mp_main__` in each process it
+    # starts (the history sink's insert processes): its imports are each process's to hold.
+    probe = (
+        "import runpy, sys\n"
+        f"runpy.run_path({str(CLI)!r}, run_name='__mp_main__')\n"
+        "print(sorted(m for m in ('centrality.cli', 'typer', 'rich') if m in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
