@@ -43,7 +43,7 @@ class CollectiveRecord:
 def read_record(line: str) -> CollectiveRecord | None:
     """One Inspector line's collective; None for any other line, a point-to-point record or a
     record missing what the summary needs."""
-    if not line.lstrip().startswith('{"header"'):  # most lines of a log: one look
+    if not line.startswith('{"header"'):  # most lines of a log: one look, no copy
         return None
     try:
         doc = orjson.loads(line)
