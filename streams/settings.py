@@ -52,15 +52,32 @@ class StreamsSettings(BaseSettings):
     store_write_buffer_bytes: int = Field(
         default=4 * 1024**2,
         ge=64 * 1024,
-        description="RocksDB stores: the memory each table partition gathers writes in before "
-        "it flushes them to disk (two such buffers at most per partition). Larger buffers "
+        description="RocksDB stores: the memory each node table partition gathers writes in "
+        "before it flushes them to disk (two such buffers at most per partition; the other "
+        "tables: STORE_QUIET_WRITE_BUFFER_BYTES). Larger buffers "
         "flush less often (each flush writes every state changed since the last), at the "
         "cost of memory that stays taken.",
+    )
+    store_quiet_write_buffer_bytes: int = Field(
+        default=1024**2,
+        ge=64 * 1024,
+        description="RocksDB stores of the tables written far less often than the node table "
+        "(jobs, node sets, incidents): the write buffer of each of their partitions. A buffer "
+        "is flushed only once full, so these fill for hours, and the worker's memory with "
+        "them (a job a minute: ~0.1 MB a minute at 4 MiB), up to partitions x 2 x this.",
     )
     store_block_cache_bytes: int = Field(
         default=8 * 1024**2,
         ge=0,
         description="RocksDB stores: the memory each table partition caches read blocks in.",
+    )
+    heap_trim_interval_s: float = Field(
+        default=60.0,
+        ge=0,
+        description="How often the worker hands the memory it freed back to the system "
+        "(glibc's malloc_trim): RocksDB's flushed write buffers and the batches freed in between "
+        "stay resident otherwise, and the worker's RSS creeps up to their high-water mark. "
+        "0: never.",
     )
     standby_replicas: int = Field(
         default=1,
@@ -147,11 +164,12 @@ class StreamsSettings(BaseSettings):
     def rule_modules(self) -> list[str]:
         return rule_modules(m.strip() for m in self.rules.split(",") if m.strip())
 
-    def store_options(self) -> dict[str, int]:
+    def store_options(self, *, busy: bool) -> dict[str, int]:
         """A table's RocksDB options (Faust's `RocksDBOptions`); a `memory://` store ignores
-        them."""
+        them. `busy`: the node table, written with nearly every message."""
+        buffer = self.store_write_buffer_bytes if busy else self.store_quiet_write_buffer_bytes
         return {
-            "write_buffer_size": self.store_write_buffer_bytes,
+            "write_buffer_size": buffer,
             "max_write_buffer_number": 2,
             "block_cache_size": self.store_block_cache_bytes,
         }

@@ -41,7 +41,7 @@ from schemas.codec import DecodeError, decode, encode
 from schemas.deadletter import DeadLetter
 from schemas.envelope import Event
 from schemas.placement import partition_for
-from schemas.runtime import tracing
+from schemas.runtime import malloc, tracing
 from schemas.runtime.deadletter import count_dead_letter
 from schemas.runtime.metrics.catalog import (
     DECISIONS,
@@ -125,10 +125,19 @@ class StreamsApp:
         app.timer(self.settings.tick_interval_s, on_leader=True, name="streams.faust.app.clock")(
             self.clock
         )
+        if self.settings.heap_trim_interval_s > 0:
+            app.timer(self.settings.heap_trim_interval_s, name="streams.faust.app.trim_heap")(
+                self.trim_heap
+            )
         # The stubs want `signal` as a keyword of every receiver; Faust passes it in kwargs.
         app.on_partitions_revoked.connect(self.forget_states)  # type: ignore[arg-type]
         app.on_worker_init.connect(self.trust_only_clean_stores)  # type: ignore[arg-type]
         app.on_worker_init.connect(spare_the_startup_heap_from_collections)  # type: ignore[arg-type]
+
+    async def trim_heap(self) -> None:
+        """What the worker freed, back to the system (`schemas.runtime.malloc.trim`): a few ms
+        a minute where the heap holds a hundred MB."""
+        malloc.trim()
 
     def hold_ticks_for(self, message: Any) -> None:
         """A routine record queued behind later ones of its partition: its partition's ticks

@@ -116,7 +116,7 @@ def wire(
             schema=raw(),
             partitions=layout.partitions,
             extra_topic_configs={"min.insync.replicas": str(layout.min_insync_replicas)},
-            options=settings.store_options(),  # Faust pops from it: one each
+            options=settings.store_options(busy=kind is NODES),  # Faust pops from it: one each
         )
         for kind in KINDS
     }

@@ -48,7 +48,7 @@ from tenacity import (
 )
 
 from schemas.placement import Placement
-from schemas.runtime import kafka_clients, tracing
+from schemas.runtime import kafka_clients, malloc, tracing
 from schemas.runtime.batches import SkippedBatch, SkippingFetcher
 from schemas.runtime.deadletter import count_dead_letter
 from schemas.runtime.metrics.catalog import EVENTS_IN, PROCESSING_SECONDS, labelled
@@ -58,7 +58,7 @@ from schemas.runtime.outages import OUTAGES
 from schemas.runtime.placement import read_by
 from schemas.runtime.settings import KafkaSettings
 from schemas.topics import CATALOG, topic_name
-from streams.history import malloc, writer
+from streams.history import writer
 from streams.history.migrations import migrate, plan
 from streams.history.rows import SINK_CONSUMER, Record, estimated_rows
 from streams.history.settings import ClickHouseSettings

@@ -20,9 +20,9 @@ from typing import Any
 from schemas.deadletter import DeadLetter
 from schemas.placement import Placement
 from schemas.runtime.logs import configure_logging
+from schemas.runtime.malloc import map_large_blocks
 from schemas.runtime.outages import CLICKHOUSE_LOGGERS
 from streams.history.client import connect
-from streams.history.malloc import map_large_blocks
 from streams.history.rows import DEAD_LETTER_COLUMNS, EVENT_COLUMNS, Record, Rows, add_record
 from streams.history.settings import ClickHouseSettings
 

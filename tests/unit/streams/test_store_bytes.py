@@ -9,6 +9,7 @@ from types import SimpleNamespace
 import rocksdict
 
 from streams.faust.observe import entries, store_bytes
+from tests.support.streams_app import in_memory
 
 
 def test_a_tables_partitions_are_summed_by_what_holds_the_memory(tmp_path: Path) -> None:
@@ -62,3 +63,17 @@ def test_a_store_in_memory_is_counted_as_a_dict() -> None:
 
 class _Table(dict[str, int]):
     data = SimpleNamespace()
+
+
+def test_only_the_node_table_gathers_writes_in_the_large_buffer(tmp_path: Path) -> None:
+    # The other tables, written a few times a minute, filled 4 MiB buffers for hours: the
+    # worker's memory grew all the while (issue 42, the soak).
+    app = in_memory(tmp_path, "key")
+    buffers = {name: t.options["write_buffer_size"] for name, t in app.top.tables.items()}
+    assert buffers == {
+        "nodes": 4 << 20,
+        "jobs": 1 << 20,
+        "node_sets": 1 << 20,
+        "incident_books": 1 << 20,
+        "incidents": 1 << 20,
+    }
