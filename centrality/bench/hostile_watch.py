@@ -240,12 +240,15 @@ def process_groups() -> dict[int, list[int]]:
 class PeakRss:
     """Peak resident memory per worker: the kernel's high-water mark (VmHWM) of each process in
     the worker's process group (the sink's insert processes too), summed. Off Linux, psutil's
-    RSS sampled, if installed. Every `every_s`, each worker's resident memory now (VmRSS,
-    summed alike) too: the curve a soak reads growth from."""
+    RSS sampled, if installed. Every `every_s`, each worker's highest resident memory (VmRSS,
+    summed alike) of the samples since the last point: the curve a soak reads growth from. The
+    highest, not the last: a worker that hands freed memory back (`malloc_trim`) saws up and
+    down by a few MB, and a point that fell on a trough read as growth the crests never had."""
 
     def __init__(self, every_s: float = 60.0) -> None:
         self._peaks: dict[str, dict[int, int]] = {}
         self._curve: dict[str, list[float]] = {}
+        self._crest_kb: dict[str, int] = {}
         self._every_s = every_s
         self._next_s = time.monotonic()
         self._psutil: Any = None
@@ -266,10 +269,13 @@ class PeakRss:
                     peaks[member] = max(peaks.get(member, 0), kb)
                 rss = self._kb(member, "VmRSS") if self._psutil is None else kb
                 now_kb[name] = now_kb.get(name, 0) + (rss or 0)
+        for name, kb in now_kb.items():
+            self._crest_kb[name] = max(self._crest_kb.get(name, 0), kb)
         if time.monotonic() >= self._next_s:
             self._next_s += self._every_s
-            for name, kb in now_kb.items():
+            for name, kb in self._crest_kb.items():
                 self._curve.setdefault(name, []).append(round(kb / 1024, 1))
+            self._crest_kb = {}
 
     def curve_mb(self) -> dict[str, list[float]]:
         """Per worker, its resident memory each `every_s` since the first sample."""

@@ -4,7 +4,9 @@ consumption or stall, peak memory, and the targets."""
 from __future__ import annotations
 
 import os
+import time
 
+import pytest
 from aiokafka import ConsumerRecord, TopicPartition
 
 from centrality.bench.hostile import Options
@@ -100,3 +102,18 @@ def test_a_soak_reads_each_worker_s_memory_each_minute_and_its_growth_after_ten(
     assert growth([*warm, 104.0, 103.0]) == 0.04  # from minute 10 to its highest since
     assert growth([100.0, 150.0] * 5 + [100.0, 130.0]) == 0.3
     assert growth([100.0] * 10) is None  # never got past the warm-up
+
+
+def test_each_minute_s_point_is_its_crest_so_a_sawtooth_is_not_read_as_growth(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    clock = iter([0.0, 0.0, 20.0, 40.0, 61.0, 80.0, 121.0])  # the first: PeakRss starts its clock
+    monkeypatch.setattr(time, "monotonic", lambda: next(clock))
+    rss_kb = iter([100, 150, 110, 120, 140, 130])  # freed memory handed back between samples
+    read = {"VmHWM": lambda: 150 * 1024, "VmRSS": lambda: next(rss_kb) * 1024}
+    monkeypatch.setattr(PeakRss, "_kb", staticmethod(lambda pid, field: read[field]()))
+    rss = PeakRss(every_s=60.0)
+    for _ in range(6):
+        rss.sample({"streams": 1})
+    # the first sample, then the highest of each minute: never the trough that ended it
+    assert rss.curve_mb() == {"streams": [100.0, 150.0, 140.0]}
