@@ -71,6 +71,14 @@ class StreamsSettings(BaseSettings):
         ge=0,
         description="RocksDB stores: the memory each table partition caches read blocks in.",
     )
+    bulk_lane_records: int = Field(
+        default=2048,
+        ge=16,
+        description="GPU sample records an agent's queue holds before their partitions stop "
+        "being fetched (resumed at 40 %): the bulk lane of streams.faust.lanes. At Faust's own "
+        "bound, which the other lanes keep (16,384), a worker behind the fleet could hold "
+        "13,107 of them (~80 MB).",
+    )
     heap_trim_interval_s: float = Field(
         default=60.0,
         ge=0,

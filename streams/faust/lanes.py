@@ -20,16 +20,23 @@ Order within a partition is kept where a partition's records share a lane (the b
 always). A telemetry record is overtaken by later fast records of its partition: the folds take
 a node's heartbeats, XIDs and samples in any order already (across topics Kafka gives none), and
 the app is told of each such record (`Lanes.overtaken`) so a tick never judges past it
-(`streams.faust.read_positions`). Each lane has the queue's whole size and its own back-pressure, so
+(`streams.faust.read_positions`). Each lane has its own size and back-pressure, so
 a lane under pressure pauses the partitions whose records fill it (Faust's own mechanism, per
 partition) and never blocks a record queued in another; the queue reports full, which makes
 Faust's conductor hand the record to `put`, only where a lane is full, and `put` waits only for
 its own lane. (A telemetry lane under pressure pauses `nodes` partitions, XIDs not yet fetched
 included: that takes a backlog of 13,107 routine records, four fifths of the app's 16,384.)
+
+The bulk lane is smaller (`CENTRALITY_STREAMS_BULK_LANE_RECORDS`, 2,048): a GPU sample record is
+~6 KB with its eight GPUs, and a worker behind the fleet could hold 13,107 of them (~80 MB)
+before its `gpu` partitions paused (a snapshot of a worker behind at 2,000 nodes: 25,669 fetched
+records, 77 MB of its heap). Nothing waits behind the bulk lane, and the 819 records left
+when its partitions fetch again are ~0.2 s of work: the bound saves memory, not time.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections import deque
 from collections.abc import Callable
@@ -58,6 +65,7 @@ class Lanes:
     """Which lane a record queues in, and who hears of a record that later ones overtake."""
 
     bulk_topics: frozenset[str] = frozenset()
+    bulk_records_max: int = 0  # the bulk lane's own size (0: the queue's, as the others)
     telemetry: Callable[[bytes], bool] = _never  # of a record's value, on the other topics
     overtaken: Callable[[Any], None] = _ignore  # given each telemetry-lane record's message
 
@@ -114,6 +122,10 @@ class LanedQueue(ThrowableQueue[Any]):
         self._queue: deque[Any] = deque()
         self._lanes: tuple[deque[Any], ...] = (deque(), deque(), self._queue)
         self._drops: dict[int, set[Callable[[], None]]] = {id(lane): set() for lane in self._lanes}
+        bulk = self._lanes_of.bulk_records_max
+        self._sizes = {id(lane): maxsize for lane in self._lanes}
+        if bulk and (not maxsize or bulk < maxsize):
+            self._sizes[id(self._queue)] = bulk
 
     def _put(self, item: Any) -> None:
         lane = self._lanes_of.of(item)
@@ -157,7 +169,7 @@ class LanedQueue(ThrowableQueue[Any]):
     ) -> bool:
         lane = self._lane(value)
         drops = self._drops[id(lane)]
-        high = on_pressure_drop not in drops and len(lane) >= self.pressure_high_size
+        high = on_pressure_drop not in drops and len(lane) >= self._high(lane)
         if high:  # the partition that fills this lane stops being fetched until it drains
             drops.add(on_pressure_drop)
             on_pressure_high()
@@ -173,14 +185,19 @@ class LanedQueue(ThrowableQueue[Any]):
                 for resume in list(drops):
                     resume()
                 drops.clear()
-            elif len(lane) <= self.pressure_drop_size:
+            elif len(lane) <= math.floor(self._sizes[id(lane)] * self.pressure_drop_ratio):
                 drops.pop()()
 
     def _lane(self, item: Any) -> deque[Any]:
         return self._lanes[self._lanes_of.of(item)]
 
     def _is_full(self, lane: deque[Any]) -> bool:
-        return self.maxsize > 0 and len(lane) >= self.maxsize
+        size = self._sizes[id(lane)]
+        return size > 0 and len(lane) >= size
+
+    def _high(self, lane: deque[Any]) -> int:
+        """mode's `pressure_high_size`, of the lane's own size."""
+        return math.floor(self._sizes[id(lane)] / self.pressure_high_ratio)
 
 
 class LanedApp(App):

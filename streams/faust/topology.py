@@ -103,7 +103,10 @@ def wire(
     # whatever leads to decisions (streams.faust.lanes); a tick waits for the records that XIDs
     # overtook.
     app.lanes = Lanes(
-        bulk_topics=frozenset({topic_name("gpu", kafka)}), telemetry=routine, overtaken=overtaken
+        bulk_topics=frozenset({topic_name("gpu", kafka)}),
+        bulk_records_max=settings.bulk_lane_records,
+        telemetry=routine,
+        overtaken=overtaken,
     )
     # Values are the entity's JSON document, serialized by pydantic (bytes in, bytes out):
     # readable in the changelog by any tool, and no second serialization by Faust.

@@ -21,12 +21,13 @@ def event(topic: str, n: int, value: bytes = b"{}") -> Any:
     return SimpleNamespace(message=SimpleNamespace(topic=topic, value=value, offset=n), n=n)
 
 
-def queue(maxsize: int = 100, overtaken: list[int] | None = None) -> LanedQueue:
+def queue(maxsize: int = 100, overtaken: list[int] | None = None, bulk: int = 0) -> LanedQueue:
     flow = FlowControlEvent()
     flow.resume()
     told = overtaken if overtaken is not None else []
     lanes = Lanes(
         bulk_topics=frozenset({GPU}),
+        bulk_records_max=bulk,
         telemetry=routine,
         overtaken=lambda message: told.append(message.offset),
     )
@@ -80,6 +81,38 @@ def test_back_pressure_pauses_only_the_partitions_of_the_lane_that_fills() -> No
     assert resumed == []
     q.get_nowait()
     assert resumed == [GPU]  # seen at the drop size: fetched again
+
+
+async def test_the_bulk_lane_holds_fewer_records_than_the_others_and_pauses_sooner() -> None:
+    q = queue(maxsize=100, bulk=10)  # the bulk lane: pressure high from 8 records, drop at 4
+    paused: list[str] = []
+    resumed: list[str] = []
+
+    def put(topic: str, n: int, value: bytes = b"{}") -> bool:
+        return q.put_nowait_enhanced(
+            event(topic, n, value),
+            on_pressure_high=lambda: paused.append(topic),
+            on_pressure_drop=lambda: resumed.append(topic),
+        )
+
+    assert not any(put(GPU, n) for n in range(8))
+    assert put(GPU, 8) and paused == [GPU]
+    assert not any(put(NODES, n, HEARTBEAT) for n in range(50)) and paused == [GPU]
+    put(GPU, 9)
+    assert q.full()  # the bulk lane, at its own size: Faust's conductor calls `put`
+    waiting = asyncio.ensure_future(q.put(event(GPU, 10)))
+    await asyncio.sleep(0.01)
+    assert not waiting.done()
+    await asyncio.wait_for(q.put(event(NODES, 99)), timeout=1)  # the other lanes have room
+    for _ in range(51):
+        q.get_nowait()  # the fast record and the heartbeats
+    q.get_nowait()  # a sample: room for the one waiting
+    await asyncio.wait_for(waiting, timeout=1)
+    for _ in range(6):
+        q.get_nowait()  # 4 samples left
+    assert resumed == []
+    q.get_nowait()
+    assert resumed == [GPU]  # seen at the bulk lane's drop size
 
 
 async def test_heartbeats_queue_behind_what_leads_to_decisions_and_ahead_of_samples() -> None:
