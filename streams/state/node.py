@@ -10,6 +10,7 @@ service again once a release succeeded (see `streams.state.story`). What the sch
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass, fields, replace
 from datetime import datetime
 from functools import singledispatch
 
@@ -84,10 +85,14 @@ class Health(BaseModel):
     at: datetime
 
 
-class GpuCounters(BaseModel):
-    """Highest error counters seen per GPU (NVML's volatile counters only grow until reboot)."""
+@dataclass(frozen=True, slots=True)
+class GpuCounters:
+    """Highest error counters seen per GPU (NVML's volatile counters only grow until reboot).
 
-    model_config = ConfigDict(frozen=True)
+    A slotted dataclass, not a model: a node keeps one per GPU whose counters ever rose, so a
+    fleet whose GPUs all count corrected errors holds one per GPU. As a frozen model each took
+    ~600 bytes in the worker's decoded states (9.8 MB for 2,000 nodes of 8 GPUs), as this ~80.
+    Pydantic reads and writes it as the same JSON object the model was."""
 
     ecc_single_bit: int = 0
     ecc_double_bit: int = 0
@@ -393,7 +398,7 @@ def _(event: NodeHealthChecked, state: Node) -> Node:
 
 
 # The counters, which only grow: every int field of the model.
-_COUNTERS = tuple(n for n, f in GpuCounters.model_fields.items() if f.annotation is int)
+_COUNTERS = tuple(f.name for f in fields(GpuCounters) if f.type == "int")
 _NO_COUNTERS = GpuCounters()
 
 
@@ -413,7 +418,7 @@ def _(event: GpuSampled, state: Node) -> Node:
         rose["ecc_double_bit_rose_at"] = event.occurred_at
     update: dict[str, object] = {}
     if rose:
-        update["gpus"] = {**state.gpus, p.gpu: old.model_copy(update=rose)}
+        update["gpus"] = {**state.gpus, p.gpu: replace(old, **rose)}
     # A GPU's first counts are what it gathered before we saw it, not a rise.
     rises: dict[str, int] = {}
     if rose and p.gpu in state.gpus:

@@ -146,6 +146,21 @@ def test_gpu_counters_keep_the_maximum_and_note_when_double_bit_errors_rose() ->
     assert n.gpus[1].ecc_double_bit_rose_at is None
 
 
+def test_gpu_counters_are_stored_as_the_model_stored_them_and_held_without_a_dict() -> None:
+    """States written before the counters became a slotted dataclass read back unchanged, and
+    one node's eight GPUs cost no per-object dict (a fleet holds one per GPU)."""
+    stored = (
+        b'{"ecc_single_bit":1,"ecc_double_bit":0,"remapped_rows_correctable":0,'
+        b'"remapped_rows_uncorrectable":0,"retired_pages":0,"ecc_double_bit_rose_at":null}'
+    )
+    n = fold_node(sample(at_s=1, ecc_single_bit=1))
+    encoded = n.__pydantic_serializer__.to_json(n)
+    assert b'"gpus":{"0":' + stored + b"}" in encoded
+    again = node.Node.model_validate_json(encoded)
+    assert again == n and isinstance(again.gpus[0], node.GpuCounters)
+    assert not hasattr(again.gpus[0], "__dict__")
+
+
 def test_xids_are_counted_once_per_event() -> None:
     e = xid(code=79)
     n = fold_node(e, e, xid(code=13))
