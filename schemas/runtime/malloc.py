@@ -1,5 +1,6 @@
-"""glibc's malloc, told to give memory back to the system: the history sink's large buffers once
-freed (`map_large_blocks`), and what a long-running worker freed in between (`trim`).
+"""glibc's malloc, told to give memory back to the system: the large buffers of the history sink
+and the streams worker once freed (`map_large_blocks`), and what a long-running worker freed in
+between (`trim`).
 
 Both are no-ops where the C library is not glibc."""
 

@@ -80,7 +80,9 @@ def create_app() -> LanedApp:
     """The streams worker's Faust app, from the environment's settings (`python -m streams`)."""
     tracing.configure("centrality-streams")
     key = SigningSettings().require("the streams worker")  # no unsigned decisions, ever
-    return StreamsApp(KafkaSettings(), StreamsSettings(), key).app
+    settings = StreamsSettings()
+    malloc.map_large_blocks(settings.mmap_threshold_bytes)  # before the first fetch is buffered
+    return StreamsApp(KafkaSettings(), settings, key).app
 
 
 class StreamsApp:
