@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from schemas.runtime import malloc
 from schemas.runtime.local_stack import LocalStackSettings
 from streams.state.incidents import WINDOW_S as INCIDENT_WINDOW_S
 
@@ -87,16 +88,7 @@ class StreamsSettings(BaseSettings):
         "stay resident otherwise, and the worker's RSS creeps up to their high-water mark. "
         "0: never.",
     )
-    mmap_threshold_bytes: int = Field(
-        default=1 << 20,
-        ge=0,
-        le=32 << 20,
-        description="glibc only: memory blocks this large or larger (fetch responses, batches) "
-        "get a mapping of their own, given back to the system when freed, as in the history "
-        "sink. glibc's own threshold rises with every large block freed, after which such "
-        "blocks come from the heap or a thread's arena and their holes stay resident. 0 keeps "
-        "glibc's behaviour.",
-    )
+    mmap_threshold_bytes: int = malloc.threshold_setting("fetch responses, batches")
     standby_replicas: int = Field(
         default=1,
         ge=0,

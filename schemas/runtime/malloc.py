@@ -9,7 +9,24 @@ from __future__ import annotations
 import ctypes
 from typing import Any
 
+from pydantic import Field
+
 _M_MMAP_THRESHOLD = -3  # mallopt's parameter number, from glibc's malloc.h
+_MMAP_THRESHOLD_MAX_BYTES = 32 << 20  # glibc's ceiling for it on 64-bit
+
+
+def threshold_setting(what: str) -> Any:
+    """The setting of a process's `map_large_blocks` threshold: 1 MiB by default; `what` names
+    the blocks it is for."""
+    return Field(
+        default=1 << 20,
+        ge=0,
+        le=_MMAP_THRESHOLD_MAX_BYTES,
+        description=f"glibc only: memory blocks this large or larger ({what}) get a mapping of "
+        "their own, given back to the system when freed. glibc's own threshold rises with every "
+        "large block freed, and such blocks then stay resident in the holes they leave; 0 keeps "
+        "glibc's behaviour.",
+    )
 
 
 def _glibc(name: str) -> Any | None:

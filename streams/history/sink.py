@@ -90,13 +90,8 @@ class SinkSettings(BaseSettings):
     lag_log_interval_s: float = Field(
         default=10.0, gt=0, description="How often the sink logs its lag (`sink_progress`)."
     )
-    mmap_threshold_bytes: int = Field(
-        default=1 << 20,
-        ge=0,
-        le=32 << 20,
-        description="glibc only: memory blocks this large or larger, in the sink and its insert "
-        "processes, are given back to the system when freed (glibc's own threshold rises with "
-        "the batches, and their buffers then stay resident); 0 keeps glibc's behaviour.",
+    mmap_threshold_bytes: int = malloc.threshold_setting(
+        "in the sink and its insert processes: batches, fetch responses"
     )
 
 
