@@ -185,7 +185,7 @@ class LanedQueue(ThrowableQueue[Any]):
                 for resume in list(drops):
                     resume()
                 drops.clear()
-            elif len(lane) <= math.floor(self._sizes[id(lane)] * self.pressure_drop_ratio):
+            elif len(lane) <= self._low(lane):
                 drops.pop()()
 
     def _lane(self, item: Any) -> deque[Any]:
@@ -198,6 +198,10 @@ class LanedQueue(ThrowableQueue[Any]):
     def _high(self, lane: deque[Any]) -> int:
         """mode's `pressure_high_size`, of the lane's own size."""
         return math.floor(self._sizes[id(lane)] / self.pressure_high_ratio)
+
+    def _low(self, lane: deque[Any]) -> int:
+        """mode's `pressure_drop_size`, of the lane's own size."""
+        return math.floor(self._sizes[id(lane)] * self.pressure_drop_ratio)
 
 
 class LanedApp(App):
