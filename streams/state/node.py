@@ -397,7 +397,7 @@ def _(event: NodeHealthChecked, state: Node) -> Node:
     return state.model_copy(update=update) if update else state
 
 
-# The counters, which only grow: every int field of the model.
+# The counters, which only grow: every int field (annotations are strings here: `from __future__`).
 _COUNTERS = tuple(f.name for f in fields(GpuCounters) if f.type == "int")
 _NO_COUNTERS = GpuCounters()
 
