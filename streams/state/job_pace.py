@@ -6,7 +6,9 @@ signs of slowness (`slow_node`). Like every forward, it runs from the job to its
 a node's decision never reaches a job (`streams.brain.parts`).
 
 Told only on a change of what a node would hear, rounded (`STEP`): a job logging every step of a
-thousand hosts tells a host again when its standing moves, not every interval.
+thousand hosts tells a host again when its standing moves, not every interval. A ratio is told
+again only once it has moved past its told class by a quarter of a step (`HELD`): step times
+jitter, and a slowdown hovering at a class's edge told every host of the job at every crossing.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from streams.state.pace import BEHIND, cadence_s, pace_s, slow_since
 from streams.state.training_job import TrainingJob
 
 STEP = 0.05  # ratios told to the nearest 5 %
+HELD = 0.75 * STEP  # how far from the told class's middle a ratio may move untold
 JOB = "*"  # `pace_told`'s key for the job-wide slowdown last told to every node
 
 
@@ -27,8 +30,10 @@ def reports(job: TrainingJob, event: Event, window_s: float) -> tuple[TrainingJo
         event, StepTimesObserved | CheckpointSaved | CollectivesTimed
     ):
         return job, []
+    told_slowdown = job.pace_told.get(JOB)
     slowdown = _slowdown(job)
-    if isinstance(event, CheckpointSaved) or job.pace_told.get(JOB) != _word(slowdown):
+    job_word = _held(told_slowdown, slowdown)
+    if isinstance(event, CheckpointSaved) or told_slowdown != job_word:
         nodes = job.nodes
     else:
         nodes = (event.payload.node,)
@@ -43,8 +48,8 @@ def reports(job: TrainingJob, event: Event, window_s: float) -> tuple[TrainingJo
         waited = job.waits.waited.get(node)
         word = "|".join(
             (
-                _word(ratio),
-                _word(slowdown),
+                _held(told.get(node, "").partition("|")[0], ratio),
+                job_word,
                 str(job.last_checkpoint_step),
                 _word(cadence),
                 "waited" if waited else "-",  # its figures move with every interval
@@ -70,7 +75,7 @@ def reports(job: TrainingJob, event: Event, window_s: float) -> tuple[TrainingJo
             "waited_at": waited.collective if waited else None,
         }
         out.append(_paced(event, node, word, payload))
-    told[JOB] = _word(slowdown)
+    told[JOB] = job_word
     return job.model_copy(update={"pace_told": told}), out
 
 
@@ -81,6 +86,13 @@ def _slowdown(job: TrainingJob) -> float | None:
 
 def _word(value: float | None) -> str:
     return "-" if value is None else f"{round(value / STEP) * STEP:.2f}"
+
+
+def _held(told: str | None, value: float | None) -> str:
+    """`value`'s word, or the one told while `value` stays within `HELD` of it."""
+    if value is not None and told and told != "-" and abs(value - float(told)) <= HELD:
+        return told
+    return _word(value)
 
 
 def _paced(event: Event, node: str, word: str, payload: dict[str, object]) -> NodeJobPaced:
