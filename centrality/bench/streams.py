@@ -9,15 +9,18 @@ import contextlib
 import os
 import random
 import shutil
+import socket
 import statistics
 import sys
 import tempfile
 import time
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import orjson
 import typer
 from aiokafka import TopicPartition
 from rich.console import Console
@@ -25,12 +28,13 @@ from rich.console import Console
 from centrality.bench.cli import bench_app, report
 from centrality.bench.history_data import job_run, node_telemetry
 from centrality.bench.run import delete_topics
-from centrality.stack.process import ManagedProcess
+from centrality.bench.scale_watch import cpu_s
+from centrality.stack.process import ManagedProcess, ServiceError
 from schemas.codec import decode, encode, encode_batch
 from schemas.events import JobExited
-from schemas.placement import partition_for
 from schemas.runtime import kafka_clients
 from schemas.runtime.admin import ensure_topics
+from schemas.runtime.metrics.server import http_ok
 from schemas.runtime.settings import KafkaSettings
 from schemas.topics import partition_count, topic_name
 from streams.brain.process import Brain
@@ -127,31 +131,46 @@ def _events_before(
     return sum(sum(counts[: offsets.get(tp, 0)]) for tp, counts in messages_per_tp.items())
 
 
-async def worker_rate(
-    kafka: KafkaSettings,
-    group: str,
-    ends: dict[TopicPartition, int],
-    counts: dict[TopicPartition, list[int]],
-    timeout_s: float,
+async def all_committed(
+    kafka: KafkaSettings, group: str, ends: dict[TopicPartition, int], timeout_s: float
 ) -> float:
-    """Events/s of the worker's consumer group, from its first commit to its last."""
+    """The moment (`time.perf_counter()`) the worker's group has committed every filled record."""
     admin = kafka_clients.admin(kafka)
     await admin.start()
     try:
-        first: tuple[float, int] | None = None
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             committed = await admin.list_consumer_group_offsets(group, partitions=list(ends))
             offsets = {tp: meta.offset for tp, meta in committed.items() if meta.offset >= 0}
-            now, done = time.perf_counter(), _events_before(counts, offsets)
-            if first is None and done:
-                first = (now, done)
-            if all(offsets.get(tp, 0) >= end for tp, end in ends.items()) and first:
-                return (done - first[1]) / (now - first[0])
+            if all(offsets.get(tp, 0) >= end for tp, end in ends.items()):
+                return time.perf_counter()
             await asyncio.sleep(0.05)
         raise TimeoutError(f"the streams worker did not finish within {timeout_s} s")
     finally:
         await admin.close()
+
+
+def _ready(url: str) -> bool:
+    with contextlib.suppress(OSError):  # not listening yet, or 503: not ready
+        return http_ok(url)()
+    return False
+
+
+def wait_ready(worker: ManagedProcess, url: str, timeout_s: float) -> float:
+    """The moment the worker's `/readyz` first answers 200: partitions assigned, tables
+    recovered. Polled every 20 ms: the clock starts where the worker can start consuming."""
+    deadline = time.monotonic() + timeout_s
+    while not _ready(url):
+        if worker.pid() is None or time.monotonic() > deadline:
+            raise ServiceError(f"the streams worker never got ready:\n{worker.log_tail(20)}")
+        time.sleep(0.02)
+    return time.perf_counter()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
 def _probe(job: str) -> JobExited:
@@ -174,6 +193,16 @@ def _background(nodes: int) -> Iterator[tuple[bytes, bytes]]:
             yield events[0].key, encode_batch(events[1:])
 
 
+def _restarted(value: bytes) -> list[str]:
+    """The jobs a trigger record restarts. Read without this checkout's contract: an older
+    worker's triggers (`--worker-from`) may not validate against it."""
+    with contextlib.suppress(orjson.JSONDecodeError, TypeError, AttributeError):
+        events = orjson.loads(value)
+        events = events if isinstance(events, list) else [events]
+        return [e.get("subject") for e in events if e.get("type") == "RestartJob"]
+    return []
+
+
 async def latency(kafka: KafkaSettings, duration_s: float, background_eps: int) -> list[float]:
     """Milliseconds from producing a crashed job's exit to receiving its RestartJob."""
     sent: dict[str, float] = {}
@@ -192,9 +221,9 @@ async def latency(kafka: KafkaSettings, duration_s: float, background_eps: int) 
             for records in (await triggers.getmany(timeout_ms=100)).values():
                 at = time.perf_counter()
                 for record in records:
-                    for event in decode(record.value):
-                        if event.type == "RestartJob" and event.subject in sent:
-                            got.setdefault(event.subject, at)
+                    for subject in _restarted(record.value):
+                        if subject in sent:
+                            got.setdefault(subject, at)
             if sending_done.is_set() and len(got) >= len(sent):
                 all_received.set()
 
@@ -227,68 +256,113 @@ async def latency(kafka: KafkaSettings, duration_s: float, background_eps: int) 
     return [1000 * (got[k] - sent[k]) for k in sent]
 
 
+@dataclass(frozen=True)
+class WorkerRun:
+    """The worker over the filled topics: from `/readyz` (assigned, recovered) to its commit of
+    the last filled record. Timed from readiness, not from its first commit: when the first
+    commit lands depends on the commit timer and on what the worker reads first, not on its
+    speed (an older worker that committed late looked three times as fast)."""
+
+    busy_s: float
+    cpu_s: float  # its process group's user and system CPU over busy_s
+    latencies_ms: list[float]
+
+
+def run_worker(
+    kafka: KafkaSettings, group: str, ends: dict[TopicPartition, int], opts: StreamsOptions
+) -> WorkerRun:
+    data_dir = Path(tempfile.mkdtemp(prefix="bench-streams-"))
+    worker, port = ManagedProcess("streams", data_dir), free_port()
+    env = {
+        "CENTRALITY_KAFKA_TOPIC_PREFIX": kafka.topic_prefix,
+        "CENTRALITY_STREAMS_APP_ID": group,
+        # The bench's own key unless one is configured: the worker refuses to start without.
+        "CENTRALITY_TRIGGER_KEY": os.environ.get("CENTRALITY_TRIGGER_KEY", uuid.uuid4().hex),
+        "CENTRALITY_STREAMS_DATA_DIR": str(data_dir / "tables"),
+        "CENTRALITY_STREAMS_COMMIT_INTERVAL_S": "0.2",
+        "CENTRALITY_METRICS_ADDR": f"127.0.0.1:{port}",
+    }
+    checkout = None if opts.worker_from is None else opts.worker_from.resolve()
+    if checkout is not None:  # its modules first, run from there (Faust imports from the cwd)
+        env["PYTHONPATH"] = str(checkout)
+    argv = [str(Path(sys.executable).with_name("centrality")), "streams"]
+    pid = worker.start(argv, env=env, cwd=checkout)
+    try:
+        ready_at = wait_ready(worker, f"http://127.0.0.1:{port}/readyz", timeout_s=180)
+        cpu_ready = cpu_s({"streams": pid})["streams"]
+        done_at = asyncio.run(all_committed(kafka, group, ends, timeout_s=600))
+        cpu_used = cpu_s({"streams": pid})["streams"] - cpu_ready
+        Console(stderr=True).log(
+            f"streams worker: through in {done_at - ready_at:.2f} s from ready"
+        )
+        probing = opts.latency_s > 0
+        lat = asyncio.run(latency(kafka, opts.latency_s, opts.background_eps)) if probing else []
+    except Exception:
+        Console(stderr=True).log(f"streams worker log {worker.log_file}:\n{worker.log_tail(20)}")
+        raise
+    finally:
+        worker.stop()  # before removing data_dir: its pid file lives there
+    shutil.rmtree(data_dir, ignore_errors=True)
+    return WorkerRun(done_at - ready_at, cpu_used, sorted(lat))
+
+
+@dataclass(frozen=True)
+class StreamsOptions:
+    latency_s: float
+    background_eps: int
+    worker_from: Path | None
+
+
 @bench_app.command("streams")
 def bench_streams(
     nodes: int = typer.Option(128, help="Simulated nodes (8 GPUs each, sampled every minute)."),
     minutes: int = typer.Option(60, help="Minutes of telemetry in the filled topics."),
     jobs: int = typer.Option(400, help="Job runs in the filled topics (a fifth crash)."),
-    latency_s: float = typer.Option(20.0, help="How long to probe latency under load."),
+    latency_s: float = typer.Option(
+        20.0, help="How long to probe latency under load; 0 skips the probe."
+    ),
     background_eps: int = typer.Option(5000, help="Background GPU samples per second."),
+    worker_from: str | None = typer.Option(
+        None,
+        help="Run the worker of this checkout (an older commit's worktree) instead, to compare "
+        "commits in the same minutes; the raw loop stays this checkout's.",
+    ),
     json: bool = typer.Option(False, "--json", help="Print one JSON line."),
 ) -> None:
     """Streams worker rate vs a raw aiokafka loop (target ≥ 50%), and p50/p99 latency (≤ 1 s)."""
     run = uuid.uuid4().hex[:8]
-    progress = Console(stderr=True)
     kafka = KafkaSettings().model_copy(update={"topic_prefix": f"bench{run}."})
     group = f"bench-streams-{run}"
+    opts = StreamsOptions(
+        latency_s, background_eps, None if worker_from is None else Path(worker_from)
+    )
     try:
         asyncio.run(ensure_topics(kafka))
         messages = workload(nodes, minutes, jobs, datetime.now(UTC))
         asyncio.run(fill(kafka, messages))
-        progress.log(f"filled {len(messages)} messages on {kafka.topic_prefix}*")
+        Console(stderr=True).log(f"filled {len(messages)} messages on {kafka.topic_prefix}*")
         ends = asyncio.run(end_offsets(kafka))
-        counts: dict[TopicPartition, list[int]] = {tp: [] for tp in ends}
-        count = {t: partition_count(t) for t in TOPICS}
-        for topic, key, _, n in messages:  # per partition, in produce order = offset order
-            tp = TopicPartition(topic_name(topic, kafka), partition_for(key, count[topic]))
-            counts[tp].append(n)
-
-        data_dir = Path(tempfile.mkdtemp(prefix="bench-streams-"))
-        worker = ManagedProcess("streams", data_dir)
-        env = {
-            "CENTRALITY_KAFKA_TOPIC_PREFIX": kafka.topic_prefix,
-            "CENTRALITY_STREAMS_APP_ID": group,
-            # The bench's own key unless one is configured: the worker refuses to start without.
-            "CENTRALITY_TRIGGER_KEY": os.environ.get("CENTRALITY_TRIGGER_KEY", uuid.uuid4().hex),
-            "CENTRALITY_STREAMS_DATA_DIR": str(data_dir / "tables"),
-            "CENTRALITY_STREAMS_COMMIT_INTERVAL_S": "0.2",
-        }
-        worker.start(
-            [str(Path(sys.executable).with_name("centrality")), "streams"],
-            env={**os.environ, **env},
-        )
-        try:
-            rate = asyncio.run(worker_rate(kafka, group, ends, counts, timeout_s=600))
-            progress.log(f"streams worker: {rate:.0f} events/s over {len(messages)} messages")
-            lat = sorted(asyncio.run(latency(kafka, latency_s, background_eps)))
-        except Exception:
-            progress.log(f"streams worker log {worker.log_file}:\n{worker.log_tail(20)}")
-            raise
-        finally:
-            worker.stop()  # before removing data_dir: its pid file lives there
-        shutil.rmtree(data_dir, ignore_errors=True)
+        worked = run_worker(kafka, group, ends, opts)
         events, raw_rate = asyncio.run(raw_loop(kafka, ends))
     finally:  # the run's topics, its tables' changelogs too: never left behind
         asyncio.run(delete_topics(kafka, group))
-    result = {
+    report("bench streams", _result(events, len(messages), worked, raw_rate, opts), json=json)
+
+
+def _result(
+    events: int, messages: int, worked: WorkerRun, raw_rate: float, opts: StreamsOptions
+) -> dict[str, object]:
+    rate, lat = events / worked.busy_s, worked.latencies_ms
+    return {
         "events": events,
-        "messages": len(messages),
+        "messages": messages,
         "rate_eps": round(rate),
+        "worker_cpu_us_per_event": round(1e6 * worked.cpu_s / events, 1),
         "raw_rate_eps": round(raw_rate),
         "ratio": round(rate / raw_rate, 3),
-        "latency_p50_ms": round(statistics.median(lat), 1),
-        "latency_p99_ms": round(lat[min(len(lat) - 1, int(len(lat) * 0.99))], 1),
+        "latency_p50_ms": round(statistics.median(lat), 1) if lat else None,
+        "latency_p99_ms": round(lat[min(len(lat) - 1, int(len(lat) * 0.99))], 1) if lat else None,
         "probes": len(lat),
-        "background_eps": background_eps,
+        "background_eps": opts.background_eps,
+        "worker_from": None if opts.worker_from is None else str(opts.worker_from),
     }
-    report("bench streams", result, json=json)

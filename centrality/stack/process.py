@@ -43,7 +43,9 @@ class ManagedProcess:
         self.pid_file.unlink(missing_ok=True)
         return None
 
-    def start(self, argv: Sequence[str], env: dict[str, str] | None = None) -> int:
+    def start(
+        self, argv: Sequence[str], env: dict[str, str] | None = None, cwd: Path | None = None
+    ) -> int:
         """Start detached (own session, so it outlives the shell); no-op if already running."""
         running = self.pid()
         if running is not None:
@@ -56,6 +58,7 @@ class ManagedProcess:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 env={**os.environ, **(env or {})},
+                cwd=cwd,
                 start_new_session=True,
             )
         self.pid_file.write_text(str(proc.pid))
