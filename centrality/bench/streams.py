@@ -125,12 +125,6 @@ async def raw_loop(kafka: KafkaSettings, ends: dict[TopicPartition, int]) -> tup
         await consumer.stop()
 
 
-def _events_before(
-    messages_per_tp: dict[TopicPartition, list[int]], offsets: dict[TopicPartition, int]
-) -> int:
-    return sum(sum(counts[: offsets.get(tp, 0)]) for tp, counts in messages_per_tp.items())
-
-
 async def all_committed(
     kafka: KafkaSettings, group: str, ends: dict[TopicPartition, int], timeout_s: float
 ) -> float:
