@@ -127,6 +127,7 @@ def collectives_timed(
     comm_nodes: int = 4,
     timing: str = "kernel_gpu",
     collective: str = "AllReduce",
+    communicator: str = "0x9e7a479f95a66c",
 ) -> CollectivesTimed:
     """One host's collectives in one communicator over an interval, as the log tailer summarises
     NCCL Inspector's records."""
@@ -134,7 +135,7 @@ def collectives_timed(
         **envelope(job, at_s),
         payload={
             "node": node,
-            "communicator": "0x9e7a479f95a66c",
+            "communicator": communicator,
             "collective": collective,
             "size_bytes": 1 << 28,
             "comm_ranks": 8 * comm_nodes,

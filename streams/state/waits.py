@@ -82,7 +82,8 @@ def _judge(times: dict[str, dict[str, float]], host: str) -> tuple[float, float,
         if mine is None or not others:
             continue
         theirs = median(others)
-        found.append((theirs / max(mine, 1.0), theirs - mine, key.split("/")[1]))
+        # From the right: a communicator's id is the writer's to choose, and may hold a "/".
+        found.append((theirs / max(mine, 1.0), theirs - mine, key.rsplit("/", 2)[1]))
     if not found:
         return None
     ratio = median(f[0] for f in found)

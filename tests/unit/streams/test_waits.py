@@ -11,10 +11,12 @@ from streams.testing import JOB, Story, collectives_timed, ended, running, step_
 HOSTS = ("n1", "n2", "n3")
 
 
-def _told(times: dict[str, float], at_s: float = 60.0) -> Waits:
+def _told(
+    times: dict[str, float], at_s: float = 60.0, communicator: str = "0x9e7a479f95a66c"
+) -> Waits:
     w = Waits()
     for host, exec_us in times.items():
-        e = collectives_timed(host, exec_us, at_s=at_s)
+        e = collectives_timed(host, exec_us, at_s=at_s, communicator=communicator)
         w = waits_after(w, e.payload, e.occurred_at) or w
     return w
 
@@ -24,6 +26,11 @@ def test_the_host_that_starts_last_is_waited_for_and_the_others_are_not() -> Non
     assert list(w.waited) == ["n3"]
     n3 = w.waited["n3"]
     assert (n3.ratio, n3.wait_ms, n3.collective) == (9.75, 35.0, "AllReduce")
+
+
+def test_the_collective_waited_at_is_named_whatever_the_communicators_id_holds() -> None:
+    w = _told({"n1": 40_000.0, "n2": 38_000.0, "n3": 4_000.0}, communicator="job-7/pp/0")
+    assert w.waited["n3"].collective == "AllReduce"
 
 
 @pytest.mark.parametrize(
