@@ -91,10 +91,12 @@ def register(app: typer.Typer) -> None:
 
 
 def report(title: str, result: Mapping[str, object], *, json: bool) -> None:
-    """One JSON line for machines, or a one-row rich table for people."""
+    """One JSON line for machines, or a rich table for people: a row a figure, so that it stays
+    whole in a terminal or a pipe of 80 columns however many figures there are."""
     if json:
         print(orjson.dumps(result).decode())
         return
-    table = Table(*result, title=title)
-    table.add_row(*(str(v) for v in result.values()))
+    table = Table("figure", "value", title=title)
+    for name, value in result.items():
+        table.add_row(name, "-" if value is None else str(value))
     Console().print(table)
