@@ -1,12 +1,21 @@
 import asyncio
-import time
 from collections import Counter
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
+import pytest
+
+from collectors.simulate import runner
 from collectors.simulate.config import SimConfig
 from collectors.simulate.model import ClusterModel
-from collectors.simulate.runner import ROUTINE, group, period_start, simulate, sliced
+from collectors.simulate.runner import (
+    ROUTINE,
+    SimStats,
+    group,
+    period_start,
+    simulate,
+    sliced,
+)
 from collectors.sink import RecordingSink
 from schemas.codec import decode, encode_batch
 from schemas.envelope import Event, utcnow
@@ -140,16 +149,31 @@ async def test_a_paced_run_that_falls_behind_stamps_its_ticks_when_it_sends_them
     assert (last - T0).total_seconds() > 40 + 0.3 * 100
 
 
-class _ClockedSink(RecordingSink):
-    """Records when (since its creation, in seconds of the run) each message left."""
+class _Clock:
+    """The runner's clock, moved only by its pauses: when each part is due, not how loaded
+    the machine running the test is, decides when it leaves."""
 
     def __init__(self) -> None:
+        self.now_s = 0.0
+
+    def perf_counter(self) -> float:
+        return self.now_s
+
+    async def pause(self, stop: asyncio.Event | None, delay_s: float) -> None:
+        self.now_s += max(0.0, delay_s)
+        await asyncio.sleep(0)
+
+
+class _ClockedSink(RecordingSink):
+    """Records when, on the runner's clock, each message left."""
+
+    def __init__(self, clock: _Clock) -> None:
         super().__init__()
-        self.began = time.perf_counter()
+        self.clock = clock
         self.sent: list[tuple[float, tuple[Event, ...]]] = []
 
     async def emit_batch(self, events: Sequence[Event]) -> None:
-        self.sent.append((time.perf_counter() - self.began, tuple(events)))
+        self.sent.append((self.clock.perf_counter(), tuple(events)))
         await super().emit_batch(events)
 
 
@@ -172,18 +196,26 @@ def test_each_nodes_telemetry_keeps_its_part_of_the_interval_and_faults_lead() -
     assert sliced(group(model.tick(30.0)), 1)[0]  # one part: the whole tick at once
 
 
-async def test_a_paced_run_sends_its_parts_across_the_interval() -> None:
+async def test_a_paced_run_sends_its_parts_across_the_interval(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     config = SimConfig(nodes=40, gpus=1, jobs=2, seed=5, interval_s=10.0)
     tick_s = 10.0 / 10  # at x10
-    # Each sink's clock starts with its own run: the second's with the first's end, however
-    # late that came, is no tick boundary.
-    spread = _ClockedSink()
-    stats = await simulate(config, spread, duration_s=20, speed=10, start=T0, slices=5)
-    at_once = _ClockedSink()
-    await simulate(config, at_once, duration_s=20, speed=10, start=T0)
-    assert not stats.fell_behind
-    assert max(at % tick_s for at, _ in spread.sent) > 0.7 * tick_s  # the last part, at 4/5
-    assert max(at % tick_s for at, _ in at_once.sent) < 0.2 * tick_s
+
+    async def run(slices: int) -> tuple[SimStats, set[float]]:
+        clock = _Clock()
+        monkeypatch.setattr(runner, "time", clock)
+        monkeypatch.setattr(runner, "pause", clock.pause)
+        sink = _ClockedSink(clock)
+        stats = await simulate(config, sink, duration_s=20, speed=10, start=T0, slices=slices)
+        return stats, {round(at % tick_s / tick_s, 6) for at, _ in sink.sent}
+
+    spread, spread_at = await run(5)
+    at_once, at_once_at = await run(1)
+    assert not spread.fell_behind and not at_once.fell_behind
+    assert spread_at == {0.0, 0.2, 0.4, 0.6, 0.8}  # a part at each fifth of the tick
+    assert at_once_at == {0.0}  # the whole tick at its start
+    assert spread.events == at_once.events
 
 
 class _Stamped(RecordingSink):
