@@ -26,9 +26,11 @@ from centrality.bench.hostile_storm import Hostile, Storm
 from centrality.bench.hostile_watch import (
     Group,
     Groups,
+    Offsets,
     PeakRss,
     StoryWatch,
     acted_on,
+    cpu_s,
     dead_letters,
     end_offsets,
     partitions,
@@ -45,7 +47,7 @@ from streams.history.migrations import migrate
 
 DECIDING = ("streams", "actions")
 DECIDING_TOPICS = ("triggers", "actions")  # where the story's decision and action appear
-MARKED = ("jobs", "nodes", "gpu")  # the Faust worker's inputs: it holds back its last offset
+MARKED = INPUTS["streams"]  # the Faust worker's inputs: it holds back its last offset
 UNSIGNED_PREFIX = b"hostile-unsigned/"
 
 
@@ -104,12 +106,10 @@ async def episode(
     """Notes the ends of the workers' inputs, sends the markers and the story for `job`, then
     waits (see `wait`)."""
     kafka = run.kafka
+    pids = {name: proc.pid for name, proc in pipeline.procs.items()}
     groups = Groups(
         kafka,
-        [
-            Group(w, run.groups[w], await end_offsets(kafka, partitions(kafka, INPUTS[w])))
-            for w in WORKERS
-        ],
+        [Group(w, run.groups[w], await input_ends(kafka, w), pids.get(w)) for w in WORKERS],
     )
     watch = StoryWatch(kafka, job, await end_offsets(kafka, partitions(kafka, DECIDING_TOPICS)))
     await send_markers(kafka, markers)
@@ -120,6 +120,10 @@ async def episode(
         await groups.close()
         await watch.close()
     return Episode(groups, watch, since, story_at)
+
+
+async def input_ends(kafka: KafkaSettings, worker: str) -> Offsets:
+    return await end_offsets(kafka, partitions(kafka, INPUTS[worker]))
 
 
 async def send_markers(kafka: KafkaSettings, markers: list[Hostile]) -> None:
@@ -170,6 +174,8 @@ async def storm_and_story(
             progress.log(f"the workers were not ready within {opts.ready_timeout_s:g} s")
             return
         progress.log(f"workers ready in {outcome.ready_s:.1f} s; sending the storm")
+        before = {w: await input_ends(run.kafka, w) for w in WORKERS}
+        cpu_before = cpu_s(pids)
         await send_storm(run, hostile, opts, outcome, progress)
         job = f"slurm/hostile-story/{run.id}"
         progress.log(f"story sent for {job}; waiting for the storm to be consumed and the decision")
@@ -181,6 +187,16 @@ async def storm_and_story(
         rss.sample(pids)
         outcome.peak_rss_mb = rss.peak_mb()
     outcome.consumed_s = story.consumed_s()
+    outcome.storm_read = {
+        g.worker: sum(g.targets.values()) - sum(before[g.worker].values())
+        for g in story.groups.groups
+    }
+    outcome.storm_cpu_s = {
+        g.worker: None
+        if g.cpu_at_consumed_s is None
+        else g.cpu_at_consumed_s - cpu_before[g.worker]
+        for g in story.groups.groups
+    }
     outcome.lag = {g.worker: g.lag for g in story.groups.groups}
     now = time.monotonic()
     outcome.wedged = [g.worker for g in story.groups.groups if g.stalled(now, opts.stall_s)]

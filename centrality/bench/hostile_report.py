@@ -35,6 +35,10 @@ class Outcome:
     exit_codes: dict[str, int | None] = field(default_factory=dict)
     log_tails: dict[str, str] = field(default_factory=dict)
     consumed_s: dict[str, float | None] = field(default_factory=dict)
+    storm_read: dict[str, int] = field(default_factory=dict)
+    """Storm records in each worker's inputs (their end offsets before and after it was sent)."""
+    storm_cpu_s: dict[str, float | None] = field(default_factory=dict)
+    """Each worker's CPU from the storm's first send until its group had consumed it."""
     lag: dict[str, int] = field(default_factory=dict)
     wedged: list[str] = field(default_factory=list)
     """Workers whose group stopped moving for `stall_s` while the storm was not consumed."""
@@ -62,6 +66,14 @@ class Outcome:
             and all(s is not None and s <= self.opts.stop_within_s for s in stops),
         }
 
+    def cpu_ms_per_message(self) -> dict[str, float | None]:
+        """What a storm record cost each worker, in CPU: on a machine the producers and the
+        other workers share, the storm's wall time says less about the worker than this."""
+        return {
+            w: None if cpu is None or not self.storm_read.get(w) else cpu * 1e3 / self.storm_read[w]
+            for w, cpu in self.storm_cpu_s.items()
+        }
+
     @property
     def ok(self) -> bool:
         return all(self.targets.values())
@@ -81,6 +93,10 @@ class Outcome:
             "workers_alive": self.alive,
             "exit_codes": self.exit_codes,
             "storm_consumed_s": {w: _r(s) for w, s in self.consumed_s.items()},
+            "storm_read": self.storm_read,
+            "storm_cpu_ms_per_message": {
+                w: _r(ms, 3) for w, ms in self.cpu_ms_per_message().items()
+            },
             "lag_left": self.lag,
             "wedged": self.wedged,
             "story_restart_seen": self.restart_seen,
@@ -144,7 +160,15 @@ def print_outcome(outcome: Outcome, *, json: bool, console: Console, progress: C
     console.print(targets)
 
     workers = Table(
-        "worker", "alive", "wedged", "storm consumed s", "lag left", "peak RSS MB", "stop s"
+        "worker",
+        "alive",
+        "wedged",
+        "storm consumed s",
+        "storm records read",
+        "CPU ms a record",
+        "lag left",
+        "peak RSS MB",
+        "stop s",
     )
     for w, alive in outcome.alive.items():
         workers.add_row(
@@ -152,6 +176,8 @@ def print_outcome(outcome: Outcome, *, json: bool, console: Console, progress: C
             mark[alive],
             "[red]yes[/]" if w in outcome.wedged else "no",
             str(result["storm_consumed_s"].get(w)),
+            str(outcome.storm_read.get(w)),
+            str(result["storm_cpu_ms_per_message"].get(w)),
             str(outcome.lag.get(w)),
             str(outcome.peak_rss_mb.get(w)),
             str(result["stop_s"].get(w)),

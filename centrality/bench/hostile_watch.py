@@ -29,6 +29,7 @@ from streams.history.client import connect
 from streams.history.settings import ClickHouseSettings
 
 Offsets = dict[TopicPartition, int]
+_TICK_S = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
 def partitions(kafka: KafkaSettings, topics: Iterable[str]) -> list[TopicPartition]:
@@ -53,7 +54,10 @@ class Group:
     worker: str
     group_id: str
     targets: Offsets
+    pid: int | None = None
     consumed_at: float | None = None
+    cpu_at_consumed_s: float | None = None
+    """The worker's CPU (its process group's) when the group was first seen consumed."""
     moved_at: float = field(default_factory=time.monotonic)
     position: int = -1
 
@@ -64,6 +68,8 @@ class Group:
         done = all(max(0, committed.get(tp, 0)) >= end for tp, end in self.targets.items())
         if done and self.consumed_at is None:
             self.consumed_at = now
+            if self.pid is not None:
+                self.cpu_at_consumed_s = cpu_s({self.worker: self.pid})[self.worker]
 
     def stalled(self, now: float, stall_s: float) -> bool:
         """Lagging, and its committed offsets have not moved for `stall_s`."""
@@ -234,6 +240,23 @@ def process_groups() -> dict[int, list[int]]:
             continue
         fields = stat[stat.rindex(")") + 2 :].split()
         out.setdefault(int(fields[2]), []).append(int(entry.name))
+    return out
+
+
+def cpu_s(workers: dict[str, int]) -> dict[str, float]:
+    """CPU seconds (user and system) used so far by each worker's process group."""
+    groups = process_groups()
+    out: dict[str, float] = {}
+    for name, pid in workers.items():
+        ticks = 0
+        for member in groups.get(pid, [pid]):
+            try:
+                stat = Path(f"/proc/{member}/stat").read_text()
+            except OSError:  # gone between the listing and the read
+                continue
+            fields = stat[stat.rindex(")") + 2 :].split()
+            ticks += int(fields[11]) + int(fields[12])  # utime, stime
+        out[name] = ticks / _TICK_S
     return out
 
 

@@ -32,7 +32,7 @@ import typer
 from rich.console import Console
 
 from centrality.bench.cli import bench_app
-from centrality.bench.hostile_watch import end_offsets, partitions
+from centrality.bench.hostile_watch import cpu_s, end_offsets, partitions
 from centrality.bench.incidents_fleet import Agents, node_names
 from centrality.bench.incidents_phases import (
     Beating,
@@ -47,7 +47,6 @@ from centrality.bench.incidents_report import print_result, targets
 from centrality.bench.incidents_watch import TOPICS, Watch
 from centrality.bench.run import BenchRun, local_stack, tell_result
 from centrality.bench.scale import APPEND_TIME, beside, warm_up
-from centrality.bench.scale_watch import cpu_s
 from centrality.pipeline import Pipeline
 from centrality.slack_fake import SlackFake
 from centrality.stack.stack import Stack

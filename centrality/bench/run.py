@@ -29,10 +29,10 @@ from schemas.runtime.settings import KafkaSettings
 from streams.history.client import connect
 from streams.history.settings import ClickHouseSettings
 
-# What each worker consumes (the sink also reads the dead letters, which hostile input makes, so
-# they are not part of "consumed").
+# What each worker consumes of the catalog (the sink also reads the dead letters, which hostile
+# input makes, so they are not part of "consumed"; the streams worker its own internal topics).
 INPUTS = {
-    "streams": ("jobs", "nodes", "gpu"),
+    "streams": ("jobs", "nodes", "gpu", "actions"),
     "actions": ("triggers",),
     "sink": ("jobs", "logs", "nodes", "gpu", "triggers", "actions"),
 }

@@ -27,13 +27,19 @@ from rich.console import Console
 from rich.table import Table
 
 from centrality.bench.cli import bench_app
-from centrality.bench.hostile_watch import PeakRss, StoryWatch, end_offsets, growth, partitions
+from centrality.bench.hostile_watch import (
+    PeakRss,
+    StoryWatch,
+    cpu_s,
+    end_offsets,
+    growth,
+    partitions,
+)
 from centrality.bench.run import INPUTS, STORY_NODES, BenchRun, local_stack, tell_result
 from centrality.bench.scale_watch import (
     DecisionWatch,
     LagSampler,
     TimedSink,
-    cpu_s,
     worker_lags,
 )
 from centrality.pipeline import Pipeline

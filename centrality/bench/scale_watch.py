@@ -4,17 +4,15 @@ workers' consumer lag, and their CPU time. Only public behaviour: processes, gro
 
 from __future__ import annotations
 
-import os
 import time
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
 from aiokafka.errors import KafkaError
 
-from centrality.bench.hostile_watch import Offsets, partitions, process_groups, reader_at
+from centrality.bench.hostile_watch import Offsets, partitions, reader_at
 from collectors.sink import EventSink
 from schemas.codec import DecodeError, decode
 from schemas.envelope import Event
@@ -30,8 +28,6 @@ from schemas.events.jobs import JobState
 from schemas.runtime import kafka_clients
 from schemas.runtime.settings import KafkaSettings
 from schemas.topics import topic_name
-
-_TICK_S = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
 class TimedSink:
@@ -231,20 +227,3 @@ def worker_lags(
         WorkerLag(w, groups[w], partitions(kafka, topics), held_back=1 if w == "streams" else 0)
         for w, topics in inputs.items()
     ]
-
-
-def cpu_s(workers: dict[str, int]) -> dict[str, float]:
-    """CPU seconds (user and system) used so far by each worker's process group."""
-    groups = process_groups()
-    out: dict[str, float] = {}
-    for name, pid in workers.items():
-        ticks = 0
-        for member in groups.get(pid, [pid]):
-            try:
-                stat = Path(f"/proc/{member}/stat").read_text()
-            except OSError:  # gone between the listing and the read
-                continue
-            fields = stat[stat.rindex(")") + 2 :].split()
-            ticks += int(fields[11]) + int(fields[12])  # utime, stime
-        out[name] = ticks / _TICK_S
-    return out

@@ -27,8 +27,8 @@ from rich.console import Console
 
 from centrality.bench.cli import bench_app, report
 from centrality.bench.history_data import job_run, node_telemetry
+from centrality.bench.hostile_watch import cpu_s
 from centrality.bench.run import delete_topics
-from centrality.bench.scale_watch import cpu_s
 from centrality.stack.process import ManagedProcess, ServiceError
 from schemas.codec import decode, encode, encode_batch
 from schemas.events import JobExited

@@ -45,4 +45,8 @@ def test_workers_survive_a_hostile_storm_and_keep_deciding(stack: Stack) -> None
     assert result["unsigned_sent"] > 0 and result["unsigned_obeyed"] == 0
     assert result["story_restart_seen"] and result["story_decided_s"] is not None
     assert all(mb and mb > 0 for mb in result["peak_rss_mb"].values())
+    # Each worker read part of the storm (the sink every topic), and it cost each some CPU.
+    read = result["storm_read"]
+    assert 0 < read["streams"] < read["sink"] and 0 < read["actions"] < read["sink"]
+    assert all(ms is not None and ms > 0 for ms in result["storm_cpu_ms_per_message"].values())
     assert all(s is not None and s <= 10 for s in result["stop_s"].values())

@@ -67,6 +67,31 @@ def test_a_group_is_done_at_the_ends_and_stalled_when_it_stops_moving() -> None:
     assert not group.stalled(100.0, stall_s=10), "a consumed group is not wedged"
 
 
+def test_a_group_s_worker_cpu_is_read_when_it_is_first_seen_consumed() -> None:
+    """The storm's CPU a record is read at the moment the group caught up, not at the end of
+    the bench (a worker spends CPU on the story and its idle loop after)."""
+    tp = TopicPartition("t", 0)
+    group = Group("streams", "g", {tp: 5}, pid=os.getpid())
+    group.update({tp: 4}, now=1.0)
+    assert group.cpu_at_consumed_s is None
+    group.update({tp: 5}, now=2.0)
+    first = group.cpu_at_consumed_s
+    assert first is not None and first > 0
+    busy_until = time.process_time() + 0.05
+    while time.process_time() < busy_until:
+        pass
+    group.update({tp: 6}, now=3.0)
+    assert group.cpu_at_consumed_s == first
+
+
+def test_a_storm_record_s_cpu_is_the_worker_s_cpu_over_the_records_it_read() -> None:
+    outcome = Outcome(messages=10, opts=OPTS)
+    outcome.storm_read = {"streams": 4000, "actions": 0, "sink": 8000}
+    outcome.storm_cpu_s = {"streams": 2.0, "actions": 0.1, "sink": None}
+    assert outcome.cpu_ms_per_message() == {"streams": 0.5, "actions": None, "sink": None}
+    assert outcome.to_json()["storm_cpu_ms_per_message"]["streams"] == 0.5
+
+
 def test_targets() -> None:
     good = Outcome(messages=1, opts=OPTS, warmup_decided_s=1.0)
     good.sent.send_s = 1.0
