@@ -20,7 +20,7 @@ import heapq
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from streams.rules.registry import RuleEngine, memo_key
+from streams.rules.registry import RuleEngine
 from streams.state.entities import Kind
 
 ALWAYS = datetime.min.replace(tzinfo=UTC)
@@ -34,15 +34,15 @@ def due_instants(engine: RuleEngine, kind: Kind, state: Any) -> list[datetime] |
     memo = getattr(state, "rule_memo", None)
     instants: list[datetime] = []
     for bound in engine.on(kind.tick):
-        spec, config = bound.spec, bound.config_for(state)
-        if not config.enabled:  # off in this subject's scope
+        deciding = bound.deciding(state)
+        if deciding is None:  # off in this subject's scope
             continue
+        spec, (_, config, key) = bound.spec, deciding
         if spec.due is None:
             return None
         instants.extend(spec.due(state, config))
         if memo is None:
             continue
-        key = memo_key(spec.name, config)
         since = memo.pending_since.get(key)
         if since is not None and config.for_s > 0:
             instants.append(since + timedelta(seconds=config.for_s))

@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cached_property
 from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -154,6 +155,20 @@ class BoundRule:
         scope = self.scope_for(state)
         return self.config if scope is None else scope.config
 
+    def deciding(self, state: Any) -> tuple[Scope | None, RuleConfig, str] | None:
+        """What decides for `state`: the scope (if one does), its config and where the rule's
+        memo keeps it (`memo_key`); None when that config is off. Asked for every event the
+        rule reacts to and every timer set: most rules have no scopes, and answer at once."""
+        if not self.scopes:  # on: an unscoped rule that is off is not bound
+            return self._unscoped
+        scope = self.scope_for(state)
+        config = self.config if scope is None else scope.config
+        return (scope, config, memo_key(self.spec.name, config)) if config.enabled else None
+
+    @cached_property
+    def _unscoped(self) -> tuple[None, RuleConfig, str]:
+        return None, self.config, memo_key(self.spec.name, self.config)
+
     @property
     def kinds(self) -> frozenset[str]:
         """The kinds of subject it decides about: `nodes`, `jobs`, `node_sets`."""
@@ -250,13 +265,12 @@ class RuleEngine:
         )
         copied = False
         traced = tracing.enabled()
-        for bound in self.on(type(event)):
+        for bound in self._by_type.get(type(event), ()):
             spec = bound.spec
-            scope = bound.scope_for(state)
-            cfg = bound.config if scope is None else scope.config
-            if not cfg.enabled:  # switched off for this subject's scope
+            deciding = bound.deciding(state)
+            if deciding is None:  # switched off for this subject's scope
                 continue
-            key = memo_key(spec.name, cfg)
+            scope, cfg, key = deciding
             started_ns = time.time_ns() if traced else 0
             try:
                 if spec.keep_signals:

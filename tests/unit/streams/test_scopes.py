@@ -281,3 +281,26 @@ def test_the_rules_page_job_classes_load_and_decide() -> None:
         {"restart_incomplete_exit": {"scopes": [{"match": {"user": "x"}, "mode": "shadow"}]}}
     )
     assert restart_budget(shadow, job(user="x")) is None
+
+
+def test_what_decides_for_a_subject_names_its_scope_config_and_memo() -> None:
+    """One answer for a rule's evaluation and its timers: the scope, its config, and where the
+    memo keeps it (a rule in shadow apart); nothing where the scope switches the rule off."""
+    plain = bound(load({}))
+    assert plain.deciding(node(**A100)) == (None, plain.config, RULE)
+    scoped = bound(
+        load(
+            {
+                RULE: {
+                    "scopes": [
+                        {"match": {"gpu_model": "NVIDIA A100*"}, "mode": "shadow"},
+                        {"match": {"gpu_model": "NVIDIA H100*"}, "enabled": False},
+                    ]
+                }
+            }
+        )
+    )
+    scope, config, key = scoped.deciding(node(**A100))
+    assert scope is scoped.scopes[0] and config.mode == "shadow" and key == f"shadow/{RULE}"
+    assert scoped.deciding(node(**H100)) is None
+    assert scoped.deciding(node()) == (None, scoped.config, RULE)
