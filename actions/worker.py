@@ -45,6 +45,7 @@ from schemas.operators import (
     authenticate,
     signed_by_operator,
 )
+from schemas.registry import build_decoders
 from schemas.runtime import kafka_clients, tracing
 from schemas.runtime.emitter import Emitter
 from schemas.runtime.fleet import FleetReader
@@ -89,6 +90,7 @@ class ActionWorker:
     async def run(self, stop: asyncio.Event | None = None) -> None:
         stop = stop or asyncio.Event()
         key = self.signing.require("the action worker")  # before anything is read
+        build_decoders()  # not on the way of the first triggers (schemas.registry)
         ledger = KafkaLedger(self.kafka, load_timeout_s=self.settings.ledger_load_timeout_s)
         emitter = Emitter(self.kafka)
         inflight = Inflight(self.settings.concurrency)

@@ -41,6 +41,7 @@ from schemas.codec import DecodeError, decode, encode
 from schemas.deadletter import DeadLetter
 from schemas.envelope import Event
 from schemas.placement import partition_for
+from schemas.registry import build_decoders
 from schemas.runtime import malloc, tracing
 from schemas.runtime.deadletter import count_dead_letter
 from schemas.runtime.metrics.catalog import (
@@ -492,7 +493,10 @@ def spare_the_startup_heap_from_collections(sender: Any, **kwargs: Any) -> None:
     """Python's full collections stop the loop for the whole heap, and what start-up made
     (modules, Faust, pydantic's schemas) is never garbage: out of them, a full collection took
     1.2-1.6 s in all over a 10,000-node `bench scale` run instead of 2.3-2.5 s, none over 0.35 s
-    (BENCHMARKS.md, "Fleet scale"); a fault folded right after one waited that long."""
+    (BENCHMARKS.md, "Fleet scale"); a fault folded right after one waited that long. The
+    decoders are built first (`build_decoders`), so they are part of what is frozen and no
+    record waits for one."""
+    build_decoders()
     gc.freeze()  # no log line: logging is not configured yet here
 
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from schemas.deadletter import DeadLetter
 from schemas.placement import Placement
+from schemas.registry import build_decoders
 from schemas.runtime.logs import configure_logging
 from schemas.runtime.malloc import map_large_blocks
 from schemas.runtime.outages import CLICKHOUSE_LOGGERS
@@ -54,6 +55,7 @@ def start(settings: ClickHouseSettings, parent_pid: int, mmap_threshold_bytes: i
     for name in NOT_IMPORTED:
         sys.modules.setdefault(name, None)  # type: ignore[arg-type]  # None: ImportError
     configure_logging()  # a spawned process starts with nothing configured
+    build_decoders()  # before the first batch, not within it (schemas.registry)
     # A failed insert goes back to the sink, which says it (or counts it while ClickHouse is
     # away: schemas.runtime.outages); the client's own warnings would say it again at every retry.
     for name in CLICKHOUSE_LOGGERS:
