@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -159,30 +160,7 @@ def print_outcome(outcome: Outcome, *, json: bool, console: Console, progress: C
     )
     console.print(targets)
 
-    workers = Table(
-        "worker",
-        "alive",
-        "wedged",
-        "storm consumed s",
-        "storm records read",
-        "CPU ms a record",
-        "lag left",
-        "peak RSS MB",
-        "stop s",
-    )
-    for w, alive in outcome.alive.items():
-        workers.add_row(
-            w,
-            mark[alive],
-            "[red]yes[/]" if w in outcome.wedged else "no",
-            str(result["storm_consumed_s"].get(w)),
-            str(outcome.storm_read.get(w)),
-            str(result["storm_cpu_ms_per_message"].get(w)),
-            str(outcome.lag.get(w)),
-            str(outcome.peak_rss_mb.get(w)),
-            str(result["stop_s"].get(w)),
-        )
-    console.print(workers)
+    console.print(_workers(outcome, result, mark))
 
     sent = result["sent"]
     kinds = Table(
@@ -206,3 +184,23 @@ def print_outcome(outcome: Outcome, *, json: bool, console: Console, progress: C
     console.print(letters)
     if outcome.logs:
         console.print(f"worker logs kept in {outcome.logs}")
+
+
+def _workers(outcome: Outcome, result: dict[str, Any], mark: dict[bool, str]) -> Table:
+    """A row a figure and a column a worker: whole in an 80-column pipe, as a column a figure
+    is not."""
+    names = list(outcome.alive)
+    figures: dict[str, Callable[[str], str]] = {
+        "alive": lambda w: mark[outcome.alive[w]],
+        "wedged": lambda w: "[red]yes[/]" if w in outcome.wedged else "no",
+        "storm consumed, s after sent": lambda w: str(result["storm_consumed_s"].get(w)),
+        "storm records read": lambda w: str(outcome.storm_read.get(w)),
+        "CPU ms a storm record": lambda w: str(result["storm_cpu_ms_per_message"].get(w)),
+        "lag left": lambda w: str(outcome.lag.get(w)),
+        "peak RSS MB": lambda w: str(outcome.peak_rss_mb.get(w)),
+        "stop s": lambda w: str(result["stop_s"].get(w)),
+    }
+    table = Table("worker", *names)
+    for label, value in figures.items():
+        table.add_row(label, *(value(w) for w in names))
+    return table

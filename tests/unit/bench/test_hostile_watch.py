@@ -3,14 +3,16 @@ consumption or stall, peak memory, and the targets."""
 
 from __future__ import annotations
 
+import io
 import os
 import time
 
 import pytest
 from aiokafka import ConsumerRecord, TopicPartition
+from rich.console import Console
 
 from centrality.bench.hostile import Options
-from centrality.bench.hostile_report import Outcome
+from centrality.bench.hostile_report import Outcome, print_outcome
 from centrality.bench.hostile_watch import Group, PeakRss, StoryWatch, growth
 from schemas.codec import encode
 from schemas.events import ActionSucceeded, RestartJob
@@ -142,3 +144,32 @@ def test_each_minute_s_point_is_its_crest_so_a_sawtooth_is_not_read_as_growth(
         rss.sample({"streams": 1})
     # the first sample, then the highest of each minute: never the trough that ended it
     assert rss.curve_mb() == {"streams": [100.0, 150.0, 140.0]}
+
+
+def test_each_worker_s_figures_are_whole_in_an_80_column_pipe() -> None:
+    """A column a figure squeezed nine of them into '…' cells at 80 columns."""
+    outcome = Outcome(messages=20_000, opts=OPTS, warmup_decided_s=2.5, ready_s=3.9)
+    names = ("streams", "actions", "sink")
+    outcome.alive = dict.fromkeys(names, True)
+    outcome.consumed_s = {"streams": 12.25, "actions": 6.16, "sink": 4.35}
+    outcome.storm_read = {"streams": 13_206, "actions": 3_745, "sink": 20_300}
+    outcome.storm_cpu_s = {"streams": 8.35, "actions": 2.9, "sink": 2.72}
+    outcome.peak_rss_mb = {"streams": 184.2, "actions": 88.5, "sink": 364.2}
+    outcome.wedged = ["actions"]
+    out = io.StringIO()
+    console = Console(file=out, width=80, force_terminal=False)
+    print_outcome(outcome, json=False, console=console, progress=console)
+    text = out.getvalue()
+    rows = {line.split("│")[1].strip(): line for line in text.splitlines() if line.count("│") == 5}
+    assert [c.strip() for c in rows["storm records read"].split("│")[2:5]] == [
+        "13206",
+        "3745",
+        "20300",
+    ]
+    assert [c.strip() for c in rows["CPU ms a storm record"].split("│")[2:5]] == [
+        "0.632",
+        "0.774",
+        "0.134",
+    ]
+    assert [c.strip() for c in rows["wedged"].split("│")[2:5]] == ["no", "yes", "no"]
+    assert "…" not in "".join(rows.values())
