@@ -159,15 +159,13 @@ class BoundRule:
         """What decides for `state`: the scope (if one does), its config and where the rule's
         memo keeps it (`memo_key`); None when that config is off. Asked for every event the
         rule reacts to and every timer set: most rules have no scopes, and answer at once."""
-        if not self.scopes:  # on: an unscoped rule that is off is not bound
+        if not self.scopes:
             return self._unscoped
-        scope = self.scope_for(state)
-        config = self.config if scope is None else scope.config
-        return (scope, config, memo_key(self.spec.name, config)) if config.enabled else None
+        return _deciding(self.spec.name, self.scope_for(state), self.config)
 
     @cached_property
-    def _unscoped(self) -> tuple[None, RuleConfig, str]:
-        return None, self.config, memo_key(self.spec.name, self.config)
+    def _unscoped(self) -> tuple[Scope | None, RuleConfig, str] | None:
+        return _deciding(self.spec.name, None, self.config)
 
     @property
     def kinds(self) -> frozenset[str]:
@@ -183,6 +181,13 @@ class BoundRule:
     def enabled(self) -> bool:
         """On somewhere: by its own config, or in one of its scopes."""
         return any(c.enabled for c in self.configs)
+
+
+def _deciding(
+    name: str, scope: Scope | None, own: RuleConfig
+) -> tuple[Scope | None, RuleConfig, str] | None:
+    config = own if scope is None else scope.config
+    return (scope, config, memo_key(name, config)) if config.enabled else None
 
 
 def memo_key(name: str, config: RuleConfig) -> str:

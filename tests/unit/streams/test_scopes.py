@@ -304,3 +304,5 @@ def test_what_decides_for_a_subject_names_its_scope_config_and_memo() -> None:
     assert scope is scoped.scopes[0] and config.mode == "shadow" and key == f"shadow/{RULE}"
     assert scoped.deciding(node(**H100)) is None
     assert scoped.deciding(node()) == (None, scoped.config, RULE)
+    off = next(b for b in load({RULE: {"enabled": False}}).off if b.spec.name == RULE)
+    assert off.deciding(node()) is None  # not bound, and asked anyway: it decides nothing
