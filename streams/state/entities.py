@@ -155,21 +155,21 @@ def step(kind: Kind, state: Any, events: Sequence[Event], engine: Decides) -> St
     while queue:
         event = queue.popleft()
         before = out.state
-        now = kind.apply(before, event)
-        decided, memo = engine.run(now, event, now.rule_memo)
-        if memo is not now.rule_memo:
-            now = now.model_copy(update={"rule_memo": memo})
+        after = kind.apply(before, event)
+        decided, memo = engine.run(after, event, after.rule_memo)
+        if memo is not after.rule_memo:
+            after = after.model_copy(update={"rule_memo": memo})
         if decided:  # most events decide nothing
             out.triggers.extend(decided)
             decided = [t for t in decided if not t.payload.shadow]
             for trigger in decided:
-                now = kind.apply(now, trigger)  # feedback: a decision is state too
+                after = kind.apply(after, trigger)  # feedback: a decision is state too
         told: list[Event] = []
-        if kind.reports is not None and now is not before:
-            now, told = kind.reports(now, event, engine.incident_window_s)
-        out.state = now
-        for derived in [*_derived(kind, now, event, decided), *told]:
-            mine = derived.subject == _key(now) and kind_of(derived) is kind
+        if kind.reports is not None and after is not before:
+            after, told = kind.reports(after, event, engine.incident_window_s)
+        out.state = after
+        for derived in [*_derived(kind, after, event, decided), *told]:
+            mine = derived.subject == _key(after) and kind_of(derived) is kind
             (queue if mine else out.forwards).append(derived)
     out.changed = out.state is not state
     return out
