@@ -251,6 +251,13 @@ async def latency(kafka: KafkaSettings, duration_s: float, background_eps: int) 
 
 
 @dataclass(frozen=True)
+class StreamsOptions:
+    latency_s: float
+    background_eps: int
+    worker_from: Path | None
+
+
+@dataclass(frozen=True)
 class WorkerRun:
     """The worker over the filled topics: from `/readyz` (assigned, recovered) to its commit of
     the last filled record. Timed from readiness, not from its first commit: when the first
@@ -298,13 +305,6 @@ def run_worker(
         worker.stop()  # before removing data_dir: its pid file lives there
     shutil.rmtree(data_dir, ignore_errors=True)
     return WorkerRun(done_at - ready_at, cpu_used, sorted(lat))
-
-
-@dataclass(frozen=True)
-class StreamsOptions:
-    latency_s: float
-    background_eps: int
-    worker_from: Path | None
 
 
 @bench_app.command("streams")
