@@ -55,16 +55,42 @@ def plan(
     outputs_max: int,
 ) -> Plan:
     """Fold, decide, view, encode and bound one entity's events of a message."""
-    result = step(kind, state, events, engine)
-    status = views.status_change(kind, state, result.state, events[-1]) if result.changed else None
-    outputs = len(result.forwards) + len(result.triggers) + (status is not None)
-    if outputs > outputs_max:
-        raise Refused("amplification", f"{outputs} outputs > {outputs_max} per message")
+    return plan_records(kind, state, [events], engine, views, outputs_max)
+
+
+def plan_records(
+    kind: Kind,
+    state: Any,
+    records: Sequence[Sequence[Event]],
+    engine: Decides,
+    views: Views,
+    outputs_max: int,
+) -> Plan:
+    """One entity's events of several records, planned as if each record were delivered in
+    turn: each record's events folded from the state the one before left, with the status
+    change people read after it, its outputs bounded per record. The state's document is made
+    once, of the last state: the states between were never read by anyone."""
+    result = Step(state)
+    statuses: list[Event] = []
+    for events in records:
+        before = result.state
+        folded = step(kind, before, events, engine)
+        status = (
+            views.status_change(kind, before, folded.state, events[-1]) if folded.changed else None
+        )
+        outputs = len(folded.forwards) + len(folded.triggers) + (status is not None)
+        if outputs > outputs_max:
+            raise Refused("amplification", f"{outputs} outputs > {outputs_max} per message")
+        result.state = folded.state
+        result.triggers += folded.triggers
+        result.forwards += folded.forwards
+        statuses += [status] if status is not None else []
+    result.changed = result.state is not state
     planned = Plan(
         step=result,
         forwards=[(derived, encode(derived)) for derived in result.forwards],
         triggers=[(t, encode(t)) for t in result.triggers],
-        statuses=[(status, encode(status))] if status is not None else [],
+        statuses=[(status, encode(status)) for status in statuses],
         value=(
             result.state.__pydantic_serializer__.to_json(result.state) if result.changed else b""
         ),

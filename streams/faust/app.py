@@ -1,15 +1,16 @@
 """The streams worker, built by `create_app()`. Run it with `centrality streams` (which runs
 `python -m streams worker --without-web`); importing this module builds nothing.
 
-The Faust wiring (app, topics, tables, agents) is `streams.faust.topology`'s. Each record the
-agents hand over gets `StreamsApp.handle_message`: decoded and placed, its events grouped by
-entity, each entity's events **planned** (`streams.brain.plan`, pure: fold, decide, view,
-encode, bound) and the plan **delivered** (`StreamsApp._deliver`: send the triggers and the
-derived events, await the triggers, write the table behind the rest). Writing last (after the
-outputs are acknowledged) means a stored state never claims a decision that was not delivered;
-a crash before the write re-decides on redelivery, with the same trigger ids. Only triggers are
-awaited: the write waits for the forwards and statuses (`streams.faust.write_behind`) while the
-agent goes on.
+The Faust wiring (app, topics, tables, agents) is `streams.faust.topology`'s. The agents hand
+records over one at a time, or behind a backlog several together (`streams.faust.batching`), to
+`StreamsApp.handle_records`: each decoded and placed, their events grouped by entity, each
+entity's events of all of them **planned** (`streams.brain.plan`, pure: fold, decide, view,
+encode, bound, record by record) and the plan **delivered** once (`StreamsApp._deliver`: send
+the triggers and the derived events, await the triggers, write the table behind the rest).
+Writing last (after the outputs are acknowledged) means a stored state never claims a decision
+that was not delivered; a crash before the write re-decides on redelivery, with the same trigger
+ids. Only triggers are awaited: the write waits for the forwards and statuses
+(`streams.faust.write_behind`) while the agent goes on.
 
 No message stops the worker: whatever fails while decoding, placing, folding, deciding or
 sending a trigger for a message is that message's failure. It is dead-lettered with its reason
@@ -54,11 +55,12 @@ from schemas.runtime.metrics.catalog import (
 )
 from schemas.runtime.settings import KafkaSettings
 from schemas.signing import SigningSettings, signed_headers
-from streams.brain.plan import Plan, Refused, plan
+from streams.brain.plan import Plan, Refused, plan_records
 from streams.brain.timers import Timers
 from streams.brain.views import Views
 from streams.faust import batches
 from streams.faust import transport as faust_transport
+from streams.faust.batching import acting_for
 from streams.faust.clean_start import guard
 from streams.faust.failures import call_retrying, transient
 from streams.faust.lanes import LanedApp
@@ -115,7 +117,9 @@ class StreamsApp:
         # tick at 4,000 nodes. A rebalance forgets them all.
         self.timers: dict[tuple[str, int], Timers] = {}
         self._traced: set[str] = set()
-        self.fold_jobs, self.fold_nodes = agents(self.top, self.handle_message)
+        self.fold_jobs, self.fold_nodes = agents(
+            self.top, self.handle_records, settings.fold_records_max
+        )
         self._register()
 
     @property
@@ -152,8 +156,62 @@ class StreamsApp:
                 message.topic, message.partition, message.offset, message.timestamp
             )
 
+    async def handle_records(self, records: Sequence[Any], writes: frozenset[str]) -> None:
+        """Records (Faust events) the agent that writes the tables `writes` handed over
+        together (`streams.faust.batching`), in order. A tick is handled alone, after the
+        records before it; the records between ticks are folded together (`_fold_together`).
+        A traced worker handles each record alone: each is its own trace."""
+        if len(records) == 1 or tracing.enabled():
+            for record in records:
+                with acting_for(record):
+                    await self.handle_message(record.message, writes)
+            return
+        run: list[Any] = []
+        for record in records:
+            if record.message.topic not in self.top.ticks:
+                run.append(record)
+                continue
+            await self._fold_together(run, writes)
+            run = []
+            with acting_for(record):
+                await self.handle_message(record.message, writes)
+        await self._fold_together(run, writes)
+
+    async def _fold_together(self, records: Sequence[Any], writes: frozenset[str]) -> None:
+        """Each record decoded and placed (or dead-lettered) in turn, and what concerns another
+        agent handed over; then each entity's events of all of them planned and delivered once
+        (`_entity`), in the order the entities first came."""
+        if not records:
+            return
+        started = time.perf_counter()
+        entities: dict[tuple[str, str], tuple[Kind, list[Any], list[Sequence[Event]]]] = {}
+        for record in records:
+            message = record.message
+            with acting_for(record):
+                try:
+                    mine = await self._handed_over(await self._decoded(message), writes)
+                except Exception as exc:  # as in `handle_message`: it belongs to this record
+                    self._log_failure(exc, message)
+                    await self._dead_letter(
+                        "processing-error", f"{type(exc).__name__}: {exc}", message
+                    )
+                    continue
+            for entity, (kind, events) in mine.items():
+                _, held, events_of = entities.setdefault(entity, (kind, [], []))
+                held.append(record)
+                events_of.append(events)
+        for (_, key), (kind, held, events_of) in entities.items():
+            with acting_for(held[-1]):  # all of an entity's records are of its partition
+                await self._entity(kind, key, [r.message for r in held], events_of)
+        share = (time.perf_counter() - started) / len(records)
+        for record in records:
+            message = record.message
+            self.reads.folded(message.topic, message.partition, message.offset, message.timestamp)
+            _MESSAGE_SECONDS.observe(share)
+
     async def handle_message(self, message: Any, writes: frozenset[str]) -> None:
-        """One record read by the agent that writes the tables `writes`."""
+        """One record read by the agent that writes the tables `writes` (within `acting_for`
+        its Faust event)."""
         started = time.perf_counter()
         try:
             await self._handle_message(message, writes)
@@ -183,16 +241,22 @@ class StreamsApp:
             await self._handle_record(message, writes)
 
     async def _handle_record(self, message: Any, writes: frozenset[str]) -> None:
-        events = await self._decoded(message)
-        by_entity: dict[tuple[str, str], tuple[Kind, list[Event]]] = {}
+        mine = await self._handed_over(await self._decoded(message), writes)
+        for (_, key), (kind, events) in mine.items():
+            await self._entity(kind, key, [message], [events])
+
+    async def _handed_over(
+        self, events: Sequence[Event], writes: frozenset[str]
+    ) -> dict[tuple[str, str], tuple[Kind, list[Event]]]:
+        """Of a record's events, those of the tables `writes`, by entity; the rest handed over."""
+        mine: dict[tuple[str, str], tuple[Kind, list[Event]]] = {}
         for event in events:
             kind = kind_of(event)
             if kind is not None and kind.table in writes:
-                by_entity.setdefault((kind.table, event.subject), (kind, []))[1].append(event)
+                mine.setdefault((kind.table, event.subject), (kind, []))[1].append(event)
             else:
                 await self._hand_over(event, kind)
-        for (_, key), (kind, batch) in by_entity.items():
-            await self._entity(kind, key, batch, message)
+        return mine
 
     async def _decoded(self, message: Any) -> list[Event]:
         """The message's events, decoded and placed; none when it is dead-lettered for that."""
@@ -227,24 +291,39 @@ class StreamsApp:
             self.writes.after([handed])  # no commit passes this message before it lands
             self._count_forwarded([other])
 
-    async def _entity(self, kind: Kind, key: str, events: list[Event], message: Any) -> None:
-        """One entity's events of `message`, folded and delivered, or the message dead-lettered
+    async def _entity(
+        self, kind: Kind, key: str, messages: list[Any], records: list[Sequence[Event]]
+    ) -> None:
+        """One entity's events of each of `messages` (`records`, in order), folded and
+        delivered together. A failure that is no outage's, if more than one message was
+        folded, is found out message by message; the message it is that of is dead-lettered
         (a bug in a fold or rule must not wedge the partition)."""
         try:
             await call_retrying(
                 "output",
-                lambda: self.handle_events(kind, key, events),
+                lambda: self.fold_entity(kind, key, records),
                 self.settings.send_retry_s,
                 lambda: self.app.should_stop,
             )
-        except Refused as exc:
-            await self._dead_letter(exc.reason, exc.detail, message)
         except Exception as exc:
-            if self.app.should_stop and transient(exc):
-                _leave_for_redelivery(message, exc)
-            self._log_failure(exc, message)
-            reason = "send-failed" if transient(exc) else "processing-error"
-            await self._dead_letter(reason, f"{type(exc).__name__}: {exc}", message)
+            if len(messages) > 1 and not transient(exc):
+                for message, events in zip(messages, records, strict=True):
+                    await self._entity(kind, key, [message], [events])
+                return
+            for message in messages:
+                await self._failed(exc, message)
+
+    async def _failed(self, exc: Exception, message: Any) -> None:
+        """`message` dead-lettered for `exc`, or left for redelivery if the worker is stopping
+        while Kafka is away."""
+        if isinstance(exc, Refused):
+            await self._dead_letter(exc.reason, exc.detail, message)
+            return
+        if self.app.should_stop and transient(exc):
+            _leave_for_redelivery(message, exc)
+        self._log_failure(exc, message)
+        reason = "send-failed" if transient(exc) else "processing-error"
+        await self._dead_letter(reason, f"{type(exc).__name__}: {exc}", message)
 
     def _log_failure(self, exc: Exception, message: Any) -> None:
         """A traceback once per kind of failure: rendering one costs up to seconds, and a storm
@@ -268,14 +347,22 @@ class StreamsApp:
 
     async def handle_events(self, kind: Kind, key: str, events: Sequence[Event]) -> None:
         """Fold and decide one entity's events of a message, traced within that message."""
+        await self.fold_entity(kind, key, [events])
+
+    async def fold_entity(self, kind: Kind, key: str, records: Sequence[Sequence[Event]]) -> None:
+        """Fold and decide one entity's events of one message or more (`records`, each
+        message's in turn), traced within the message."""
         if not tracing.enabled():
-            changed = await self._fold(kind, key, events)
+            changed = await self._fold(kind, key, *records)
         else:
             with tracing.span(
                 f"fold {kind.table}",
-                lambda: {"centrality.subject": key, "centrality.events": len(events)},
+                lambda: {
+                    "centrality.subject": key,
+                    "centrality.events": sum(len(events) for events in records),
+                },
             ):
-                changed = await self._fold(kind, key, events)
+                changed = await self._fold(kind, key, *records)
         kept = self.timers.get((kind.table, partition_for(key.encode(), self.top.partitions)))
         if kept is None or not (changed or kept.was_ticked(kind, key)):
             return  # most GPU samples: the same state, nothing new due
@@ -291,10 +378,12 @@ class StreamsApp:
         for event in events:
             labelled(EVENTS_OUT, self._writer(event).get_topic_name(), event.type).inc()
 
-    async def _fold(self, kind: Kind, key: str, events: Sequence[Event]) -> bool:
-        """Plan (pure) and deliver; whether the entity's state changed."""
+    async def _fold(self, kind: Kind, key: str, *records: Sequence[Event]) -> bool:
+        """Plan (pure) and deliver one entity's events of one message or more (`records`, each
+        message's in turn); whether the entity's state changed."""
         most = self.settings.outputs_per_message_max
-        planned = plan(kind, self.load(kind, key), events, self.engine, self.views, most)
+        state = self.load(kind, key)
+        planned = plan_records(kind, state, records, self.engine, self.views, most)
         await self._deliver(kind, key, planned)
         return planned.changed
 
@@ -353,7 +442,8 @@ class StreamsApp:
         """Write a fold's state. Faust's table takes the changelog partition from the current
         event, which the fold's context holds by weak reference only: `event` is passed along
         to keep it alive until a write made later (`streams.faust.write_behind`)."""
-        self.top.tables[kind.table][key.encode()] = value
+        with acting_for(event):
+            self.top.tables[kind.table][key.encode()] = value
         if state.resident:
             self.cache.put(kind.table, key, state)
         else:

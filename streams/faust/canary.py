@@ -77,6 +77,11 @@ EXPECTED: Mapping[str, tuple[str, ...] | None] = {
     "aiokafka.consumer.subscription_state:Assignment.state_value": ("self", "tp"),
     "aiokafka.consumer.subscription_state:TopicPartitionState.position": None,
     "aiokafka.consumer.subscription_state:TopicPartitionState.has_valid_position": None,
+    # streams.faust.batching: the current event Faust's tables take the partition of, set for
+    # the record a table read or write is for; the stream's acknowledgements, turned off.
+    "faust.streams:_current_event": None,
+    "faust.streams:Stream.enable_acks": None,
+    "faust.streams:Stream.ack": ("self", "event"),
 }
 # Source fragments that must still be there: attributes set inside a method, not declared.
 SOURCE: Mapping[str, str | tuple[str, ...]] = {

@@ -39,7 +39,7 @@ from __future__ import annotations
 import math
 import re
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -114,6 +114,9 @@ def routine(value: bytes) -> bool:
 class LanedQueue(ThrowableQueue[Any]):
     def __init__(self, *args: Any, lanes: Lanes, **kwargs: Any) -> None:
         self._lanes_of = lanes
+        # Awaited before `get` waits on an empty queue: the agent hands over the records it
+        # holds rather than keep them for one that is not there (streams.faust.batching).
+        self.idle: Callable[[], Awaitable[None]] | None = None
         super().__init__(*args, **kwargs)
 
     # asyncio.Queue's storage hooks (as PriorityQueue and LifoQueue override them). `_queue`,
@@ -138,6 +141,11 @@ class LanedQueue(ThrowableQueue[Any]):
             if lane:
                 return lane.popleft()
         raise IndexError("get from an empty queue")  # asyncio.Queue never asks then
+
+    async def get(self) -> Any:
+        if self.idle is not None and self.empty():
+            await self.idle()
+        return await super().get()
 
     def qsize(self) -> int:
         return sum(len(lane) for lane in self._lanes)

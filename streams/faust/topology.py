@@ -22,7 +22,7 @@ Every topic has the same partition count, so tables are co-partitioned:
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -36,6 +36,7 @@ from schemas.runtime.settings import KafkaSettings
 from schemas.topics import TopicSettings, topic_name
 from streams.faust import credentials, observe, topics
 from streams.faust import transport as faust_transport
+from streams.faust.batching import in_batches
 from streams.faust.lanes import LanedApp, Lanes, routine
 from streams.faust.worker import Worker
 from streams.settings import StreamsSettings
@@ -229,19 +230,18 @@ def _app(
     )
 
 
-Handler = Callable[[Any, frozenset[str]], Awaitable[None]]
+Handler = Callable[[Sequence[Any], frozenset[str]], Awaitable[None]]  # records, tables written
 
 
-def agents(top: Topology, handle: Handler) -> tuple[Any, Any]:
-    """The two agents, thin shells: each record to `handle` with the tables its agent writes."""
+def agents(top: Topology, handle: Handler, records_max: int) -> tuple[Any, Any]:
+    """The two agents, thin shells: their records to `handle`, together while more are queued
+    (`streams.faust.batching`), with the tables each agent writes."""
 
     async def fold_jobs(stream: Any) -> None:
-        async for message in stream.events():
-            await handle(message.message, JOB_AGENT)
+        await in_batches(stream, lambda records: handle(records, JOB_AGENT), records_max)
 
     async def fold_nodes(stream: Any) -> None:
-        async for message in stream.events():
-            await handle(message.message, NODE_AGENT)
+        await in_batches(stream, lambda records: handle(records, NODE_AGENT), records_max)
 
     return (
         top.app.agent(top.jobs_topic, name="streams.faust.app.fold_jobs")(fold_jobs),

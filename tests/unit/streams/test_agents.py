@@ -14,6 +14,7 @@ import pytest
 from pydantic import SecretStr
 
 from schemas.codec import decode, encode, encode_batch
+from schemas.deadletter import DeadLetter
 from schemas.envelope import Event
 from schemas.placement import partition_for
 from schemas.signing import verify
@@ -359,3 +360,86 @@ async def test_a_tick_waits_for_a_heartbeat_that_a_later_record_overtook(
     streams_app.hold_ticks_for(stale)
     await again.read(2, xid(again.node, 43, at_s=limit_s))
     assert await again.tick(limit_s + 5) == ["Notify"]  # not held by a record never folded
+
+
+async def _until(done: Any) -> None:
+    for _ in range(300):
+        if done():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("never happened")
+
+
+async def test_records_queued_together_fold_each_node_once(
+    streams_app: StreamsApp, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Behind a backlog the agent folds what is queued together (`streams.faust.batching`):
+    a node's ten heartbeats are one state written, the last one's; one at a time, ten."""
+    monkeypatch.setattr(streams_app.top.triggers_topic, "send", Sent())
+    monkeypatch.setattr(streams_app.top.forward_topic, "send", Sent())
+    stored: list[str] = []
+    store = streams_app._store
+
+    def counted(kind: Any, key: str, *rest: Any) -> None:
+        stored.append(key)
+        store(kind, key, *rest)
+
+    monkeypatch.setattr(streams_app, "_store", counted)
+    node = "together-1"
+    async with streams_app.fold_nodes.test_context() as agent:
+        for s in range(10):
+            await agent.put(key=node.encode(), value=encode(heartbeat(node, at_s=s)), wait=False)
+        await _until(lambda: stored)
+        await asyncio.sleep(0.05)  # time for any later write
+    assert stored == [node]
+    state = streams_app.load(NODES, node)
+    assert state.last_heartbeat_at == T0 + timedelta(seconds=9)
+
+
+async def test_a_refused_record_folded_with_others_is_dead_lettered_alone(
+    streams_app: StreamsApp, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An XID over the output bound, queued between two heartbeats of its node, is the only
+    record dead-lettered: each record of the node is then folded alone, and the heartbeats
+    are."""
+    letters = Sent()
+    monkeypatch.setattr(streams_app.top.deadletter_topic, "send", letters)
+    monkeypatch.setattr(streams_app.top.triggers_topic, "send", Sent())
+    monkeypatch.setattr(streams_app.top.forward_topic, "send", Sent())
+    monkeypatch.setattr(streams_app.settings, "outputs_per_message_max", 1)
+    node = "together-2"
+    async with streams_app.fold_nodes.test_context() as agent:
+        first = agent.sent_offset
+        for event in (heartbeat(node, at_s=0), xid(node, 79, at_s=1), heartbeat(node, at_s=2)):
+            await agent.put(key=node.encode(), value=encode(event), wait=False)
+        await _until(lambda: letters.values)
+        await asyncio.sleep(0.05)
+    [letter] = [DeadLetter.from_bytes(v) for v in letters.values]
+    assert (letter.reason, letter.offset) == ("amplification", first + 1)
+    state = streams_app.load(NODES, node)
+    assert state.last_heartbeat_at == T0 + timedelta(seconds=2)
+    assert state.story is None or state.story.stage != "drain_requested"  # the XID never folded
+
+
+async def test_records_folded_together_write_each_state_to_its_own_partition(
+    streams_app: StreamsApp, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Faust's tables take a write's partition from the stream's current event, the last
+    record handed over: each node's state goes to the partition its own records came from."""
+    monkeypatch.setattr(streams_app.top.forward_topic, "send", Sent())
+    table = streams_app.top.tables["nodes"]
+    sent: dict[bytes, int] = {}
+    send_changelog = table.send_changelog
+
+    def recorded(partition: int, key: bytes, value: bytes, *args: Any, **kwargs: Any) -> Any:
+        sent[key] = partition
+        return send_changelog(partition, key, value, *args, **kwargs)
+
+    monkeypatch.setattr(table, "send_changelog", recorded)
+    partitions = {"part-a": 1, "part-b": 2, "part-c": 1}
+    async with streams_app.fold_nodes.test_context() as agent:
+        for node, partition in partitions.items():
+            value = encode(heartbeat(node))
+            await agent.put(key=node.encode(), value=value, partition=partition, wait=False)
+        await _until(lambda: len(sent) == len(partitions))
+    assert sent == {node.encode(): partition for node, partition in partitions.items()}
