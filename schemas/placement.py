@@ -9,6 +9,7 @@ holds what the control plane folded, and replay decides on nothing the live work
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -46,8 +47,12 @@ class Placement:
         return misplaced(events, topic=name, key=key, partition=partition, partitions=partitions)
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def partition_for(key: bytes, partitions: int) -> int:
-    """Kafka's default partitioner (Java's murmur2), as the Emitter and aiokafka use it."""
+    """Kafka's default partitioner (Java's murmur2), as the Emitter and aiokafka use it.
+    Remembered for the last 65,536 keys: aiokafka's murmur2 is Python (1.6 µs a key, 56 ns
+    remembered), asked for every record the streams worker reads and every entity it folds,
+    of a fleet's few names."""
     return int(murmur2(key) & 0x7FFFFFFF) % partitions
 
 
