@@ -118,7 +118,7 @@ class StreamsApp:
         self.timers: dict[tuple[str, int], Timers] = {}
         self._traced: set[str] = set()
         self.fold_jobs, self.fold_nodes = agents(
-            self.top, self.handle_records, settings.fold_records_max
+            self.top, self.handle_records, self.writes.release, settings.fold_records_max
         )
         self._register()
 
@@ -160,7 +160,17 @@ class StreamsApp:
         """Records (Faust events) the agent that writes the tables `writes` handed over
         together (`streams.faust.batching`), in order. A tick is handled alone, after the
         records before it; the records between ticks are folded together (`_fold_together`).
-        A traced worker handles each record alone: each is its own trace."""
+        A traced worker handles each record alone: each is its own trace. States written
+        while records are folded together are held (`WriteBehind.holding`): a later batch
+        folding the same entity replaces them, until the agents are idle."""
+        together = len(records) > 1
+        self.writes.holding += together
+        try:
+            await self._handle_records(records, writes)
+        finally:
+            self.writes.holding -= together
+
+    async def _handle_records(self, records: Sequence[Any], writes: frozenset[str]) -> None:
         if len(records) == 1 or tracing.enabled():
             for record in records:
                 with acting_for(record):

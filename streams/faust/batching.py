@@ -33,8 +33,11 @@ from streams.faust.lanes import LanedQueue
 Records = Callable[[Sequence[Any]], Awaitable[None]]  # Faust events, in the order handed over
 
 
-async def in_batches(stream: Any, handle: Records, records_max: int) -> None:
-    """Iterate `stream`, handing its records to `handle` together while more are queued."""
+async def in_batches(
+    stream: Any, handle: Records, records_max: int, idle: Callable[[], None] = lambda: None
+) -> None:
+    """Iterate `stream`, handing its records to `handle` together while more are queued;
+    `idle()` once they are handled and none is left."""
     queue = stream.channel.queue
     if not isinstance(queue, LanedQueue):  # without the hook, held records would wait for more
         raise TypeError(f"an agent of the streams app reads a LanedQueue, not {type(queue)}")
@@ -49,8 +52,12 @@ async def in_batches(stream: Any, handle: Records, records_max: int) -> None:
         for event in batch:  # only once handled: a stop or crash in between commits none
             await stream.ack(event)
 
+    async def when_idle() -> None:
+        await hand_over()
+        idle()
+
     stream.enable_acks = False
-    queue.idle = hand_over
+    queue.idle = when_idle
     async for event in stream.events():
         held.append(event)
         if len(held) >= records_max:

@@ -12,8 +12,9 @@ the two functions here, so the whole protocol reads in order in this one docstri
    markers (`read_positions.commit_past_markers`). Never a changelog's.
 3. **Make what those records caused durable** (`flush_before_commit`, the producer's flush,
    which Faust's `_commit_offsets` awaits before it commits):
-   a. the table writes waiting for their forwards and statuses are made
-      (`WriteBehind.settle`); a forward or status refused for good raises here;
+   a. the states held while records were folded together are written, and the table writes
+      waiting for their forwards and statuses are made (`WriteBehind.settle`); a forward or
+      status refused for good raises here;
    b. every changelog record put before now is handed to aiokafka (`_Buffer.drain`);
    c. aiokafka answers every record handed to it (its flush);
    d. a changelog record the broker refused raises `ChangelogUndelivered`.

@@ -233,15 +233,18 @@ def _app(
 Handler = Callable[[Sequence[Any], frozenset[str]], Awaitable[None]]  # records, tables written
 
 
-def agents(top: Topology, handle: Handler, records_max: int) -> tuple[Any, Any]:
+def agents(
+    top: Topology, handle: Handler, idle: Callable[[], None], records_max: int
+) -> tuple[Any, Any]:
     """The two agents, thin shells: their records to `handle`, together while more are queued
-    (`streams.faust.batching`), with the tables each agent writes."""
+    (`streams.faust.batching`), with the tables each agent writes; `idle()` when one has
+    nothing left to fold."""
 
     async def fold_jobs(stream: Any) -> None:
-        await in_batches(stream, lambda records: handle(records, JOB_AGENT), records_max)
+        await in_batches(stream, lambda records: handle(records, JOB_AGENT), records_max, idle)
 
     async def fold_nodes(stream: Any) -> None:
-        await in_batches(stream, lambda records: handle(records, NODE_AGENT), records_max)
+        await in_batches(stream, lambda records: handle(records, NODE_AGENT), records_max, idle)
 
     return (
         top.app.agent(top.jobs_topic, name="streams.faust.app.fold_jobs")(fold_jobs),

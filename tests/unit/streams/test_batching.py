@@ -54,13 +54,17 @@ async def _settle() -> None:
 async def test_what_is_queued_is_handed_over_together_and_acknowledged_after() -> None:
     stream = Stream()
     handled = Handled(stream)
+    idle: list[int] = []
     for record in range(5):
         stream.channel.queue.put_nowait(record)
-    agent = asyncio.ensure_future(in_batches(stream, handled, records_max=3))
+    agent = asyncio.ensure_future(
+        in_batches(stream, handled, records_max=3, idle=lambda: idle.append(len(stream.acked)))
+    )
     await _settle()
     # Three at most together; the other two as soon as the queue has no more, not later.
     assert handled.batches == [[0, 1, 2], [3, 4]]
     assert stream.acked == [0, 1, 2, 3, 4] and stream.enable_acks is False
+    assert idle == [5]  # told once all is handled and nothing is left, not between
     stream.channel.queue.put_nowait(5)  # real time: a record alone
     await _settle()
     assert handled.batches[-1] == [5] and stream.acked[-1] == 5

@@ -148,3 +148,71 @@ async def test_a_settle_waits_for_the_writes_queued_before_it_only() -> None:
     await asyncio.wait_for(settled, 5)
     assert [(k, s) for k, s, _ in table.written] == [("n1", "s1")]
     assert writes.pending("nodes", "n2") == "t1"
+
+
+async def test_while_records_are_folded_together_a_state_is_held_until_released() -> None:
+    """Behind a backlog a node folded in batch after batch is written once, its last state,
+    in the context of the fold that made it."""
+    writes, table = _writes(), Table()
+    writes.holding = 1
+    for n, state in enumerate(("s1", "s2", "s3")):
+        token = FOLDING.set(f"fold {n}")
+        writes.write("nodes", "n1", state, table.store("n1", state), [])
+        FOLDING.reset(token)
+    writes.write("nodes", "n2", "t1", table.store("n2", "t1"), [])
+    assert table.written == []
+    assert writes.pending("nodes", "n1") == "s3"
+    assert sorted(writes.pending_keys("nodes")) == ["n1", "n2"]
+    writes.release()
+    assert table.written == [("n1", "s3", "fold 2"), ("n2", "t1", "none")]
+    assert writes.pending("nodes", "n1") is None and writes.pending_keys("nodes") == []
+
+
+async def test_held_states_are_written_oldest_first_beyond_the_bound_and_before_a_commit() -> None:
+    writes, table = WriteBehind(retry_s=1.0, stopping=lambda: False, held_max=2), Table()
+    writes.holding = 1
+    for key in ("n1", "n2", "n3"):
+        writes.write("nodes", key, key, table.store(key, key), [])
+    assert [k for k, _, _ in table.written] == ["n1"]  # the third held pushed the first out
+    await writes.settle()
+    assert [k for k, _, _ in table.written] == ["n1", "n2", "n3"]
+
+
+async def test_a_held_state_replaced_by_one_that_waits_for_its_status_is_never_written() -> None:
+    writes, table = _writes(), Table()
+    writes.holding = 1
+    writes.write("nodes", "n1", "s1", table.store("n1", "s1"), [])
+    status = _status()
+    writes.write("nodes", "n1", "s2", table.store("n1", "s2"), [(status, _never_again)])
+    writes.release()
+    assert table.written == [] and writes.pending("nodes", "n1") == "s2"
+    status.set_result("acknowledged")
+    await asyncio.sleep(0)
+    assert [(k, s) for k, s, _ in table.written] == [("n1", "s2")]
+    assert writes.pending("nodes", "n1") is None
+
+
+async def test_a_state_folded_alone_after_a_held_one_replaces_it_and_is_written_at_once() -> None:
+    writes, table = _writes(), Table()
+    writes.holding = 1
+    writes.write("nodes", "n1", "s1", table.store("n1", "s1"), [])
+    writes.holding = 0
+    writes.write("nodes", "n1", "s2", table.store("n1", "s2"), [])
+    assert [(k, s) for k, s, _ in table.written] == [("n1", "s2")]
+    assert writes.pending("nodes", "n1") is None
+    writes.release()
+    assert len(table.written) == 1
+
+
+async def test_states_held_are_written_before_a_later_one_that_is_not() -> None:
+    """The changelog keeps fold order: what was held is written before a state folded after
+    it, here one that waits for its status."""
+    writes, table = _writes(), Table()
+    writes.holding = 1
+    writes.write("nodes", "n1", "s1", table.store("n1", "s1"), [])
+    status = _status()
+    writes.write("nodes", "n2", "t1", table.store("n2", "t1"), [(status, _never_again)])
+    assert [(k, s) for k, s, _ in table.written] == [("n1", "s1")]
+    status.set_result("acknowledged")
+    await asyncio.sleep(0)
+    assert [(k, s) for k, s, _ in table.written] == [("n1", "s1"), ("n2", "t1")]
