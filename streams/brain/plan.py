@@ -69,7 +69,9 @@ def plan_records(
     """One entity's events of several records, planned as if each record were delivered in
     turn: each record's events folded from the state the one before left, with the status
     change people read after it, its outputs bounded per record. The state's document is made
-    once, of the last state: the states between were never read by anyone."""
+    once, of the last state: the states between were never read by anyone. So the size bound
+    is the last state's: a state between over it and under it again by the last record is not
+    refused (the bound keeps stored states small; it decides nothing)."""
     result = Step(state)
     statuses: list[Event] = []
     for events in records:
