@@ -29,7 +29,7 @@ whose records are acknowledged is **held** (`holding`) rather than written: a la
 same entity replaces it, so a node folded in batch after batch is written once, not once a
 batch (each write is a RocksDB put and a changelog record: 10 % of the worker's CPU in `bench
 streams`). Held states are written when an agent has nothing left to fold (`release`), when
-`held_max` of them are held (the oldest first), before any state that is not held, and in
+`held_max` of them are held (the one folded first), before any state that is not held, and in
 `settle`, so before every commit: the changelog still has the states in fold order, less those
 replaced.
 """
@@ -76,7 +76,7 @@ class WriteBehind:
         self.held_max = held_max
         self.holding = 0  # how many agents are folding records together (held while any is)
         self.failed: BaseException | None = None
-        self._held: dict[tuple[str, str], _Write] = {}  # in the order first held
+        self._held: dict[tuple[str, str], _Write] = {}  # in fold order (a replaced one leaves)
         self._queue: deque[_Write] = deque()
         self._latest: dict[tuple[str, str], _Write] = {}
         self._queued = 0  # writes ever queued
@@ -130,7 +130,7 @@ class WriteBehind:
             self.write("", "", None, _nothing, sent)
 
     def release(self) -> None:
-        """Every held state written, in the order first held, each in its fold's context."""
+        """Every held state written, in fold order, each in its fold's context."""
         while self._held and self.failed is None:
             self._apply_held(next(iter(self._held)))
 
