@@ -43,7 +43,7 @@ from schemas.deadletter import DeadLetter
 from schemas.envelope import Event
 from schemas.placement import partition_for
 from schemas.registry import build_decoders
-from schemas.runtime import malloc, tracing
+from schemas.runtime import collector, malloc, tracing
 from schemas.runtime.deadletter import count_dead_letter
 from schemas.runtime.metrics.catalog import (
     DECISIONS,
@@ -139,11 +139,13 @@ class StreamsApp:
         # The stubs want `signal` as a keyword of every receiver; Faust passes it in kwargs.
         app.on_partitions_revoked.connect(self.forget_states)  # type: ignore[arg-type]
         app.on_worker_init.connect(self.trust_only_clean_stores)  # type: ignore[arg-type]
-        app.on_worker_init.connect(spare_the_startup_heap_from_collections)  # type: ignore[arg-type]
+        app.on_worker_init.connect(self.spare_the_heap_from_collections)  # type: ignore[arg-type]
 
     async def trim_heap(self) -> None:
-        """What the worker freed, back to the system (`schemas.runtime.malloc.trim`): a few ms
-        a minute where the heap holds a hundred MB."""
+        """The worker's garbage cycles freed (a full pass, which its thresholds make rare:
+        `schemas.runtime.collector`), and what it freed back to the system
+        (`schemas.runtime.malloc.trim`): a few ms a minute where the heap holds a hundred MB."""
+        gc.collect()
         malloc.trim()
 
     def hold_ticks_for(self, message: Any) -> None:
@@ -475,6 +477,18 @@ class StreamsApp:
     def trust_only_clean_stores(self, sender: Any, **kwargs: Any) -> None:
         guard(Path(self.app.conf.tabledir))
 
+    def spare_the_heap_from_collections(self, sender: Any, **kwargs: Any) -> None:
+        """Python's full collections stop the loop for the whole heap, and what start-up made
+        (modules, Faust, pydantic's schemas) is never garbage: frozen out of them
+        (`schemas.runtime.collector.tune`), a full collection took 1.2-1.6 s in all over a
+        10,000-node `bench scale` run instead of 2.3-2.5 s, none over 0.35 s (BENCHMARKS.md,
+        "Fleet scale"); a fault folded right after one waited that long. The decoders are built
+        first (`build_decoders`), so they are part of what is frozen and no record waits for
+        one. The thresholds make collections rare: the states the worker holds for seconds
+        made Python's own walk the whole heap every ~1.2 s at 10,000 nodes."""
+        build_decoders()
+        collector.tune(self.settings.gc_thresholds)  # no log line: logging is not set up yet
+
     async def handle_tick(self, kind: Kind, message: Any) -> None:
         """Tick the entities of `kind` on the tick's partition that something is due for
         (`streams.brain.timers`), at the tick's time or, while the partition's inputs are not folded
@@ -584,17 +598,6 @@ class StreamsApp:
 
 
 _MESSAGE_SECONDS = PROCESSING_SECONDS.labels("streams_message")
-
-
-def spare_the_startup_heap_from_collections(sender: Any, **kwargs: Any) -> None:
-    """Python's full collections stop the loop for the whole heap, and what start-up made
-    (modules, Faust, pydantic's schemas) is never garbage: out of them, a full collection took
-    1.2-1.6 s in all over a 10,000-node `bench scale` run instead of 2.3-2.5 s, none over 0.35 s
-    (BENCHMARKS.md, "Fleet scale"); a fault folded right after one waited that long. The
-    decoders are built first (`build_decoders`), so they are part of what is frozen and no
-    record waits for one."""
-    build_decoders()
-    gc.freeze()  # no log line: logging is not configured yet here
 
 
 def _consumed(message: Any) -> dict[str, str | int]:

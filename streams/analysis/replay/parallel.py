@@ -9,13 +9,11 @@ process, instead.
 
 from __future__ import annotations
 
-import gc
 import multiprocessing
 import pickle
 import time
 import traceback
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
@@ -27,6 +25,7 @@ import structlog
 from schemas.codec import decode, encode
 from schemas.envelope import Event
 from schemas.events import Trigger
+from schemas.runtime import collector
 from streams.analysis.replay.clickhouse_source import ClickHouseSource
 from streams.analysis.replay.rerun import current_brain, rerun_stream
 from streams.brain.parts import NotSplittable, Part, PartBrain, split_types
@@ -38,7 +37,8 @@ log = structlog.get_logger(__name__)
 # A replay allocates a few objects per event that die young, and holds a brain that lives long:
 # the collector's default gen-0 threshold (700) made it walk the young objects every ~100 events
 # and the whole heap often (`BENCHMARKS.md`: ~8 % of a replay). The brain is frozen out of
-# the collector's sight first, and collections are rarer; state is still collected.
+# the collector's sight first, and collections are rarer; state is still collected
+# (`schemas.runtime.collector`).
 GC_THRESHOLDS = (100_000, 50, 100)
 PROGRESS_EVERY = 10_000  # events of a part between two reports of its event time
 PROGRESS_S = 0.25
@@ -82,7 +82,7 @@ def rerun_parts(
         except NotSplittable as exc:
             log.warning("replay decided whole: the rules do not split by node", reason=str(exc))
     reached = None if on_progress is None else lambda at: on_progress(share(at))
-    with tuned_gc():
+    with collector.tuned(GC_THRESHOLDS):
         whole = _rerun(source, warmup_s, None, settings, reached)
     return Rerun(
         whole.decided,
@@ -262,7 +262,7 @@ def _part_worker(
     send: Connection,
 ) -> None:
     try:
-        with tuned_gc():
+        with collector.tuned(GC_THRESHOLDS):
             done = _rerun(
                 source, warmup_s, part, settings, partial(reached.__setitem__, part.index)
             )
@@ -289,16 +289,3 @@ def _decoded(messages: list[bytes]) -> list[Trigger]:
     triggers = [event for message in messages for event in decode(message)]
     assert all(isinstance(t, Trigger) for t in triggers)
     return triggers  # type: ignore[return-value]
-
-
-@contextmanager
-def tuned_gc() -> Iterator[None]:
-    """`GC_THRESHOLDS` while a replay runs; the collector as it was afterwards."""
-    thresholds = gc.get_threshold()
-    gc.freeze()
-    gc.set_threshold(*GC_THRESHOLDS)
-    try:
-        yield
-    finally:
-        gc.set_threshold(*thresholds)
-        gc.unfreeze()

@@ -27,8 +27,14 @@ from schemas.registry import build_decoders
 build_decoders()
 """,
     "the streams worker": """
-from streams.faust.app import spare_the_startup_heap_from_collections
-spare_the_startup_heap_from_collections(None)
+import tempfile
+from pathlib import Path
+from pydantic import SecretStr
+from schemas.runtime.settings import KafkaSettings
+from streams.faust.app import StreamsApp
+from streams.settings import StreamsSettings
+settings = StreamsSettings(store="memory://", data_dir=Path(tempfile.mkdtemp()))
+StreamsApp(KafkaSettings(), settings, SecretStr("k")).spare_the_heap_from_collections(None)
 """,
     "a sink insert process": """
 import os
