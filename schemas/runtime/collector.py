@@ -8,8 +8,8 @@ the streams worker every state it folds lives until the node's or job's next eve
 heap was new every ~1.2 s, and the whole heap was walked that often. Collections took ~15 % of
 the worker's CPU there (`bench scale --nodes 10000`, gc callbacks over the run), ~7 % in
 `bench streams`, while they freed almost nothing: ~160 objects in a whole `bench streams` run,
-~2,000 in the 10,000-node run. Nearly all of the worker's garbage is freed by reference
-counting the moment it is dropped; the collector is only for cycles.
+~2,100 in a 10,000-node run (docs/benchmarks/streams.md). Nearly all of the worker's garbage
+is freed by reference counting the moment it is dropped; the collector is only for cycles.
 
 Bounds that hold with the worker's thresholds (`THRESHOLDS`): the young objects are walked once
 50,000 more were made than freed, so garbage cycles wait at most for that many allocations

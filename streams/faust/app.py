@@ -275,15 +275,19 @@ class StreamsApp:
             return []
         try:
             events = self.top.decoders.get(message.topic, decode)(message.value)
-            if message.topic in self.top.placement.topics:
-                problem = _too_long(events) or self.top.placement.check(
-                    events, topic=message.topic, key=message.key, partition=message.partition
-                )
-                if problem is not None:
-                    raise problem
         except DecodeError as exc:
             await self._dead_letter(exc.reason, exc.detail, message)
             return []
+        if message.topic in self.top.placement.topics:
+            # Told, not raised: a raised error held in a local is a cycle (its traceback holds
+            # this frame, and the frame the record) that only a collector pass frees, and the
+            # worker's are rare (schemas.runtime.collector).
+            problem = _too_long(events) or self.top.placement.check(
+                events, topic=message.topic, key=message.key, partition=message.partition
+            )
+            if problem is not None:
+                await self._dead_letter(problem.reason, problem.detail, message)
+                return []
         if events:
             count_types(EVENTS_IN, message.topic, events)
             newest = max(e.occurred_at for e in events).timestamp()

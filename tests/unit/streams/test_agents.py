@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import gc
+import weakref
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -443,3 +445,39 @@ async def test_records_folded_together_write_each_state_to_its_own_partition(
             await agent.put(key=node.encode(), value=value, partition=partition, wait=False)
         await _until(lambda: len(sent) == len(partitions))
     assert sent == {node.encode(): partition for node, partition in partitions.items()}
+
+
+class _Record(SimpleNamespace):
+    """A record that can be referred to weakly (a `SimpleNamespace` cannot)."""
+
+
+@pytest.mark.parametrize("why", ["wrong-key", "undecodable", "refused"])
+async def test_a_dead_lettered_record_is_freed_when_handled(
+    streams_app: StreamsApp, monkeypatch: pytest.MonkeyPatch, why: str
+) -> None:
+    """The worker's collector passes are rare (`schemas.runtime.collector`): a bad record must
+    not stay alive in a garbage cycle (an exception whose traceback holds the frame that holds
+    the record) until one comes, or a storm of large bad records would be held with it."""
+    letters = Sent()
+    monkeypatch.setattr(streams_app.top.deadletter_topic, "send", letters)
+    monkeypatch.setattr(streams_app.top.triggers_topic, "send", Sent())
+    monkeypatch.setattr(streams_app.settings, "outputs_per_message_max", 1)
+    node = f"freed-{why}"
+    value = {
+        "wrong-key": encode(heartbeat(node)),
+        "undecodable": b"{" * 4096,
+        "refused": encode(xid(node, 79)),  # more outputs than the bound
+    }[why]
+    key = node if why == "refused" else "not-" + node
+    record = _Record(**vars(read_on(streams_app.top.catalog("nodes"), key, value)))
+    held = weakref.ref(record)
+    gc.collect()
+    gc.disable()  # only reference counting may free it
+    try:
+        await streams_app.handle_message(record, NODE_AGENT)
+        del record
+        assert held() is None, [type(r).__name__ for r in gc.get_referrers(held())]
+    finally:
+        gc.enable()
+    [letter] = [DeadLetter.from_bytes(v) for v in letters.values]
+    assert letter.key == key.encode()
