@@ -143,8 +143,9 @@ class StreamsApp:
 
     async def trim_heap(self) -> None:
         """The worker's garbage cycles freed (a full pass, which its thresholds make rare:
-        `schemas.runtime.collector`), and what it freed back to the system
-        (`schemas.runtime.malloc.trim`): a few ms a minute where the heap holds a hundred MB."""
+        `schemas.runtime.collector`; ~17 ms over 2,000 nodes' states, ~35,000 objects), and what
+        it freed back to the system (`schemas.runtime.malloc.trim`): a few ms a minute where the
+        heap holds a hundred MB."""
         gc.collect()
         malloc.trim()
 
