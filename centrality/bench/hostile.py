@@ -22,7 +22,7 @@ from rich.console import Console
 from centrality.bench.cli import bench_app
 from centrality.bench.hostile_report import Outcome, print_outcome
 from centrality.bench.hostile_send import Senders
-from centrality.bench.hostile_storm import Hostile, Storm
+from centrality.bench.hostile_storm import Hostile, Storm, aimed
 from centrality.bench.hostile_watch import (
     Group,
     Groups,
@@ -63,6 +63,7 @@ class Options:
     stop_within_s: float = 10.0
     seed: int = 12
     kinds: tuple[str, ...] = ()  # empty: every kind
+    topics: tuple[str, ...] = ()  # empty: every topic a storm goes to
     keep: bool = False
 
 
@@ -152,7 +153,7 @@ async def storm_and_story(
 
     sampler = asyncio.create_task(sample_rss())
     built = time.perf_counter()
-    hostile = Storm(run.key, seed=opts.seed, only=opts.kinds)
+    hostile = Storm(run.key, seed=opts.seed, only=opts.kinds, topics=opts.topics)
     outcome.build_s = time.perf_counter() - built
     markers = hostile.markers(MARKED)
     try:
@@ -191,9 +192,10 @@ async def storm_and_story(
         g.worker: sum(g.targets.values()) - sum(before[g.worker].values())
         for g in story.groups.groups
     }
+    reached = {w for w in WORKERS if hostile.reaches(INPUTS[w])}
     outcome.storm_cpu_s = {
         g.worker: None
-        if g.cpu_at_consumed_s is None
+        if g.cpu_at_consumed_s is None or g.worker not in reached
         else g.cpu_at_consumed_s - cpu_before[g.worker]
         for g in story.groups.groups
     }
@@ -313,11 +315,20 @@ def bench_hostile(
     kinds: str = typer.Option(
         "", help="Only these kinds, comma-separated (e.g. `truncated,json-edge`); default all."
     ),
+    topics: str = typer.Option(
+        "",
+        help="Only to these topics, comma-separated (e.g. `triggers`: what one worker costs "
+        "alone, with no decision of the others' to act on); default every one.",
+    ),
     keep: bool = typer.Option(False, help="Keep the run's topics, database and logs."),
     json: bool = typer.Option(False, "--json", help="Print one JSON line."),
 ) -> None:
     """Workers under hostile input on every topic and codec, then a valid story. Targets: all
     alive, storm consumed, story decided ≤ 5 s after it, no unsigned trigger obeyed, stop ≤ 10 s."""
+    try:  # before a stack is started for them
+        aimed(_listed(kinds), _listed(topics))
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from None
     stack, progress = local_stack()
     opts = Options(
         messages=messages,
@@ -327,10 +338,15 @@ def bench_hostile(
         stop_timeout_s=stop_timeout_s,
         ready_timeout_s=ready_timeout_s,
         seed=seed,
-        kinds=tuple(k.strip() for k in kinds.split(",") if k.strip()),
+        kinds=_listed(kinds),
+        topics=_listed(topics),
         keep=keep,
     )
     outcome = run_bench(stack, opts, progress)
     print_outcome(outcome, json=json, console=Console(), progress=progress)
     if not outcome.ok:
         raise typer.Exit(1)
+
+
+def _listed(names: str) -> tuple[str, ...]:
+    return tuple(n.strip() for n in names.split(",") if n.strip())

@@ -39,7 +39,8 @@ class Outcome:
     storm_read: dict[str, int] = field(default_factory=dict)
     """Storm records in each worker's inputs (their end offsets before and after it was sent)."""
     storm_cpu_s: dict[str, float | None] = field(default_factory=dict)
-    """Each worker's CPU from the storm's first send until its group had consumed it."""
+    """Each worker's CPU from the storm's first send until its group had consumed it; None for
+    one whose inputs the storm did not go to (`--topics`): what it did then was not the storm's."""
     lag: dict[str, int] = field(default_factory=dict)
     wedged: list[str] = field(default_factory=list)
     """Workers whose group stopped moving for `stall_s` while the storm was not consumed."""

@@ -83,6 +83,31 @@ class Template:
         return str(self.doc["subject"])
 
 
+def _chosen(topics: Sequence[str]) -> tuple[str, ...]:
+    """The storm's topics, in the catalog's order (every one when none is named)."""
+    if unknown := sorted(set(topics) - set(TOPICS)):
+        raise ValueError(f"unknown topics {unknown}; a storm goes to {list(TOPICS)}")
+    return tuple(t for t in TOPICS if not topics or t in topics)
+
+
+def aimed(only: Sequence[str], topics: Sequence[str] = ()) -> dict[str, tuple[str, ...]]:
+    """The topics each kind of the storm goes to: the kinds `only` names (every one when none
+    is named) that go to any of `topics`. ValueError, saying which, for a name not known."""
+    known, chosen = registered(), _chosen(topics)
+    if unknown := sorted(set(only) - set(known)):
+        raise ValueError(f"unknown kinds {unknown}; known: {sorted(known)}")
+    out = {
+        name: to
+        for name, k in known.items()
+        if (not only or name in only) and (to := tuple(t for t in k.topics if t in chosen))
+    }
+    if missed := sorted(set(only) - set(out)):
+        raise ValueError(f"kinds {missed} are sent to none of the topics {list(chosen)}")
+    if not out:
+        raise ValueError(f"no kind is sent to the topics {list(chosen)}")
+    return out
+
+
 class Storm:
     """Builds the messages; `unsigned` collects the ids of the valid triggers sent unsigned."""
 
@@ -94,18 +119,17 @@ class Storm:
         subjects: int = 1000,
         now: datetime | None = None,
         only: Sequence[str] = (),
+        topics: Sequence[str] = (),
     ) -> None:
         self.rng = Random(seed)
         self.key = key
         # As the deployment creates its topics (read once: a settings read per message was
         # most of a storm's cost).
-        topics = TopicSettings()
-        self.partitions = {t: partition_count(t, topics) for t in TOPICS}
-        known = registered()
-        unknown = set(only) - set(known)
-        if unknown:
-            raise ValueError(f"unknown kinds {sorted(unknown)}; known: {sorted(known)}")
-        self.kinds = {name: k for name, k in known.items() if not only or name in only}
+        created = TopicSettings()
+        self.partitions = {t: partition_count(t, created) for t in TOPICS}
+        self.aimed = aimed(only, topics)
+        self.topics = _chosen(topics)
+        self.kinds = {name: k for name, k in registered().items() if name in self.aimed}
         self.events = load()
         self.factory = DocumentFactory(self.rng, now or datetime.now(UTC))
         self.jobs = [f"slurm/hostile/{i}" for i in range(subjects)]
@@ -137,6 +161,10 @@ class Storm:
         )
         return self.rng.choice(self.nodes if on_nodes else self.jobs)
 
+    def reaches(self, topics: Sequence[str]) -> bool:
+        """Whether the storm goes to any of these topics (a worker's inputs)."""
+        return not set(topics).isdisjoint(self.topics)
+
     def schedule(self) -> list[str]:
         """One of each kind first, then each kind by weight, spread over the cycle."""
         cycle = [k.name for k in self.kinds.values() for _ in range(max(0, k.weight - 1))]
@@ -148,7 +176,7 @@ class Storm:
         rng = self.rng
         for i in range(n):
             k = self.kinds[cycle[i % len(cycle)]]
-            yield k.make(self, rng.choice(k.topics))
+            yield k.make(self, rng.choice(self.aimed[k.name]))
 
     def markers(self, topics: Sequence[str]) -> list[Hostile]:
         """A valid event on every partition of these topics, sent after what is to be counted as
@@ -184,8 +212,13 @@ class Storm:
             pool = self.templates[topic]
             if having:
                 pool = [t for t in pool if t.event.of_kind(*having)] or [
-                    t for ts in self.templates.values() for t in ts if t.event.of_kind(*having)
+                    t
+                    for other in self.topics
+                    for t in self.templates[other]
+                    if t.event.of_kind(*having)
                 ]
+            if not pool:
+                raise ValueError(f"no event of the topics {list(self.topics)} has a {having} field")
             self._pools[(topic, having)] = pool
         return self.rng.choice(pool)
 

@@ -12,10 +12,13 @@ import jsonschema
 import orjson
 import pytest
 from pydantic import SecretStr
+from typer.testing import CliRunner
 
+from centrality import cli
 from centrality.bench.hostile_schema import DocumentFactory, EventSchema, Field, load
 from centrality.bench.hostile_send import CODECS
 from centrality.bench.hostile_storm import TOPICS, Hostile, Storm
+from centrality.bench.run import INPUTS
 from schemas.codec import MAX_MESSAGE_BYTES, DecodeError, decode
 from schemas.placement import partition_for
 from schemas.signing import verify
@@ -199,3 +202,27 @@ def test_unknown_kinds_are_refused() -> None:
         Storm(KEY, only=("no-such-kind",))
     only = list(Storm(KEY, only=("truncated",)).messages(50))
     assert {m.kind for m in only} == {"truncated"}
+
+
+def test_a_storm_aimed_at_some_topics_goes_to_those_only() -> None:
+    storm = Storm(KEY, topics=("triggers",))
+    assert storm.reaches(INPUTS["actions"]) and not storm.reaches(INPUTS["streams"])
+    aimed = list(storm.messages(600))
+    assert {m.topic for m in aimed} == {"triggers"}
+    kinds = {m.kind for m in aimed}
+    assert {"unsigned-trigger", "out-of-range-int", "huge-list"} <= kinds  # fields of triggers'
+    everywhere = list(Storm(KEY, seed=4, now=NOW).messages(300))
+    assert everywhere == list(Storm(KEY, seed=4, now=NOW, topics=TOPICS).messages(300))
+
+
+def test_topics_and_kinds_a_storm_cannot_send_are_refused_by_name() -> None:
+    with pytest.raises(ValueError, match=r"unknown topics \['status'\]"):
+        Storm(KEY, topics=("status",))
+    with pytest.raises(ValueError, match=r"kinds \['unsigned-trigger'\] are sent to none"):
+        Storm(KEY, only=("unsigned-trigger",), topics=("nodes",))
+
+
+def test_the_bench_refuses_a_storm_it_cannot_send_before_starting_anything() -> None:
+    refused = CliRunner().invoke(cli.app, ["bench", "hostile", "--topics", "triggers,status"])
+    assert refused.exit_code == 2
+    assert "unknown topics ['status']" in refused.output
