@@ -45,6 +45,14 @@ EXPECTED: Mapping[str, tuple[str, ...] | None] = {
     # fix 11: Faust answers a changelog record's FutureMessage when the broker has (or refused)
     "faust.topics:Topic._on_published": ("self", "fut", "message", "producer", "state"),
     "mode.services:Service.wait_first": ("self", "coros", "timeout"),
+    # topology.RawSchema: Faust's topics compile their schema's decode with these.
+    "faust.serializers.schemas:Schema.compile": (
+        "self",
+        "app",
+        "on_key_decode_error",
+        "on_value_decode_error",
+        "default_propagate",
+    ),
     "faust.app.base:App.maybe_start_producer": None,  # fix 10: a stampede, not a function
     "aiokafka.consumer.fetcher:MemoryRecords": None,
     # fix 13: the producer's batches (aiokafka's class: `install` replaces the name).

@@ -49,14 +49,27 @@ JOB_AGENT = frozenset({JOBS.table})
 NODE_AGENT = frozenset({NODES.table, NODE_SETS.table, INCIDENT_BOOKS.table, INCIDENTS.table})
 
 
-def raw() -> Any:
+class RawSchema(faust.Schema[bytes, bytes]):
     """Bytes in, bytes out: decoding is ours (schemas.codec), done once, dead-lettered on error.
 
-    A new Schema each time: Faust mutates the schema it is given with its own defaults.
-    """
-    return faust.Schema(
-        key_type=bytes, value_type=bytes, key_serializer="raw", value_serializer="raw"
-    )
+    Faust's own decode of a record asks its codec registry and the app's settings each time to
+    turn bytes into the same bytes (~7 µs a record in `bench streams`); this one makes the event
+    at once, of the record's own key, value and headers."""
+
+    def compile(
+        self, app: Any, *, default_propagate: bool = False, **on_decode_error: Any
+    ) -> Callable[..., Awaitable[Any]]:
+        make = app.conf.Event
+
+        async def decode(message: Any, *, propagate: bool = default_propagate) -> Any:
+            return make(app, message.key, message.value, message.headers, message)
+
+        return decode
+
+
+def raw() -> Any:
+    """A new Schema each time: Faust mutates the schema it is given with its own defaults."""
+    return RawSchema(key_type=bytes, value_type=bytes, key_serializer="raw", value_serializer="raw")
 
 
 @dataclass
