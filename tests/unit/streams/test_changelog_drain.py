@@ -8,6 +8,7 @@ import contextlib
 from typing import Any
 
 import faust
+from faust.transport.producer import ProducerBuffer
 
 from streams.faust.transport import _Buffer
 
@@ -68,3 +69,14 @@ async def test_a_flush_of_an_empty_buffer_returns_at_once() -> None:
         await asyncio.wait_for(buffer.drain(), timeout=0.5)
     finally:
         await buffer.stop()
+
+
+async def test_the_buffer_counts_its_waiting_records_as_faust_does() -> None:
+    buffer = _Buffer()
+    buffer.app = faust.App("size", broker="kafka://127.0.0.1:1", autodiscover=False)
+    assert not buffer.app.conf.producer_threaded  # the case ours answers without the settings
+    for number in range(3):
+        buffer.put(_record(number))
+    assert buffer.size == ProducerBuffer.size.fget(buffer) == 3  # type: ignore[attr-defined]
+    buffer.pending.get_nowait()
+    assert buffer.size == ProducerBuffer.size.fget(buffer) == 2  # type: ignore[attr-defined]
