@@ -194,14 +194,20 @@ def _workers(outcome: Outcome, result: dict[str, Any], mark: dict[bool, str]) ->
     figures: dict[str, Callable[[str], str]] = {
         "alive": lambda w: mark[outcome.alive[w]],
         "wedged": lambda w: "[red]yes[/]" if w in outcome.wedged else "no",
-        "storm consumed, s after sent": lambda w: str(result["storm_consumed_s"].get(w)),
-        "storm records read": lambda w: str(outcome.storm_read.get(w)),
-        "CPU ms a storm record": lambda w: str(result["storm_cpu_ms_per_message"].get(w)),
-        "lag left": lambda w: str(outcome.lag.get(w)),
-        "peak RSS MB": lambda w: str(outcome.peak_rss_mb.get(w)),
-        "stop s": lambda w: str(result["stop_s"].get(w)),
+        "storm consumed, s after sent": lambda w: _cell(result["storm_consumed_s"].get(w)),
+        "storm records read": lambda w: _cell(outcome.storm_read.get(w)),
+        "CPU ms a storm record": lambda w: _cell(result["storm_cpu_ms_per_message"].get(w)),
+        "lag left": lambda w: _cell(outcome.lag.get(w)),
+        "peak RSS MB": lambda w: _cell(outcome.peak_rss_mb.get(w)),
+        "stop s": lambda w: _cell(result["stop_s"].get(w)),
     }
     table = Table("worker", *names)
     for label, value in figures.items():
         table.add_row(label, *(value(w) for w in names))
     return table
+
+
+def _cell(value: object) -> str:
+    """A figure as people read it: none (a storm that did not reach the worker, a stop never
+    timed) is a dash, not Python's `None`."""
+    return "-" if value is None else str(value)

@@ -172,4 +172,5 @@ def test_each_worker_s_figures_are_whole_in_an_80_column_pipe() -> None:
         "0.134",
     ]
     assert [c.strip() for c in rows["wedged"].split("│")[2:5]] == ["no", "yes", "no"]
+    assert [c.strip() for c in rows["stop s"].split("│")[2:5]] == ["-", "-", "-"]  # not timed
     assert "…" not in "".join(rows.values())
