@@ -266,6 +266,7 @@ class WorkerRun:
 
     busy_s: float
     cpu_s: float  # its process group's user and system CPU over busy_s
+    ready_s: float  # from its process's start to `/readyz`: imports, joining, recovery
     latencies_ms: list[float]
 
 
@@ -287,6 +288,7 @@ def run_worker(
     if checkout is not None:  # its modules first, run from there (Faust imports from the cwd)
         env["PYTHONPATH"] = str(checkout)
     argv = [str(Path(sys.executable).with_name("centrality")), "streams"]
+    started_at = time.perf_counter()
     pid = worker.start(argv, env=env, cwd=checkout)
     try:
         ready_at = wait_ready(worker, f"http://127.0.0.1:{port}/readyz", timeout_s=180)
@@ -304,7 +306,7 @@ def run_worker(
     finally:
         worker.stop()  # before removing data_dir: its pid file lives there
     shutil.rmtree(data_dir, ignore_errors=True)
-    return WorkerRun(done_at - ready_at, cpu_used, sorted(lat))
+    return WorkerRun(done_at - ready_at, cpu_used, ready_at - started_at, sorted(lat))
 
 
 @bench_app.command("streams")
@@ -352,6 +354,7 @@ def _result(
         "messages": messages,
         "rate_eps": round(rate),
         "worker_cpu_us_per_event": round(1e6 * worked.cpu_s / events, 1),
+        "worker_ready_s": round(worked.ready_s, 2),
         "raw_rate_eps": round(raw_rate),
         "ratio": round(rate / raw_rate, 3),
         "latency_p50_ms": round(statistics.median(lat), 1) if lat else None,

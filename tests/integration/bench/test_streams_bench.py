@@ -45,6 +45,7 @@ def test_the_worker_is_timed_from_ready_and_probed(stack: Stack) -> None:
     assert rate > 0 and raw > 0 and ratio == pytest.approx(rate / raw, abs=0.002), result
     cpu = result["worker_cpu_us_per_event"]
     assert isinstance(cpu, float) and cpu > 0, result
+    assert isinstance(result["worker_ready_s"], float) and result["worker_ready_s"] > 0, result
     # A probe every 50 ms for 2 s: each crashed job's exit restarted.
     assert result["probes"] == 40 and result["latency_p99_ms"] is not None, result
 
