@@ -90,9 +90,19 @@ EXPECTED: Mapping[str, tuple[str, ...] | None] = {
     "faust.streams:_current_event": None,
     "faust.streams:Stream.enable_acks": None,
     "faust.streams:Stream.ack": ("self", "event"),
+    # streams.faust.table_manager: Faust's start of its table manager, less its sleep.
+    "faust.tables.manager:TableManager.on_start": ("self",),
+    "faust.tables.manager:TableManager._update_channels": ("self",),
 }
 # Source fragments that must still be there: attributes set inside a method, not declared.
 SOURCE: Mapping[str, str | tuple[str, ...]] = {
+    # streams.faust.table_manager: what Faust's `on_start` does, ours less the first line.
+    "faust.tables.manager:TableManager.on_start": (
+        "await self.sleep(1.0)",
+        "if not self.should_stop:",
+        "await self._update_channels()",
+        "await self.recovery.start()",
+    ),
     # fixes 1 and 12: values set on the consumer before start() hands them to its Fetcher.
     "aiokafka.consumer.consumer:AIOKafkaConsumer.start": (
         "self._fetch_max_wait_ms",

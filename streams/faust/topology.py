@@ -38,6 +38,7 @@ from streams.faust import credentials, observe, topics
 from streams.faust import transport as faust_transport
 from streams.faust.batching import in_batches
 from streams.faust.lanes import LanedApp, Lanes, routine
+from streams.faust.table_manager import TableManager
 from streams.faust.worker import Worker
 from streams.settings import StreamsSettings
 from streams.state.entities import INCIDENT_BOOKS, INCIDENTS, JOBS, KINDS, NODE_SETS, NODES
@@ -240,6 +241,7 @@ def _app(
         stream_buffer_maxsize=16384,
         consumer_auto_offset_reset="earliest",  # streams.faust.transport relies on it (fix 7)
         Worker=Worker,  # logs through schemas.runtime.logs
+        TableManager=TableManager,  # ready without Faust's second of waiting at start
     )
 
 
