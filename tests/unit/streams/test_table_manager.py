@@ -30,9 +30,17 @@ async def test_the_tables_are_registered_at_once(
     monkeypatch.setattr(manager, "sleep", slept)
     monkeypatch.setattr(manager.recovery, "start", recovery_started)
     monkeypatch.setattr(app.consumer, "assignment", set)  # not started: nothing assigned yet
+    started: list[str] = []
+    for table in manager.values():  # a table declares its changelog topic as it starts
+
+        async def start(name: str = table.name) -> None:
+            started.append(name)
+
+        monkeypatch.setattr(table, "maybe_start", start)
     await manager.on_start()
     assert manager._tables_registered.is_set()
     assert {t.name for t in manager._channels} == set(manager) and len(manager) >= 4
+    assert started == list(manager)
     assert recovered == [manager.recovery]
     with pytest.raises(RuntimeError, match="Too late to add tables"):
         app.Table("made-late")
