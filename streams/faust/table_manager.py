@@ -5,8 +5,8 @@ that a table made after the app (by an agent or a task as it starts) is register
 Every table of ours is made by `streams.faust.topology.wire`, before the worker starts, and one
 made later is refused loudly (`TableManager.add`: "Too late to add tables"). The second only
 delayed every start of the worker: a restarted worker (after a crash, a deploy, a rebalance to a
-new process) decided nothing for that long more. `faust_canary` checks that Faust's `on_start`
-still does what this one does, less the sleep.
+new process) decided nothing for that long more. `streams.faust.canary` checks that Faust's
+`on_start` still does what this one does, less the sleep.
 """
 
 from __future__ import annotations
