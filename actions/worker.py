@@ -94,23 +94,12 @@ class ActionWorker:
         ledger = KafkaLedger(self.kafka, load_timeout_s=self.settings.ledger_load_timeout_s)
         emitter = Emitter(self.kafka)
         inflight = Inflight(self.settings.concurrency)
-        consumer = kafka_clients.consumer(
-            self.kafka,
-            group_id=self.settings.group_id,
-            client_id=f"{self.kafka.client_id}-actions",
-            enable_auto_commit=False,
-            auto_offset_reset="earliest",
-        )
+        consumer = self._consumer()
         silences = KafkaSilences(self.kafka, self.operators)
         ends = self._ends(silences, ledger, consumer)
         consumer.subscribe(
             [topic_name("triggers", self.kafka)],
-            listener=Handover(
-                consumer,
-                inflight,
-                self.settings.stop_grace_s,
-                owned=ends,
-            ),
+            listener=Handover(consumer, inflight, self.settings.stop_grace_s, owned=ends),
         )
         fleet = FleetWatcher(
             self.kafka,
@@ -119,17 +108,7 @@ class ActionWorker:
         )
         watch_kafka(self.kafka)
         READINESS.add("partitions_assigned", lambda: bool(consumer.assignment()))
-        try:  # read again before each decision anyway: a failure here is not fatal
-            await silences.load()
-        except Exception as exc:
-            log.warning("silences_unread", error=f"{type(exc).__name__}: {exc}")
-        # Node groups' caps count the nodes of each group: their facts, as the streams app knows.
-        statuses = FleetReader(self.kafka, "statuses") if self.settings.quarantine_groups else None
-        if statuses is not None:
-            try:  # read again before each guarded action anyway
-                await statuses.load()
-            except Exception as exc:
-                log.warning("statuses_unread", error=f"{type(exc).__name__}: {exc}")
+        statuses = await self._read_views(silences)
         await ledger.start()
         await emitter.start()
         self.notifier.bind()
@@ -156,13 +135,7 @@ class ActionWorker:
                     group_id=self.settings.group_id,
                     grace_s=self.settings.stop_grace_s,
                 ):
-                    log.info(
-                        "actions_started",
-                        adapter=self.adapter.name,
-                        dry_run=self.settings.dry_run,
-                        operators=sorted(self.operators),
-                        tells_incidents=teller is not None,
-                    )
+                    self._log_started(teller is not None)
                     await self._consume(consumer, inflight, ledger, emitter, dispatcher, key, stop)
             finally:
                 teller_stop.set()
@@ -170,12 +143,58 @@ class ActionWorker:
                     await teller
                 if telling_ends is not None:  # a tell under way gets the grace, as actions do
                     await _within(telling_ends, self.settings.stop_grace_s)
-                await self.notifier.close(_NOTIFY_CLOSE_S)
-                await emitter.stop(drain_timeout_s=_EMITTER_DRAIN_S)
-                await ledger.stop()
-                await silences.stop()
-                if statuses is not None:
-                    await statuses.stop()
+                await self._close(emitter, ledger, silences, statuses)
+
+    def _consumer(self) -> AIOKafkaConsumer:
+        """The triggers' reader; offsets are committed by hand, up to the last record finished
+        with all before it (`actions.consuming`)."""
+        return kafka_clients.consumer(
+            self.kafka,
+            group_id=self.settings.group_id,
+            client_id=f"{self.kafka.client_id}-actions",
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+        )
+
+    async def _read_views(self, silences: KafkaSilences) -> FleetReader | None:
+        """The silences, and the statuses where node groups have caps (their facts, as the
+        streams app knows them: a cap counts the nodes of each group). Both are read again
+        before each decision they guard, so a failure here is not fatal."""
+        try:
+            await silences.load()
+        except Exception as exc:
+            log.warning("silences_unread", error=f"{type(exc).__name__}: {exc}")
+        statuses = FleetReader(self.kafka, "statuses") if self.settings.quarantine_groups else None
+        if statuses is not None:
+            try:
+                await statuses.load()
+            except Exception as exc:
+                log.warning("statuses_unread", error=f"{type(exc).__name__}: {exc}")
+        return statuses
+
+    def _log_started(self, tells_incidents: bool) -> None:
+        log.info(
+            "actions_started",
+            adapter=self.adapter.name,
+            dry_run=self.settings.dry_run,
+            operators=sorted(self.operators),
+            tells_incidents=tells_incidents,
+        )
+
+    async def _close(
+        self,
+        emitter: Emitter,
+        ledger: KafkaLedger,
+        silences: KafkaSilences,
+        statuses: FleetReader | None,
+    ) -> None:
+        """What the worker's outputs and views hold, let go in turn once no action is under way."""
+        await self.notifier.close(_NOTIFY_CLOSE_S)
+        await emitter.stop(drain_timeout_s=_EMITTER_DRAIN_S)
+        await ledger.stop()
+        await silences.stop()
+        if statuses is not None:
+            await statuses.stop()
 
     def _ends(
         self, silences: KafkaSilences, ledger: KafkaLedger, consumer: AIOKafkaConsumer
