@@ -129,40 +129,13 @@ class ClusterModel:
         # Drawn only when asked for, so a seed without them tells the story it always told.
         sound = [n for n in names if n not in xid_nodes]
         bad = set(self.rng.sample(sound, min(config.bad_nodes, len(sound))))
-        self.nodes = {
-            name: SimNode(
-                name,
-                FakeGpuBackend(
-                    config.gpus,
-                    self._xid_faults(i) if name in xid_nodes | bad else (),
-                    seed=config.seed * 100_003 + i,
-                    clock=lambda: self.now_s,
-                    model=config.gpu_models[i % len(config.gpu_models)],
-                ),
-                loses_heartbeat=name in lost,
-            )
-            for i, name in enumerate(names)
-        }
-        for node in self.nodes.values():
-            node.backend.open()
+        self.nodes = self._make_nodes(names, xid_nodes | bad, lost)
         self.xid_nodes = sorted(xid_nodes)
         self.lost_nodes = sorted(lost)
         self.bad_nodes = sorted(bad)
         self.faulted: list[Faulted] = []  # what it did to nodes and jobs, as it happened
         self.names = names
-        # Drawn apart from the rest, so a table's faults leave the jobs drawn as without them.
-        self.planned = (
-            draw(
-                TAXONOMIES[config.taxonomy],
-                config.nodes,
-                config.gpus,
-                config.horizon_s,
-                config.acceleration,
-                random.Random(f"faults/{config.seed}"),
-            )
-            if config.taxonomy
-            else []
-        )
+        self.planned = self._plan_faults()
         self.struck: list[tuple[PlannedFault, str | None]] = []  # applied: the job it took down
         # Slow spells have a generator of their own (their draws and the step times' noise):
         # a seed without them draws everything else as it always did.
@@ -180,13 +153,57 @@ class ClusterModel:
         self.jobs: dict[str, SimJob] = {}
         self.pending: list[str] = []
         self._next_job = 0
+        self._initial = self._initial_jobs()
+
+    def _make_nodes(
+        self, names: list[str], xid_nodes: set[str], lost: set[str]
+    ) -> dict[str, SimNode]:
+        """Each node with its GPUs open; `xid_nodes` throw XIDs (their draws, from the model's
+        generator, in the nodes' order), `lost` stop their heartbeats."""
+        config = self.config
+        nodes = {
+            name: SimNode(
+                name,
+                FakeGpuBackend(
+                    config.gpus,
+                    self._xid_faults(i) if name in xid_nodes else (),
+                    seed=config.seed * 100_003 + i,
+                    clock=lambda: self.now_s,
+                    model=config.gpu_models[i % len(config.gpu_models)],
+                ),
+                loses_heartbeat=name in lost,
+            )
+            for i, name in enumerate(names)
+        }
+        for node in nodes.values():
+            node.backend.open()
+        return nodes
+
+    def _plan_faults(self) -> list[PlannedFault]:
+        """The taxonomy's faults, drawn apart from the rest, so a table's faults leave the jobs
+        drawn as without them."""
+        config = self.config
+        if not config.taxonomy:
+            return []
+        return draw(
+            TAXONOMIES[config.taxonomy],
+            config.nodes,
+            config.gpus,
+            config.horizon_s,
+            config.acceleration,
+            random.Random(f"faults/{config.seed}"),
+        )
+
+    def _initial_jobs(self) -> list[tuple[Fate, bool]]:
+        """The fate of each job submitted at the start, and whether its NCCL is slow."""
+        config = self.config
         crash: list[Fate] = ["crash"]
         preempt: list[Fate] = ["preempt"]
         complete: list[Fate] = ["complete"]
         fates = crash * config.crash_jobs + preempt * config.preempt_jobs
         fates += complete * max(0, config.jobs - len(fates))
         slow = set(self.rng.sample(range(config.jobs), min(config.slow_nccl_jobs, config.jobs)))
-        self._initial = [(fate, i in slow) for i, fate in enumerate(fates[: config.jobs])]
+        return [(fate, i in slow) for i, fate in enumerate(fates[: config.jobs])]
 
     def _xid_faults(self, index: int) -> tuple[Fault, ...]:
         gpu = index % self.config.gpus
