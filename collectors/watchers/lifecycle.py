@@ -76,6 +76,32 @@ class Observation:
     earlier: tuple[AttemptEnd, ...] = ()
 
 
+def _ended_between(seen: Observation, entry: dict[str, Any], ended: int) -> JobExitedPayload:
+    """How attempt `ended` ended, seen only after the next began: as the scheduler tells, else
+    requeued (a preemption). Its nodes, where the scheduler does not say, are the last ones
+    seen of it."""
+    last_nodes = tuple(entry.get("nodes", ())) if ended == entry["attempt"] else ()
+    if ended > len(seen.earlier):
+        return JobExitedPayload(
+            state=JobState.PREEMPTED,
+            raw_state="REQUEUED",
+            reason=seen.reason or "requeued",
+            attempt=ended,
+            nodes=last_nodes,
+            requeued=True,
+        )
+    end = seen.earlier[ended - 1]
+    return JobExitedPayload(
+        state=end.state,
+        raw_state=end.raw_state,
+        exit_code=end.exit_code,
+        reason=end.reason,
+        attempt=ended,
+        nodes=end.nodes or last_nodes,
+        requeued=True,
+    )
+
+
 class JobTracker:
     def __init__(self, ledger: Ledger, stamp: Stamp) -> None:
         self.ledger = ledger
@@ -113,27 +139,7 @@ class JobTracker:
             out.append(self.make(JobSubmitted, job, entry, submitted, when(seen.submitted_at)))
         # Attempts that ended between two looks: how, where the scheduler says; else requeued.
         for ended in range(entry["exited"] + 1, seen.attempt):
-            last_nodes = tuple(entry.get("nodes", ())) if ended == entry["attempt"] else ()
-            if ended <= len(seen.earlier):
-                end = seen.earlier[ended - 1]
-                payload = JobExitedPayload(
-                    state=end.state,
-                    raw_state=end.raw_state,
-                    exit_code=end.exit_code,
-                    reason=end.reason,
-                    attempt=ended,
-                    nodes=end.nodes or last_nodes,
-                    requeued=True,
-                )
-            else:
-                payload = JobExitedPayload(
-                    state=JobState.PREEMPTED,
-                    raw_state="REQUEUED",
-                    reason=seen.reason or "requeued",
-                    attempt=ended,
-                    nodes=last_nodes,
-                    requeued=True,
-                )
+            payload = _ended_between(seen, entry, ended)
             out.append(self.make(JobExited, job, entry, payload, when(None)))
             entry["exited"] = ended
         if seen.raw_state != entry["raw"] or seen.attempt != entry["attempt"]:
