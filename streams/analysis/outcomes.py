@@ -325,11 +325,25 @@ def _story(
         verdict=bench.payload.verdict if bench else None,
         released_at=released_at,
     )
+    return _judged(story, bench, seen, observed_until, s)
+
+
+def _judged(
+    story: Story,
+    bench: BenchmarkCompleted | None,
+    seen: _Index,
+    observed_until: datetime,
+    s: OutcomeSettings,
+) -> Story:
+    """A drained node's story, told by what followed: its benchmark's verdict, a failure soon
+    after its release, or how long it has been watched since."""
+    released_at = story.released_at
     if bench is not None and bench.payload.verdict in _CONFIRMING_VERDICTS:
         return replace(story, outcome="confirmed", why=f"benchmark {bench.payload.verdict}")
     if released_at is not None:
         window = timedelta(seconds=s.confirm_window_s)
-        again = [at for at in seen.node_failures(node, released_at) if at <= released_at + window]
+        failures = seen.node_failures(story.node, released_at)
+        again = [at for at in failures if at <= released_at + window]
         if again:
             after_min = (again[0] - released_at).total_seconds() / 60
             return replace(
