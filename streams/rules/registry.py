@@ -262,12 +262,8 @@ class RuleEngine:
         triggers: list[Trigger] = []
         # The memo's own dicts until a rule needs them changed: most evaluations decide nothing
         # and leave the memo as it was, and then cost no copy.
-        pending, counts, fired, signals = (
-            memo.pending_since,
-            memo.pending_count,
-            memo.fired,
-            memo.signals,
-        )
+        pending, counts, fired = memo.pending_since, memo.pending_count, memo.fired
+        signals = memo.signals
         copied = False
         traced = tracing.enabled()
         for bound in self._by_type.get(type(event), ()):
