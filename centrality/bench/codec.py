@@ -29,72 +29,62 @@ def mix(nodes: int) -> list[bytes]:
     and a health check; per job (one per 4 nodes) a state change, a checkpoint, a batch of 20 log
     lines and an exit."""
     now = datetime.now(UTC)
-
-    def env(subject: str, age_s: float = 0) -> dict[str, Any]:
-        return {
-            "source": "bench",
-            "cluster": "bench",
-            "subject": subject,
-            "occurred_at": now - timedelta(seconds=age_s),
-        }
-
     messages: list[bytes] = []
     for n in range(nodes):
-        node = f"gpu-{n:04d}"
-        samples = [GpuSampled(**env(node), payload=_sample(g)) for g in range(8)]
-        messages.append(encode_batch(samples))
-        messages.append(
-            encode(
-                NodeHeartbeat(
-                    **env(node), payload={"agent_version": "1.0", "gpus": 8, "interval_s": 1.0}
-                )
-            )
-        )
-        messages.append(
-            encode(
-                NodeHealthChecked(
-                    **env(node),
-                    payload={"check": "gpu_count", "status": "OK", "message": "8/8 GPUs"},
-                )
-            )
-        )
+        messages.extend(_node_messages(now, f"gpu-{n:04d}"))
     for j in range(max(1, nodes // 4)):
-        job = f"slurm/bench/{j}"
-        nodes_of = [f"gpu-{(4 * j + k) % nodes:04d}" for k in range(4)]
-        messages.append(
-            encode(
-                JobStateChanged(
-                    **env(job, 60),
-                    payload={"state": "RUNNING", "raw_state": "RUNNING", "nodes": nodes_of},
-                )
-            )
-        )
-        messages.append(
-            encode(
-                CheckpointSaved(
-                    **env(job, 30),
-                    payload={
-                        "step": 1000 + j,
-                        "uri": f"s3://ckpt/{j}/step-{1000 + j}",
-                        "size_bytes": 2**34,
-                    },
-                )
-            )
-        )
-        lines = [
-            {"line": f"step {s} loss 1.{s:03d}", "rank": s % 8, "node": nodes_of[0]}
-            for s in range(20)
-        ]
-        messages.append(encode_batch([LogLinesObserved(**env(job, 5), payload={"lines": lines})]))
-        messages.append(
-            encode(
-                JobExited(
-                    **env(job),
-                    payload={"state": "FAILED", "exit_code": 1, "nodes": nodes_of, "gpus": 32},
-                )
-            )
-        )
+        messages.extend(_job_messages(now, j, nodes))
     return messages
+
+
+def _env(now: datetime, subject: str, age_s: float = 0) -> dict[str, Any]:
+    """An event's envelope from the bench's source, `age_s` before `now`."""
+    return {
+        "source": "bench",
+        "cluster": "bench",
+        "subject": subject,
+        "occurred_at": now - timedelta(seconds=age_s),
+    }
+
+
+def _node_messages(now: datetime, node: str) -> list[bytes]:
+    """A node's interval: its GPUs' samples in one batch, a heartbeat, a health check."""
+    samples = [GpuSampled(**_env(now, node), payload=_sample(g)) for g in range(8)]
+    heartbeat = NodeHeartbeat(
+        **_env(now, node), payload={"agent_version": "1.0", "gpus": 8, "interval_s": 1.0}
+    )
+    checked = NodeHealthChecked(
+        **_env(now, node), payload={"check": "gpu_count", "status": "OK", "message": "8/8 GPUs"}
+    )
+    return [encode_batch(samples), encode(heartbeat), encode(checked)]
+
+
+def _job_messages(now: datetime, j: int, nodes: int) -> list[bytes]:
+    """Job `j`'s interval on four of the `nodes`: running, a checkpoint, 20 log lines in one
+    batch, its exit."""
+    job = f"slurm/bench/{j}"
+    nodes_of = [f"gpu-{(4 * j + k) % nodes:04d}" for k in range(4)]
+    running = JobStateChanged(
+        **_env(now, job, 60),
+        payload={"state": "RUNNING", "raw_state": "RUNNING", "nodes": nodes_of},
+    )
+    checkpoint = CheckpointSaved(
+        **_env(now, job, 30),
+        payload={
+            "step": 1000 + j,
+            "uri": f"s3://ckpt/{j}/step-{1000 + j}",
+            "size_bytes": 2**34,
+        },
+    )
+    lines = [
+        {"line": f"step {s} loss 1.{s:03d}", "rank": s % 8, "node": nodes_of[0]} for s in range(20)
+    ]
+    logged = LogLinesObserved(**_env(now, job, 5), payload={"lines": lines})
+    exited = JobExited(
+        **_env(now, job),
+        payload={"state": "FAILED", "exit_code": 1, "nodes": nodes_of, "gpus": 32},
+    )
+    return [encode(running), encode(checkpoint), encode_batch([logged]), encode(exited)]
 
 
 def _sample(gpu: int) -> dict[str, Any]:
