@@ -115,16 +115,31 @@ class Outcome:
 
 
 def print_outcome(outcome: Outcome, *, json: bool, console: Console, progress: Console) -> None:
-    for name, tail in outcome.log_tails.items():
-        progress.log(f"{name} worker exited with {outcome.exit_codes[name]}; its log ends:")
-        print(tail, file=sys.stderr)
+    _tell_exits(outcome, progress)
     result = outcome.to_json()
     if json:
         print(orjson.dumps(result).decode())
         return
+    mark = {True: "[green]yes[/]", False: "[red]NO[/]"}
+    console.print(_targets(outcome, result, mark))
+    console.print(_workers(outcome, result, mark))
+    console.print(_sent(result))
+    console.print(_dead_letters(outcome))
+    if outcome.logs:
+        console.print(f"worker logs kept in {outcome.logs}")
+
+
+def _tell_exits(outcome: Outcome, progress: Console) -> None:
+    """Each worker that exited, and the end of its log: on stderr, so a JSON line stays alone."""
+    for name, tail in outcome.log_tails.items():
+        progress.log(f"{name} worker exited with {outcome.exit_codes[name]}; its log ends:")
+        print(tail, file=sys.stderr)
+
+
+def _targets(outcome: Outcome, result: dict[str, Any], mark: dict[bool, str]) -> Table:
+    """Each target: its figure, its limit, whether it was met."""
     opts = outcome.opts
     targets = Table("target", "value", "limit", "met", title="bench hostile: targets")
-    mark = {True: "[green]yes[/]", False: "[red]NO[/]"}
     met = outcome.targets
     targets.add_row(
         "ready: a first story decided on the idle pipeline",
@@ -159,10 +174,11 @@ def print_outcome(outcome: Outcome, *, json: bool, console: Console, progress: C
         f"≤ {opts.stop_within_s:g}",
         mark[met["stops"]],
     )
-    console.print(targets)
+    return targets
 
-    console.print(_workers(outcome, result, mark))
 
+def _sent(result: dict[str, Any]) -> Table:
+    """The storm by kind, by codec, and what the producers refused to send."""
     sent = result["sent"]
     kinds = Table(
         "kind",
@@ -175,16 +191,17 @@ def print_outcome(outcome: Outcome, *, json: bool, console: Console, progress: C
         kinds.add_row(f"[dim]codec[/] {codec}", str(n))
     for what, n in sent["refused"].items():
         kinds.add_row(f"[yellow]refused[/] {what}", str(n))
-    console.print(kinds)
+    return kinds
 
+
+def _dead_letters(outcome: Outcome) -> Table:
+    """Dead letters by reason: in all, and by the worker whose consumer wrote them."""
     names = list(outcome.dead_letters_by_worker)
     letters = Table("reason", "total", *names, title="dead letters")
     for reason, n in outcome.dead_letters.items():
         per = [str(outcome.dead_letters_by_worker[w].get(reason, "")) for w in names]
         letters.add_row(reason, str(n), *per)
-    console.print(letters)
-    if outcome.logs:
-        console.print(f"worker logs kept in {outcome.logs}")
+    return letters
 
 
 def _workers(outcome: Outcome, result: dict[str, Any], mark: dict[bool, str]) -> Table:
