@@ -157,22 +157,7 @@ async def storm_and_story(
     outcome.build_s = time.perf_counter() - built
     markers = hostile.markers(MARKED)
     try:
-        # A first story on the idle pipeline: the storm starts once every worker is up (Faust
-        # takes seconds to join and recover), so start-up is not counted as the storm's.
-        started = time.monotonic()
-        warmup = await episode(
-            run,
-            opts,
-            pipeline,
-            markers,
-            f"slurm/hostile-warmup/{run.id}",
-            started,
-            opts.ready_timeout_s,
-        )
-        outcome.ready_s = time.monotonic() - started
-        outcome.warmup_decided_s = warmup.decided_s
-        if warmup.decided_s is None or None in warmup.consumed_s().values():
-            progress.log(f"the workers were not ready within {opts.ready_timeout_s:g} s")
+        if not await warmed_up(run, opts, pipeline, markers, outcome, progress):
             return
         progress.log(f"workers ready in {outcome.ready_s:.1f} s; sending the storm")
         before = {w: await input_ends(run.kafka, w) for w in WORKERS}
@@ -187,6 +172,48 @@ async def storm_and_story(
             await sampler
         rss.sample(pids)
         outcome.peak_rss_mb = rss.peak_mb()
+    note_storm(outcome, story, hostile, before, cpu_before, opts.stall_s)
+
+
+async def warmed_up(
+    run: BenchRun,
+    opts: Options,
+    pipeline: Pipeline,
+    markers: list[Hostile],
+    outcome: Outcome,
+    progress: Console,
+) -> bool:
+    """Whether the workers decided a first story on the idle pipeline in time. The storm starts
+    once every worker is up (Faust takes seconds to join and recover), so start-up is not
+    counted as the storm's."""
+    started = time.monotonic()
+    warmup = await episode(
+        run,
+        opts,
+        pipeline,
+        markers,
+        f"slurm/hostile-warmup/{run.id}",
+        started,
+        opts.ready_timeout_s,
+    )
+    outcome.ready_s = time.monotonic() - started
+    outcome.warmup_decided_s = warmup.decided_s
+    if warmup.decided_s is None or None in warmup.consumed_s().values():
+        progress.log(f"the workers were not ready within {opts.ready_timeout_s:g} s")
+        return False
+    return True
+
+
+def note_storm(
+    outcome: Outcome,
+    story: Episode,
+    hostile: Storm,
+    before: dict[str, Offsets],
+    cpu_before: dict[str, float],
+    stall_s: float,
+) -> None:
+    """What the storm did to each worker, read from the story's episode: from `before` (its
+    inputs' ends) and `cpu_before` (its CPU), both read as the storm was about to be sent."""
     outcome.consumed_s = story.consumed_s()
     outcome.storm_read = {
         g.worker: sum(g.targets.values()) - sum(before[g.worker].values())
@@ -201,7 +228,7 @@ async def storm_and_story(
     }
     outcome.lag = {g.worker: g.lag for g in story.groups.groups}
     now = time.monotonic()
-    outcome.wedged = [g.worker for g in story.groups.groups if g.stalled(now, opts.stall_s)]
+    outcome.wedged = [g.worker for g in story.groups.groups if g.stalled(now, stall_s)]
     outcome.story_decided_s = story.decided_s
     outcome.decided_after_storm_s = story.decided_after_consumed_s
     outcome.restart_seen = story.watch.restart_at is not None
