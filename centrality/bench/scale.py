@@ -37,6 +37,7 @@ from centrality.bench.hostile_watch import (
 )
 from centrality.bench.run import INPUTS, STORY_NODES, BenchRun, local_stack, tell_result
 from centrality.bench.scale_watch import (
+    Decisions,
     DecisionWatch,
     LagSampler,
     TimedSink,
@@ -186,7 +187,7 @@ async def measure(
     try:
         async with emitter:
             cpu_before, began = cpu_s(pids), time.monotonic()
-            others_before = {**cpu_s(others), SIMULATOR: time.process_time()}
+            others_before = _beside_cpu_s(others)
             sim = asyncio.create_task(
                 simulate(
                     opts.sim_config(run.kind),
@@ -196,24 +197,14 @@ async def measure(
                     slices=opts.slices,
                 )
             )
-            next_sample = 0.0
-            while not sim.done():
-                pipeline.check()
-                await watch.poll()
-                if time.monotonic() >= next_sample:
-                    next_sample = time.monotonic() + SAMPLE_S
-                    await lags.sample()
-                    rss.sample(pids)
-            stats: SimStats = sim.result()
+            stats = await follow(sim, pipeline, watch, lags, rss, pids)
         ended = time.monotonic()
         cpu_after = cpu_s(pids)
-        others_after = {**cpu_s(others), SIMULATOR: time.process_time()}
+        others_after = _beside_cpu_s(others)
         progress.log("simulation over; waiting for the workers to drain")
         drain_s = await drain(lags, watch, pipeline, rss, pids, opts.drain_timeout_s)
         # The last decisions may land just after the lag reads zero.
-        settle = time.monotonic() + 5
-        while time.monotonic() < settle:
-            await watch.poll()
+        await keep_polling(watch, 5.0)
     finally:
         await watch.close()
         await lags.close()
@@ -222,30 +213,66 @@ async def measure(
     xid, crash = seen.xid_latencies_s(sink.xids), seen.restart_latencies_s(sink.crashes)
     result = report(opts, stats, lags, xid, crash, drain_s, rss, cpu_before, cpu_after, wall_s)
     result["beside_cpu_percent"] = {
-        name: round(100 * (others_after[name] - others_before.get(name, 0.0)) / wall_s, 1)
-        for name in others_after
+        name: _cpu_percent(used_s, wall_s)
+        for name, used_s in _cpu_used_s(others_before, others_after).items()
     }
     decided = [s for s in seen.restart_decided_s(sink.crashes) if s is not None]
-    result["crash_to_restart_decided_p50_ms"] = percentile_ms(decided, 0.5)
-    result["crash_to_restart_decided_p99_ms"] = percentile_ms(decided, 0.99)
-    handover = seen.handover_s(sink)
-    result["handover_p50_ms"] = percentile_ms(handover, 0.5)
-    result["handover_p99_ms"] = percentile_ms(handover, 0.99)
-    # What people read: the status of a node with a fatal XID, from the XID's record.
+    result |= _p50_p99_ms("crash_to_restart_decided", decided)
+    result |= _p50_p99_ms("handover", seen.handover_s(sink))
+    judge_what_people_read(run, opts, seen, sink, result)
+    result["ok"] = all(result["targets"].values())
+    return result
+
+
+def _beside_cpu_s(others: dict[str, int]) -> dict[str, float]:
+    """CPU seconds used so far by the services beside the workers, and by this process."""
+    return {**cpu_s(others), SIMULATOR: time.process_time()}
+
+
+async def follow(
+    sim: asyncio.Task[SimStats],
+    pipeline: Workers,
+    watch: DecisionWatch,
+    lags: LagSampler,
+    rss: PeakRss,
+    pids: dict[str, int],
+) -> SimStats:
+    """The simulation's figures once it is over; until then, the workers checked and their
+    decisions read, their lag and memory sampled every `SAMPLE_S`."""
+    next_sample = 0.0
+    while not sim.done():
+        pipeline.check()
+        await watch.poll()
+        if time.monotonic() >= next_sample:
+            next_sample = time.monotonic() + SAMPLE_S
+            await lags.sample()
+            rss.sample(pids)
+    return sim.result()
+
+
+async def keep_polling(watch: DecisionWatch, seconds: float) -> None:
+    """Decisions read for `seconds` more."""
+    settle = time.monotonic() + seconds
+    while time.monotonic() < settle:
+        await watch.poll()
+
+
+STATUS_LAG_MAX_MS = 2000.0  # issue 27: the view lags the event that changed it by ≤ 2 s
+LIST_MAX_S = 1.0  # and listing the fleet takes ≤ 1 s
+
+
+def judge_what_people_read(
+    run: BenchRun, opts: Options, seen: Decisions, sink: TimedSink, result: dict[str, Any]
+) -> None:
+    """Adds to `result` how late people read the status of a node with a fatal XID, from the
+    XID's record, and how long listing the fleet takes, each with its target."""
     shown = [s for s in seen.status_lags_s(sink.xids) if s is not None]
-    result["xid_to_status_p50_ms"] = percentile_ms(shown, 0.5)
-    result["xid_to_status_p99_ms"] = percentile_ms(shown, 0.99)
+    result |= _p50_p99_ms("xid_to_status", shown)
     result["list_nodes"] = list_nodes(run, opts.nodes + len(STORY_NODES))
     result["targets"]["status_lag"] = (
         len(shown) == len(sink.xids) and (result["xid_to_status_p99_ms"] or 0) <= STATUS_LAG_MAX_MS
     )
     result["targets"]["listing"] = result["list_nodes"]["wall_s"] <= LIST_MAX_S
-    result["ok"] = all(result["targets"].values())
-    return result
-
-
-STATUS_LAG_MAX_MS = 2000.0  # issue 27: the view lags the event that changed it by ≤ 2 s
-LIST_MAX_S = 1.0  # and listing the fleet takes ≤ 1 s
 
 
 def list_nodes(run: BenchRun, nodes: int) -> dict[str, Any]:
@@ -306,8 +333,6 @@ def report(
 ) -> dict[str, Any]:
     xid_ok = [s for s in xid if s is not None]
     crash_ok = [s for s in crash if s is not None]
-    peaks, curves = rss.peak_mb(), rss.curve_mb()
-    by_worker = {lag.worker: lag for lag in lags.lags}
     result: dict[str, Any] = {
         "nodes": opts.nodes,
         "gpus": opts.gpus,
@@ -319,27 +344,13 @@ def report(
         "drain_s": None if drain_s is None else round(drain_s, 1),
         "xids": len(xid),
         "xids_decided": len(xid_ok),
-        "xid_to_quarantine_p50_ms": percentile_ms(xid_ok, 0.5),
-        "xid_to_quarantine_p99_ms": percentile_ms(xid_ok, 0.99),
+        **_p50_p99_ms("xid_to_quarantine", xid_ok),
         "crashes": len(crash),
         "crashes_restarted": len(crash_ok),
-        "crash_to_restart_p50_ms": percentile_ms(crash_ok, 0.5),
-        "crash_to_restart_p99_ms": percentile_ms(crash_ok, 0.99),
+        **_p50_p99_ms("crash_to_restart", crash_ok),
         "streams_workers": opts.streams_workers,
         "slices": opts.slices,
-        "workers": {
-            w: {
-                "cpu_percent": round(100 * (cpu_after[w] - cpu_before.get(w, 0.0)) / wall_s, 1),
-                # The worker's CPU over the fleet's events: what sizing multiplies by a rate.
-                "cpu_us_per_event": _per_event_us(cpu_after[w] - cpu_before.get(w, 0.0), stats),
-                "rss_peak_mb": peaks.get(w),
-                "rss_mb_each_minute": curves.get(w, []),
-                "rss_growth_after_10_min": growth(curves.get(w, [])),
-                # A consumer group's: extra streams workers share the first one's.
-                "lag_max_messages": by_worker[w].max if w in by_worker else None,
-            }
-            for w in cpu_after
-        },
+        "workers": workers_figures(stats, lags, rss, _cpu_used_s(cpu_before, cpu_after), wall_s),
     }
     ratio, xid_p99, crash_p99 = (
         result["realtime_ratio"],
@@ -357,8 +368,47 @@ def report(
     return result
 
 
+def workers_figures(
+    stats: SimStats, lags: LagSampler, rss: PeakRss, cpu_used_s: dict[str, float], wall_s: float
+) -> dict[str, dict[str, Any]]:
+    """Each worker's CPU, memory and lag over the run."""
+    peaks, curves = rss.peak_mb(), rss.curve_mb()
+    by_worker = {lag.worker: lag for lag in lags.lags}
+    return {
+        w: {
+            "cpu_percent": _cpu_percent(used_s, wall_s),
+            # The worker's CPU over the fleet's events: what sizing multiplies by a rate.
+            "cpu_us_per_event": _per_event_us(used_s, stats),
+            "rss_peak_mb": peaks.get(w),
+            "rss_mb_each_minute": curves.get(w, []),
+            "rss_growth_after_10_min": growth(curves.get(w, [])),
+            # A consumer group's: extra streams workers share the first one's.
+            "lag_max_messages": by_worker[w].max if w in by_worker else None,
+        }
+        for w, used_s in cpu_used_s.items()
+    }
+
+
+def _cpu_used_s(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
+    """CPU seconds each process used between two reads (one not read before started since)."""
+    return {name: after[name] - before.get(name, 0.0) for name in after}
+
+
+def _cpu_percent(cpu_s: float, wall_s: float) -> float:
+    """CPU seconds over a wall time, in percent of one core."""
+    return round(100 * cpu_s / wall_s, 1)
+
+
 def _per_event_us(cpu_s: float, stats: SimStats) -> float | None:
     return round(1e6 * cpu_s / stats.events, 1) if stats.events else None
+
+
+def _p50_p99_ms(name: str, seconds: list[float]) -> dict[str, float | None]:
+    """`name`'s median and 99th percentile, in milliseconds."""
+    return {
+        f"{name}_p50_ms": percentile_ms(seconds, 0.5),
+        f"{name}_p99_ms": percentile_ms(seconds, 0.99),
+    }
 
 
 APPEND_TIME = {"message.timestamp.type": "LogAppendTime"}
