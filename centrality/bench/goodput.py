@@ -41,7 +41,7 @@ from actions.registry import handler_names
 from centrality.bench.cli import bench_app
 from centrality.bench.goodput_loop import Fleet, Period
 from centrality.bench.goodput_whatif import calibrate, pooled, sunk
-from centrality.bench.run import INPUTS, BenchRun
+from centrality.bench.run import INPUTS, BenchRun, local_stack
 from centrality.bench.scale import warm_up
 from centrality.bench.scale_watch import LagSampler, worker_lags
 from centrality.errors import UserError
@@ -486,12 +486,7 @@ def bench_goodput(
     """ETTR, GPU-hours lost and saved, and each rule's precision over a compressed period whose
     interruptions follow Llama 3 405B's causes: rules acting, and automation off with a person
     answering after CENTRALITY_WHATIF_RESPONSE_S (a node's repair: CENTRALITY_WHATIF_REPAIR_S)."""
-    log = Console(stderr=True)
-    if off is not None:
-        try:
-            candidate(StreamsSettings(), sets=[f"{off}.enabled=false"])
-        except CandidateError as exc:
-            raise UserError(f"--off {off}: {exc}", "name a rule `centrality rules` lists") from None
+    _check_off(off)
     pricing = PricingSettings()
     opts = Options(
         nodes=nodes,
@@ -507,15 +502,41 @@ def bench_goodput(
         slow_nodes=slow_nodes,
         restart_s=restart_s,
     )
-    if slow_nodes:
-        try:  # the worlds' scopes load as the streams worker would load them
-            candidate(StreamsSettings().model_copy(update={"rule_config": rule_config(opts)}))
-        except CandidateError as exc:
-            hint = f"it needs the {SLOW_RULE} rule (`centrality rules`)"
-            raise UserError(f"--slow-nodes: {exc}", hint) from None
-    stack = Stack()
-    stack.up(progress=lambda msg: log.log(msg))
-    results = [run_bench(stack, replace(opts, seed=seed + i), log) for i in range(runs)]
+    _check_slow_worlds(opts)
+    _tell(_run_seeds(opts, runs), json=json)
+
+
+def _check_off(off: str | None) -> None:
+    """`--off` names a rule, before a stack is started for it."""
+    if off is None:
+        return
+    try:
+        candidate(StreamsSettings(), sets=[f"{off}.enabled=false"])
+    except CandidateError as exc:
+        raise UserError(f"--off {off}: {exc}", "name a rule `centrality rules` lists") from None
+
+
+def _check_slow_worlds(opts: Options) -> None:
+    """The slow-node worlds' scopes load as the streams worker would load them."""
+    if not opts.slow_nodes:
+        return
+    try:
+        candidate(StreamsSettings().model_copy(update={"rule_config": rule_config(opts)}))
+    except CandidateError as exc:
+        hint = f"it needs the {SLOW_RULE} rule (`centrality rules`)"
+        raise UserError(f"--slow-nodes: {exc}", hint) from None
+
+
+def _run_seeds(opts: Options, runs: int) -> list[dict[str, Any]]:
+    """`runs` runs on the local stack, of seeds `opts.seed`, `opts.seed + 1`, …"""
+    stack, log = local_stack()
+    return [run_bench(stack, replace(opts, seed=opts.seed + i), log) for i in range(runs)]
+
+
+def _tell(results: list[dict[str, Any]], *, json: bool) -> None:
+    """One run's figures, or several runs' with their what-if calibrations summed, as one JSON
+    line or as tables."""
+    runs = len(results)
     result = results[0] if runs == 1 else {
         "runs": results,
         "whatif": pooled([r["whatif"] for r in results]),
