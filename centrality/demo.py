@@ -113,6 +113,9 @@ class Story:
         return [*self.jobs.values(), *self.nodes.values()]
 
 
+Stamp = Callable[[str, float], dict[str, Any]]  # (subject, minutes in) → an event's envelope
+
+
 def story(run: str, now: datetime) -> Story:
     s = Story(
         jobs={
@@ -129,51 +132,71 @@ def story(run: str, now: datetime) -> Story:
             "slow": SLOW,
         },
     )
-    t0 = now - timedelta(minutes=75)
+    at = _stamps(now - timedelta(minutes=75))
+    j = s.jobs
+    s.events += _fleet(at)
+    s.events += _job_ends(j, run, at)
+    s.events += _gpu_faults(at)
+    s.events += _attempt(at, j["slowed"], 1, SLOWED_ON, 0, 0, tuple(_slowed(j["slowed"], at)))
+    s.events += _idle(j["idle"], at)
+    return s
 
+
+def _stamps(t0: datetime) -> Stamp:
     def at(subject: str, minutes: float) -> dict[str, Any]:
         when = t0 + timedelta(minutes=minutes)
         return {"source": SOURCE, "cluster": CLUSTER, "subject": subject, "occurred_at": when}
 
-    def attempt(
-        job: str,
-        n: int,
-        nodes: tuple[str, ...],
-        start: float,
-        end: float,
-        during: tuple[Event, ...] = (),
-        **how: Any,
-    ) -> None:
-        s.events.append(
-            JobStateChanged(
-                **at(job, start),
-                payload={"state": "RUNNING", "raw_state": "RUNNING", "attempt": n, "nodes": nodes},
-            )
-        )
-        s.events.extend(during)
-        if how:
-            s.events.append(
-                JobExited(**at(job, end), payload={"attempt": n, "nodes": nodes, **how})
-            )
+    return at
 
-    e = s.events
+
+def _attempt(
+    at: Stamp,
+    job: str,
+    n: int,
+    nodes: tuple[str, ...],
+    start: float,
+    end: float,
+    during: tuple[Event, ...] = (),
+    **how: Any,
+) -> list[Event]:
+    """One attempt of a job: it runs, `during` happens, and it exits as `how` says (with no
+    `how`, it is still running)."""
+    events: list[Event] = [
+        JobStateChanged(
+            **at(job, start),
+            payload={"state": "RUNNING", "raw_state": "RUNNING", "attempt": n, "nodes": nodes},
+        ),
+        *during,
+    ]
+    if how:
+        events.append(JobExited(**at(job, end), payload={"attempt": n, "nodes": nodes, **how}))
+    return events
+
+
+def _fleet(at: Stamp) -> list[Event]:
     # The fleet the circuit breaker counts: every node heartbeating now.
-    e += [
+    heartbeats: list[Event] = [
         NodeHeartbeat(
             **at(node(i), 75), payload={"agent_version": "demo", "gpus": GPUS, "interval_s": 30}
         )
         for i in range(1, FLEET + 1)
     ]
     # What each node's agent read from NVML: the model its benchmarks are judged against.
-    e += [
+    return heartbeats + [
         NodeFactsObserved(**at(node(i), 0), payload={"gpu_model": gpu_model(i), "gpu_count": GPUS})
         for i in range(1, FLEET + 1)
     ]
-    j = s.jobs
+
+
+def _job_ends(j: dict[str, str], run: str, at: Stamp) -> list[Event]:
+    """A crash after a checkpoint, a finished job, a preempted one and a failing one."""
     checkpoint = CheckpointSaved(
         **at(j["crash"], 20), payload={"step": 1200, "uri": f"s3://ckpt/{run}/step-1200"}
     )
-    attempt(j["crash"], 1, (node(1), node(2)), 0, 30, (checkpoint,), state="FAILED", exit_code=1)
+    e = _attempt(
+        at, j["crash"], 1, (node(1), node(2)), 0, 30, (checkpoint,), state="FAILED", exit_code=1
+    )
     finished = LogSignalDetected(
         **at(j["done"], 39.9),
         payload={
@@ -181,9 +204,12 @@ def story(run: str, now: datetime) -> Story:
             "line": "`Trainer.fit` stopped: `max_epochs=3` reached.",
         },
     )
-    attempt(j["done"], 1, (node(3), node(4)), 0, 40, (finished,), state="SUCCEEDED", exit_code=0)
+    e += _attempt(
+        at, j["done"], 1, (node(3), node(4)), 0, 40, (finished,), state="SUCCEEDED", exit_code=0
+    )
     for n in range(1, 6):  # preempted five times on one node set: never a failure there
-        attempt(
+        e += _attempt(
+            at,
             j["preempt"],
             n,
             (node(7), node(8)),
@@ -193,45 +219,46 @@ def story(run: str, now: datetime) -> Story:
             raw_state="PREEMPTED",
         )
     for n in range(1, 6):  # failed five times on one node set: those nodes are suspect
-        attempt(
-            j["flaky"], n, (node(5), node(6)), 10 * n, 10 * n + 5, state="FAILED", exit_code=134
+        e += _attempt(
+            at, j["flaky"], n, (node(5), node(6)), 10 * n, 10 * n + 5, state="FAILED", exit_code=134
         )
-    e.append(
+    return e
+
+
+def _gpu_faults(at: Stamp) -> list[Event]:
+    """A fatal XID on an A100, and the two nodes the remediation ladder is configured on."""
+    return [
         GpuXidObserved(
             **at(node(11), 70),
             payload={"gpu": 3, "xid": 79, "message": "GPU has fallen off the bus."},
-        )
-    )
-    # The ladder: Xid 48 (NVIDIA: reset the GPU) on a node a reboot cures; Xid 79 (reboot) on
-    # one whose GPUs nothing cures. The agent reported its boards' serials (for the ticket).
-    e.append(
+        ),
+        # The ladder: Xid 48 (NVIDIA: reset the GPU) on a node a reboot cures; Xid 79 (reboot)
+        # on one whose GPUs nothing cures. The agent reported its boards' serials (for the
+        # ticket).
         NodeFactsObserved(
             **at(node(21), 60),
             payload={"gpu_serials": [f"16537240{2536 + g}" for g in range(GPUS)]},
-        )
-    )
-    e.append(
+        ),
         GpuXidObserved(
             **at(node(20), 71), payload={"gpu": 2, "xid": 48, "message": "DBE (0x1) detected"}
-        )
-    )
-    e.append(
+        ),
         GpuXidObserved(
             **at(node(21), 72),
             payload={"gpu": 5, "xid": 79, "message": "GPU has fallen off the bus."},
-        )
-    )
-    attempt(j["slowed"], 1, SLOWED_ON, 0, 0, tuple(_slowed(j["slowed"], at)))
-    attempt(j["idle"], 1, (node(12),), 0, 0)  # holds gpu-node-12, which does nothing
-    for minutes in (1, 74):
-        e += [
-            GpuSampled(**at(node(12), minutes), payload={"gpu": g, "utilization_pct": 0.0})
-            for g in range(GPUS)
-        ]
-    return s
+        ),
+    ]
 
 
-def _slowed(job: str, at: Callable[[str, float], dict[str, Any]]) -> list[Event]:
+def _idle(job: str, at: Stamp) -> list[Event]:
+    """A job holding gpu-node-12, whose GPUs do nothing."""
+    return _attempt(at, job, 1, (node(12),), 0, 0) + [
+        GpuSampled(**at(node(12), minutes), payload={"gpu": g, "utilization_pct": 0.0})
+        for minutes in (1, 74)
+        for g in range(GPUS)
+    ]
+
+
+def _slowed(job: str, at: Stamp) -> list[Event]:
     """A job on four nodes that checkpoints every 15 minutes; from minute 41 one host's steps
     creep up to 1.8x the others' (a GPU heating up), a step-time summary a minute per host."""
     out: list[Event] = [
@@ -364,60 +391,15 @@ def _run(
     s = story(uuid.uuid4().hex[:6], datetime.now(UTC))
     log_dir = log_dir or stack.settings.state_dir / "run" / "demo"
     with SlackFake() as slack, WebhookStub() as tickets:
-        workers = {
-            **stack.env(),
-            **env,
-            "CENTRALITY_SLACK_TOKEN": "xoxb-demo",
-            "CENTRALITY_SLACK_BASE_URL": slack.base_url,
-            "CENTRALITY_SLACK_CHANNEL": "#gpu-incidents",
-            # The demo plays hours of a cluster's day in a minute: every message is told on its
-            # own at Slack's pace (a message a second), none folded into a digest.
-            "CENTRALITY_SLACK_BACKLOG_MAX": "200",
-            "CENTRALITY_WEBHOOK_URL": tickets.url,
-            "CENTRALITY_STREAMS_RULE_CONFIG": json.dumps(RULES),
-            # Six nodes are drained within the hour: a fifth of the fleet may be.
-            "CENTRALITY_ACTIONS_QUARANTINE_MAX_SHARE": "0.2",
-            "CENTRALITY_MEMORY_UNHEALTHY": json.dumps(
-                {
-                    s.nodes["ladder"]: "GPU 2 at 180 TFLOP/s (< 600)",
-                    s.nodes["escalated"]: "GPU 5 at 0 TFLOP/s: not found",
-                }
-            ),
-            "CENTRALITY_MEMORY_HEALED_BY": json.dumps({s.nodes["ladder"]: "reboot"}),
-            "CENTRALITY_MEMORY_GPU_MODELS": json.dumps(
-                {node(i): gpu_model(i) for i in range(1, FLEET + 1)}
-            ),
-            # Its runner (no thresholds) passes it; the H100 datasheet does not.
-            "CENTRALITY_MEMORY_PERFORMS_AS": json.dumps({s.nodes["broken"]: A100}),
-        }
+        workers = _workers_env(stack, env, s, slack.base_url, tickets.url)
         with Pipeline(workers, log_dir) as pipeline:
             console.log(f"workers started (streams, actions, sink); their logs in {log_dir}")
             asyncio.run(_emit(stack, workers, s.events))
             console.log(
                 f"a {FLEET}-node cluster sent {len(s.events)} events (jobs, XIDs, GPU samples)"
             )
-            booted: set[str] = set()
-
-            def settled(rows: list[HistoryRow]) -> bool:
-                """Done once nothing is missing; meanwhile, as the scheduler, each node whose
-                reboot was taken comes back."""
-                back: list[Event] = [
-                    e
-                    for n, why in rebooted(rows)
-                    if n not in booted
-                    for e in back_from_reboot(n, why)
-                ]
-                if back:
-                    asyncio.run(_emit(stack, workers, back))
-                    booted.update(e.subject for e in back)
-                return not missing(s, rows)
-
             with console.status("the workers decide and act; waiting for it all in ClickHouse…"):
-                try:
-                    rows = wait_for(clickhouse, s.subjects, settled, timeout_s, pipeline.check)
-                except TimeoutError as exc:
-                    still = missing(s, rows_for(clickhouse, s.subjects))
-                    raise TimeoutError(f"{exc}; still missing: {still}") from None
+                rows = _settle(clickhouse, stack, workers, s, pipeline, timeout_s)
             with console.status("the action worker tells Slack, a message a second…"):
                 slack.wait_quiet(SLACK_QUIET_S, timeout_s)
         result = DemoResult(
@@ -430,6 +412,68 @@ def _run(
         )
     narrate(console, result, clickhouse)
     return result
+
+
+def _workers_env(
+    stack: Stack, env: dict[str, str], s: Story, slack_url: str, tickets_url: str
+) -> dict[str, str]:
+    """The workers' environment: the stack's and `env`, the local Slack and ticket webhook, and
+    what the memory adapter is to answer for the story's nodes."""
+    return {
+        **stack.env(),
+        **env,
+        "CENTRALITY_SLACK_TOKEN": "xoxb-demo",
+        "CENTRALITY_SLACK_BASE_URL": slack_url,
+        "CENTRALITY_SLACK_CHANNEL": "#gpu-incidents",
+        # The demo plays hours of a cluster's day in a minute: every message is told on its
+        # own at Slack's pace (a message a second), none folded into a digest.
+        "CENTRALITY_SLACK_BACKLOG_MAX": "200",
+        "CENTRALITY_WEBHOOK_URL": tickets_url,
+        "CENTRALITY_STREAMS_RULE_CONFIG": json.dumps(RULES),
+        # Six nodes are drained within the hour: a fifth of the fleet may be.
+        "CENTRALITY_ACTIONS_QUARANTINE_MAX_SHARE": "0.2",
+        "CENTRALITY_MEMORY_UNHEALTHY": json.dumps(
+            {
+                s.nodes["ladder"]: "GPU 2 at 180 TFLOP/s (< 600)",
+                s.nodes["escalated"]: "GPU 5 at 0 TFLOP/s: not found",
+            }
+        ),
+        "CENTRALITY_MEMORY_HEALED_BY": json.dumps({s.nodes["ladder"]: "reboot"}),
+        "CENTRALITY_MEMORY_GPU_MODELS": json.dumps(
+            {node(i): gpu_model(i) for i in range(1, FLEET + 1)}
+        ),
+        # Its runner (no thresholds) passes it; the H100 datasheet does not.
+        "CENTRALITY_MEMORY_PERFORMS_AS": json.dumps({s.nodes["broken"]: A100}),
+    }
+
+
+def _settle(
+    clickhouse: ClickHouseSettings,
+    stack: Stack,
+    workers: dict[str, str],
+    s: Story,
+    pipeline: Pipeline,
+    timeout_s: float,
+) -> list[HistoryRow]:
+    """The story's rows once nothing the demo narrates is missing from ClickHouse."""
+    booted: set[str] = set()
+
+    def settled(rows: list[HistoryRow]) -> bool:
+        """Done once nothing is missing; meanwhile, as the scheduler, each node whose
+        reboot was taken comes back."""
+        back: list[Event] = [
+            e for n, why in rebooted(rows) if n not in booted for e in back_from_reboot(n, why)
+        ]
+        if back:
+            asyncio.run(_emit(stack, workers, back))
+            booted.update(e.subject for e in back)
+        return not missing(s, rows)
+
+    try:
+        return wait_for(clickhouse, s.subjects, settled, timeout_s, pipeline.check)
+    except TimeoutError as exc:
+        still = missing(s, rows_for(clickhouse, s.subjects))
+        raise TimeoutError(f"{exc}; still missing: {still}") from None
 
 
 def _clickhouse(stack: Stack, env: dict[str, str]) -> ClickHouseSettings:
@@ -499,6 +543,9 @@ def _saving(events: list[Event]) -> str:
     return "no timed quarantine yet"
 
 
+Timelines = Callable[[Literal["job", "node"], str], list[Event]]  # a subject's, from ClickHouse
+
+
 def narrate(console: Console, r: DemoResult, clickhouse: ClickHouseSettings) -> None:
     j, n = r.story.jobs, r.story.nodes
     since, until = datetime.now(UTC) - timedelta(hours=2), datetime.now(UTC) + timedelta(minutes=1)
@@ -507,6 +554,33 @@ def narrate(console: Console, r: DemoResult, clickhouse: ClickHouseSettings) -> 
         return timeline(clickhouse, kind, subject, since, until)
 
     crash = of("job", j["crash"])
+    _tell_jobs(console, r.story, crash, of)
+    _tell_verdicts(console, n, of)
+    idle = [e for e in of("job", j["idle"]) if e.type in STORY_TYPES]
+    console.print(
+        Panel(_chain(f"{j['idle']} holds {n['idle']}", idle), title="5. an idle allocation")
+    )
+    _tell_ladder(console, n, of)
+    _tell_slow_node(console, r.story, of)
+    _tell_tickets(console, r.tickets)
+    console.rule("[bold]What Slack was told")
+    for channel, thread in r.threads:
+        console.print(render_thread(channel.name, thread))
+    console.rule("[bold]Timelines, read back from ClickHouse")
+    print_events(f"job {j['crash']}", crash, console)
+    print_events(f"node {n['broken']}", of("node", n["broken"]), console)
+    print_events(f"node {n['ladder']}", of("node", n["ladder"]), console)
+    console.print(
+        "The stack keeps running; `make down` stops it. "
+        "`centrality history job|node ID` tells any other story."
+    )
+    where = ConsoleSettings().address()
+    console.print(f"The web console: `centrality console`, at {where} (with its login token).")
+
+
+def _tell_jobs(console: Console, s: Story, crash: list[Event], of: Timelines) -> None:
+    """1-3: a crash restarted, a finished job left alone, a preempted one requeued."""
+    j = s.jobs
     console.print(Panel(_chain(f"{j['crash']} crashed after its step-1200 checkpoint", crash),
                         title="1. a crash is restarted from its checkpoint"))  # fmt: skip
     decided = [e for e in of("job", j["done"]) if e.type in STORY_TYPES]
@@ -521,6 +595,10 @@ def narrate(console: Console, r: DemoResult, clickhouse: ClickHouseSettings) -> 
     console.print(Panel(f"{j['preempt']} was preempted 5 times on gpu-node-07/08: requeued "
                         f"({len(requeued)} RestartJob) and {counted}",
                         title="3. preemption is not failure"))  # fmt: skip
+
+
+def _tell_verdicts(console: Console, n: dict[str, str], of: Timelines) -> None:
+    """4: three nodes drained, benchmarked and judged against their GPU model's datasheet."""
     benchmarked = {role: of("node", n[role]) for role in ("xid", "healthy", "broken")}
     for role, why in (
         ("xid", "an A100: a fatal XID 79"),
@@ -535,22 +613,30 @@ def narrate(console: Console, r: DemoResult, clickhouse: ClickHouseSettings) -> 
             title="each verdict is judged against the datasheet of the node's GPU model",
         )
     )
-    idle = [e for e in of("job", j["idle"]) if e.type in STORY_TYPES]
-    console.print(
-        Panel(_chain(f"{j['idle']} holds {n['idle']}", idle), title="5. an idle allocation")
-    )
+
+
+def _tell_ladder(console: Console, n: dict[str, str], of: Timelines) -> None:
+    """6: one node climbs the remediation ladder back, the other is escalated."""
     for role, why in (
         ("ladder", "Xid 48 (double-bit ECC): reset, validate, reboot, validate"),
         ("escalated", "Xid 79 (off the bus): reboot, validate, escalate"),
     ):
         console.print(Panel(_chain(f"{n[role]}: {why}", of("node", n[role]), skip="RestartJob"),
                             title="6. the remediation ladder"))  # fmt: skip
+
+
+def _tell_slow_node(console: Console, s: Story, of: Timelines) -> None:
+    """7: the slow node, out at its job's checkpoint, and what waiting for it saved."""
+    j, n = s.jobs, s.nodes
     slow = of("node", n["slow"])
     console.print(Panel(_chain(f"{n['slow']} slows {j['slowed']}", [*_planned(slow),
                         *of("job", j["slowed"])]), title="7. a slow node, out at its job's "
                         "checkpoint"))  # fmt: skip
     console.print(Panel(_saving(slow), title="what waiting for the checkpoint saved"))
-    for ticket in r.tickets:
+
+
+def _tell_tickets(console: Console, tickets: list[dict[str, Any]]) -> None:
+    for ticket in tickets:
         console.print(
             Panel(
                 "\n".join(
@@ -561,16 +647,3 @@ def narrate(console: Console, r: DemoResult, clickhouse: ClickHouseSettings) -> 
                 title="the ticket the escalation filed (webhook)",
             )
         )
-    console.rule("[bold]What Slack was told")
-    for channel, thread in r.threads:
-        console.print(render_thread(channel.name, thread))
-    console.rule("[bold]Timelines, read back from ClickHouse")
-    print_events(f"job {j['crash']}", crash, console)
-    print_events(f"node {n['broken']}", of("node", n["broken"]), console)
-    print_events(f"node {n['ladder']}", of("node", n["ladder"]), console)
-    console.print(
-        "The stack keeps running; `make down` stops it. "
-        "`centrality history job|node ID` tells any other story."
-    )
-    where = ConsoleSettings().address()
-    console.print(f"The web console: `centrality console`, at {where} (with its login token).")
