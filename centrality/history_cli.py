@@ -26,9 +26,10 @@ from schemas.events import ActionStarted, Trigger
 from schemas.events.actions import ActionPayload
 
 if TYPE_CHECKING:
+    from streams.analysis.replay.clickhouse_source import ClickHouseSource
     from streams.analysis.replay.reasons import Why
     from streams.analysis.replay.rerun import Decision
-    from streams.analysis.replay.source import Source
+    from streams.analysis.replay.source import History, Source
 
 history_app = typer.Typer(help="Timelines of jobs and nodes, and the sink's lag.")
 _RELATIVE = re.compile(r"^(\d+(?:\.\d+)?)([smhd])$")
@@ -224,42 +225,97 @@ def replay(
     json: bool = JSON,
 ) -> None:
     """Re-decide a range of history with the current rules, next to what was decided then."""
-    from schemas.runtime.settings import KafkaSettings
-    from streams.analysis.replay import explain as explaining
     from streams.analysis.replay.clickhouse_source import ClickHouseSource
-    from streams.analysis.replay.kafka_source import OffsetsUnavailable
-    from streams.analysis.replay.parallel import rerun_parts
-    from streams.analysis.replay.redrive import redrive
-    from streams.analysis.replay.rerun import compare, current_brain, default_warmup_s, rerun
-    from streams.settings import StreamsSettings
+    from streams.analysis.replay.rerun import default_warmup_s
 
     source = _source(since, until, kafka or [], job, node)
     warmup = default_warmup_s() if warmup_s is None else warmup_s
     if isinstance(source, ClickHouseSource) and not (job or node or into or explain):
-        with tracking(wanted(json)) as progress:
-            progress.phase(f"re-deciding history from ClickHouse ({parts} parts)", total=1.0)
-            redecided = rerun_parts(source, warmup, parts, on_progress=progress.update)
-        _print_replay(
-            replayed(
-                source,
-                "clickhouse",
-                Read(
-                    source.scope.since,
-                    source.scope.until,
-                    warmup,
-                    redecided.warmup_events,
-                    redecided.events - redecided.warmup_events,
-                    {},
-                ),
-                compare(redecided.decided, redecided.recorded),
-                redecided.warmup_decided,
-            ),
-            json,
-        )
+        _replay_in_parts(source, warmup, parts, json)
         return
+    _replay_whole(source, bool(kafka), warmup, into, explain, json)
+
+
+def _replay_in_parts(source: ClickHouseSource, warmup: float, parts: int, json: bool) -> None:
+    """A ClickHouse range re-decided by `parts` processes, each a part of the nodes."""
+    from streams.analysis.replay.parallel import rerun_parts
+    from streams.analysis.replay.rerun import compare
+
+    with tracking(wanted(json)) as progress:
+        progress.phase(f"re-deciding history from ClickHouse ({parts} parts)", total=1.0)
+        redecided = rerun_parts(source, warmup, parts, on_progress=progress.update)
+    _print_replay(
+        replayed(
+            source,
+            "clickhouse",
+            Read(
+                source.scope.since,
+                source.scope.until,
+                warmup,
+                redecided.warmup_events,
+                redecided.events - redecided.warmup_events,
+                {},
+            ),
+            compare(redecided.decided, redecided.recorded),
+            redecided.warmup_decided,
+        ),
+        json,
+    )
+
+
+def _replay_whole(
+    source: Source,
+    from_kafka: bool,
+    warmup: float,
+    into: str | None,
+    explain: str | None,
+    json: bool,
+) -> None:
+    """The range read whole and re-decided in this process; re-driven `into` a topic if asked,
+    then the chain behind the trigger `explain` names, or else the comparison shown."""
+    from schemas.runtime.settings import KafkaSettings
+    from streams.analysis.replay.redrive import redrive
+    from streams.analysis.replay.rerun import compare
+
+    history, now, dropped = _redecide_whole(source, from_kafka, warmup, json)
+    if into is not None:
+        sent = asyncio.run(redrive(KafkaSettings(), into, history.inputs))
+        Console(stderr=True).print(f"re-drove {sent} events into {into}")
+    if explain is not None:
+        _explain(source, explain, [*history.recorded, *now], json)
+        return
+    read = Read(
+        history.since,
+        history.until,
+        warmup,
+        len(history.warmup),
+        len(history.inputs),
+        history.undecodable,
+    )
+    _print_replay(
+        replayed(
+            source,
+            "kafka" if from_kafka else "clickhouse",
+            read,
+            compare(now, history.recorded),
+            dropped,
+        ),
+        json,
+    )
+
+
+def _redecide_whole(
+    source: Source, from_kafka: bool, warmup: float, json: bool
+) -> tuple[History, list[Trigger], dict[str, datetime]]:
+    """The range and its warm-up, as read; what today's rules decide over them; and, by trigger
+    id, what they decided during the warm-up (neither shown nor compared)."""
+    from streams.analysis.replay.kafka_source import OffsetsUnavailable
+    from streams.analysis.replay.rerun import current_brain, rerun
+    from streams.settings import StreamsSettings
+
     dropped: dict[str, datetime] = {}
     with tracking(wanted(json)) as progress:
-        progress.phase(f"reading history from {'Kafka' if kafka else 'ClickHouse'}")
+        progress.phase(f"reading history from {'Kafka' if from_kafka else 'ClickHouse'}")
         try:
             history = source.load(warmup)
         except OffsetsUnavailable as exc:
@@ -274,37 +330,21 @@ def replay(
             progress.update,
             dropped,
         )
-    if into is not None:
-        sent = asyncio.run(redrive(KafkaSettings(), into, history.inputs))
-        Console(stderr=True).print(f"re-drove {sent} events into {into}")
-    if explain is not None:
-        known = {str(t.event_id): t for t in [*history.recorded, *now]}
-        try:
-            found = explaining.explain(source, explain, known)
-        except explaining.UnknownTrigger as exc:
-            raise UserError(
-                str(exc), "check the id (`--json` lists the trigger ids) or widen --since"
-            ) from None
-        _print_explanation(found, json)
-        return
-    read = Read(
-        history.since,
-        history.until,
-        warmup,
-        len(history.warmup),
-        len(history.inputs),
-        history.undecodable,
-    )
-    _print_replay(
-        replayed(
-            source,
-            "kafka" if kafka else "clickhouse",
-            read,
-            compare(now, history.recorded),
-            dropped,
-        ),
-        json,
-    )
+    return history, now, dropped
+
+
+def _explain(source: Source, trigger_id: str, triggers: list[Trigger], json: bool) -> None:
+    """The chain behind one of `triggers` (decided then or now): its causes and its actions."""
+    from streams.analysis.replay import explain as explaining
+
+    known = {str(t.event_id): t for t in triggers}
+    try:
+        found = explaining.explain(source, trigger_id, known)
+    except explaining.UnknownTrigger as exc:
+        raise UserError(
+            str(exc), "check the id (`--json` lists the trigger ids) or widen --since"
+        ) from None
+    _print_explanation(found, json)
 
 
 @dataclass(frozen=True)
