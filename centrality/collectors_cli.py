@@ -22,6 +22,8 @@ from schemas.runtime.logs import configure_logging
 if TYPE_CHECKING:
     from collectors.nccl.output import NcclOutput
     from collectors.nccl.ras import RasProcess
+    from collectors.simulate.config import SimConfig
+    from collectors.simulate.runner import SimStats
     from schemas.events import NcclSampled
 
 console = Console(stderr=True)
@@ -209,6 +211,23 @@ def _process(p: RasProcess) -> dict[str, Any]:
     return {"pid": p.pid, "node": p.node, "gpus": list(p.gpus), "rank": p.rank}
 
 
+BAD_NODES = typer.Option(
+    0,
+    help="Nodes with a recurring fatal XID whose benchmark fails, so they stay out: written "
+    "to CENTRALITY_MEMORY_UNHEALTHY_FILE, which the action worker's memory adapter reads.",
+)
+GpuModels = Annotated[
+    list[str] | None,
+    typer.Option(help="GPU model of the nodes (repeat for a mixed fleet, given in turn)."),
+]
+SPOOL = typer.Option(
+    False,
+    "--spool",
+    help="Keep what Kafka does not take in the spool for later, as an agent does; "
+    "without it, anything undelivered at the end fails the command (exit 1).",
+)
+
+
 def simulate(
     nodes: int = typer.Option(16),
     gpus: int = typer.Option(8),
@@ -218,34 +237,21 @@ def simulate(
     speed: float = typer.Option(0.0, help="1 real time, 60 a minute a second, 0 flat out."),
     interval_s: float = typer.Option(10.0, help="Sampling interval (tick)."),
     xid_nodes: int = typer.Option(0, help="Nodes with a recurring fatal XID (benchmark passes)."),
-    bad_nodes: int = typer.Option(
-        0,
-        help="Nodes with a recurring fatal XID whose benchmark fails, so they stay out: written "
-        "to CENTRALITY_MEMORY_UNHEALTHY_FILE, which the action worker's memory adapter reads.",
-    ),
+    bad_nodes: int = BAD_NODES,
     crash_jobs: int = typer.Option(0),
     preempt_jobs: int = typer.Option(0),
     slow_nccl_jobs: int = typer.Option(0),
     lost_heartbeat_nodes: int = typer.Option(0),
     cluster: str = typer.Option("sim"),
-    gpu_model: Annotated[
-        list[str] | None,
-        typer.Option(help="GPU model of the nodes (repeat for a mixed fleet, given in turn)."),
-    ] = None,
+    gpu_model: GpuModels = None,
     json: bool = typer.Option(False, "--json", help="Print one JSON line."),
     dry_run: bool = DRY_RUN,
-    spool: bool = typer.Option(
-        False,
-        "--spool",
-        help="Keep what Kafka does not take in the spool for later, as an agent does; "
-        "without it, anything undelivered at the end fails the command (exit 1).",
-    ),
+    spool: bool = SPOOL,
 ) -> None:
     """Simulate a cluster (N nodes x G GPUs, M jobs, faults) through the Emitter. Unpaced
     (--speed 0) the simulated period ends now; paced faster than real time, when the run does:
     no event is stamped ahead of the clock. Prints which nodes and jobs it faulted, and how."""
     from collectors.simulate.config import SimConfig
-    from collectors.simulate.runner import simulate as run_sim
 
     config = SimConfig(
         nodes=nodes,
@@ -266,51 +272,81 @@ def simulate(
     _tell_the_benchmark(config, dry_run)
 
     async def main(stop: asyncio.Event) -> None:
-        with tracking(wanted(json)) as progress:
-            progress.phase(
-                f"simulating {nodes} nodes x {gpus} GPUs, seconds of cluster time", duration_s
-            )
-            async with open_sink(dry_run, one_shot=not spool) as sink:
-                stats = await run_sim(
-                    config,
-                    sink,
-                    duration_s=duration_s,
-                    speed=speed,
-                    stop=stop,
-                    on_tick=progress.update,
-                )
-        ratio = stats.realtime_ratio
-        result = {
-            "nodes": nodes,
-            "gpus": gpus,
-            "ticks": stats.ticks,
-            "events": stats.events,
-            "messages": stats.messages,
-            "wall_s": round(stats.wall_s, 3),
-            "events_per_s": round(stats.events_per_s, 1),
-            "realtime_ratio": None if ratio is None else round(ratio, 3),
-            "behind_s_max": round(stats.behind_s_max, 3),
-            "first_at": None if stats.first_at is None else stats.first_at.isoformat(),
-            "last_at": None if stats.last_at is None else stats.last_at.isoformat(),
-            "by_type": stats.by_type,
-            "faulted": [f.as_json() for f in stats.faulted],
-        }
-        if stats.fell_behind:
-            # Said on stderr as well as in the result: whoever reads the pipeline's numbers
-            # must know the load was lighter than asked for.
-            Console(stderr=True).print(
-                f"[yellow]warning:[/] the simulator fell behind real time x{speed:g}: "
-                f"{stats.scheduled_s:.0f}s of schedule took {stats.wall_s:.0f}s "
-                f"(realtime_ratio {ratio:.2f}, up to {stats.behind_s_max:.1f}s late); "
-                "the pipeline got less load than asked for: fewer nodes, a longer --interval-s, "
-                "or the simulator on another machine"
-            )
-        if json:
-            print(orjson.dumps(result).decode())
-            return
-        _print_simulated(result, Console())
+        stats = await _run_simulation(config, stop, duration_s, speed, dry_run, spool, json)
+        _report_simulation(stats, config, speed, json)
 
     run_until_signalled(main)
+
+
+async def _run_simulation(
+    config: SimConfig,
+    stop: asyncio.Event,
+    duration_s: float,
+    speed: float,
+    dry_run: bool,
+    spool: bool,
+    json: bool,
+) -> SimStats:
+    """The simulation, sent to Kafka (or counted, on a dry run) with its progress shown."""
+    from collectors.simulate.runner import simulate as run_sim
+
+    with tracking(wanted(json)) as progress:
+        progress.phase(
+            f"simulating {config.nodes} nodes x {config.gpus} GPUs, seconds of cluster time",
+            duration_s,
+        )
+        async with open_sink(dry_run, one_shot=not spool) as sink:
+            stats = await run_sim(
+                config,
+                sink,
+                duration_s=duration_s,
+                speed=speed,
+                stop=stop,
+                on_tick=progress.update,
+            )
+    return stats
+
+
+def _report_simulation(stats: SimStats, config: SimConfig, speed: float, json: bool) -> None:
+    """What was sent, as one JSON line or tables, warned of first if the simulator fell behind."""
+    result = _simulated(stats, config)
+    if stats.fell_behind:
+        _warn_fell_behind(stats, speed)
+    if json:
+        print(orjson.dumps(result).decode())
+        return
+    _print_simulated(result, Console())
+
+
+def _simulated(stats: SimStats, config: SimConfig) -> dict[str, Any]:
+    ratio = stats.realtime_ratio
+    return {
+        "nodes": config.nodes,
+        "gpus": config.gpus,
+        "ticks": stats.ticks,
+        "events": stats.events,
+        "messages": stats.messages,
+        "wall_s": round(stats.wall_s, 3),
+        "events_per_s": round(stats.events_per_s, 1),
+        "realtime_ratio": None if ratio is None else round(ratio, 3),
+        "behind_s_max": round(stats.behind_s_max, 3),
+        "first_at": None if stats.first_at is None else stats.first_at.isoformat(),
+        "last_at": None if stats.last_at is None else stats.last_at.isoformat(),
+        "by_type": stats.by_type,
+        "faulted": [f.as_json() for f in stats.faulted],
+    }
+
+
+def _warn_fell_behind(stats: SimStats, speed: float) -> None:
+    # Said on stderr as well as in the result: whoever reads the pipeline's numbers must know
+    # the load was lighter than asked for.
+    Console(stderr=True).print(
+        f"[yellow]warning:[/] the simulator fell behind real time x{speed:g}: "
+        f"{stats.scheduled_s:.0f}s of schedule took {stats.wall_s:.0f}s "
+        f"(realtime_ratio {stats.realtime_ratio:.2f}, up to {stats.behind_s_max:.1f}s late); "
+        "the pipeline got less load than asked for: fewer nodes, a longer --interval-s, "
+        "or the simulator on another machine"
+    )
 
 
 def _tell_the_benchmark(config: Any, dry_run: bool) -> None:
