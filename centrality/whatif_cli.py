@@ -102,21 +102,7 @@ def document(run: WhatIf, elapsed_s: float) -> dict[str, Any]:
     now = Counter(d.now.payload.rule for d in run.decisions if d.now is not None)
     # The candidate's differences only: those any rules would show are named apart, unpriced.
     edges = {tid for tid, why in run.whys.items() if why.reason in NOT_THE_RULES}
-    statuses = Counter(
-        (d.trigger.payload.rule, d.status) for d in run.decisions if d.trigger_id not in edges
-    )
     priced_ids = {p.decision.trigger_id for p in run.priced}
-    rules: dict[str, dict[str, Any]] = {}
-    for rule in sorted(then.keys() | now.keys()):
-        rules[rule] = {
-            "then": then[rule],
-            "now": now[rule],
-            **{s: statuses[(rule, s)] for s in ("new", "missing", "changed")},
-            **_sums(p for p in run.priced if p.decision.trigger.payload.rule == rule),
-        }
-    groups: dict[tuple[str, str | None], list[Priced]] = defaultdict(list)
-    for p in run.priced:
-        groups[(p.cluster, p.gpu_model)].append(p)
     assumed = run.pricing
     return {
         "since": run.since.isoformat(),
@@ -137,29 +123,56 @@ def document(run: WhatIf, elapsed_s: float) -> dict[str, Any]:
         "differing": sum(d.status != "same" and d.trigger_id not in edges for d in run.decisions),
         "not_priced": counts({tid: w for tid, w in run.whys.items() if tid not in priced_ids}),
         "total": _sums(run.priced),
-        "rules": rules,
-        "groups": [
-            {"cluster": c, "gpu_model": m, "decisions": len(ps), **_sums(ps)}
-            for (c, m), ps in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1] or ""))
-        ],
-        "priced": [
-            {
-                "trigger_id": q.decision.trigger_id,
-                "status": q.decision.status,
-                "type": q.decision.trigger.type,
-                "rule": q.decision.trigger.payload.rule,
-                "subject": q.decision.trigger.subject,
-                "cluster": q.cluster,
-                "gpu_model": q.gpu_model,
-                "occurred_at": q.decision.trigger.occurred_at.isoformat(),
-                "capacity_gpu_h": q.price.capacity_gpu_h,
-                "work_gpu_h": q.price.work_gpu_h,
-                "idle_gpu_h": q.price.idle_gpu_h,
-                "gpu_h": q.price.gpu_h,
-                "basis": q.price.basis,
-            }
-            for q in sorted(run.priced, key=lambda q: -abs(q.price.gpu_h))
-        ],
+        "rules": _by_rule(run, then, now, edges),
+        "groups": _by_group(run.priced),
+        "priced": [_priced_json(q) for q in sorted(run.priced, key=lambda q: -abs(q.price.gpu_h))],
+    }
+
+
+def _by_rule(
+    run: WhatIf, then: Counter[str], now: Counter[str], edges: set[str]
+) -> dict[str, dict[str, Any]]:
+    """Per rule, its decisions then and now, its differences (but `edges`) and their price."""
+    statuses = Counter(
+        (d.trigger.payload.rule, d.status) for d in run.decisions if d.trigger_id not in edges
+    )
+    rules: dict[str, dict[str, Any]] = {}
+    for rule in sorted(then.keys() | now.keys()):
+        rules[rule] = {
+            "then": then[rule],
+            "now": now[rule],
+            **{s: statuses[(rule, s)] for s in ("new", "missing", "changed")},
+            **_sums(p for p in run.priced if p.decision.trigger.payload.rule == rule),
+        }
+    return rules
+
+
+def _by_group(priced: list[Priced]) -> list[dict[str, Any]]:
+    """Per node group (a cluster's nodes of one GPU model), its priced differences summed."""
+    groups: dict[tuple[str, str | None], list[Priced]] = defaultdict(list)
+    for p in priced:
+        groups[(p.cluster, p.gpu_model)].append(p)
+    return [
+        {"cluster": c, "gpu_model": m, "decisions": len(ps), **_sums(ps)}
+        for (c, m), ps in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1] or ""))
+    ]
+
+
+def _priced_json(q: Priced) -> dict[str, Any]:
+    return {
+        "trigger_id": q.decision.trigger_id,
+        "status": q.decision.status,
+        "type": q.decision.trigger.type,
+        "rule": q.decision.trigger.payload.rule,
+        "subject": q.decision.trigger.subject,
+        "cluster": q.cluster,
+        "gpu_model": q.gpu_model,
+        "occurred_at": q.decision.trigger.occurred_at.isoformat(),
+        "capacity_gpu_h": q.price.capacity_gpu_h,
+        "work_gpu_h": q.price.work_gpu_h,
+        "idle_gpu_h": q.price.idle_gpu_h,
+        "gpu_h": q.price.gpu_h,
+        "basis": q.price.basis,
     }
 
 
