@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+
+if TYPE_CHECKING:
+    from streams.rules.registry import BoundRule
 
 JSON = typer.Option(False, "--json", help="One JSON document instead of a table.")
 _MODE = {"live": "[green]live[/]", "shadow": "[yellow]shadow[/]", "off": "[dim]off[/]"}
@@ -24,7 +27,7 @@ def rules(json: bool = JSON) -> None:
     worker would refuse is the same one-line error here."""
     from centrality.scope_nodes import read_known_nodes
     from streams.rules.registry import RuleEngine
-    from streams.settings import BUILTIN_RULES, StreamsSettings
+    from streams.settings import StreamsSettings
 
     settings = StreamsSettings()
     engine = RuleEngine.load(settings.rule_modules, settings.rule_config)
@@ -35,31 +38,42 @@ def rules(json: bool = JSON) -> None:
             escape(f"fleet not read, scopes' nodes not counted: {known.unread}"), soft_wrap=True
         )
     counts = {b.spec.name: known.counts(b) for b in loaded}
-    rows: list[dict[str, Any]] = [
-        {
-            "rule": b.spec.name,
-            "module": b.spec.module,
-            "builtin": b.spec.module in BUILTIN_RULES,
-            "events": [cls.__name__ for cls in b.spec.on],
-            "mode": b.config.mode if b.config.enabled else "off",
-            "keep_signals": b.spec.keep_signals,
-            "debounce": {"for_s": b.config.for_s, "for_count": b.config.for_count},
-            "config": b.config.model_dump(mode="json"),
-            "scopes": [
-                {
-                    "match": s.match.model_dump(mode="json", exclude_defaults=True),
-                    "set": dict(s.overrides),
-                    "mode": s.config.mode if s.config.enabled else "off",
-                    "nodes": count,
-                }
-                for s, count in zip(b.scopes, counts[b.spec.name], strict=True)
-            ],
-        }
-        for b in loaded
-    ]
+    rows = [_row(b, counts[b.spec.name]) for b in loaded]
     if json:
         print(orjson.dumps(rows).decode())
         return
+    Console().print(_table(rows, loaded, counts))
+
+
+def _row(b: BoundRule, counts: list[int | None]) -> dict[str, Any]:
+    """A rule as `--json` lists it; `counts`: the known nodes each of its scopes selects."""
+    from streams.settings import BUILTIN_RULES
+
+    return {
+        "rule": b.spec.name,
+        "module": b.spec.module,
+        "builtin": b.spec.module in BUILTIN_RULES,
+        "events": [cls.__name__ for cls in b.spec.on],
+        "mode": b.config.mode if b.config.enabled else "off",
+        "keep_signals": b.spec.keep_signals,
+        "debounce": {"for_s": b.config.for_s, "for_count": b.config.for_count},
+        "config": b.config.model_dump(mode="json"),
+        "scopes": [
+            {
+                "match": s.match.model_dump(mode="json", exclude_defaults=True),
+                "set": dict(s.overrides),
+                "mode": s.config.mode if s.config.enabled else "off",
+                "nodes": count,
+            }
+            for s, count in zip(b.scopes, counts, strict=True)
+        ],
+    }
+
+
+def _table(
+    rows: list[dict[str, Any]], loaded: list[BoundRule], counts: dict[str, list[int | None]]
+) -> Table:
+    """The rules as the table shows them, a scope a line with the known nodes it selects."""
     table = Table(
         "rule", "module", "events", "mode", "debounce", "config (set)", "scopes", title="rules"
     )
@@ -76,7 +90,7 @@ def rules(json: bool = JSON) -> None:
                 for s, count in zip(bound.scopes, counts[bound.spec.name], strict=True)
             ),
         )
-    Console().print(table)
+    return table
 
 
 def _nodes(count: int | None) -> str:
