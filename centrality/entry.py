@@ -7,6 +7,7 @@ executable and for typer's test runner alike.
 
 from __future__ import annotations
 
+import inspect
 import logging
 import sys
 import traceback
@@ -38,7 +39,7 @@ class CentralityGroup(TyperGroup):
         standalone_mode: bool = True,
         **extra: Any,
     ) -> Any:
-        show_flags_as_flags(self)
+        readable_help(self)
         Options.debug, Options.command = False, None
         try:
             result = super().main(
@@ -101,14 +102,30 @@ def _not_chatty(record: logging.LogRecord) -> bool:
     return not chatty or record.levelno >= logging.CRITICAL
 
 
-def show_flags_as_flags(command: object) -> None:
-    """Typer's help prints every option's type, `--dry-run <bool>` too, as if it took a value."""
+def readable_help(command: object) -> None:
+    """Help as a person reads it at any terminal's width, for a command and all under it: flags
+    shown as flags, and each paragraph of its help one line that rich wraps (`reflowed`)."""
     if not isinstance(command, TyperCommand | TyperGroup):
         return
+    _show_flags_as_flags(command)
+    command.help = reflowed(command.help)
+    if isinstance(command, TyperGroup):
+        for sub in command.commands.values():
+            readable_help(sub)
+
+
+def _show_flags_as_flags(command: TyperCommand | TyperGroup) -> None:
+    """Typer's help prints every option's type, `--dry-run <bool>` too, as if it took a value."""
     help_option = command.get_help_option(typer.Context(command))  # made once, then cached
     for param in [*command.params, help_option]:
         if isinstance(param, TyperOption) and param.is_flag:
             param.metavar = ""
-    if isinstance(command, TyperGroup):
-        for sub in command.commands.values():
-            show_flags_as_flags(sub)
+
+
+def reflowed(text: str | None) -> str | None:
+    """Each paragraph of a docstring on one line. Typer's rich help keeps the source's line
+    breaks: a terminal narrower than the source showed a word or two alone on every other line,
+    and a group's listing broke a command's summary where its source did."""
+    if not text:
+        return text
+    return "\n\n".join(" ".join(p.split()) for p in inspect.cleandoc(text).split("\n\n"))

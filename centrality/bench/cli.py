@@ -14,7 +14,7 @@ from rich.table import Table
 from typer.core import TyperGroup
 from typer.main import get_command_from_info
 
-from centrality.entry import show_flags_as_flags
+from centrality.entry import readable_help
 from centrality.progress import tracking, wanted
 
 
@@ -43,7 +43,7 @@ class LazyBenchGroup(TyperGroup):
             command = get_command_from_info(
                 info, pretty_exceptions_short=True, rich_markup_mode="rich"
             )
-            show_flags_as_flags(command)
+            readable_help(command)
             self.add_command(command, command.name)
         self._loaded = True
 
