@@ -133,8 +133,10 @@ def _print_status(stack: object) -> None:
 
 @app.command()
 def streams() -> None:
-    """Run the Faust streams worker (tables, rules, triggers); it stops within
-    `CENTRALITY_STREAMS_STOP_TIMEOUT_S` of SIGTERM or Ctrl-C, whatever it is doing."""
+    """Run the Faust streams worker (tables, rules, triggers).
+
+    It stops within `CENTRALITY_STREAMS_STOP_TIMEOUT_S` of SIGTERM or Ctrl-C, whatever it is
+    doing."""
     from schemas.runtime.admin import catalog_names, require_topics
     from schemas.runtime.settings import KafkaSettings
     from schemas.signing import SigningSettings
@@ -200,8 +202,9 @@ def demo(
         False, help="Keep the demo's own topics and database (named at the end) to look at."
     ),
 ) -> None:
-    """A small cluster's bad day through the real workers, narrated from ClickHouse; in topics
-    and a database of its own, never the user's history."""
+    """A small cluster's bad day through the real workers, narrated from ClickHouse.
+
+    It runs in topics and a database of its own, never the user's history."""
     from centrality.demo import run_demo
 
     configure_logging(json=False, level="WARNING")

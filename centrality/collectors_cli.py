@@ -248,9 +248,11 @@ def simulate(
     dry_run: bool = DRY_RUN,
     spool: bool = SPOOL,
 ) -> None:
-    """Simulate a cluster (N nodes x G GPUs, M jobs, faults) through the Emitter. Unpaced
-    (--speed 0) the simulated period ends now; paced faster than real time, when the run does:
-    no event is stamped ahead of the clock. Prints which nodes and jobs it faulted, and how."""
+    """Simulate a cluster (N nodes x G GPUs, M jobs, faults) through the Emitter.
+
+    Unpaced (--speed 0) the simulated period ends now; paced faster than real time, when the run
+    does: no event is stamped ahead of the clock. Prints which nodes and jobs it faulted, and
+    how."""
     from collectors.simulate.config import SimConfig
 
     config = SimConfig(

@@ -16,8 +16,9 @@ def config(
         False, "--markdown", help="Print docs/settings.md: every variable, default, meaning."
     ),
 ) -> None:
-    """The effective settings of every component (secrets masked) and where each came from:
-    env, a .env file, a secrets dir, or the default."""
+    """The effective settings of every component (secrets masked), and where each came from.
+
+    A setting comes from the environment, a .env file, a secrets dir, or its default."""
     from centrality.settings_report import report
 
     if markdown:

@@ -51,8 +51,10 @@ def emit(
         False, "--spool", help="If Kafka does not take it, keep it in the spool for later."
     ),
 ) -> None:
-    """Send one event: `centrality emit JobExited --cluster c --subject slurm/c/7 --state FAILED
-    --exit_code 1 --nodes n1 --nodes n2`. Envelope fields go to the envelope, the rest to the
+    """Send one event, its fields as options.
+
+    `centrality emit JobExited --cluster c --subject slurm/c/7 --state FAILED --exit_code 1
+    --nodes n1 --nodes n2`. Envelope fields go to the envelope, the rest to the
     payload; repeat a flag for a list; pass JSON for a mapping."""
     cls = event_types().get(event_type)
     if cls is None:
@@ -181,8 +183,10 @@ def export_cmd(
     ] = JSON_DIR,
     check: Annotated[bool, typer.Option("--check", help="Exit 1 if files would change.")] = False,
 ) -> None:
-    """Write one JSON Schema file per event type, message.json (one event or a batch) and
-    keywords.json (the `x-` keywords they use, for validators in strict mode)."""
+    """Write the contract's JSON Schema files into a directory.
+
+    One file per event type, message.json (one event or a batch) and keywords.json (the `x-`
+    keywords they use, for validators in strict mode)."""
     if check:
         changes = stale(directory)
         if changes:

@@ -15,6 +15,7 @@ MARK = {"ok": "[green]ok[/]", "warn": "[yellow]warn[/]", "fail": "[red]FAIL[/]",
 
 def doctor(json: bool = typer.Option(False, "--json", help="Print one JSON line.")) -> None:
     """Check Kafka, ClickHouse, topics, migrations, codecs, clocks and versions; say what to fix.
+
     Exits 1 when any check fails."""
     from centrality.doctor import run_checks
 

@@ -212,8 +212,9 @@ def nodes(
     tsv_: bool = TSV,
     watch: bool = WATCH,
 ) -> None:
-    """Every node as the streams app sees it now: state, who took it out and why, since
-    when, what is pending."""
+    """Every node as the streams app sees it now.
+
+    Its state, who took it out and why, since when, and what is pending."""
     asked = listing(
         "node",
         names,
@@ -237,8 +238,10 @@ def jobs(
     tsv_: bool = TSV,
     watch: bool = WATCH,
 ) -> None:
-    """Every training job as the streams app sees it now: state, attempt, restarts used and
-    left, what it waits for and since when, checkpoint."""
+    """Every training job as the streams app sees it now.
+
+    Its state, attempt, restarts used and left, what it waits for and since when, and its
+    checkpoint."""
     show(listing("job", names, cluster, states=state, why=why, sort=sort), json, tsv_, watch)
 
 

@@ -39,7 +39,9 @@ def report(
     store: bool = STORE,
     json: bool = JSON,
 ) -> None:
-    """Each rule's quarantines confirmed or false alarms, restarts that held or failed again,
+    """What the rules' decisions came to: quarantines, restarts, remediation and goodput.
+
+    Each rule's quarantines confirmed or false alarms, restarts that held or failed again,
     remediation step timings (p50/p99), lemon nodes, and ETTR per job and cluster."""
     from streams.analysis.goodput import by_cluster, ettr, fold, job_time
     from streams.analysis.outcomes import OutcomeSettings, outcomes

@@ -18,7 +18,9 @@ _MODE = {"live": "[green]live[/]", "shadow": "[yellow]shadow[/]", "off": "[dim]o
 
 
 def rules(json: bool = JSON) -> None:
-    """Every rule of the loaded modules (the built-ins and CENTRALITY_RULES): its module, the
+    """Every rule of the loaded modules: its events, mode, debounce, config and scopes.
+
+    The modules are the built-ins and CENTRALITY_RULES. For each rule: its module, the
     events it reacts to, its mode (live, shadow, or off), its debounce (how many evaluations in a
     row, or how long, its condition must hold before it decides), its config
     (CENTRALITY_STREAMS_RULE_CONFIG over its defaults) and its scopes (node groups and job

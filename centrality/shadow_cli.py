@@ -27,7 +27,9 @@ def shadow_report(
     limit: int = typer.Option(20, min=0, help="How many differences to show, first first."),
     json: bool = JSON,
 ) -> None:
-    """From history (ClickHouse): per rule and trigger type, what the shadow rules decided and
+    """What the shadow rules decided, beside what was decided live, and where they differ.
+
+    From history (ClickHouse): per rule and trigger type, what the shadow rules decided and
     what was decided live of the same types, with their outcomes; then the first differences
     (a shadow decision nothing live matched on its node or subject, or the other way round).
     Promoting a rule is a config change: {"RULE": {"mode": "live"}}."""

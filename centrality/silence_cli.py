@@ -284,8 +284,9 @@ def list_cmd(
     all_: Annotated[bool, typer.Option("--all", help="Ended ones too.")] = False,
     json: bool = JSON,
 ) -> None:
-    """The silences in force (with `--all`, those that ended too), and what each one held:
-    how many decisions, of which actions and rules, on which nodes or jobs."""
+    """The silences in force (with `--all`, those that ended too), and what each one held.
+
+    For each: how many decisions, of which actions and rules, on which nodes or jobs."""
     book, holds = asyncio.run(_book_and_holds(KafkaSettings()))
     rows = [
         row(a, book.expired.get(i), verified, holds.get(i))

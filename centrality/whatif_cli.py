@@ -61,8 +61,9 @@ def whatif(
     ),
     json: bool = JSON,
 ) -> None:
-    """What candidate rules would have decided over a range, beside what was decided, each
-    difference priced in GPU-hours (capacity removed, work lost or saved, idle GPUs released)."""
+    """What candidate rules would have decided over a range, each difference priced in GPU-hours.
+
+    Beside what was decided then: capacity removed, work lost or saved, idle GPUs released."""
     from streams.analysis.replay.clickhouse_source import ClickHouseSource, Scope
     from streams.analysis.whatif.candidate import CandidateError, candidate
     from streams.analysis.whatif.run import warmup_for, what_if

@@ -483,9 +483,11 @@ def bench_goodput(
     ),
     json: bool = typer.Option(False, "--json", help="Print one JSON line."),
 ) -> None:
-    """ETTR, GPU-hours lost and saved, and each rule's precision over a compressed period whose
-    interruptions follow Llama 3 405B's causes: rules acting, and automation off with a person
-    answering after CENTRALITY_WHATIF_RESPONSE_S (a node's repair: CENTRALITY_WHATIF_REPAIR_S)."""
+    """ETTR, GPU-hours lost and saved, and each rule's precision, rules acting or not.
+
+    Over a compressed period whose interruptions follow Llama 3 405B's causes: rules acting, and
+    automation off with a person answering after CENTRALITY_WHATIF_RESPONSE_S (a node's repair:
+    CENTRALITY_WHATIF_REPAIR_S)."""
     _check_off(off)
     pricing = PricingSettings()
     opts = Options(

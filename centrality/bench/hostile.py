@@ -350,8 +350,10 @@ def bench_hostile(
     keep: bool = typer.Option(False, help="Keep the run's topics, database and logs."),
     json: bool = typer.Option(False, "--json", help="Print one JSON line."),
 ) -> None:
-    """Workers under hostile input on every topic and codec, then a valid story. Targets: all
-    alive, storm consumed, story decided ≤ 5 s after it, no unsigned trigger obeyed, stop ≤ 10 s."""
+    """Workers under hostile input on every topic and codec, then a valid story.
+
+    Targets: all alive, storm consumed, story decided ≤ 5 s after it, no unsigned trigger obeyed,
+    stop ≤ 10 s."""
     try:  # before a stack is started for them
         aimed(_listed(kinds), _listed(topics))
     except ValueError as exc:

@@ -210,10 +210,11 @@ def bench_incidents(
     keep: bool = typer.Option(False, help="Keep the run's topics, database and logs."),
     json: bool = typer.Option(False, "--json", help="Print one JSON line."),
 ) -> None:
-    """A fleet falls silent, then a burst of fatal XIDs, told to a Slack fake. Targets: every
-    node unreachable within twice the heartbeat limit, one incident, ≤ 3 messages, no drain, all
-    back after; every XID decided within 5 s p99, ≤ 10 messages in the first minute, every
-    Slack call taken."""
+    """A fleet falls silent, then a burst of fatal XIDs, told to a Slack fake.
+
+    Targets: every node unreachable within twice the heartbeat limit, one incident, ≤ 3 messages,
+    no drain, all back after; every XID decided within 5 s p99, ≤ 10 messages in the first
+    minute, every Slack call taken."""
     if burst_nodes > nodes:
         raise typer.BadParameter(f"a burst of {burst_nodes} in a fleet of {nodes}")
     stack, progress = local_stack()

@@ -46,8 +46,9 @@ def bench_replay(
     whatif: list[str] | None = WHATIF,
     json: bool = typer.Option(False, "--json", help="Print one JSON line."),
 ) -> None:
-    """Replay speed (events/s) over a day of history: read, decode, re-decide, compare; with
-    --whatif, then `centrality whatif`'s run over the same day, timed beside it (target: at
+    """Replay speed (events/s) over a day of history: read, decode, re-decide, compare.
+
+    With --whatif, then `centrality whatif`'s run over the same day, timed beside it (target: at
     most 1.1 times the replay)."""
     now = datetime.now(UTC)
     base = ClickHouseSettings()

@@ -488,10 +488,11 @@ def bench_scale(
     keep: bool = typer.Option(False, help="Keep the run's topics, database and logs."),
     json: bool = typer.Option(False, "--json", help="Print one JSON line."),
 ) -> None:
-    """Workers fed a simulated fleet in real time with faults. Targets: realtime_ratio ≥ 0.95,
-    every fault decided, XID→quarantine and crash→restart p99 ≤ 1 s, drained ≤ 30 s; what
-    people read (`centrality nodes`) shows an XID node out of service within 2 s (p99), and
-    listing the fleet takes ≤ 1 s."""
+    """Workers fed a simulated fleet in real time with faults.
+
+    Targets: realtime_ratio ≥ 0.95, every fault decided, XID→quarantine and crash→restart
+    p99 ≤ 1 s, drained ≤ 30 s; what people read (`centrality nodes`) shows an XID node out of
+    service within 2 s (p99), and listing the fleet takes ≤ 1 s."""
     stack, progress = local_stack()
     opts = Options(
         nodes=nodes,

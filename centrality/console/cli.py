@@ -21,8 +21,9 @@ def console(
         None, "--port", help="On this port (CENTRALITY_CONSOLE_PORT; default 8470)."
     ),
 ) -> None:
-    """The fleet, incidents, jobs, timelines and silences in a browser, and operators' commands
-    signed with your key; read-only without a trusted key."""
+    """The fleet, incidents, jobs, timelines and silences in a browser.
+
+    Operators' commands are signed with your key; without a trusted key it is read-only."""
     from centrality.console.serve import serve
     from centrality.console.settings import ConsoleSettings
     from centrality.runner import run_until_signalled
