@@ -255,6 +255,11 @@ def _app(worker: str, stall_s: float) -> Callable[..., Iterator[bytes]]:
     return app
 
 
+# How often the serving thread looks whether it is to shut down: `close` (a worker's stop) waits
+# for that look. socketserver's default, half a second, was a third of a streams worker's stop.
+SHUTDOWN_POLL_S = 0.05
+
+
 class MetricsServer:
     def __init__(self, worker: str, host: str, port: int, stall_s: float) -> None:
         self.worker = worker
@@ -263,7 +268,10 @@ class MetricsServer:
         )
         self.port = self._server.server_port
         self._thread = threading.Thread(
-            target=self._server.serve_forever, name=f"metrics-{worker}", daemon=True
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": SHUTDOWN_POLL_S},
+            name=f"metrics-{worker}",
+            daemon=True,
         )
         self._thread.start()
 
