@@ -93,6 +93,8 @@ EXPECTED: Mapping[str, tuple[str, ...] | None] = {
     # streams.faust.table_manager: Faust's start of its table manager, less its sleep.
     "faust.tables.manager:TableManager.on_start": ("self",),
     "faust.tables.manager:TableManager._update_channels": ("self",),
+    # streams.faust.worker: what mode's worker awaits before it closes the loop, shortened.
+    "mode.worker:Worker._sentinel_task": ("self",),
 }
 # Source fragments that must still be there: attributes set inside a method, not declared.
 SOURCE: Mapping[str, str | tuple[str, ...]] = {
@@ -103,6 +105,9 @@ SOURCE: Mapping[str, str | tuple[str, ...]] = {
         "await self._update_channels()",
         "await self.recovery.start()",
     ),
+    # streams.faust.worker: the loop is closed after the sentinel, and what it waits for.
+    "mode.worker:Worker._shutdown_loop": "self._sentinel_task()",
+    "mode.worker:Worker._sentinel_task": "await asyncio.sleep(1.0)",
     # fixes 1 and 12: values set on the consumer before start() hands them to its Fetcher.
     "aiokafka.consumer.consumer:AIOKafkaConsumer.start": (
         "self._fetch_max_wait_ms",
