@@ -267,6 +267,7 @@ class WorkerRun:
     busy_s: float
     cpu_s: float  # its process group's user and system CPU over busy_s
     ready_s: float  # from its process's start to `/readyz`: imports, joining, recovery
+    stop_s: float  # from SIGTERM to its process's end (looked at every 0.1 s)
     latencies_ms: list[float]
 
 
@@ -304,9 +305,17 @@ def run_worker(
         Console(stderr=True).log(f"streams worker log {worker.log_file}:\n{worker.log_tail(20)}")
         raise
     finally:
+        stopping_at = time.perf_counter()
         worker.stop()  # before removing data_dir: its pid file lives there
+        stopped_at = time.perf_counter()
     shutil.rmtree(data_dir, ignore_errors=True)
-    return WorkerRun(done_at - ready_at, cpu_used, ready_at - started_at, sorted(lat))
+    return WorkerRun(
+        done_at - ready_at,
+        cpu_used,
+        ready_at - started_at,
+        stopped_at - stopping_at,
+        sorted(lat),
+    )
 
 
 @bench_app.command("streams")
@@ -355,6 +364,7 @@ def _result(
         "rate_eps": round(rate),
         "worker_cpu_us_per_event": round(1e6 * worked.cpu_s / events, 1),
         "worker_ready_s": round(worked.ready_s, 2),
+        "worker_stop_s": round(worked.stop_s, 2),
         "raw_rate_eps": round(raw_rate),
         "ratio": round(rate / raw_rate, 3),
         "latency_p50_ms": round(statistics.median(lat), 1) if lat else None,

@@ -46,6 +46,7 @@ def test_the_worker_is_timed_from_ready_and_probed(stack: Stack) -> None:
     cpu = result["worker_cpu_us_per_event"]
     assert isinstance(cpu, float) and cpu > 0, result
     assert isinstance(result["worker_ready_s"], float) and result["worker_ready_s"] > 0, result
+    assert 0 < result["worker_stop_s"] < 10, result  # SIGTERM to its end, within the stop limit
     # A probe every 50 ms for 2 s: each crashed job's exit restarted.
     assert result["probes"] == 40 and result["latency_p99_ms"] is not None, result
 
