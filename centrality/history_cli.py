@@ -7,7 +7,7 @@ import os
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import orjson
 import typer
@@ -144,7 +144,7 @@ ALL = typer.Option(False, "--all", help="Include telemetry (samples, heartbeats)
 
 @history_app.command("job")
 def history_job(
-    job_id: str,
+    job_id: Annotated[str, typer.Argument(help="The job id, e.g. slurm/a/4242.")],
     since: str = TIMELINE_SINCE,
     until: str = UNTIL,
     all_: bool = ALL,
@@ -156,7 +156,7 @@ def history_job(
 
 @history_app.command("node")
 def history_node(
-    node: str,
+    node: Annotated[str, typer.Argument(help="The node's name, as `centrality nodes` shows it.")],
     since: str = TIMELINE_SINCE,
     until: str = UNTIL,
     all_: bool = ALL,

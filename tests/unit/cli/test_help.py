@@ -25,6 +25,18 @@ def command_paths(command: Any, path: tuple[str, ...] = ()) -> list[tuple[str, .
     return [path] + [p for name, sub in subs.items() for p in command_paths(sub, (*path, name))]
 
 
+def every_command() -> list[tuple[tuple[str, ...], Any]]:
+    """Each command and group under `centrality`, with its path."""
+    group = typer.main.get_command(app)
+    found = []
+    for path in command_paths(group)[1:]:
+        command: Any = group
+        for name in path:
+            command = command.get_command(typer.Context(command), name)
+        found.append((path, command))
+    return found
+
+
 def test_no_help_shows_a_flag_as_taking_a_value() -> None:
     paths = command_paths(typer.main.get_command(app))
     assert ("agent",) in paths and ("watch", "slurm") in paths and ("bench", "hostile") in paths
@@ -45,12 +57,8 @@ def test_every_command_is_listed_in_one_line_of_its_own_summary() -> None:
     in the source (Typer's rich mode), so a summary wrapped in the source was listed broken
     mid-sentence. Each command starts with a one-line summary, as PEP 257 asks; the rest of
     its help follows a blank line, on its own `--help`."""
-    group = typer.main.get_command(app)
     long = []
-    for path in command_paths(group)[1:]:
-        command = group
-        for name in path:
-            command = command.get_command(typer.Context(command), name)  # type: ignore[attr-defined]
+    for path, command in every_command():
         summary = inspect.cleandoc(command.help or "").split("\n\n")[0]
         if not summary or "\n" in summary or len(summary) > 95:
             long.append(f"{' '.join(path)}: {summary!r}")
@@ -73,3 +81,12 @@ def test_help_reads_as_paragraphs_at_a_terminal_s_width() -> None:
         for paragraph in paragraphs:
             short = [line for line in paragraph.splitlines()[:-1] if len(line) < 60]
             assert not short, (path, short, page)
+
+
+def test_every_option_and_argument_says_what_it_is() -> None:
+    silent = []
+    for path, command in every_command():
+        silent += [
+            f"{' '.join(path)} {p.name}" for p in command.params if not getattr(p, "help", "")
+        ]
+    assert not silent, silent
