@@ -1,4 +1,5 @@
-"""`--version`, and help that shows a boolean flag as a flag."""
+"""`--version`, and help as people read it: flags shown as flags, one-line summaries, paragraphs
+wrapped to the terminal, and every option saying what it is."""
 
 from __future__ import annotations
 
