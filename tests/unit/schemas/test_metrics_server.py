@@ -158,10 +158,9 @@ def test_tcp_reachable_tries_each_address() -> None:
         assert not tcp_reachable(f"127.0.0.1:{closed}")()
 
 
-def test_a_server_closes_within_a_poll_of_its_thread() -> None:
-    """A worker's stop waits for its metrics server's close, which waits for the serving
-    thread's next look for a shutdown: socketserver's default look, every half second, was a
-    third of a streams worker's stop."""
+def test_a_server_closes_at_once() -> None:
+    """A worker's stop waits for its metrics server's close, which waited for the serving
+    thread's next look for a shutdown, every half second: a third of a streams worker's stop."""
     server = start("sink", MetricsSettings(addr=f"127.0.0.1:{free_port()}"))
     assert server is not None
     time.sleep(0.02)  # the thread has just begun waiting for its next look
