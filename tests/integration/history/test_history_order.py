@@ -39,6 +39,14 @@ def test_pages_come_in_event_time_order(
     ]
     with connect(clickhouse_settings) as client:
         insert_events(client, crowd)
+        # The sink writes a record again when it is delivered again: a second copy of each (in
+        # another order, so that the server's insert deduplication keeps it), read once.
+        insert_events(client, crowd[::-1])
+        copies = client.query(
+            "SELECT count() FROM events WHERE event_id IN {ids:Array(UUID)}",
+            parameters={"ids": [e.event_id for e in crowd]},
+        ).result_rows
+    assert copies == [(2 * len(crowd),)]
     expected = sorted([*seeded.events, *crowd], key=event_time_key)
     read = list(
         stream_events_between(
