@@ -150,9 +150,10 @@ class Checked(Protocol):
     def check(self) -> None: ...
 
 
-async def warm_up(run: BenchRun, pipeline: Checked, timeout_s: float) -> float | None:
-    """Seconds until the workers decided and carried out a first story; None if they did not
-    within `timeout_s` (Faust takes seconds to join and recover; that is not the fleet's)."""
+async def warm_up(run: BenchRun, pipeline: Checked, timeout_s: float) -> float:
+    """Seconds until the workers decided and carried out a first story; a `RuntimeError` if
+    they did not within `timeout_s` (Faust takes seconds to join and recover; that is not the
+    fleet's, so no bench times it)."""
     kafka, job = run.kafka, f"slurm/scale-warmup/{run.id}"
     started = time.monotonic()
     decisions = await end_offsets(kafka, partitions(kafka, DecisionWatch.DECISIONS))
@@ -162,7 +163,9 @@ async def warm_up(run: BenchRun, pipeline: Checked, timeout_s: float) -> float |
         while time.monotonic() - started < timeout_s and watch.decided_at is None:
             pipeline.check()
             await watch.poll()
-        return None if watch.decided_at is None else time.monotonic() - started
+        if watch.decided_at is None:
+            raise RuntimeError(f"the workers decided nothing within {timeout_s:g} s")
+        return time.monotonic() - started
     finally:
         await watch.close()
 
@@ -171,8 +174,6 @@ async def measure(
     run: BenchRun, opts: Options, pipeline: Workers, progress: Console
 ) -> dict[str, Any]:
     ready_s = await warm_up(run, pipeline, opts.ready_timeout_s)
-    if ready_s is None:
-        raise RuntimeError(f"the workers decided nothing within {opts.ready_timeout_s:g} s")
     progress.log(f"workers ready in {ready_s:.1f} s; simulating {opts.nodes} nodes in real time")
     kafka = run.kafka
     watched = partitions(kafka, (*DecisionWatch.FAULTS, *DecisionWatch.DECISIONS))
