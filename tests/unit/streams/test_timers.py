@@ -14,11 +14,11 @@ from schemas.envelope import Event
 from schemas.events import Trigger
 from streams.analysis.replay.rerun import rerun
 from streams.brain.process import Brain
-from streams.brain.timers import STALE_SLACK, Timers
+from streams.brain.timers import STALE_SLACK, Timers, due_instants
 from streams.rules.registry import RuleEngine
 from streams.settings import StreamsSettings
 from streams.state import internal
-from streams.state.entities import NODES
+from streams.state.entities import JOBS, NODES
 from streams.testing import T0, checkpoint, ended, heartbeat, running, sample
 
 TICK_S = 5.0
@@ -167,3 +167,14 @@ def test_a_heap_rescheduled_for_ever_stays_bounded_and_still_right() -> None:
     assert len(timers._heap[NODES.table]) <= 2 + STALE_SLACK + 1
     assert timers.due(NODES, T0 + timedelta(seconds=4_999 + 59)) == []
     assert timers.due(NODES, T0 + timedelta(seconds=4_999 + 60)) == ["n1"]
+
+
+def test_a_job_is_due_only_while_it_runs_and_a_node_always() -> None:
+    engine, _ = engines(CONFIGS[0])
+    brain = Brain(engine)
+    brain.handle(running("j1", at_s=0))
+    brain.handle(heartbeat("n1", at_s=0))
+    assert due_instants(engine, JOBS, brain.jobs["j1"])  # its checkpoint stall's
+    assert due_instants(engine, NODES, brain.nodes["n1"])  # its silence's
+    brain.handle(ended("j1", at_s=60))
+    assert due_instants(engine, JOBS, brain.jobs["j1"]) == []
